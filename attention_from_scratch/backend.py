@@ -1,0 +1,171 @@
+"""Array backends: one code path for NumPy, CuPy and any Array-API array.
+
+Every concept module starts with ``xp = get_namespace(q, k, v)`` and then uses only the Array API
+standard (https://data-apis.org/array-api/), so the same lines run on NumPy (CPU), CuPy (GPU) or
+``array_api_strict`` (a namespace that refuses anything outside the standard, which is how the tests
+catch NumPy-only calls without a GPU). All device logic lives here and nowhere else.
+
+Conventions
+-----------
+* Python lists and numbers become float64 NumPy arrays: ``dot([1, 2, 3, 4], [2, 0, 1, 3]) == 17``.
+* Integer arrays are promoted to float64 (attention is real arithmetic); booleans are refused
+  where a number is expected.
+* Random numbers are always drawn on the host with ``numpy.random.default_rng(seed)`` and then moved
+  to the target backend, so a CPU run and a GPU run see identical inputs.
+* Mixing arrays of two backends is a ``TypeError`` that names both, never a silent copy.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from collections.abc import Sequence
+
+import array_api_compat
+import numpy as np
+
+__all__ = [
+    "as_float",
+    "backend_name",
+    "broadcast_shapes",
+    "get_namespace",
+    "gpu_available",
+    "namespace_for",
+    "random_normal",
+    "to_device",
+    "to_numpy",
+]
+
+
+def _is_python_data(x) -> bool:
+    """Python numbers and (nested) lists/tuples of numbers: data that has no backend of its own."""
+    return isinstance(x, (numbers.Number, list, tuple)) and not isinstance(x, bool)
+
+
+def backend_name(xp) -> str:
+    """A short human name for a namespace: 'numpy', 'cupy', 'array_api_strict', ..."""
+    name = getattr(xp, "__name__", repr(xp))
+    for short in ("numpy", "cupy", "array_api_strict", "torch", "jax", "dask"):
+        if short in name:
+            return short
+    return name
+
+
+def get_namespace(*arrays):
+    """The Array-API namespace shared by ``arrays``.
+
+    ``None`` and Python numbers/lists are ignored (they adopt the namespace of the other arguments;
+    alone, they mean NumPy). Raises ``TypeError`` when the arrays come from different backends, naming
+    them, because silently moving data between host and device hides the most expensive operation
+    in GPU code.
+    """
+    real = [a for a in arrays if a is not None and not _is_python_data(a)]
+    if not real:
+        return array_api_compat.array_namespace(np.empty(0))
+    spaces = []
+    for a in real:
+        try:
+            spaces.append(array_api_compat.array_namespace(a))
+        except TypeError as err:
+            raise TypeError(
+                f"expected an array (NumPy, CuPy or another Array-API array), a list or a number; "
+                f"got {type(a).__name__}"
+            ) from err
+    names = sorted({backend_name(s) for s in spaces})
+    if len(names) > 1:
+        raise TypeError(
+            f"arrays from different backends were mixed: {', '.join(names)}. Move them to one backend "
+            f"first, e.g. with attention_from_scratch.backend.to_device(x, xp)."
+        )
+    return spaces[0]
+
+
+def as_float(x, xp, name: str = "x"):
+    """``x`` as a floating-point array of namespace ``xp`` (lists/ints -> float64; floats kept)."""
+    if _is_python_data(x):
+        x = np.asarray(x, dtype=np.float64)
+        return x if backend_name(xp) == "numpy" else xp.asarray(x)
+    dtype = x.dtype
+    if dtype == xp.bool:
+        raise TypeError(f"{name} must be a real-valued array, got a boolean array of shape {tuple(x.shape)}")
+    if xp.isdtype(dtype, "real floating"):
+        return x
+    if xp.isdtype(dtype, "integral"):
+        return xp.astype(x, xp.float64)
+    raise TypeError(f"{name} must be a real-valued array, got dtype {dtype}")
+
+
+def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None) -> tuple[int, ...]:
+    """The broadcast of ``shapes`` (pure shape arithmetic), with an error that names the arguments."""
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        seen = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names or [""] * len(shapes), shapes))
+        raise ValueError(f"shapes do not broadcast: {seen}") from None
+
+
+def to_numpy(x) -> np.ndarray:
+    """Copy any supported array (or list/number) to a NumPy array on the host."""
+    if _is_python_data(x):
+        return np.asarray(x, dtype=np.float64)
+    if isinstance(x, np.ndarray | np.generic):
+        return np.asarray(x)
+    if array_api_compat.is_cupy_array(x):
+        return x.get()
+    return np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
+
+
+def to_device(x, xp):
+    """Move a host (NumPy) array, list or number to backend ``xp`` (a copy to the GPU for CuPy)."""
+    x = np.asarray(x) if _is_python_data(x) else to_numpy(x)
+    return x if backend_name(xp) == "numpy" else xp.asarray(x)
+
+
+def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1.0):
+    """Standard-normal draws of ``shape`` times ``scale`` from ``default_rng(seed)`` on the host, moved to ``xp``.
+
+    ``dtype`` is a dtype of ``xp`` (default float64). The draw is always float64 on the host and then
+    cast, so float32 and float64 runs see the same numbers up to rounding.
+    """
+    xp = get_namespace() if xp is None else xp
+    host = np.random.default_rng(seed).standard_normal(shape) * scale
+    out = to_device(host, xp)
+    return out if dtype is None else xp.astype(out, dtype)
+
+
+@functools.cache
+def gpu_available() -> bool:
+    """True when CuPy is installed *and* a CUDA device can actually run a kernel.
+
+    ``import cupy`` succeeds on machines without a GPU or driver, so importing is not enough: we
+    count devices and run one tiny computation.
+    """
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return False
+        return float(cupy.asarray([1.0, 2.0]).sum()) == 3.0
+    except Exception:
+        return False
+
+
+def namespace_for(backend: str):
+    """The namespace for a backend name: ``'numpy'``, ``'cupy'`` or ``'array_api_strict'``."""
+    if backend == "numpy":
+        return array_api_compat.array_namespace(np.empty(0))
+    if backend == "cupy":
+        if not gpu_available():
+            raise RuntimeError(
+                "backend 'cupy' needs CuPy and a usable CUDA GPU; none was found. Install the GPU extra "
+                "that matches your CUDA (pip install -e '.[cuda12]' or '.[cuda13]') on a machine with a "
+                "GPU, or use backend 'numpy'."
+            )
+        import cupy
+
+        return array_api_compat.array_namespace(cupy.empty(0))
+    if backend == "array_api_strict":
+        import array_api_strict
+
+        return array_api_strict
+    raise ValueError(f"backend must be 'numpy', 'cupy' or 'array_api_strict', got {backend!r}")

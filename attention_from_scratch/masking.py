@@ -1,0 +1,110 @@
+"""Masks: which keys each query may attend to.
+
+A mask here is a **boolean** array, ``True = may attend`` (PyTorch's convention), broadcastable to
+the score matrix ``(..., T, S)``. Applying it sets the forbidden scores to ``-inf`` *before* softmax:
+
+    scores_ij = -inf  where mask_ij is False,   so   weights_ij = exp(-inf) / Z = 0.
+
+Filling with 0 instead is a classic bug: a score of 0 is an ordinary score (exp(0) = 1, often a
+*large* weight next to negative scores), so the "masked" token still receives attention and the
+future leaks into the past. That is why an integer 0/1 mask is refused: we cannot tell whether its
+author meant "0 = blocked" or "add 0 to the score".
+
+* ``causal_mask(T, S)`` -- query i sits at position ``S - T + i`` (bottom-right alignment), so it may
+  see keys ``0 .. S - T + i``. With T == S this is the lower triangle; with T == 1 (decoding one new
+  token against a cache of S keys) it is a single row of all True.
+* ``padding_mask(lengths, S)`` -- batch element b may see its first ``lengths[b]`` keys only.
+
+A float *additive* mask (0 where allowed, -inf where blocked) is also accepted by ``apply_mask``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .backend import get_namespace, to_device
+
+__all__ = ["apply_mask", "as_bool_mask", "causal_mask", "combine_masks", "padding_mask"]
+
+
+def _check_length(n, name):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+
+
+def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
+    """Boolean ``(n_q, n_k)`` mask, True where key j is not in query i's future.
+
+    Bottom-right aligned: ``mask[i, j] = j <= (n_k - n_q) + i``. ``n_k`` defaults to ``n_q``
+    (the lower triangle). ``n_k < n_q`` is allowed; the first ``n_q - n_k`` queries then see nothing.
+    """
+    n_k = n_q if n_k is None else n_k
+    _check_length(n_q, "n_q")
+    _check_length(n_k, "n_k")
+    xp = get_namespace() if xp is None else xp
+    i = xp.arange(n_q)[:, None]  # (T, 1): query index
+    j = xp.arange(n_k)[None, :]  # (1, S): key index
+    return j <= i + (n_k - n_q)  # (T, S)
+
+
+def padding_mask(lengths, n_k: int, *, xp=None):
+    """Boolean ``(B, 1, n_k)`` mask: batch element b may attend to keys ``0 .. lengths[b] - 1``.
+
+    Broadcasts against scores ``(B, T, S)``; for multi-head scores ``(B, H, T, S)`` use
+    ``padding_mask(...)[:, None]``.
+    """
+    _check_length(n_k, "n_k")
+    if xp is None:
+        xp = get_namespace(lengths)
+    lengths = to_device(lengths, xp) if isinstance(lengths, (list, tuple)) else lengths
+    if lengths.ndim != 1:
+        raise ValueError(f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}")
+    if not xp.isdtype(lengths.dtype, "integral"):
+        raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
+    if bool(xp.any(lengths < 0)) or bool(xp.any(lengths > n_k)):
+        raise ValueError(f"every length must lie in 0..n_k={n_k}, got {lengths}")
+    j = xp.arange(n_k)[None, None, :]  # (1, 1, S)
+    return j < lengths[:, None, None]  # (B, 1, S)
+
+
+def combine_masks(*masks):
+    """Logical AND of boolean masks (broadcasting); ``None`` entries are skipped; all None -> None."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    xp = get_namespace(*present)
+    out = as_bool_mask(present[0], xp, "masks[0]")
+    for idx, m in enumerate(present[1:], start=1):
+        out = out & as_bool_mask(m, xp, f"masks[{idx}]")
+    return out
+
+
+def as_bool_mask(mask, xp, name: str = "mask"):
+    """Check that ``mask`` is boolean; refuse integer 0/1 masks with the reason."""
+    if isinstance(mask, (list, tuple)):
+        mask = to_device(mask, xp)
+    if mask.dtype == xp.bool:
+        return mask
+    if xp.isdtype(mask.dtype, "integral"):
+        raise TypeError(
+            f"{name} has integer dtype {mask.dtype}; masks are boolean with True = may attend. "
+            f"A 0/1 integer mask is ambiguous and filling blocked scores with 0 is not the same as -inf "
+            f"(exp(0) = 1 still gives the blocked token weight). Pass mask.astype(bool), or an additive "
+            f"float mask of 0 / -inf."
+        )
+    raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
+
+
+def apply_mask(scores, mask):
+    """Scores with blocked entries set to ``-inf``.
+
+    ``mask`` is boolean (True = may attend), or a float additive mask (0 = allowed, -inf = blocked)
+    which is simply added. Returns a new array; ``scores`` is not modified.
+    """
+    xp = get_namespace(scores, mask)
+    if mask is None:
+        return scores
+    if not isinstance(mask, (list, tuple)) and xp.isdtype(mask.dtype, "real floating"):
+        return scores + xp.astype(mask, scores.dtype)
+    mask = as_bool_mask(mask, xp)
+    return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))

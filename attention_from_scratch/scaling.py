@@ -1,0 +1,99 @@
+"""Why attention divides scores by sqrt(d_k): the experiments, as functions.
+
+If the entries of q and k are independent with mean 0 and variance 1, then
+
+    Var(q·k) = Var(sum_i q_i k_i) = sum_i Var(q_i k_i) = sum_i E[q_i²] E[k_i²] = d_k,
+
+because the d_k products are independent with mean 0 and E[q_i² k_i²] = E[q_i²] E[k_i²] = 1. The
+scores' standard deviation grows like sqrt(d_k); dividing by sqrt(d_k) brings it back to 1
+(Vaswani et al. 2017, §3.2.1, footnote 4).
+
+Unscaled, large scores push softmax towards a one-hot vector: the top weight -> 1, the entropy -> 0,
+and the Jacobian ``diag(p) - p pᵀ`` -> 0, so almost no gradient flows back to q and k. The
+functions below measure all three, with and without scaling, on the same random draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .backend import get_namespace, random_normal
+from .softmax import softmax
+
+__all__ = [
+    "SaturationStats",
+    "dot_product_variance",
+    "saturation_stats",
+    "softmax_jacobian",
+]
+
+
+def _check_dk(d_k):
+    if isinstance(d_k, bool) or not isinstance(d_k, int) or d_k < 1:
+        raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
+
+
+def dot_product_variance(d_k: int, *, n_samples: int = 20_000, scaled: bool = False, seed: int = 0, xp=None) -> float:
+    """Sample variance of ``q·k`` (or ``q·k / sqrt(d_k)`` if ``scaled``) for q, k ~ N(0, I_{d_k}).
+
+    Expect about ``d_k`` unscaled and about 1 scaled; the Monte Carlo error is about
+    ``sqrt(2 / n_samples)`` in relative terms (the variance of q·k is itself ``d_k² + 2 d_k``-ish).
+    """
+    _check_dk(d_k)
+    xp = get_namespace() if xp is None else xp
+    q = random_normal((n_samples, d_k), seed=seed, xp=xp)  # (N, d_k)
+    k = random_normal((n_samples, d_k), seed=seed + 1, xp=xp)  # (N, d_k)
+    s = xp.sum(q * k, axis=-1)  # (N,) one score per pair
+    if scaled:
+        s = s / math.sqrt(d_k)
+    return float(xp.var(s, correction=1))
+
+
+def softmax_jacobian(p):
+    """The Jacobian of softmax at output ``p``: ``J = diag(p) - p pᵀ``. ``(..., n) -> (..., n, n)``."""
+    xp = get_namespace(p)
+    eye = xp.eye(p.shape[-1], dtype=p.dtype)  # (n, n)
+    return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]
+
+
+@dataclass(frozen=True)
+class SaturationStats:
+    """How peaked softmax over ``n_keys`` random scores is, averaged over many rows.
+
+    max_weight: mean of the largest weight (1/n_keys = uniform, 1 = one-hot)
+    entropy: mean entropy in nats (log n_keys = uniform, 0 = one-hot)
+    jacobian_norm: mean Frobenius norm of ``diag(p) - p pᵀ`` -- the size of the gradient that
+        flows back through softmax (0 = none)
+    """
+
+    d_k: int
+    scaled: bool
+    max_weight: float
+    entropy: float
+    jacobian_norm: float
+
+
+def saturation_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 2000, scaled: bool = False, seed: int = 0, xp=None):
+    """Softmax saturation for scores ``q·k`` of random unit-variance q, k: see :class:`SaturationStats`."""
+    _check_dk(d_k)
+    if n_keys < 2:
+        raise ValueError(f"n_keys must be at least 2, got {n_keys}")
+    xp = get_namespace() if xp is None else xp
+    q = random_normal((n_rows, 1, d_k), seed=seed, xp=xp)  # (N, 1, d_k): one query per row
+    k = random_normal((n_rows, n_keys, d_k), seed=seed + 1, xp=xp)  # (N, S, d_k)
+    scores = xp.sum(q * k, axis=-1)  # (N, S)
+    if scaled:
+        scores = scores / math.sqrt(d_k)
+    p = softmax(scores, axis=-1)  # (N, S)
+    plogp = xp.where(p > 0, p * xp.log(xp.where(p > 0, p, 1.0)), 0.0)
+    # ||diag(p) - p pᵀ||_F² = sum_i p_i² (1 - 2 p_i) + (sum_i p_i²)², no (S, S) matrix needed
+    sq = xp.sum(p * p, axis=-1)
+    jac = xp.sqrt(xp.clip(xp.sum(p * p * (1 - 2 * p), axis=-1) + sq * sq, 0.0, None))
+    return SaturationStats(
+        d_k=d_k,
+        scaled=scaled,
+        max_weight=float(xp.mean(xp.max(p, axis=-1))),
+        entropy=float(xp.mean(-xp.sum(plogp, axis=-1))),
+        jacobian_norm=float(xp.mean(jac)),
+    )

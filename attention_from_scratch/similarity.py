@@ -1,0 +1,171 @@
+"""Ways to score how well a query matches a key.
+
+* dot product           a·b = sum_i a_i b_i = |a| |b| cos θ
+* norm                  |a| = sqrt(a·a)                      (the dot product of a vector with itself)
+* angle                 θ = arccos(a·b / (|a| |b|))
+* cosine similarity     cos θ = a·b / (|a| |b|)              (the dot product with lengths divided out)
+* Euclidean distance    |a - b| = sqrt(|a|² + |b|² - 2 a·b)   (for unit vectors: |a-b|² = 2 - 2 cos θ)
+* additive (Bahdanau)   score(q, k) = v_aᵀ tanh(W_1 q + W_2 k)   (Bahdanau, Cho & Bengio 2015)
+
+The plain functions score vectors pairwise along the last axis (with broadcasting): ``dot(a, b)``
+with ``a, b`` of shape ``(..., d)`` gives ``(...)``. The ``pairwise_*`` functions score every
+query against every key -- ``(..., T, d)`` against ``(..., S, d)`` gives a ``(..., T, S)`` matrix.
+
+Why the Transformer uses the dot product (Vaswani et al. 2017, §3.2.1): for all pairs at once it is a
+single matrix product ``Q Kᵀ`` that BLAS and GPUs run at near peak speed, and it has no parameters.
+Additive scoring needs a ``(T, S, d_a)`` tensor of tanh's -- far more memory traffic for similar
+accuracy. ``benchmarks/bench_scores.py`` measures the difference.
+"""
+
+from __future__ import annotations
+
+from .backend import as_float, get_namespace
+
+__all__ = [
+    "additive_score",
+    "angle",
+    "cosine_similarity",
+    "dot",
+    "euclidean_distance",
+    "norm",
+    "pairwise_additive",
+    "pairwise_cosine",
+    "pairwise_dot",
+    "pairwise_euclidean",
+]
+
+
+def _pair(a, b, names=("a", "b")):
+    xp = get_namespace(a, b)
+    a, b = as_float(a, xp, names[0]), as_float(b, xp, names[1])
+    for x, n in zip((a, b), names):
+        if x.ndim < 1:
+            raise ValueError(f"{n} must be a vector or a stack of vectors, got a scalar")
+        if x.shape[-1] == 0:
+            raise ValueError(f"{n} is empty (last dimension 0)")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same vector length (last axis), "
+            f"got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return xp, a, b
+
+
+def _nonzero(n, name, xp):
+    if bool(xp.any(n == 0)):
+        raise ValueError(f"{name} contains a zero vector: its direction (and so the cosine/angle) is undefined")
+
+
+def dot(a, b):
+    """Dot product along the last axis: ``sum_i a_i b_i``. ``(..., d), (..., d) -> (...)``."""
+    xp, a, b = _pair(a, b)
+    return xp.sum(a * b, axis=-1)
+
+
+def norm(a):
+    """Euclidean length via the self dot product: ``|a| = sqrt(a·a)``. ``(..., d) -> (...)``."""
+    xp = get_namespace(a)
+    return xp.sqrt(dot(a, a))
+
+
+def cosine_similarity(a, b):
+    """``a·b / (|a| |b|)`` in [-1, 1]. ``(..., d), (..., d) -> (...)``; zero vectors are an error."""
+    xp, a, b = _pair(a, b)
+    na, nb = xp.sqrt(dot(a, a)), xp.sqrt(dot(b, b))
+    _nonzero(na, "a", xp)
+    _nonzero(nb, "b", xp)
+    return xp.clip(dot(a, b) / (na * nb), -1.0, 1.0)
+
+
+def angle(a, b):
+    """The angle θ between ``a`` and ``b`` in radians, ``arccos(cos θ)``. ``(..., d), (..., d) -> (...)``."""
+    xp = get_namespace(a, b)
+    return xp.acos(cosine_similarity(a, b))
+
+
+def euclidean_distance(a, b):
+    """``|a - b|`` along the last axis. ``(..., d), (..., d) -> (...)``."""
+    xp, a, b = _pair(a, b)
+    diff = a - b
+    return xp.sqrt(xp.sum(diff * diff, axis=-1))
+
+
+def additive_score(q, k, w_q, w_k, v_a):
+    """Bahdanau's score ``v_aᵀ tanh(q W_q + k W_k)`` for each (q, k) pair along the last axis.
+
+    q ``(..., d_q)``, k ``(..., d_k)``, w_q ``(d_q, d_a)``, w_k ``(d_k, d_a)``, v_a ``(d_a,)`` -> ``(...)``.
+    (Row-vector layout ``x @ W``, as everywhere in this package.)
+    """
+    xp, q, k, w_q, w_k, v_a = _additive_args(q, k, w_q, w_k, v_a)
+    return xp.tanh(q @ w_q + k @ w_k) @ v_a
+
+
+def pairwise_dot(q, k):
+    """Score matrix ``q kᵀ``: every query against every key. ``(..., T, d), (..., S, d) -> (..., T, S)``."""
+    xp, q, k = _pair(q, k, ("q", "k"))
+    _need_matrix(q, "q")
+    _need_matrix(k, "k")
+    return q @ k.mT  # (..., T, d) @ (..., d, S) -> (..., T, S)
+
+
+def pairwise_cosine(q, k):
+    """Cosine of every query with every key: normalise rows, then one matmul. ``-> (..., T, S)``."""
+    xp, q, k = _pair(q, k, ("q", "k"))
+    _need_matrix(q, "q")
+    _need_matrix(k, "k")
+    nq = xp.sqrt(xp.sum(q * q, axis=-1, keepdims=True))  # (..., T, 1)
+    nk = xp.sqrt(xp.sum(k * k, axis=-1, keepdims=True))  # (..., S, 1)
+    _nonzero(nq, "q", xp)
+    _nonzero(nk, "k", xp)
+    return xp.clip((q / nq) @ (k / nk).mT, -1.0, 1.0)
+
+
+def pairwise_euclidean(q, k):
+    """Distance of every query to every key via ``|q|² + |k|² - 2 q·k`` (one matmul). ``-> (..., T, S)``.
+
+    The expansion can come out slightly negative by rounding when two points nearly coincide, so
+    it is clipped at 0 before the square root.
+    """
+    xp, q, k = _pair(q, k, ("q", "k"))
+    _need_matrix(q, "q")
+    _need_matrix(k, "k")
+    sq_q = xp.sum(q * q, axis=-1)[..., :, None]  # (..., T, 1)
+    sq_k = xp.sum(k * k, axis=-1)[..., None, :]  # (..., 1, S)
+    sq = sq_q + sq_k - 2.0 * (q @ k.mT)  # (..., T, S)
+    return xp.sqrt(xp.clip(sq, 0.0, None))
+
+
+def pairwise_additive(q, k, w_q, w_k, v_a):
+    """Bahdanau scores of every query against every key. ``(..., T, d_q), (..., S, d_k) -> (..., T, S)``.
+
+    Projects once (``q W_q``: ``(..., T, d_a)``, ``k W_k``: ``(..., S, d_a)``), then must form the
+    ``(..., T, S, d_a)`` tensor ``tanh(q W_q[:, None] + k W_k[None, :])`` -- the cost a dot product avoids.
+    """
+    xp, q, k, w_q, w_k, v_a = _additive_args(q, k, w_q, w_k, v_a)
+    _need_matrix(q, "q")
+    _need_matrix(k, "k")
+    qw = (q @ w_q)[..., :, None, :]  # (..., T, d_a) -> (..., T, 1, d_a)
+    kw = (k @ w_k)[..., None, :, :]  # (..., S, d_a) -> (..., 1, S, d_a)
+    return xp.tanh(qw + kw) @ v_a  # (..., T, S, d_a) @ (d_a,) -> (..., T, S)
+
+
+def _need_matrix(x, name):
+    if x.ndim < 2:
+        raise ValueError(f"{name} must have shape (..., n, d) (a set of vectors), got shape {tuple(x.shape)}")
+
+
+def _additive_args(q, k, w_q, w_k, v_a):
+    xp = get_namespace(q, k, w_q, w_k, v_a)
+    q, k = as_float(q, xp, "q"), as_float(k, xp, "k")
+    w_q, w_k, v_a = as_float(w_q, xp, "w_q"), as_float(w_k, xp, "w_k"), as_float(v_a, xp, "v_a")
+    if w_q.ndim != 2 or w_k.ndim != 2 or v_a.ndim != 1:
+        raise ValueError(
+            f"expected w_q (d_q, d_a), w_k (d_k, d_a), v_a (d_a,); got {tuple(w_q.shape)}, "
+            f"{tuple(w_k.shape)}, {tuple(v_a.shape)}"
+        )
+    d_a = v_a.shape[0]
+    if q.ndim < 1 or q.shape[-1] != w_q.shape[0] or w_q.shape[1] != d_a:
+        raise ValueError(f"q (..., d_q) must match w_q (d_q, d_a={d_a}); got q {tuple(q.shape)}, w_q {tuple(w_q.shape)}")
+    if k.ndim < 1 or k.shape[-1] != w_k.shape[0] or w_k.shape[1] != d_a:
+        raise ValueError(f"k (..., d_k) must match w_k (d_k, d_a={d_a}); got k {tuple(k.shape)}, w_k {tuple(w_k.shape)}")
+    return xp, q, k, w_q, w_k, v_a

@@ -1,0 +1,124 @@
+"""Softmax, done naively and done right.
+
+    softmax(x)_i = exp(x_i) / sum_j exp(x_j)
+
+The naive formula overflows: ``exp(1000)`` is ``inf`` in float64 and ``exp(89)`` already is in
+float32, and ``inf / inf`` is NaN. Because ``softmax(x) = softmax(x - c)`` for any constant ``c``
+(the factor ``exp(-c)`` cancels between numerator and denominator), we subtract the row maximum
+``m = max_j x_j`` first: every exponent is then <= 0, the largest term is exactly 1, nothing
+overflows, and the denominator is at least 1. The same shift gives a stable log-sum-exp,
+
+    logsumexp(x) = m + log sum_j exp(x_j - m),
+
+(see Higham, *Accuracy and Stability of Numerical Algorithms*, and Blanchard, Higham & Higham,
+"Accurately computing the log-sum-exp and softmax functions", IMA J. Numer. Anal. 2021).
+
+Masked scores are ``-inf``: ``exp(-inf) = 0``, so they get weight exactly 0. A row that is entirely
+``-inf`` (nothing to attend to) gets weights 0 -- never NaN, never a warning -- because we shift by 0
+instead of by ``-inf`` there and guard the division.
+
+Temperature ``T`` divides the scores: ``softmax(x / T)``. ``T -> 0`` approaches argmax (one-hot),
+``T -> inf`` approaches uniform; dividing by sqrt(d_k) in attention is a temperature of sqrt(d_k).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .backend import as_float, get_namespace
+
+__all__ = ["log_softmax", "logsumexp", "naive_softmax", "softmax", "softmax_backward"]
+
+
+def naive_softmax(x, axis: int = -1):
+    """``exp(x) / sum(exp(x))`` with no shift: overflows to NaN for large inputs (that is the lesson).
+
+    ``naive_softmax([1000.0, 0.0])`` gives ``[nan, 0.]`` (with NumPy's overflow warning);
+    ``softmax([1000.0, 0.0])`` gives ``[1., 0.]``.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    e = xp.exp(x)
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _check_temperature(temperature) -> float:
+    t = float(temperature)
+    if not (t > 0 and math.isfinite(t)):
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+    return t
+
+
+def _row_max(x, axis, xp):
+    """Row maximum to shift by, with 0 in place of -inf (all-masked rows), so x - m is never NaN."""
+    m = xp.max(x, axis=axis, keepdims=True)
+    return xp.where(xp.isinf(m) & (m < 0), xp.zeros_like(m), m)
+
+
+def softmax_(scores, axis: int = -1):
+    """Stable softmax computed *in place* in ``scores``'s buffer where the backend allows.
+
+    Internal helper for attention: ``scores`` must be a temporary the caller owns. Two (T, S) buffers
+    are live at the peak (``scores`` and ``exp(scores)``); the normalisation divides in place.
+    """
+    xp = get_namespace(scores)
+    scores -= _row_max(scores, axis, xp)
+    e = xp.exp(scores)
+    del scores
+    total = xp.sum(e, axis=axis, keepdims=True)
+    # an all-masked row has total 0 and e == 0 there: divide by 1 to keep its weights at 0
+    e /= xp.where(total == 0, xp.ones_like(total), total)
+    return e
+
+
+def softmax(x, axis: int = -1, *, temperature: float = 1.0):
+    """Numerically stable softmax along ``axis`` (max-subtracted); rows sum to 1.
+
+    ``x`` any shape; returns the same shape and floating dtype. ``-inf`` entries get weight 0 and a
+    row of only ``-inf`` gives all zeros (not NaN). ``temperature`` T computes ``softmax(x / T)``.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    t = _check_temperature(temperature)
+    # x / T and x - m are new arrays, so the caller's x is never modified
+    shifted = x / t if t != 1.0 else x - 0.0
+    return softmax_(shifted, axis=axis)
+
+
+def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
+    """``log(sum(exp(x)))`` along ``axis``, computed as ``m + log(sum(exp(x - m)))``.
+
+    An all ``-inf`` row gives ``-inf`` (log of 0) without a warning.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    m = _row_max(x, axis, xp)
+    total = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
+    empty = total == 0
+    out = xp.where(empty, xp.full_like(total, -math.inf), m + xp.log(xp.where(empty, 1.0, total)))
+    return out if keepdims else xp.squeeze(out, axis=axis)
+
+
+def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
+    """``log(softmax(x))`` computed as ``x - logsumexp(x)``: exact where softmax underflows to 0.
+
+    Masked (``-inf``) entries give ``-inf``; an all ``-inf`` row gives all ``-inf``.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x") / _check_temperature(temperature)
+    lse = logsumexp(x, axis=axis, keepdims=True)
+    return xp.where(xp.isfinite(lse), x - xp.where(xp.isfinite(lse), lse, 0.0), xp.full_like(x, -math.inf))
+
+
+def softmax_backward(weights, d_weights, axis: int = -1):
+    """Vector-Jacobian product of softmax: given ``y = softmax(x)`` and ``dL/dy``, return ``dL/dx``.
+
+    The Jacobian is ``J = diag(y) - y yᵀ``, so ``dL/dx = y * (dL/dy - sum(dL/dy * y))`` along ``axis``:
+    O(n) per row instead of forming the n x n Jacobian. Masked entries (y = 0) get gradient 0.
+    """
+    xp = get_namespace(weights, d_weights)
+    y = as_float(weights, xp, "weights")
+    dy = as_float(d_weights, xp, "d_weights")
+    if tuple(y.shape) != tuple(dy.shape):
+        raise ValueError(f"weights and d_weights must have the same shape, got {tuple(y.shape)} and {tuple(dy.shape)}")
+    return y * (dy - xp.sum(dy * y, axis=axis, keepdims=True))

@@ -1,0 +1,85 @@
+"""Shared fixtures: the ``xp`` fixture runs a test once per backend and dtype.
+
+``xp`` is an :class:`ArrayCase`: the namespace (``xp.ns``), the dtype, a tolerance that suits that
+dtype, and helpers to make inputs from NumPy (``xp.asarray``), draw seeded random inputs
+(``xp.randn``) and bring results back (``xp.np``). Cases: NumPy float64 and float32,
+array-api-strict float64 and float32 (which refuses any NumPy-only call), and CuPy float64/float32
+when a GPU is usable (skipped cleanly otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from attention_from_scratch.backend import gpu_available, namespace_for, to_device, to_numpy
+
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+settings.register_profile("dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+settings.load_profile("ci")
+
+
+@dataclass(frozen=True)
+class ArrayCase:
+    name: str
+    ns: object
+    dtype_name: str
+
+    @property
+    def dtype(self):
+        return getattr(self.ns, self.dtype_name)
+
+    @property
+    def rtol(self) -> float:
+        return 1e-4 if self.dtype_name == "float32" else 1e-10
+
+    @property
+    def atol(self) -> float:
+        return 1e-5 if self.dtype_name == "float32" else 1e-12
+
+    def asarray(self, a, dtype=None):
+        """A NumPy array (or list) on this backend; floats take the case's dtype unless ``dtype`` is given."""
+        a = np.asarray(a)
+        if dtype is None and np.issubdtype(a.dtype, np.floating):
+            a = a.astype(self.dtype_name)
+        elif dtype is not None:
+            a = a.astype(dtype)
+        return to_device(a, self.ns)
+
+    def randn(self, *shape, seed=0):
+        return self.asarray(np.random.default_rng(seed).standard_normal(shape))
+
+    def np(self, x):
+        return to_numpy(x)
+
+    def assert_close(self, actual, expected, *, rtol=None, atol=None):
+        np.testing.assert_allclose(
+            to_numpy(actual), to_numpy(expected), rtol=rtol or self.rtol, atol=atol or self.atol
+        )
+
+    def __repr__(self):
+        return f"{self.name}-{self.dtype_name}"
+
+
+def _cases():
+    yield pytest.param(("numpy", "float64"), id="numpy-float64")
+    yield pytest.param(("numpy", "float32"), id="numpy-float32")
+    yield pytest.param(("array_api_strict", "float64"), id="strict-float64")
+    yield pytest.param(("array_api_strict", "float32"), id="strict-float32")
+    for dt in ("float64", "float32"):
+        yield pytest.param(
+            ("cupy", dt),
+            id=f"cupy-{dt}",
+            marks=[pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no usable GPU (CuPy)")],
+        )
+
+
+@pytest.fixture(params=list(_cases()))
+def xp(request) -> ArrayCase:
+    backend, dtype_name = request.param
+    return ArrayCase(backend, namespace_for(backend), dtype_name)
