@@ -1,0 +1,271 @@
+"""The dot product beyond attention: retrieval, contrastive learning, recommendation.
+
+Attention scores a query against keys with ``q·k``. The same score powers three other systems:
+
+* Retrieval (the "R" of RAG, retrieval-augmented generation): embed documents and a question as
+  vectors, rank documents by ``q·d`` (or cosine), hand the top k to a generator. Here the embedder is
+  a hashed bag of words (Weinberger et al. 2009, "Feature hashing"), optionally TF-IDF weighted: no
+  model, no download, deterministic.
+* InfoNCE (van den Oord et al. 2018; CLIP, Radford et al. 2021, uses it symmetrically): for N pairs
+  (q_i, k_i), ``logits = q kᵀ / τ`` and ``L = mean_i -log softmax(logits_i)_i`` -- a cross-entropy
+  whose "correct class" is the matching key. The temperature τ plays the role of sqrt(d_k) in
+  attention: it sets how peaked the softmax over candidates is.
+* Matrix factorisation (Koren, Bell & Volinsky 2009): a rating is predicted as
+  ``r_ui ≈ μ + b_u + b_i + p_u·q_i``; user and item vectors are learned from the observed entries
+  only, by gradient descent (or alternating least squares).
+
+Shapes: N documents / pairs, d embedding size, U users, I items, r the rank of the factorisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import statistics
+from dataclasses import dataclass
+
+from .backend import as_float, get_namespace, random_normal
+from .similarity import pairwise_cosine, pairwise_dot
+from .softmax import logsumexp, softmax
+
+__all__ = [
+    "MatrixFactorization",
+    "fit_matrix_factorization",
+    "hashed_bag_of_words",
+    "idf_weights",
+    "info_nce",
+    "info_nce_backward",
+    "mf_loss_and_grad",
+    "synthetic_ratings",
+    "top_k",
+]
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+# --- retrieval ---------------------------------------------------------------------------------
+
+
+def _bucket(token: str, dim: int) -> tuple[int, float]:
+    """A stable (bucket, sign) for a token; Python's own hash() changes with every process."""
+    h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+    return h % dim, (1.0 if (h >> 63) & 1 else -1.0)
+
+
+def hashed_bag_of_words(texts, dim: int = 256, *, xp=None):
+    """Embed each text as signed word counts hashed into ``dim`` buckets. ``N texts -> (N, dim)``.
+
+    Lower-cased alphanumeric words; each adds ±1 to bucket ``hash(word) mod dim``. The random sign
+    makes collisions cancel on average instead of always adding up.
+    """
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be a list of strings (wrap a single text in a list)")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    xp = get_namespace() if xp is None else xp
+    rows = []
+    for text in texts:
+        row = [0.0] * dim
+        for token in _TOKEN.findall(text.lower()):
+            i, sign = _bucket(token, dim)
+            row[i] += sign
+        rows.append(row)
+    return xp.reshape(xp.asarray(rows, dtype=xp.float64), (len(rows), dim))  # (N, dim) even for N = 0
+
+
+def idf_weights(doc_vectors):
+    """Smoothed inverse document frequency per bucket: ``log((1 + N) / (1 + df)) + 1``. ``(N, d) -> (d,)``.
+
+    Multiply documents *and* queries by it: words found in every document then count least.
+    """
+    xp = get_namespace(doc_vectors)
+    docs = as_float(doc_vectors, xp, "doc_vectors")
+    if docs.ndim != 2:
+        raise ValueError(f"doc_vectors must have shape (N, d), got {tuple(docs.shape)}")
+    df = xp.sum(xp.astype(docs != 0, docs.dtype), axis=0)  # (d,) documents containing each bucket
+    return xp.log((1.0 + docs.shape[0]) / (1.0 + df)) + 1.0
+
+
+def top_k(query, keys, k: int = 3, *, metric: str = "cosine"):
+    """The ``k`` best-matching keys for each query: ``(indices, scores)``, best first.
+
+    query ``(d,)`` or ``(T, d)``, keys ``(N, d)`` -> indices and scores ``(k,)`` or ``(T, k)``.
+    ``metric`` is ``"dot"`` (``q·k``, what attention uses) or ``"cosine"`` (length divided out).
+    Ties keep the lower index first (stable sort).
+    """
+    xp = get_namespace(query, keys)
+    q, keys = as_float(query, xp, "query"), as_float(keys, xp, "keys")
+    if metric not in ("dot", "cosine"):
+        raise ValueError(f"metric must be 'dot' or 'cosine', got {metric!r}")
+    if keys.ndim != 2 or q.ndim not in (1, 2):
+        raise ValueError(
+            f"expected query (d,) or (T, d) and keys (N, d); got {tuple(q.shape)} and {tuple(keys.shape)}"
+        )
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= keys.shape[0]:
+        raise ValueError(f"k must be an integer in [1, {keys.shape[0]}] (the number of keys), got {k!r}")
+    single = q.ndim == 1
+    q2 = q[None, :] if single else q  # (T, d)
+    scores = (pairwise_dot if metric == "dot" else pairwise_cosine)(q2, keys)  # (T, d) x (N, d) -> (T, N)
+    order = xp.argsort(scores, axis=-1, descending=True, stable=True)[:, :k]  # (T, k)
+    best = xp.take_along_axis(scores, order, axis=-1)  # (T, k)
+    return (order[0, :], best[0, :]) if single else (order, best)
+
+
+# --- InfoNCE -----------------------------------------------------------------------------------
+
+
+def _pairs(q, k, temperature):
+    xp = get_namespace(q, k)
+    q, k = as_float(q, xp, "q"), as_float(k, xp, "k")
+    if q.ndim != 2 or tuple(q.shape) != tuple(k.shape) or q.shape[0] < 1:
+        raise ValueError(
+            f"q and k must both have shape (N, d), row i of k the positive for row i of q; "
+            f"got {tuple(q.shape)} and {tuple(k.shape)}"
+        )
+    t = float(temperature)
+    if not (t > 0 and math.isfinite(t)):
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+    return xp, q, k, t
+
+
+def info_nce(q, k, *, temperature: float = 0.1):
+    """InfoNCE loss for N positive pairs (q_i, k_i), the other k_j serving as negatives.
+
+    q, k ``(N, d)`` -> scalar ``L = (1/N) sum_i [logsumexp_j(q_i·k_j / τ) - q_i·k_i / τ]``.
+    Normalise q and k to unit length first for the cosine version (as CLIP does).
+    """
+    xp, q, k, t = _pairs(q, k, temperature)
+    logits = (q @ k.mT) / t  # (N, d) @ (d, N) -> (N, N)
+    positives = xp.sum(q * k, axis=-1) / t  # (N,) the diagonal of logits
+    return xp.mean(logsumexp(logits, axis=-1) - positives)
+
+
+def info_nce_backward(q, k, *, temperature: float = 0.1):
+    """Gradients ``(dL/dq, dL/dk)`` of :func:`info_nce`, each ``(N, d)``.
+
+    With ``P = softmax(logits)`` row-wise, ``dL/dlogits = (P - I) / N``; then through ``logits =
+    q kᵀ / τ``: ``dq = (P - I) k / (N τ)`` and ``dk = (P - I)ᵀ q / (N τ)``.
+    """
+    xp, q, k, t = _pairs(q, k, temperature)
+    n = q.shape[0]
+    p = softmax((q @ k.mT) / t, axis=-1)  # (N, N)
+    g = (p - xp.eye(n, dtype=q.dtype)) / (n * t)  # (N, N)
+    return g @ k, g.mT @ q  # (N, N) @ (N, d) -> (N, d)
+
+
+# --- matrix factorisation ----------------------------------------------------------------------
+
+
+def synthetic_ratings(
+    n_users: int = 30,
+    n_items: int = 20,
+    rank: int = 3,
+    *,
+    density: float = 0.3,
+    noise: float = 0.1,
+    seed: int = 0,
+    xp=None,
+):
+    """A ratings matrix with known low-rank structure: ``(ratings, observed, truth)``, each ``(U, I)``.
+
+    ``truth = 3 + b_u + b_i + P Qᵀ`` with P ``(U, r)``, Q ``(I, r)`` of scale 1/sqrt(r); ``ratings`` adds
+    noise; ``observed`` (boolean) marks a random ``density`` fraction of entries as seen.
+    """
+    if not 0 < density <= 1:
+        raise ValueError(f"density must be in (0, 1], got {density!r}")
+    xp = get_namespace() if xp is None else xp
+    p = random_normal((n_users, rank), seed=seed, xp=xp, scale=1 / math.sqrt(rank))
+    q = random_normal((n_items, rank), seed=seed + 1, xp=xp, scale=1 / math.sqrt(rank))
+    b_u = random_normal((n_users, 1), seed=seed + 2, xp=xp, scale=0.5)
+    b_i = random_normal((1, n_items), seed=seed + 3, xp=xp, scale=0.5)
+    truth = 3.0 + b_u + b_i + p @ q.mT  # (U, r) @ (r, I) -> (U, I)
+    ratings = truth + random_normal((n_users, n_items), seed=seed + 4, xp=xp, scale=noise)
+    # P(z < Φ⁻¹(density)) = density for standard-normal z: a Bernoulli mask from normal draws
+    z = random_normal((n_users, n_items), seed=seed + 5, xp=xp)
+    observed = z < (statistics.NormalDist().inv_cdf(density) if density < 1 else math.inf)
+    return ratings, observed, truth
+
+
+@dataclass(frozen=True)
+class MatrixFactorization:
+    """Learned factors: prediction ``mean + user_bias[u] + item_bias[i] + user_factors[u]·item_factors[i]``.
+
+    ``losses`` is the training loss after each step (it should fall).
+    """
+
+    user_factors: object  # (U, r)
+    item_factors: object  # (I, r)
+    user_bias: object  # (U, 1)
+    item_bias: object  # (1, I)
+    mean: float
+    losses: tuple
+
+    def predict(self):
+        """The full predicted ratings matrix ``(U, I)``: a dot product for every (user, item) pair."""
+        return self.mean + self.user_bias + self.item_bias + self.user_factors @ self.item_factors.mT
+
+
+def _ratings_args(ratings, observed):
+    xp = get_namespace(ratings, observed)
+    r = as_float(ratings, xp, "ratings")
+    if r.ndim != 2:
+        raise ValueError(f"ratings must be a (users, items) matrix, got shape {tuple(r.shape)}")
+    if observed.dtype != xp.bool or tuple(observed.shape) != tuple(r.shape):
+        raise ValueError(
+            f"observed must be a boolean mask of shape {tuple(r.shape)} (True = rating known), "
+            f"got {observed.dtype} {tuple(observed.shape)}"
+        )
+    n_obs = int(xp.sum(xp.astype(observed, xp.int64)))
+    if n_obs == 0:
+        raise ValueError("observed has no True entry: there is nothing to learn from")
+    return xp, r, xp.astype(observed, r.dtype), n_obs
+
+
+def mf_loss_and_grad(ratings, observed, user_factors, item_factors, user_bias, item_bias, mean, *, l2=0.0):
+    """Loss and gradients of matrix factorisation over the observed entries Ω.
+
+    ``L = (1/2|Ω|) sum_Ω (pred - r)² + (l2/2)(|P|² + |Q|²)``; returns
+    ``(L, (dP, dQ, db_user, db_item))`` with ``E = mask * (pred - r) / |Ω|``, ``dP = E Q + l2 P``,
+    ``dQ = Eᵀ P + l2 Q``, ``db_user = sum_i E``, ``db_item = sum_u E``.
+    """
+    xp, r, m, n_obs = _ratings_args(ratings, observed)
+    pred = mean + user_bias + item_bias + user_factors @ item_factors.mT  # (U, I)
+    err = m * (pred - r) / n_obs  # (U, I), zero where unobserved
+    loss = 0.5 * xp.sum(err * (pred - r)) + 0.5 * l2 * (xp.sum(user_factors**2) + xp.sum(item_factors**2))
+    grads = (
+        err @ item_factors + l2 * user_factors,  # (U, I) @ (I, r) -> (U, r)
+        err.mT @ user_factors + l2 * item_factors,  # (I, U) @ (U, r) -> (I, r)
+        xp.sum(err, axis=1, keepdims=True),  # (U, 1)
+        xp.sum(err, axis=0, keepdims=True),  # (1, I)
+    )
+    return float(loss), grads
+
+
+def fit_matrix_factorization(
+    ratings, observed, rank: int = 3, *, steps: int = 300, lr: float = 0.1, l2: float = 1e-3, seed: int = 0
+) -> MatrixFactorization:
+    """Learn ``MatrixFactorization`` by full-batch gradient descent on :func:`mf_loss_and_grad`.
+
+    Factors start small and random (seeded); biases at 0; ``mean`` is the mean observed rating.
+    """
+    xp, r, m, n_obs = _ratings_args(ratings, observed)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError(f"rank must be a positive integer, got {rank!r}")
+    n_users, n_items = r.shape
+    mean = float(xp.sum(m * r)) / n_obs
+    params = [
+        random_normal((n_users, rank), seed=seed, xp=xp, dtype=r.dtype, scale=0.1),
+        random_normal((n_items, rank), seed=seed + 1, xp=xp, dtype=r.dtype, scale=0.1),
+        xp.zeros((n_users, 1), dtype=r.dtype),
+        xp.zeros((1, n_items), dtype=r.dtype),
+    ]
+    # The loss averages over |Ω| ratings, so a user's gradient is ~ (its average error) / U: scaling
+    # each block's step by its number of rows (U for users, I for items) makes lr a per-rating step.
+    step_sizes = (lr * n_users, lr * n_items, lr * n_users, lr * n_items)
+    losses = []
+    for _ in range(steps):
+        loss, grads = mf_loss_and_grad(r, observed, *params, mean, l2=l2)
+        losses.append(loss)
+        params = [p - s * g for p, s, g in zip(params, step_sizes, grads, strict=True)]
+    return MatrixFactorization(*params, mean=mean, losses=tuple(losses))

@@ -1,0 +1,281 @@
+"""Tests for applications.py: retrieval vs a brute-force loop, InfoNCE and matrix factorisation vs
+hand computations and finite differences, and the error messages."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attention_from_scratch.applications import (
+    fit_matrix_factorization,
+    hashed_bag_of_words,
+    idf_weights,
+    info_nce,
+    info_nce_backward,
+    mf_loss_and_grad,
+    synthetic_ratings,
+    top_k,
+)
+
+# --- retrieval -------------------------------------------------------------------------------------
+
+
+def _bucket_by_hand(word, dim):
+    h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+    return h % dim, 1.0 if h >> 63 else -1.0
+
+
+def test_hashed_bag_of_words_counts_words_with_a_sign(xp):
+    emb = xp.np(hashed_bag_of_words(["The cat, the CAT and a fish!", ""], dim=4096, xp=xp.ns))
+    assert emb.shape == (2, 4096)
+    expected = np.zeros(4096)
+    for word, count in {"the": 2, "cat": 2, "and": 1, "a": 1, "fish": 1}.items():
+        i, sign = _bucket_by_hand(word, 4096)
+        expected[i] += sign * count
+    np.testing.assert_array_equal(emb[0], expected)
+    np.testing.assert_array_equal(emb[1], 0.0)  # an empty text is the zero vector
+
+
+def test_hashed_bag_of_words_is_deterministic_and_handles_no_text():
+    a = hashed_bag_of_words(["retrieval augmented generation"], dim=32)
+    b = hashed_bag_of_words(["retrieval augmented generation"], dim=32)
+    np.testing.assert_array_equal(a, b)
+    assert hashed_bag_of_words([], dim=8).shape == (0, 8)
+
+
+def test_hashed_bag_of_words_bad_input():
+    with pytest.raises(TypeError, match="list of strings"):
+        hashed_bag_of_words("a single string")
+    with pytest.raises(ValueError, match="dim must be a positive integer"):
+        hashed_bag_of_words(["x"], dim=0)
+
+
+def test_idf_weights_by_hand(xp):
+    docs = xp.asarray([[1.0, 0.0, 3.0], [2.0, 5.0, 0.0]])
+    # df = (2, 1, 1), N = 2
+    expected = [math.log(3 / 3) + 1, math.log(3 / 2) + 1, math.log(3 / 2) + 1]
+    xp.assert_close(idf_weights(docs), xp.asarray(expected))
+    with pytest.raises(ValueError, match=r"shape \(N, d\)"):
+        idf_weights(xp.asarray([1.0, 2.0]))
+
+
+def _brute_force(query, keys, k, metric):
+    scores = []
+    for j, key in enumerate(keys):
+        s = float(sum(a * b for a, b in zip(query, key, strict=True)))
+        if metric == "cosine":
+            s /= math.sqrt(sum(a * a for a in query)) * math.sqrt(sum(b * b for b in key))
+        scores.append((-s, j))  # sort by score descending, then index ascending
+    best = sorted(scores)[:k]
+    return [j for _, j in best], [-s for s, _ in best]
+
+
+@pytest.mark.parametrize("metric", ["dot", "cosine"])
+def test_top_k_matches_a_brute_force_loop(xp, metric):
+    keys, queries = (
+        np.random.default_rng(1).standard_normal((12, 5)),
+        np.random.default_rng(2).standard_normal((3, 5)),
+    )
+    idx, scores = top_k(xp.asarray(queries), xp.asarray(keys), k=4, metric=metric)
+    assert tuple(idx.shape) == (3, 4) and tuple(scores.shape) == (3, 4)
+    for t in range(3):
+        exp_idx, exp_scores = _brute_force(queries[t], keys, 4, metric)
+        np.testing.assert_array_equal(xp.np(idx)[t], exp_idx)
+        np.testing.assert_allclose(xp.np(scores)[t], exp_scores, rtol=xp.rtol, atol=xp.atol)
+    one_idx, _ = top_k(xp.asarray(queries[0]), xp.asarray(keys), k=2, metric=metric)
+    assert tuple(one_idx.shape) == (2,)
+    np.testing.assert_array_equal(xp.np(one_idx), _brute_force(queries[0], keys, 2, metric)[0])
+
+
+def test_top_k_dot_and_cosine_differ_on_length():
+    keys = [[10.0, 1.0], [1.0, 0.0]]  # key 0 is long but points off; key 1 points exactly along the query
+    assert int(top_k([1.0, 0.0], keys, 1, metric="dot")[0][0]) == 0
+    assert int(top_k([1.0, 0.0], keys, 1, metric="cosine")[0][0]) == 1
+
+
+def test_top_k_ties_keep_the_lower_index():
+    idx, _ = top_k([1.0, 0.0], [[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]], k=2, metric="dot")
+    assert list(np.asarray(idx)) == [1, 2]
+
+
+def test_top_k_retrieves_the_document_that_shares_words():
+    docs = ["the cat sat on the mat", "stock prices fell sharply today", "a recipe for fish soup"]
+    emb = hashed_bag_of_words(docs, dim=512)
+    idx, _ = top_k(hashed_bag_of_words(["why did stock prices fall"], dim=512)[0], emb, k=1)
+    assert int(idx[0]) == 1
+
+
+def test_top_k_bad_input():
+    keys = np.eye(3)
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 3\]"):
+        top_k([1.0, 0.0, 0.0], keys, k=4)
+    with pytest.raises(ValueError, match="metric must be 'dot' or 'cosine'"):
+        top_k([1.0, 0.0, 0.0], keys, metric="euclid")
+    with pytest.raises(ValueError, match=r"query \(d,\) or \(T, d\) and keys \(N, d\)"):
+        top_k([1.0, 0.0, 0.0], np.ones(3))
+    with pytest.raises(ValueError, match="same vector length"):
+        top_k([1.0, 0.0], keys)
+
+
+# --- InfoNCE ---------------------------------------------------------------------------------------
+
+
+def _info_nce_loop(q, k, t):
+    n = len(q)
+    total = 0.0
+    for i in range(n):
+        logits = [float(q[i] @ k[j]) / t for j in range(n)]
+        total += -math.log(math.exp(logits[i]) / sum(math.exp(z) for z in logits))
+    return total / n
+
+
+def test_info_nce_matches_a_loop(xp):
+    q, k = xp.randn(6, 4, seed=3), xp.randn(6, 4, seed=4)
+    expected = _info_nce_loop(xp.np(q).astype(float), xp.np(k).astype(float), 0.5)
+    assert math.isclose(
+        float(info_nce(q, k, temperature=0.5)),
+        expected,
+        rel_tol=1e-4 if xp.dtype_name == "float32" else 1e-12,
+    )
+
+
+def test_info_nce_hand_values():
+    # one pair: the only candidate is the positive, so the loss is -log 1 = 0
+    assert float(info_nce([[1.0, 2.0]], [[3.0, -1.0]])) == pytest.approx(0.0, abs=1e-15)
+    # orthogonal unit pairs: logits = I / τ; loss = log(e^{1/τ} + (N-1)) - 1/τ
+    n, t = 4, 0.25
+    assert float(info_nce(np.eye(n), np.eye(n), temperature=t)) == pytest.approx(
+        math.log(math.exp(1 / t) + n - 1) - 1 / t
+    )
+    # temperature -> infinity: every candidate equally likely, loss -> log N
+    q, k = np.random.default_rng(0).standard_normal((2, 5, 3))
+    assert float(info_nce(q, k, temperature=1e9)) == pytest.approx(math.log(5), abs=1e-6)
+
+
+def test_info_nce_gradient_matches_finite_differences():
+    rng = np.random.default_rng(7)
+    q, k, t, eps = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), 0.3, 1e-6
+    dq, dk = info_nce_backward(q, k, temperature=t)
+    for x, grad, which in ((q, dq, "q"), (k, dk, "k")):
+        fd = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            plus, minus = x.copy(), x.copy()
+            plus[idx] += eps
+            minus[idx] -= eps
+            args_p = (plus, k) if which == "q" else (q, plus)
+            args_m = (minus, k) if which == "q" else (q, minus)
+            fd[idx] = (float(info_nce(*args_p, temperature=t)) - float(info_nce(*args_m, temperature=t))) / (
+                2 * eps
+            )
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_info_nce_backward_runs_on_every_backend(xp):
+    q, k = xp.randn(4, 3, seed=1), xp.randn(4, 3, seed=2)
+    dq, dk = info_nce_backward(q, k, temperature=0.2)
+    assert dq.dtype == xp.dtype and tuple(dk.shape) == (4, 3)
+    ref_q, ref_k = info_nce_backward(xp.np(q).astype(float), xp.np(k).astype(float), temperature=0.2)
+    xp.assert_close(dq, xp.asarray(ref_q), atol=1e-4 if xp.dtype_name == "float32" else 1e-12)
+    xp.assert_close(dk, xp.asarray(ref_k), atol=1e-4 if xp.dtype_name == "float32" else 1e-12)
+
+
+@given(n=st.integers(1, 6), t=st.floats(0.05, 20.0), seed=st.integers(0, 10_000))
+def test_info_nce_is_between_zero_and_its_ceiling(n, t, seed):
+    q, k = np.random.default_rng(seed).standard_normal((2, n, 3))
+    loss = float(info_nce(q, k, temperature=t))
+    assert loss >= -1e-12
+    # -log p_ii = logsumexp_j(logit_ij) - logit_ii <= max_j logit_ij + log N - logit_ii
+    logits = q @ k.T / t
+    assert loss <= float(np.mean(logits.max(axis=1) - np.diag(logits))) + math.log(n) + 1e-9
+
+
+def test_info_nce_bad_input():
+    with pytest.raises(ValueError, match=r"both have shape \(N, d\)"):
+        info_nce(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        info_nce(np.ones((3, 2)), np.ones((3, 2)), temperature=0.0)
+    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        info_nce_backward(np.ones((3, 2)), np.ones((3, 2)), temperature=-1.0)
+
+
+# --- matrix factorisation --------------------------------------------------------------------------
+
+
+def test_synthetic_ratings_shapes_and_density(xp):
+    ratings, observed, truth = synthetic_ratings(40, 25, 2, density=0.3, noise=0.0, seed=5, xp=xp.ns)
+    assert tuple(ratings.shape) == (40, 25) and observed.dtype == xp.ns.bool
+    xp.assert_close(ratings, truth)  # no noise: the ratings are the truth
+    assert abs(float(np.mean(xp.np(observed))) - 0.3) < 0.05
+    # the truth minus its row and column effects has rank 2
+    t = xp.np(truth).astype(float)
+    centred = t - t.mean(1, keepdims=True) - t.mean(0, keepdims=True) + t.mean()  # remove b_u, b_i and 3
+    assert np.linalg.matrix_rank(centred, tol=1e-3 if xp.dtype_name == "float32" else 1e-8) == 2
+
+
+def test_mf_gradient_matches_finite_differences():
+    ratings, observed, _ = synthetic_ratings(6, 5, 2, density=0.6, seed=1)
+    rng = np.random.default_rng(0)
+    params = [rng.standard_normal(s) for s in ((6, 2), (5, 2), (6, 1), (1, 5))]
+    _, grads = mf_loss_and_grad(ratings, observed, *params, 3.0, l2=0.1)
+    eps = 1e-6
+    for p, g in zip(params, grads, strict=True):
+        fd = np.zeros_like(p)
+        for idx in np.ndindex(p.shape):
+            old = p[idx]
+            p[idx] = old + eps
+            up = mf_loss_and_grad(ratings, observed, *params, 3.0, l2=0.1)[0]
+            p[idx] = old - eps
+            down = mf_loss_and_grad(ratings, observed, *params, 3.0, l2=0.1)[0]
+            p[idx] = old
+            fd[idx] = (up - down) / (2 * eps)
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_mf_loss_by_hand():
+    ratings = np.array([[5.0, 1.0]])
+    observed = np.array([[True, False]])
+    p, q = np.array([[1.0]]), np.array([[2.0], [7.0]])
+    # prediction for the observed entry: 3 + 0 + 0 + 1*2 = 5 -> error 0; the unobserved one is ignored
+    loss, _ = mf_loss_and_grad(ratings, observed, p, q, np.zeros((1, 1)), np.zeros((1, 2)), 3.0, l2=0.0)
+    assert loss == 0.0
+    loss, _ = mf_loss_and_grad(ratings, observed, p, q, np.zeros((1, 1)), np.zeros((1, 2)), 3.0, l2=0.5)
+    assert loss == pytest.approx(0.25 * (1 + 4 + 49))
+
+
+def test_fit_lowers_the_error_and_predicts_unseen_ratings(xp):
+    ratings, observed, truth = synthetic_ratings(30, 20, 3, density=0.3, seed=0, xp=xp.ns)
+    model = fit_matrix_factorization(ratings, observed, rank=3, steps=300, seed=0)
+    assert model.losses[-1] < model.losses[0] / 10
+    assert all(
+        b <= a + 1e-9 for a, b in zip(model.losses, model.losses[1:], strict=False)
+    )  # gradient descent never rose
+    pred, truth, seen = xp.np(model.predict()), xp.np(truth), xp.np(observed)
+    rmse_model = np.sqrt(np.mean((pred - truth)[~seen] ** 2))
+    rmse_mean = np.sqrt(np.mean((model.mean - truth)[~seen] ** 2))
+    assert rmse_model < 0.5 * rmse_mean  # better than predicting the average on ratings it never saw
+    # a prediction is a dot product of a user vector and an item vector (plus biases)
+    u, i = 4, 7
+    by_hand = model.mean + float(xp.np(model.user_bias)[u, 0] + xp.np(model.item_bias)[0, i])
+    by_hand += float(
+        sum(a * b for a, b in zip(xp.np(model.user_factors)[u], xp.np(model.item_factors)[i], strict=True))
+    )
+    assert pred[u, i] == pytest.approx(by_hand, rel=1e-5)
+
+
+def test_matrix_factorization_bad_input():
+    ratings, observed, _ = synthetic_ratings(4, 3, 1)
+    with pytest.raises(ValueError, match="observed must be a boolean mask"):
+        fit_matrix_factorization(ratings, observed.astype(int))
+    with pytest.raises(ValueError, match="nothing to learn from"):
+        fit_matrix_factorization(ratings, np.zeros_like(observed))
+    with pytest.raises(ValueError, match="rank must be a positive integer"):
+        fit_matrix_factorization(ratings, observed, rank=0)
+    with pytest.raises(ValueError, match=r"ratings must be a \(users, items\) matrix"):
+        fit_matrix_factorization(np.ones(3), np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match="density must be in"):
+        synthetic_ratings(density=0.0)
