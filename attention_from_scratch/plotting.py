@@ -86,8 +86,47 @@ def plot_infonce_temperature():
     return fig
 
 
+def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: int = 64, seed: int = 0):
+    """(score std, mean top softmax weight) of Bahdanau scores for random unit-variance q, k.
+
+    Weights use the usual fan-in initialisation (W ~ N(0, 1/d_k), v_a ~ N(0, 1/d_a)), so the tanh
+    inputs stay O(1) for every d_k and the score is bounded by |v_a|_1: no sqrt(d_k) growth.
+    """
+    import numpy as np
+
+    from .backend import random_normal
+    from .similarity import pairwise_additive
+    from .softmax import softmax
+
+    q = random_normal((n_rows, 1, d_k), seed=seed)
+    k = random_normal((n_rows, n_keys, d_k), seed=seed + 1)
+    w_q = random_normal((d_k, d_a), seed=seed + 2, scale=d_k**-0.5)
+    w_k = random_normal((d_k, d_a), seed=seed + 3, scale=d_k**-0.5)
+    v_a = random_normal((d_a,), seed=seed + 4, scale=d_a**-0.5)
+    scores = pairwise_additive(q, k, w_q, w_k, v_a)[:, 0, :]  # (N, 1, S) -> (N, S)
+    return float(np.std(scores)), float(np.mean(np.max(softmax(scores), axis=-1)))
+
+
+def plot_dot_vs_additive_saturation():
+    """Mean top softmax weight over 16 keys vs d_k: unscaled dot, scaled dot, additive (Bahdanau)."""
+    from .scaling import saturation_stats
+
+    dims = [4, 16, 64, 256, 1024]
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for scaled, label in ((False, "dot product, unscaled"), (True, "dot product / sqrt(d_k)")):
+        ax.semilogx(dims, [saturation_stats(d, n_rows=500, scaled=scaled).max_weight for d in dims], "o-", label=label)
+    ax.semilogx(dims, [additive_score_stats(d)[1] for d in dims], "s--", label="additive (Bahdanau)")
+    ax.axhline(1 / 16, color="gray", lw=1, ls=":", label="uniform (1/16)")
+    ax.set(xlabel="d_k", ylabel="mean largest softmax weight", ylim=(0, 1.05),
+           title="Only the unscaled dot product saturates as d_k grows")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 PART2_FIGURES["12_matrix_factorisation.png"] = plot_mf_training
 PART2_FIGURES["12_infonce_temperature.png"] = plot_infonce_temperature
+PART2_FIGURES["13_dot_vs_additive_saturation.png"] = plot_dot_vs_additive_saturation
 
 # --- benchmarks write their own figures from measured data (see benchmarks/) -------------------
 
