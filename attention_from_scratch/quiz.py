@@ -97,12 +97,17 @@ def _mla_config():
 
 
 def _mla_values():
+    from .kv_cache import mla_values_per_token
+
     c = _mla_config()
-    return c.kv_lora_rank + c.qk_rope_head_dim  # the latent c_KV plus the shared RoPE key
+    return mla_values_per_token(c.kv_lora_rank, c.qk_rope_head_dim)  # the latent c_KV + the shared RoPE key
 
 
 def _mha_values(c):
-    return c.n_heads * (c.qk_nope_head_dim + c.qk_rope_head_dim + c.v_head_dim)  # full K and V
+    from .kv_cache import mha_values_per_token
+
+    # the same heads caching full keys (no-position + RoPE part) and values
+    return mha_values_per_token(c.n_heads, c.qk_nope_head_dim + c.qk_rope_head_dim, c.v_head_dim)
 
 
 # --- the explanations (each computes what it quotes) ---------------------------------------------
@@ -191,7 +196,7 @@ def _explain_qkv():
     from .backend import random_normal
 
     x = random_normal((4, 8), seed=0)
-    w_q, w_k = random_normal((8, 8), seed=1), random_normal((8, 8), seed=2)
+    w_q, w_k = random_normal((8, 8), seed=1, scale=8**-0.5), random_normal((8, 8), seed=2, scale=8**-0.5)
     raw = to_numpy(x @ x.T)
     proj = to_numpy((x @ w_q) @ (x @ w_k).T)
     w = to_numpy(scaled_dot_product_attention(x, x, x)[1])

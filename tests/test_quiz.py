@@ -15,7 +15,7 @@ needs_multihead = pytest.mark.skipif(
     importlib.util.find_spec("attention_from_scratch.multihead") is None, reason="multihead.py not merged yet"
 )
 needs_mla = pytest.mark.skipif(
-    importlib.util.find_spec("attention_from_scratch.mla") is None, reason="mla.py not merged yet"
+    importlib.util.find_spec("attention_from_scratch.kv_cache") is None, reason="mla.py/kv_cache.py not merged yet"
 )
 
 
