@@ -124,9 +124,86 @@ def plot_dot_vs_additive_saturation():
     return fig
 
 
+def plot_kv_cache_memory():
+    """KV-cache memory of one sequence vs context length, DeepSeek-V3's heads (61 layers, BF16)."""
+    import numpy as np
+
+    from .kv_cache import bytes_per_token
+    from .mla import MLAConfig
+
+    cfg = MLAConfig()
+    lengths = np.array([1024, 4096, 16384, 65536, 131072])
+    kinds = [("mha", {}, "MHA, 128 heads (K 192 + V 128 per head)"), ("gqa", {"n_kv_heads": 8}, "GQA, 8 KV heads"),
+             ("mqa", {}, "MQA, 1 KV head"), ("mla", {}, "MLA: c_KV 512 + k_R 64")]
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for kind, extra, label in kinds:
+        gib = lengths * bytes_per_token(cfg, kind, **extra) / 2**30
+        ax.loglog(lengths, gib, "o-", label=label)
+    ax.axhline(141, color="gray", ls=":", lw=1, label="one H200 GPU (141 GB)")
+    ax.set(xlabel="context length (tokens)", ylabel="KV cache per sequence (GiB)",
+           title="DeepSeek-V3 KV cache, 61 layers, BF16")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_rope_relative():
+    """RoPE: the score of a fixed q and k placed at positions m, n depends only on m - n; pair angles vs m."""
+    import numpy as np
+
+    from .backend import random_normal
+    from .rope import apply_rope, rope_frequencies
+
+    d, n = 32, 32
+    q = np.tile(random_normal((1, d), seed=0), (n, 1))  # the same query content at every position
+    k = np.tile(random_normal((1, d), seed=1), (n, 1))
+    scores = apply_rope(q, range(n)) @ apply_rope(k, range(n)).T  # (n, n): entry (m, s)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    im = ax1.imshow(scores, cmap="RdBu_r")
+    ax1.set(xlabel="key position n", ylabel="query position m", title="q_m . k_n: constant along diagonals")
+    fig.colorbar(im, ax=ax1, shrink=0.8)
+    freqs = np.asarray(rope_frequencies(d))
+    m = np.arange(100)
+    for i in (2, 4, 8, 15):
+        ax2.plot(m, np.cos(m * freqs[i]), label=f"pair {i}: theta = {freqs[i]:.3g}")
+    ax2.set(xlabel="position m", ylabel="cos(m theta_i)", title="Each pair turns at its own speed")
+    ax2.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_mla_singular_values():
+    """Singular values of a full key projection vs MLA's W_UK W_DKV, which has rank at most d_c."""
+    import numpy as np
+
+    from .backend import random_normal
+    from .mla import MLAConfig, MultiHeadLatentAttention
+
+    cfg = MLAConfig(dim=256, n_heads=8, q_lora_rank=64, kv_lora_rank=32, qk_nope_head_dim=32,
+                    qk_rope_head_dim=8, v_head_dim=32, n_layers=1, max_seq_len=256, original_seq_len=256)
+    mla = MultiHeadLatentAttention(cfg, seed=0)
+    w_dkv = np.asarray(mla.wkv_a)[: cfg.kv_lora_rank]  # (d_c, dim)
+    w_b = np.asarray(mla.wkv_b).reshape(cfg.n_heads, -1, cfg.kv_lora_rank)  # (H, d_h + d_v, d_c)
+    w_uk = w_b[:, : cfg.qk_nope_head_dim].reshape(-1, cfg.kv_lora_rank)  # (H·d_h, d_c)
+    full = np.asarray(random_normal((cfg.n_heads * cfg.qk_nope_head_dim, cfg.dim), seed=1))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for w, label in ((full, "a full W_K (256 x 256)"), (w_uk @ w_dkv, "MLA: W_UK W_DKV through d_c = 32")):
+        sv = np.linalg.svd(w, compute_uv=False)
+        ax.semilogy(np.arange(1, sv.size + 1), np.maximum(sv / sv[0], 1e-17), ".-", label=label)
+    ax.axvline(cfg.kv_lora_rank, color="gray", ls=":", lw=1)
+    ax.set(xlabel="index", ylabel="singular value / largest", ylim=(1e-17, 2),
+           title="A key projection through a 32-dim latent has rank 32")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 PART2_FIGURES["12_matrix_factorisation.png"] = plot_mf_training
 PART2_FIGURES["12_infonce_temperature.png"] = plot_infonce_temperature
 PART2_FIGURES["13_dot_vs_additive_saturation.png"] = plot_dot_vs_additive_saturation
+PART2_FIGURES["08_kv_cache_memory.png"] = plot_kv_cache_memory
+PART2_FIGURES["09_rope_relative_position.png"] = plot_rope_relative
+PART2_FIGURES["10_mla_singular_values.png"] = plot_mla_singular_values
 
 # --- benchmarks write their own figures from measured data (see benchmarks/) -------------------
 
