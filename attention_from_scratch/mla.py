@@ -76,8 +76,9 @@ class MLAConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"MLAConfig.{name} must be a positive integer, got {value!r}")
-        if isinstance(self.q_lora_rank, bool) or not isinstance(self.q_lora_rank, int) or self.q_lora_rank < 0:
-            raise ValueError(f"MLAConfig.q_lora_rank must be an integer >= 0 (0 = plain wq), got {self.q_lora_rank!r}")
+        q_rank = self.q_lora_rank
+        if isinstance(q_rank, bool) or not isinstance(q_rank, int) or q_rank < 0:
+            raise ValueError(f"MLAConfig.q_lora_rank must be an integer >= 0 (0 = plain wq), got {q_rank!r}")
         if self.qk_rope_head_dim % 2:
             raise ValueError(
                 f"MLAConfig.qk_rope_head_dim must be even (RoPE rotates pairs), got {self.qk_rope_head_dim}"
@@ -124,7 +125,9 @@ class LatentCache:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         max_len = config.max_seq_len if max_len is None else max_len
         if max_len > config.max_seq_len:
-            raise ValueError(f"max_len={max_len} exceeds config.max_seq_len={config.max_seq_len} (no RoPE angles beyond)")
+            raise ValueError(
+                f"max_len={max_len} exceeds config.max_seq_len={config.max_seq_len} (no RoPE angles beyond)"
+            )
         self.batch_size, self.kv_lora_rank = batch_size, config.kv_lora_rank
         self._rows = TokenBuffer(max_len, "LatentCache")
 
@@ -132,7 +135,9 @@ class LatentCache:
         """Store ``c_kv (B, T, d_c)`` and ``k_pe (B, T, d_r)``; return all rows ``(B, S, d_c + d_r)``."""
         xp = get_namespace(c_kv, k_pe)
         if c_kv.shape[0] != self.batch_size:
-            raise ValueError(f"this cache was made for batch_size={self.batch_size}, got a batch of {c_kv.shape[0]}")
+            raise ValueError(
+                f"this cache was made for batch_size={self.batch_size}, got a batch of {c_kv.shape[0]}"
+            )
         return self._rows.append(xp.concat([c_kv, k_pe], axis=-1))  # (B, T, d_c + d_r)
 
     @property
@@ -204,7 +209,8 @@ class MultiHeadLatentAttention:
 
         ``prefix`` selects one layer of a whole-model dict (e.g. ``"layers.0.attn."``; other keys are then
         ignored); without it every key must be one of :meth:`weight_shapes`. Missing, unexpected or
-        mis-shaped weights raise ``ValueError`` naming them. Arrays keep their dtype (moved to ``xp`` if given).
+        mis-shaped weights raise ``ValueError`` naming them. Arrays keep their dtype (moved to ``xp`` if
+        given).
 
         Loading one layer from a DeepSeek checkpoint converted by their ``inference/convert.py`` (file names
         ``model{rank}-mp{world_size}.safetensors``; FP8 weights must first be dequantised to BF16 with
@@ -245,9 +251,8 @@ class MultiHeadLatentAttention:
         given = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
         missing = [k for k in expected if k not in given]
         if missing:
-            raise ValueError(
-                "state dict is missing " + ", ".join(f"{prefix}{k} (expected shape {expected[k]})" for k in missing)
-            )
+            names = ", ".join(f"{prefix}{k} (expected shape {expected[k]})" for k in missing)
+            raise ValueError(f"state dict is missing {names}")
         unexpected = [k for k in given if k not in expected]
         if unexpected and not prefix:
             raise ValueError(
@@ -260,7 +265,9 @@ class MultiHeadLatentAttention:
             ns = get_namespace(a)
             a = as_float(a, ns, prefix + name)
             if tuple(a.shape) != shape:
-                raise ValueError(f"weight {prefix}{name} has shape {tuple(a.shape)}, expected {shape} (out, in)")
+                raise ValueError(
+                    f"weight {prefix}{name} has shape {tuple(a.shape)}, expected {shape} (out, in)"
+                )
             arrays[name] = a
         get_namespace(*arrays.values())  # refuses weights from two backends
         layer = cls.__new__(cls)
@@ -292,11 +299,12 @@ class MultiHeadLatentAttention:
         return xp.astype(getattr(self, name), dtype, copy=False)
 
     def queries(self, x, start: int):
-        """``q^C`` (B, H, T, d_h) and RoPE'd ``q^R`` (B, H, T, d_r) for tokens at positions start..start+T-1."""
+        """``q^C`` (B, H, T, d_h) and rotated ``q^R`` (B, H, T, d_r) of the tokens at start..start+T-1."""
         xp, cfg = get_namespace(x), self.config
         b, t, _ = x.shape
         if cfg.q_lora_rank:
-            c_q = rms_norm(x @ self._w("wq_a", x.dtype, xp).mT, self._w("q_norm", x.dtype, xp), cfg.eps)  # W_DQ: (B, T, d_c')
+            c_q = x @ self._w("wq_a", x.dtype, xp).mT  # W_DQ: (B, T, dim) -> (B, T, d_c')
+            c_q = rms_norm(c_q, self._w("q_norm", x.dtype, xp), cfg.eps)
             q = c_q @ self._w("wq_b", x.dtype, xp).mT  # W_UQ, W_QR: (B, T, d_c') -> (B, T, H·(d_h + d_r))
         else:
             q = x @ self._w("wq", x.dtype, xp).mT  # (B, T, dim) -> (B, T, H·(d_h + d_r))
@@ -314,14 +322,15 @@ class MultiHeadLatentAttention:
         return c_kv, k_pe
 
     def expand(self, c_kv, k_pe):
-        """Naive up-projection: per-head keys ``[k^C; k^R]`` (B, H, S, d_h + d_r) and values (B, H, S, d_v)."""
+        """Naive up-projection: per-head keys ``[k^C; k^R]`` (B, H, S, d_h + d_r), values (B, H, S, d_v)."""
         xp, cfg = get_namespace(c_kv), self.config
         b, s, _ = c_kv.shape
         kv = c_kv @ self._w("wkv_b", c_kv.dtype, xp).mT  # W_UK, W_UV: (B, S, d_c) -> (B, S, H·(d_h + d_v))
         kv = xp.reshape(kv, (b, s, cfg.n_heads, -1))  # -> (B, S, H, d_h + d_v)
         kv = xp.permute_dims(kv, (0, 2, 1, 3))  # (B, S, H, d_h + d_v) -> (B, H, S, d_h + d_v)
         k_nope, v = kv[..., : cfg.qk_nope_head_dim], kv[..., cfg.qk_nope_head_dim :]
-        k_pe = xp.broadcast_to(k_pe[:, None, :, :], (b, cfg.n_heads, s, cfg.qk_rope_head_dim))  # one k^R for all heads
+        # one k^R for all heads: (B, S, d_r) -> (B, H, S, d_r)
+        k_pe = xp.broadcast_to(k_pe[:, None, :, :], (b, cfg.n_heads, s, cfg.qk_rope_head_dim))
         return xp.concat([k_nope, k_pe], axis=-1), v
 
     def attend_naive(self, q_nope, q_pe, c_kv, k_pe):
@@ -334,9 +343,13 @@ class MultiHeadLatentAttention:
     def attend_absorb(self, q_nope, q_pe, rows):
         """Attention directly over the cached rows ``[c_KV; k^R]`` (B, S, d_c + d_r): -> (B, H, T, d_v)."""
         xp, cfg = get_namespace(q_nope), self.config
-        wkv_b = xp.reshape(self._w("wkv_b", q_nope.dtype, xp), (cfg.n_heads, -1, cfg.kv_lora_rank))  # (H, d_h + d_v, d_c)
-        w_uk, w_uv = wkv_b[:, : cfg.qk_nope_head_dim, :], wkv_b[:, cfg.qk_nope_head_dim :, :]  # (H, d_h, d_c), (H, d_v, d_c)
-        # 1) fold W_UK into the query: q^C·(W_UK c) = (W_UKᵀ q^C)·c   (B, H, T, d_h) @ (H, d_h, d_c) -> (B, H, T, d_c)
+        wkv_b = self._w("wkv_b", q_nope.dtype, xp)
+        # (H·(d_h + d_v), d_c) -> (H, d_h + d_v, d_c), as DeepSeek views wkv_b
+        wkv_b = xp.reshape(wkv_b, (cfg.n_heads, -1, cfg.kv_lora_rank))
+        w_uk = wkv_b[:, : cfg.qk_nope_head_dim, :]  # W_UK: (H, d_h, d_c)
+        w_uv = wkv_b[:, cfg.qk_nope_head_dim :, :]  # W_UV: (H, d_v, d_c)
+        # 1) fold W_UK into the query: q^C·(W_UK c) = (W_UKᵀ q^C)·c
+        #    (B, H, T, d_h) @ (H, d_h, d_c) -> (B, H, T, d_c)
         q_latent = q_nope @ w_uk
         q = xp.concat([q_latent, q_pe], axis=-1)  # (B, H, T, d_c + d_r): scores against [c_KV; k^R] at once
         # 2) every head attends over the same cached rows: keys = rows, values = their c_KV part

@@ -85,7 +85,7 @@ def rope_frequencies(
     beta_slow: float = 1,
     xp=None,
 ):
-    """The d/2 rotation frequencies θ_i = theta^(-2i/d), YaRN-corrected when ``max_seq_len > original_seq_len``.
+    """The d/2 frequencies θ_i = theta^(-2i/d), YaRN-corrected when ``max_seq_len > original_seq_len``.
 
     Returns a float64 array of shape ``(d/2,)``. With YaRN (DeepSeek-V3's ``precompute_freqs_cis``):
 
@@ -122,7 +122,8 @@ def _cos_sin(x, positions, freqs, xp):
         positions = xp.astype(positions, xp.float64)
     if positions.ndim != 1 or positions.shape[0] != x.shape[-2]:
         raise ValueError(
-            f"positions must be 1-D with one entry per token (T={x.shape[-2]}), got shape {tuple(positions.shape)}"
+            f"positions must be 1-D with one entry per token (T={x.shape[-2]}), "
+            f"got shape {tuple(positions.shape)}"
         )
     angles = positions[:, None] * xp.astype(freqs, xp.float64)[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
     return xp.astype(xp.cos(angles), x.dtype), xp.astype(xp.sin(angles), x.dtype)
