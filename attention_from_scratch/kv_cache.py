@@ -53,7 +53,7 @@ def mha_values_per_token(n_heads: int, d_k: int, d_v: int | None = None) -> int:
 
 
 def gqa_values_per_token(n_kv_heads: int, d_k: int, d_v: int | None = None) -> int:
-    """Grouped-query attention caches only its ``n_kv_heads`` key/value heads: ``n_kv_heads · (d_k + d_v)``."""
+    """Grouped-query attention caches its ``n_kv_heads`` key/value heads: ``n_kv_heads · (d_k + d_v)``."""
     return mha_values_per_token(n_kv_heads, d_k, d_v)
 
 
@@ -86,7 +86,9 @@ def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | N
         values = mha_values_per_token(config.n_heads, d_k, d_v)
     elif kind == "gqa":
         if n_kv_heads is None or config.n_heads % _positive(n_kv_heads, "n_kv_heads"):
-            raise ValueError(f"kind='gqa' needs n_kv_heads dividing n_heads={config.n_heads}, got {n_kv_heads!r}")
+            raise ValueError(
+                f"kind='gqa' needs n_kv_heads dividing n_heads={config.n_heads}, got {n_kv_heads!r}"
+            )
         values = gqa_values_per_token(n_kv_heads, d_k, d_v)
     elif kind == "mqa":
         values = mqa_values_per_token(d_k, d_v)
