@@ -116,8 +116,9 @@ def test_decoding_token_by_token_equals_one_call(xp, mode):
     x = xp.randn(2, 8, SMALL.dim, seed=6)
     full = mla(x, mode=mode)
     cache = mla.new_cache(2)
-    parts = [mla(x[:, :3, :], cache=cache, mode=mode)]  # prompt of 3, then 5 single tokens
-    parts += [mla(x[:, t : t + 1, :], cache=cache, mode=mode) for t in range(3, 8)]
+    parts = [mla(x[:, :3, :], cache=cache, mode=mode)]  # a prompt of 3, a chunk of 2, then 3 single tokens
+    parts += [mla(x[:, 3:5, :], cache=cache, mode=mode)]
+    parts += [mla(x[:, t : t + 1, :], cache=cache, mode=mode) for t in range(5, 8)]
     xp.assert_close(np.concatenate([xp.np(p) for p in parts], axis=1), full)
     assert len(cache) == 8
 
