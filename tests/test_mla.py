@@ -1,6 +1,9 @@
 """DeepSeek-V3 MLA: against a plain per-head NumPy loop, naive vs absorbed, cached vs one call, loading."""
 
+import inspect
+import json
 import math
+import textwrap
 
 import numpy as np
 import pytest
@@ -241,3 +244,38 @@ def test_default_config_is_deepseek_v3_671b_without_building_it():
     assert shapes["wo.weight"] == (7168, 128 * 128)
     expected = 1536 * 7168 + 1536 + 128 * 192 * 1536 + 576 * 7168 + 512 + 128 * 256 * 512 + 7168 * 128 * 128
     assert mla_parameter_count(cfg) == expected
+
+
+def write_safetensors(path, tensors):
+    """A minimal safetensors writer (8-byte header size, JSON header, raw bytes), to test the docstring."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, raw, shape) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(header).encode()
+    path.write_bytes(len(head).to_bytes(8, "little") + head + b"".join(blobs))
+
+
+def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkeypatch):
+    state = random_state(SMALL, seed=13)
+    tensors, expected = {"embed.weight": ("F32", np.zeros((2, 3), np.float32).tobytes(), (2, 3))}, {}
+    for name, w in state.items():
+        if name.endswith("norm.weight"):  # norms in float32, matrices in bfloat16 as in DeepSeek's BF16 files
+            tensors[f"layers.0.attn.{name}"] = ("F32", w.astype("<f4").tobytes(), w.shape)
+            expected[name] = w.astype(np.float32)
+        else:
+            top = (w.astype(np.float32).view(np.uint32) >> 16).astype("<u2")  # bfloat16 = top 16 bits
+            tensors[f"layers.0.attn.{name}"] = ("BF16", top.tobytes(), w.shape)
+            expected[name] = (top.astype(np.uint32) << 16).view(np.float32)
+    monkeypatch.chdir(tmp_path)
+    write_safetensors(tmp_path / "model0-mp1.safetensors", tensors)
+    doc = inspect.getdoc(MultiHeadLatentAttention.from_state_dict)
+    code = textwrap.dedent(doc.split("::\n", 1)[1].split("\nWith the ``safetensors``")[0])
+    namespace = {"MLAConfig": lambda: SMALL, "MultiHeadLatentAttention": MultiHeadLatentAttention}
+    exec(code, namespace)  # the recipe as printed in the docs, with the small config in place of 671B
+    loaded = namespace["mla"].state_dict()
+    assert set(loaded) == set(expected)
+    for name, w in expected.items():
+        np.testing.assert_array_equal(loaded[name], w)
+    assert np.max(np.abs(expected["wo.weight"] - state["wo.weight"])) > 0  # BF16 really was lossy
