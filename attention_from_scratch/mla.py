@@ -31,7 +31,14 @@ Two ways to compute the same thing (``mode``):
 * ``"absorb"`` uses associativity: q^C_i·(W_UK_i c_KV) = (W_UK_iᵀ q^C_i)·c_KV, so W_UK is folded into the
   query and W_UV is applied after the weighted sum of latents: Σ_s p_s W_UV_i c_s = W_UV_i Σ_s p_s c_s.
   Attention then runs directly over the cached 576-dim rows -- multi-query attention with 576-dim keys
-  and 512-dim values -- and nothing of size S · H is ever built.
+  and 512-dim values -- and no per-head key or value (S · H · d) is ever built.
+
+Positions and capacity: a call continues at position ``len(cache)``; the cache (and the RoPE table, which
+is YaRN-corrected when ``max_seq_len > original_seq_len``) covers positions ``0 .. max_seq_len - 1``, as
+DeepSeek's reference allocates ``(max_batch_size, max_seq_len, ...)`` buffers and ``max_seq_len`` angles.
+Decoding past ``config.max_seq_len`` raises ``ValueError`` instead of silently rotating with untrained
+angles. Unlike the reference, whose prefill mask is ``(T, T)``, the causal mask here is bottom-right
+aligned, so a chunk of several tokens after a cached prefix is also handled.
 
 Legend: B batch, H heads, T new tokens, S all tokens (cached + new), d_c latent, d_r rope, d_h nope, d_v.
 """
@@ -108,7 +115,10 @@ class MLAConfig:
 
 
 def rms_norm(x, weight, eps: float = 1e-6):
-    """RMSNorm (Zhang & Sennrich 2019): ``x / sqrt(mean(x²) + eps) · weight`` over the last axis."""
+    """RMSNorm (Zhang & Sennrich 2019): ``x / sqrt(mean(x²) + eps) · weight`` over the last axis.
+
+    Computed in x's dtype (float32 or float64 here; DeepSeek's BF16 model normalises in float32).
+    """
     xp = get_namespace(x, weight)
     return x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
