@@ -7,6 +7,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count
 
@@ -279,3 +281,22 @@ def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkey
     for name, w in expected.items():
         np.testing.assert_array_equal(loaded[name], w)
     assert np.max(np.abs(expected["wo.weight"] - state["wo.weight"])) > 0  # BF16 really was lossy
+
+
+@settings(max_examples=20)
+@given(n_heads=st.integers(1, 3), q_lora_rank=st.sampled_from([0, 5]), kv_lora_rank=st.integers(1, 6),
+       nope=st.integers(1, 4), rope_half=st.integers(1, 3), v=st.integers(1, 4), t=st.integers(1, 6),
+       yarn=st.booleans(), seed=st.integers(0, 1000))
+def test_naive_absorb_and_cached_agree_for_any_shape(
+    n_heads, q_lora_rank, kv_lora_rank, nope, rope_half, v, t, yarn, seed
+):
+    cfg = MLAConfig(dim=8, n_heads=n_heads, q_lora_rank=q_lora_rank, kv_lora_rank=kv_lora_rank,
+                    qk_nope_head_dim=nope, qk_rope_head_dim=2 * rope_half, v_head_dim=v, max_seq_len=16,
+                    original_seq_len=4 if yarn else 16)
+    mla = MultiHeadLatentAttention(cfg, seed=seed)
+    x = np.random.default_rng(seed).standard_normal((2, t, 8))
+    naive = mla(x, mode="naive")
+    cache = mla.new_cache(2)
+    stepped = np.concatenate([mla(x[:, i : i + 1], cache=cache, mode="absorb") for i in range(t)], axis=1)
+    assert np.max(np.abs(naive - mla(x, mode="absorb"))) <= 1e-10
+    assert np.max(np.abs(naive - stepped)) <= 1e-10

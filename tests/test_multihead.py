@@ -124,3 +124,12 @@ def test_float32_in_float32_out():
     mha = MultiHeadAttention(8, 2)  # float64 parameters
     out = mha(np.ones((1, 3, 8), dtype=np.float32), causal=True)
     assert out.dtype == np.float32
+
+
+def test_parameters_come_from_the_seed():
+    a, b = MultiHeadAttention(8, 2, seed=1), MultiHeadAttention(8, 2, seed=1)
+    c = MultiHeadAttention(8, 2, seed=2)
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert not np.allclose(getattr(a, name), getattr(c, name))
+    assert not np.allclose(a.w_q, a.w_k)  # each matrix has its own stream
