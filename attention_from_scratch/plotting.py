@@ -114,7 +114,7 @@ def plot_dot_vs_additive_saturation():
     dims = [4, 16, 64, 256, 1024]
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for scaled, label in ((False, "dot product, unscaled"), (True, "dot product / sqrt(d_k)")):
-        ax.semilogx(dims, [saturation_stats(d, n_rows=500, scaled=scaled).max_weight for d in dims], "o-", label=label)
+        ax.semilogx(dims, [saturation_stats(d, n_rows=300, scaled=scaled).max_weight for d in dims], "o-", label=label)
     ax.semilogx(dims, [additive_score_stats(d)[1] for d in dims], "s--", label="additive (Bahdanau)")
     ax.axhline(1 / 16, color="gray", lw=1, ls=":", label="uniform (1/16)")
     ax.set(xlabel="d_k", ylabel="mean largest softmax weight", ylim=(0, 1.05),

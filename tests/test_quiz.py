@@ -3,21 +3,12 @@ verdicts (right, wrong, within tolerance), and its errors for unknown questions 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
 import pytest
 
 from attention_from_scratch import quiz
-
-needs_multihead = pytest.mark.skipif(
-    importlib.util.find_spec("attention_from_scratch.multihead") is None, reason="multihead.py not merged yet"
-)
-needs_mla = pytest.mark.skipif(
-    importlib.util.find_spec("attention_from_scratch.kv_cache") is None, reason="mla.py/kv_cache.py not merged yet"
-)
-
 
 def test_there_are_ten_questions_with_text():
     ids = quiz.question_ids()
@@ -49,12 +40,10 @@ def test_score_variance_answer_matches_monte_carlo():
     assert np.var(np.sum(q * k, axis=1)) == pytest.approx(quiz.answer("score_variance"), rel=0.03)
 
 
-@needs_multihead
 def test_head_dim_answer():
     assert quiz.answer("head_dim") == 512 // 8
 
 
-@needs_mla
 def test_mla_cache_answer_is_576():
     # DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64 (the latent + the shared RoPE key)
     assert quiz.answer("mla_cache") == 512 + 64 == 576
