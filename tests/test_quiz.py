@@ -10,6 +10,7 @@ import pytest
 
 from attention_from_scratch import quiz
 
+
 def test_there_are_ten_questions_with_text():
     ids = quiz.question_ids()
     assert len(ids) == 10 and len(set(ids)) == 10
