@@ -198,12 +198,66 @@ def plot_mla_singular_values():
     return fig
 
 
+def plot_flash_tiling(n: int = 16, block: int = 4):
+    """FlashAttention's tiles of the (T, S) score matrix under a causal mask: computed, masked, skipped."""
+    from matplotlib.patches import Patch, Rectangle
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4.6), gridspec_kw={"width_ratios": [1, 1.05]})
+    for i0 in range(0, n, block):
+        for j0 in range(0, n, block):
+            if j0 > i0 + block - 1:
+                style = {"facecolor": "0.92", "edgecolor": "0.6"}  # wholly in the future: never computed
+            elif j0 + block - 1 > i0:
+                style = {"facecolor": "#9ecae1", "edgecolor": "k", "hatch": "//"}  # on the diagonal: masked
+            else:
+                style = {"facecolor": "#3182bd", "edgecolor": "k"}  # wholly visible
+            ax.add_patch(Rectangle((j0, i0), block, block, lw=1, **style))
+    # the cells a causal mask blocks inside the diagonal tiles
+    for i in range(n):
+        for j in range(i + 1, min((i // block + 1) * block, n)):
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor="white", edgecolor="none", alpha=0.7))
+    row = 2 * block
+    ax.add_patch(Rectangle((0, row), n, block, fill=False, edgecolor="red", lw=2.5))
+    ax.annotate("", xy=(row + block - 0.3, row - 0.6), xytext=(0.3, row - 0.6),
+                arrowprops={"arrowstyle": "->", "color": "red", "lw": 1.5})
+    ax.text(0.3, row - 1.1, "one query block: loop over key blocks", color="red", fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    ax.set(xlim=(0, n), ylim=(n, 0), xlabel="key position (S)", ylabel="query position (T)", aspect="equal",
+           title=f"Tiles of {block} x {block}, causal")
+    ax.legend(handles=[Patch(facecolor="#3182bd", edgecolor="k", label="computed"),
+                       Patch(facecolor="#9ecae1", edgecolor="k", hatch="//", label="computed, masked inside"),
+                       Patch(facecolor="0.92", edgecolor="0.6", label="skipped (future)")],
+              loc="lower left", fontsize=7, framealpha=0.95)
+    ax2.axis("off")
+    lines = [
+        "For each query block (runs in parallel on a GPU):",
+        "    m = -inf,  l = 0,  acc = 0          (one row each)",
+        "    for each visible key block j:",
+        "        s    = q_blk k_j^T * scale      (block x block)",
+        "        m_j  = rowmax(s)",
+        "        p    = exp(s - m_j)",
+        "        m'   = max(m, m_j)",
+        "        l    = e^(m - m') l   + e^(m_j - m') rowsum(p)",
+        "        acc  = e^(m - m') acc + e^(m_j - m') p v_j",
+        "        m    = m'",
+        "    out_blk = acc / l,   lse = m + log l",
+        "",
+        "Only one (block x block) tile of scores exists",
+        "at a time: memory O(T d), not O(T S).",
+    ]
+    ax2.text(0.0, 0.85, "\n".join(lines), family="monospace", fontsize=8.5, va="top")
+    ax2.set_title("The online softmax inside each query block")
+    fig.tight_layout()
+    return fig
+
+
 PART2_FIGURES["12_matrix_factorisation.png"] = plot_mf_training
 PART2_FIGURES["12_infonce_temperature.png"] = plot_infonce_temperature
 PART2_FIGURES["13_dot_vs_additive_saturation.png"] = plot_dot_vs_additive_saturation
 PART2_FIGURES["08_kv_cache_memory.png"] = plot_kv_cache_memory
 PART2_FIGURES["09_rope_relative_position.png"] = plot_rope_relative
 PART2_FIGURES["10_mla_singular_values.png"] = plot_mla_singular_values
+PART2_FIGURES["11_flash_tiling.png"] = plot_flash_tiling
 
 # --- benchmarks write their own figures from measured data (see benchmarks/) -------------------
 
