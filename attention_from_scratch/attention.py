@@ -37,9 +37,13 @@ def _check_qkv(q, k, v, xp):
     q, k, v = as_float(q, xp, "q"), as_float(k, xp, "k"), as_float(v, xp, "v")
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
-            raise ValueError(f"{name} must have shape {dim} with at least 2 dimensions, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must have shape {dim} with at least 2 dimensions, got shape {tuple(x.shape)}"
+            )
         if 0 in x.shape[-2:]:
-            raise ValueError(f"{name} has an empty sequence or feature axis: shape {tuple(x.shape)}, expected {dim}")
+            raise ValueError(
+                f"{name} has an empty sequence or feature axis: shape {tuple(x.shape)}, expected {dim}"
+            )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same d_k (last axis): q {tuple(q.shape)}, k {tuple(k.shape)}"
@@ -48,7 +52,9 @@ def _check_qkv(q, k, v, xp):
         raise ValueError(
             f"k and v must have the same number of keys S (axis -2): k {tuple(k.shape)}, v {tuple(v.shape)}"
         )
-    broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims"))
+    broadcast_shapes(
+        q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims")
+    )
     dtype = xp.result_type(q, k, v)
     q, k, v = (x if x.dtype == dtype else xp.astype(x, dtype) for x in (q, k, v))
     return q, k, v, q.shape[-2], k.shape[-2], q.shape[-1]
@@ -181,7 +187,7 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     of broadcast inputs are summed over the broadcast axes).
     """
     xp = get_namespace(q, k, v, d_out, mask)
-    q, k, v, n_q, _, d_k = _check_qkv(q, k, v, xp)
+    q, k, v, _, _, d_k = _check_qkv(q, k, v, xp)
     d_out = as_float(d_out, xp, "d_out")
     out, p = scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)
     if tuple(d_out.shape) != tuple(out.shape):

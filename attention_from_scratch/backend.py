@@ -100,7 +100,7 @@ def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None)
     try:
         return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
     except ValueError:
-        seen = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names or [""] * len(shapes), shapes))
+        seen = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names or [""] * len(shapes), shapes, strict=True))
         raise ValueError(f"shapes do not broadcast: {seen}") from None
 
 
@@ -122,7 +122,7 @@ def to_device(x, xp):
 
 
 def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1.0):
-    """Standard-normal draws of ``shape`` times ``scale`` from ``default_rng(seed)`` on the host, moved to ``xp``.
+    """Standard-normal draws of ``shape`` times ``scale`` from ``default_rng(seed)``, moved to ``xp``.
 
     ``dtype`` is a dtype of ``xp`` (default float64). The draw is always float64 on the host and then
     cast, so float32 and float64 runs see the same numbers up to rounding.

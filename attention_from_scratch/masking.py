@@ -58,7 +58,9 @@ def padding_mask(lengths, n_k: int, *, xp=None):
         xp = get_namespace(lengths)
     lengths = to_device(lengths, xp) if isinstance(lengths, (list, tuple)) else lengths
     if lengths.ndim != 1:
-        raise ValueError(f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}")
+        raise ValueError(
+            f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
+        )
     if not xp.isdtype(lengths.dtype, "integral"):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
     if bool(xp.any(lengths < 0)) or bool(xp.any(lengths > n_k)):
