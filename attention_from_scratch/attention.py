@@ -69,8 +69,8 @@ def _scale(scale, d_k):
     return scale
 
 
-def _full_mask(mask, causal, n_q, n_k, xp):
-    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (..., T, S)."""
+def _full_mask(mask, causal, n_q, n_k, xp, lead=()):
+    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S)."""
     if mask is not None:
         if isinstance(mask, (list, tuple)):
             mask = as_bool_mask(mask, xp)
@@ -80,6 +80,7 @@ def _full_mask(mask, causal, n_q, n_k, xp):
             raise ValueError(
                 f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}"
             )
+        broadcast_shapes(lead, mask.shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
     if causal:
         c = causal_mask(n_q, n_k, xp=xp)  # (T, S)
         if mask is None:
@@ -102,7 +103,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    mask = _full_mask(mask, causal, n_q, n_k, xp)
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaled in place (no second (T, S) copy)
     scores = q @ k.mT
     scores *= _scale(scale, d_k)
@@ -123,9 +125,11 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    mask = _full_mask(mask, causal, n_q, n_k, xp)
-    scale = _scale(scale, d_k)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
+    scale = _scale(scale, d_k)
+    if mask is not None:  # a mask may carry batch dims of its own, e.g. (B, 1, T, S) with shared q, k, v
+        lead = broadcast_shapes(lead, mask.shape[:-2])
     # flatten the broadcast leading dims so one loop index b walks them all
     q = xp.reshape(xp.broadcast_to(q, (*lead, n_q, d_k)), (-1, n_q, d_k))  # (N, T, d_k)
     k = xp.reshape(xp.broadcast_to(k, (*lead, n_k, d_k)), (-1, n_k, d_k))  # (N, S, d_k)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from .backend import get_namespace, to_device
+from .backend import broadcast_shapes, get_namespace, to_device
 
 __all__ = ["apply_mask", "as_bool_mask", "causal_mask", "combine_masks", "padding_mask"]
 
@@ -107,6 +107,8 @@ def apply_mask(scores, mask):
     if mask is None:
         return scores
     if not isinstance(mask, (list, tuple)) and xp.isdtype(mask.dtype, "real floating"):
+        broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
         return scores + xp.astype(mask, scores.dtype)
     mask = as_bool_mask(mask, xp)
+    broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
     return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))
