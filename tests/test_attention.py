@@ -154,14 +154,15 @@ def test_causal_outputs_ignore_changes_to_future_tokens(n, seed, data):
     x = rng.standard_normal((n, 4))
     w_q, w_k, w_v = (rng.standard_normal((4, 4)) for _ in range(3))
     x2 = x.copy()
-    x2[cut:] = rng.standard_normal((n - cut, 4)) * 10
+    x2[cut:] = rng.standard_normal((n - cut, 4)) * 3
     out1, _ = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, causal=True)
     out2, _ = scaled_dot_product_attention(x2 @ w_q, x2 @ w_k, x2 @ w_v, causal=True)
     np.testing.assert_array_equal(out1[:cut], out2[:cut])
-    # and without the mask the past does see the change
+    # and without the mask the past does attend to the changed tokens, so its output moves
     free1, _ = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
-    free2, _ = scaled_dot_product_attention(x2 @ w_q, x2 @ w_k, x2 @ w_v)
-    assert not np.allclose(free1[:cut], free2[:cut])
+    free2, free_w = scaled_dot_product_attention(x2 @ w_q, x2 @ w_k, x2 @ w_v)
+    assert np.all(free_w[:cut, cut:].sum(-1) > 0)
+    assert not np.array_equal(free1[:cut], free2[:cut])
 
 
 @given(st.integers(1, 6), st.integers(0, 4), st.integers(0, 2**31 - 1))
@@ -418,3 +419,19 @@ def test_additive_attention_checks_v():
     q, k, _ = _rng_qkv(19)
     with pytest.raises(ValueError, match=r"v must have shape \(\.\.\., S=5, d_v\)"):
         additive_attention(q, k, np.ones((4, 2)), np.ones((3, 2)), np.ones((3, 2)), np.ones(2))
+
+
+def test_backward_sums_gradients_of_a_shared_query_and_a_batched_mask():
+    rng = np.random.default_rng(20)
+    q = rng.standard_normal((4, 5))  # (T, d_k): one set of queries for every batch element and head
+    k = rng.standard_normal((3, 6, 5))  # (H, S, d_k)
+    v = rng.standard_normal((3, 6, 2))  # (H, S, d_v)
+    mask = rng.random((2, 1, 4, 6)) < 0.7  # (B, 1, T, S): the mask adds a batch axis
+    d_out = rng.standard_normal((2, 3, 4, 2))
+    dq, dk, dv = attention_backward(q, k, v, d_out, mask)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    full = [np.broadcast_to(x, (2, 3, *x.shape[-2:])).copy() for x in (q, k, v)]
+    dq_full, dk_full, dv_full = attention_backward(*full, d_out, mask)
+    np.testing.assert_allclose(dq, dq_full.sum(axis=(0, 1)), rtol=1e-12)
+    np.testing.assert_allclose(dk, dk_full.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(dv, dv_full.sum(axis=0), rtol=1e-12)
