@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from .backend import as_float, broadcast_shapes, get_namespace
-from .masking import apply_mask, as_bool_mask, causal_mask
+from .masking import apply_mask_, as_bool_mask, causal_mask
 from .similarity import pairwise_additive
 from .softmax import softmax_
 
@@ -105,12 +105,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
-    # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaled in place (no second (T, S) copy)
-    scores = q @ k.mT
-    scores *= _scale(scale, d_k)
-    # 2) blocked entries -> -inf
+    # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaling q touches T·d_k numbers, not T·S
+    scores = (q * _scale(scale, d_k)) @ k.mT
+    # 2) blocked entries -> -inf, in the scores' buffer (no second (T, S) copy)
     if mask is not None:
-        scores = apply_mask(scores, mask)
+        scores = apply_mask_(scores, mask)
     # 3) softmax along the keys, in the scores' own buffer
     weights = softmax_(scores, axis=-1)
     # 4) weighted sum of values: (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
@@ -220,6 +219,6 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
         raise ValueError(f"v must have shape (..., S={scores.shape[-1]}, d_v), got {tuple(v.shape)}")
     mask = _full_mask(mask, causal, scores.shape[-2], scores.shape[-1], xp)
     if mask is not None:
-        scores = apply_mask(scores, mask)
+        scores = apply_mask_(scores, mask)
     weights = softmax_(scores, axis=-1)
     return weights @ xp.astype(v, weights.dtype), weights

@@ -112,3 +112,24 @@ def apply_mask(scores, mask):
     mask = as_bool_mask(mask, xp)
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
     return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))
+
+
+def apply_mask_(scores, mask):
+    """:func:`apply_mask` in ``scores``'s own buffer where shapes allow (internal helper for attention).
+
+    ``scores`` must be a temporary the caller owns. The boolean mask becomes an additive 0 / -inf mask
+    at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
+    in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
+    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf.)
+    """
+    xp = get_namespace(scores, mask)
+    if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
+        mask = as_bool_mask(mask, xp)
+        zero = xp.asarray(0.0, dtype=scores.dtype)
+        mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype))
+    else:
+        mask = xp.astype(mask, scores.dtype, copy=False)
+    if broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(scores.shape):
+        return scores + mask  # the mask adds batch dims: the result is larger than scores
+    scores += mask
+    return scores

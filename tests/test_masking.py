@@ -151,3 +151,20 @@ def test_masked_softmax_row_has_no_weight_on_blocked_keys():
     np.testing.assert_allclose(w.sum(-1), 1.0)
     assert w[0, 0] == 1.0
     assert math.isclose(w[1, 0] + w[1, 1], 1.0)
+
+
+def test_in_place_apply_mask_equals_apply_mask(xp):
+    from attention_from_scratch.masking import apply_mask_
+
+    mask = xp.asarray(np.random.default_rng(3).random((4, 5)) < 0.5)
+    for m in (mask, xp.asarray(np.where(xp.np(mask), 0.0, -np.inf))):
+        scores = xp.randn(2, 4, 5, seed=4)
+        expected = xp.np(apply_mask(scores, m))
+        out = apply_mask_(scores, m)
+        assert out.dtype == xp.dtype
+        np.testing.assert_array_equal(xp.np(out), expected)
+        np.testing.assert_array_equal(xp.np(scores), expected)  # it really worked in place
+    # a mask with extra batch dims cannot be applied in place: a new, larger array comes back
+    big = xp.asarray(np.ones((3, 2, 4, 5), dtype=bool))
+    out = apply_mask_(xp.randn(2, 4, 5), big)
+    assert tuple(out.shape) == (3, 2, 4, 5)
