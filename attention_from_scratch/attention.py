@@ -120,7 +120,8 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """The same as :func:`scaled_dot_product_attention`, one query and one key at a time.
 
     Written with Python loops so every step is visible; equal to the vectorised version to
-    rounding (~1e-15 in float64), and hundreds of times slower -- which is why we vectorise.
+    rounding (~1e-15 in float64), and tens to hundreds of times slower -- which is why we vectorise
+    (``benchmarks/bench_attention.py`` measures it).
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)

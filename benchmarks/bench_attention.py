@@ -91,6 +91,15 @@ def loop_vs_vectorised(n=32, d=16, dtype=np.float64, repeats=7):
     return med["loop"] / med["vectorised"]
 
 
+def _blas_threads() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS threads: unknown (threadpoolctl not installed)"
+    blas = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+    return f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads" if blas else "BLAS: unknown"
+
+
 def main(quick: bool = False) -> int:
     if quick:
         b, h, n, d, repeats = 1, 8, 512, 64, 5
@@ -100,7 +109,7 @@ def main(quick: bool = False) -> int:
         n_loop, d_loop = 32, 16
     rows = overhead_vs_matmuls(b, h, n, d, repeats=repeats)
     print(f"Attention vs its two matmuls (q kᵀ and P v): B={b}, H={h}, n={n}, d={d}, float32")
-    print(f"median of {repeats} interleaved runs")
+    print(f"median of {repeats} interleaved runs; {_blas_threads()}")
     print(f"| {'function':<30} | {'time / matmuls':>14} | {'target':>6} |")
     print(f"|{'-' * 32}|{'-' * 16}|{'-' * 8}|")
     for name, ratio in rows:
