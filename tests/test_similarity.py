@@ -45,6 +45,8 @@ def test_dot_norm_cosine_on_every_backend(xp):
     assert float(angle(a, b)) == pytest.approx(math.acos(17 / math.sqrt(420)), rel=xp.rtol)
     # |a - b| = |(-1, 2, 2, 1)| = sqrt(10)
     assert float(euclidean_distance(a, b)) == pytest.approx(math.sqrt(10), rel=xp.rtol)
+    for result in (norm(a), angle(a, b), euclidean_distance(a, b)):
+        assert result.dtype == xp.dtype
 
 
 def test_norm_is_sqrt_of_self_dot_and_matches_numpy(xp):
