@@ -50,7 +50,7 @@ def test_foundation_sections_use_only_the_array_api_standard(capsys):
     by_name = {fn.__name__: fn for _, fn in cli.TOUR_SECTIONS}
     for name in FOUNDATION_SECTIONS:
         by_name[name](array_api_strict)
-    assert "0.8295" in capsys.readouterr().out
+    assert f"{17 / math.sqrt(30 * 14):.4f}" in capsys.readouterr().out
 
 
 def test_help_explains_the_tour():
