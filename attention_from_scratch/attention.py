@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from .backend import as_float, broadcast_shapes, get_namespace
-from .masking import apply_mask, as_bool_mask, causal_mask
+from .masking import apply_mask_, as_bool_mask, causal_mask
 from .similarity import pairwise_additive
 from .softmax import softmax_
 
@@ -37,9 +37,13 @@ def _check_qkv(q, k, v, xp):
     q, k, v = as_float(q, xp, "q"), as_float(k, xp, "k"), as_float(v, xp, "v")
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
-            raise ValueError(f"{name} must have shape {dim} with at least 2 dimensions, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must have shape {dim} with at least 2 dimensions, got shape {tuple(x.shape)}"
+            )
         if 0 in x.shape[-2:]:
-            raise ValueError(f"{name} has an empty sequence or feature axis: shape {tuple(x.shape)}, expected {dim}")
+            raise ValueError(
+                f"{name} has an empty sequence or feature axis: shape {tuple(x.shape)}, expected {dim}"
+            )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same d_k (last axis): q {tuple(q.shape)}, k {tuple(k.shape)}"
@@ -48,7 +52,9 @@ def _check_qkv(q, k, v, xp):
         raise ValueError(
             f"k and v must have the same number of keys S (axis -2): k {tuple(k.shape)}, v {tuple(v.shape)}"
         )
-    broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims"))
+    broadcast_shapes(
+        q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims")
+    )
     dtype = xp.result_type(q, k, v)
     q, k, v = (x if x.dtype == dtype else xp.astype(x, dtype) for x in (q, k, v))
     return q, k, v, q.shape[-2], k.shape[-2], q.shape[-1]
@@ -63,8 +69,8 @@ def _scale(scale, d_k):
     return scale
 
 
-def _full_mask(mask, causal, n_q, n_k, xp):
-    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (..., T, S)."""
+def _full_mask(mask, causal, n_q, n_k, xp, lead=()):
+    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S)."""
     if mask is not None:
         if isinstance(mask, (list, tuple)):
             mask = as_bool_mask(mask, xp)
@@ -74,6 +80,7 @@ def _full_mask(mask, causal, n_q, n_k, xp):
             raise ValueError(
                 f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}"
             )
+        broadcast_shapes(lead, mask.shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
     if causal:
         c = causal_mask(n_q, n_k, xp=xp)  # (T, S)
         if mask is None:
@@ -96,13 +103,13 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    mask = _full_mask(mask, causal, n_q, n_k, xp)
-    # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaled in place (no second (T, S) copy)
-    scores = q @ k.mT
-    scores *= _scale(scale, d_k)
-    # 2) blocked entries -> -inf
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
+    # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaling q touches T·d_k numbers, not T·S
+    scores = (q * _scale(scale, d_k)) @ k.mT
+    # 2) blocked entries -> -inf, in the scores' buffer (no second (T, S) copy)
     if mask is not None:
-        scores = apply_mask(scores, mask)
+        scores = apply_mask_(scores, mask)
     # 3) softmax along the keys, in the scores' own buffer
     weights = softmax_(scores, axis=-1)
     # 4) weighted sum of values: (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
@@ -113,13 +120,16 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """The same as :func:`scaled_dot_product_attention`, one query and one key at a time.
 
     Written with Python loops so every step is visible; equal to the vectorised version to
-    rounding (~1e-15 in float64), and hundreds of times slower -- which is why we vectorise.
+    rounding (~1e-15 in float64), and tens to hundreds of times slower -- which is why we vectorise
+    (``benchmarks/bench_attention.py`` measures it).
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    mask = _full_mask(mask, causal, n_q, n_k, xp)
-    scale = _scale(scale, d_k)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
+    scale = _scale(scale, d_k)
+    if mask is not None:  # a mask may carry batch dims of its own, e.g. (B, 1, T, S) with shared q, k, v
+        lead = broadcast_shapes(lead, mask.shape[:-2])
     # flatten the broadcast leading dims so one loop index b walks them all
     q = xp.reshape(xp.broadcast_to(q, (*lead, n_q, d_k)), (-1, n_q, d_k))  # (N, T, d_k)
     k = xp.reshape(xp.broadcast_to(k, (*lead, n_k, d_k)), (-1, n_k, d_k))  # (N, S, d_k)
@@ -210,6 +220,6 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
         raise ValueError(f"v must have shape (..., S={scores.shape[-1]}, d_v), got {tuple(v.shape)}")
     mask = _full_mask(mask, causal, scores.shape[-2], scores.shape[-1], xp)
     if mask is not None:
-        scores = apply_mask(scores, mask)
+        scores = apply_mask_(scores, mask)
     weights = softmax_(scores, axis=-1)
     return weights @ xp.astype(v, weights.dtype), weights

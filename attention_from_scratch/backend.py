@@ -122,7 +122,7 @@ def to_device(x, xp):
 
 
 def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1.0):
-    """Standard-normal draws of ``shape`` times ``scale`` from ``default_rng(seed)`` on the host, moved to ``xp``.
+    """Standard-normal draws of ``shape`` times ``scale`` from ``default_rng(seed)``, moved to ``xp``.
 
     ``dtype`` is a dtype of ``xp`` (default float64). The draw is always float64 on the host and then
     cast, so float32 and float64 runs see the same numbers up to rounding.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from .backend import get_namespace, to_device
+from .backend import broadcast_shapes, get_namespace, to_device
 
 __all__ = ["apply_mask", "as_bool_mask", "causal_mask", "combine_masks", "padding_mask"]
 
@@ -58,7 +58,9 @@ def padding_mask(lengths, n_k: int, *, xp=None):
         xp = get_namespace(lengths)
     lengths = to_device(lengths, xp) if isinstance(lengths, (list, tuple)) else lengths
     if lengths.ndim != 1:
-        raise ValueError(f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}")
+        raise ValueError(
+            f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
+        )
     if not xp.isdtype(lengths.dtype, "integral"):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
     if bool(xp.any(lengths < 0)) or bool(xp.any(lengths > n_k)):
@@ -105,6 +107,29 @@ def apply_mask(scores, mask):
     if mask is None:
         return scores
     if not isinstance(mask, (list, tuple)) and xp.isdtype(mask.dtype, "real floating"):
+        broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
         return scores + xp.astype(mask, scores.dtype)
     mask = as_bool_mask(mask, xp)
+    broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
     return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))
+
+
+def apply_mask_(scores, mask):
+    """:func:`apply_mask` in ``scores``'s own buffer where shapes allow (internal helper for attention).
+
+    ``scores`` must be a temporary the caller owns. The boolean mask becomes an additive 0 / -inf mask
+    at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
+    in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
+    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf.)
+    """
+    xp = get_namespace(scores, mask)
+    if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
+        mask = as_bool_mask(mask, xp)
+        zero = xp.asarray(0.0, dtype=scores.dtype)
+        mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype))
+    else:
+        mask = xp.astype(mask, scores.dtype, copy=False)
+    if broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(scores.shape):
+        return scores + mask  # the mask adds batch dims: the result is larger than scores
+    scores += mask
+    return scores

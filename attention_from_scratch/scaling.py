@@ -34,7 +34,9 @@ def _check_dk(d_k):
         raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
 
 
-def dot_product_variance(d_k: int, *, n_samples: int = 20_000, scaled: bool = False, seed: int = 0, xp=None) -> float:
+def dot_product_variance(
+    d_k: int, *, n_samples: int = 20_000, scaled: bool = False, seed: int = 0, xp=None
+) -> float:
     """Sample variance of ``q·k`` (or ``q·k / sqrt(d_k)`` if ``scaled``) for q, k ~ N(0, I_{d_k}).
 
     Expect about ``d_k`` unscaled and about 1 scaled; the Monte Carlo error is about
@@ -74,7 +76,9 @@ class SaturationStats:
     jacobian_norm: float
 
 
-def saturation_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 2000, scaled: bool = False, seed: int = 0, xp=None):
+def saturation_stats(
+    d_k: int, *, n_keys: int = 16, n_rows: int = 2000, scaled: bool = False, seed: int = 0, xp=None
+):
     """Softmax saturation for scores ``q·k`` of random unit-variance q, k: see :class:`SaturationStats`."""
     _check_dk(d_k)
     if n_keys < 2:

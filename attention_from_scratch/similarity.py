@@ -53,7 +53,9 @@ def _pair(a, b, names=("a", "b")):
 
 def _nonzero(n, name, xp):
     if bool(xp.any(n == 0)):
-        raise ValueError(f"{name} contains a zero vector: its direction (and so the cosine/angle) is undefined")
+        raise ValueError(
+            f"{name} contains a zero vector: its direction (and so the cosine/angle) is undefined"
+        )
 
 
 def dot(a, b):

@@ -120,5 +120,7 @@ def softmax_backward(weights, d_weights, axis: int = -1):
     y = as_float(weights, xp, "weights")
     dy = as_float(d_weights, xp, "d_weights")
     if tuple(y.shape) != tuple(dy.shape):
-        raise ValueError(f"weights and d_weights must have the same shape, got {tuple(y.shape)} and {tuple(dy.shape)}")
+        raise ValueError(
+            f"weights and d_weights must have the same shape, got {tuple(y.shape)} and {tuple(dy.shape)}"
+        )
     return y * (dy - xp.sum(dy * y, axis=axis, keepdims=True))

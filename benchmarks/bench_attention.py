@@ -1,0 +1,127 @@
+"""What does attention cost beyond its two matrix products? And why vectorise at all?
+
+    python benchmarks/bench_attention.py           # (B=1, H=8, n=2048, d=64, float32), 7 repeats
+    python benchmarks/bench_attention.py --quick   # smaller and fewer repeats, a few seconds
+
+Table 1 divides the median time of ``scaled_dot_product_attention`` by the median time of its two
+matrix products alone (``q @ k.mT`` and ``scores @ v``) on the same inputs. The difference is the
+price of scaling, masking and softmax -- a handful of passes over the ``(n, n)`` score matrix. A
+version that makes a new ``(n, n)`` temporary at every step costs about 5x the matmuls; the target
+here is <= 3.0. Both sides are timed interleaved in the same run (matmuls, attention, matmuls, ...),
+so a machine that slows down part way through slows both.
+
+Table 2 divides the median time of ``attention_loop`` (explicit Python loops over queries and keys)
+by that of ``scaled_dot_product_attention`` at a small size: the same numbers, hundreds of times
+slower.
+
+Only medians and ratios are printed, never a single absolute time: absolute times say more about the
+machine than about the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
+
+
+def _inputs(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(shape).astype(dtype) for _ in range(3))
+
+
+def _time(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved_medians(fns: dict, repeats: int) -> dict:
+    """Median seconds of each zero-argument function, timed in turn within each repeat.
+
+    One warm-up call each first; the order rotates from repeat to repeat so that no function always
+    runs right after the same neighbour (caches, memory freed by the previous call).
+    """
+    for fn in fns.values():
+        fn()
+    names = list(fns)
+    times = {name: [] for name in fns}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            times[name].append(_time(fns[name]))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def overhead_vs_matmuls(b=1, h=8, n=2048, d=64, dtype=np.float32, repeats=7):
+    """Rows of (case, median attention / median matmuls) for unmasked and causal attention."""
+    q, k, v = _inputs((b, h, n, d), dtype)
+
+    def matmuls():
+        scores = q @ k.mT  # (B, H, T, d) @ (B, H, d, S) -> (B, H, T, S)
+        return scores @ v  # (B, H, T, S) @ (B, H, S, d) -> (B, H, T, d)
+
+    med = interleaved_medians(
+        {
+            "matmuls": matmuls,
+            "attention": lambda: scaled_dot_product_attention(q, k, v),
+            "causal": lambda: scaled_dot_product_attention(q, k, v, causal=True),
+        },
+        repeats,
+    )
+    return [
+        ("scaled_dot_product_attention", med["attention"] / med["matmuls"]),
+        ("  ... causal=True", med["causal"] / med["matmuls"]),
+    ]
+
+
+def loop_vs_vectorised(n=32, d=16, dtype=np.float64, repeats=7):
+    """Median time of attention_loop divided by that of scaled_dot_product_attention, (1, n, d) inputs."""
+    q, k, v = _inputs((1, n, d), dtype, seed=1)
+    med = interleaved_medians(
+        {
+            "loop": lambda: attention_loop(q, k, v),
+            "vectorised": lambda: scaled_dot_product_attention(q, k, v),
+        },
+        repeats,
+    )
+    return med["loop"] / med["vectorised"]
+
+
+def _blas_threads() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS threads: unknown (threadpoolctl not installed)"
+    blas = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+    return f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads" if blas else "BLAS: unknown"
+
+
+def main(quick: bool = False) -> int:
+    if quick:
+        b, h, n, d, repeats = 1, 8, 512, 64, 5
+        n_loop, d_loop = 16, 16
+    else:
+        b, h, n, d, repeats = 1, 8, 2048, 64, 7
+        n_loop, d_loop = 32, 16
+    rows = overhead_vs_matmuls(b, h, n, d, repeats=repeats)
+    print(f"Attention vs its two matmuls (q kᵀ and P v): B={b}, H={h}, n={n}, d={d}, float32")
+    print(f"median of {repeats} interleaved runs; {_blas_threads()}")
+    print(f"| {'function':<30} | {'time / matmuls':>14} | {'target':>6} |")
+    print(f"|{'-' * 32}|{'-' * 16}|{'-' * 8}|")
+    for name, ratio in rows:
+        print(f"| {name:<30} | {ratio:>14.2f} | {'<= 3.0':>6} |")
+    ratio = loop_vs_vectorised(n_loop, d_loop, repeats=repeats)
+    print()
+    print(f"Looped vs vectorised: (1, n={n_loop}, d={d_loop}), float64, median of {repeats} interleaved runs")
+    print(f"| {'attention_loop / scaled_dot_product_attention':<46} | {ratio:>8.0f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats (seconds)")
+    raise SystemExit(main(quick=parser.parse_args().quick))

@@ -1,0 +1,437 @@
+"""attention.py: scaled dot-product attention (vectorised and looped), backward, additive attention."""
+
+import math
+import warnings
+
+import array_api_strict
+import numpy as np
+import pytest
+import scipy.special
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_from_scratch.attention import (
+    additive_attention,
+    attention_backward,
+    attention_loop,
+    scaled_dot_product_attention,
+)
+from attention_from_scratch.masking import causal_mask, padding_mask
+
+
+def _reference(q, k, v, mask=None, scale=None):
+    """An independent NumPy/SciPy reference: softmax(q kᵀ / sqrt(d_k) + M) v, masked rows -> 0."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    empty = np.all(np.isneginf(s), axis=-1, keepdims=True)
+    w = scipy.special.softmax(np.where(empty, 0.0, s), axis=-1)
+    w = np.where(empty, 0.0, w)
+    return np.matmul(w, v), w
+
+
+def _rng_qkv(seed, lead=(), t=4, s=5, d_k=3, d_v=2):
+    rng = np.random.default_rng(seed)
+    return (
+        rng.standard_normal((*lead, t, d_k)),
+        rng.standard_normal((*lead, s, d_k)),
+        rng.standard_normal((*lead, s, d_v)),
+    )
+
+
+shapes = st.tuples(st.integers(1, 5), st.integers(1, 6), st.integers(1, 4), st.integers(1, 4))
+
+
+# ---- hand-checkable and reference values ----------------------------------------------------------
+
+
+def test_two_keys_by_hand():
+    # one query, two keys: scores (1*1 + 0*0)/sqrt(2), (1*0 + 0*1)/sqrt(2) = [1/sqrt2, 0]
+    q = [[1.0, 0.0]]
+    k = [[1.0, 0.0], [0.0, 1.0]]
+    v = [[10.0], [20.0]]
+    out, w = scaled_dot_product_attention(q, k, v)
+    w0 = math.exp(1 / math.sqrt(2)) / (math.exp(1 / math.sqrt(2)) + 1)
+    np.testing.assert_allclose(w, [[w0, 1 - w0]], rtol=1e-14)
+    np.testing.assert_allclose(out, [[10 * w0 + 20 * (1 - w0)]], rtol=1e-14)
+
+
+def test_matches_reference_on_every_backend(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(1, lead=(2,)))
+    out, w = scaled_dot_product_attention(q, k, v)
+    assert out.dtype == xp.dtype
+    assert w.dtype == xp.dtype
+    assert tuple(out.shape) == (2, 4, 2)
+    assert tuple(w.shape) == (2, 4, 5)
+    ref_out, ref_w = _reference(xp.np(q), xp.np(k), xp.np(v))
+    xp.assert_close(out, ref_out)
+    xp.assert_close(w, ref_w)
+
+
+def test_loop_matches_vectorised_on_every_backend(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(2, t=3, s=4))
+    mask = xp.asarray(np.array([[True, False, True, True]]))
+    out, w = attention_loop(q, k, v, mask, causal=True)
+    assert out.dtype == xp.dtype
+    ref_out, ref_w = scaled_dot_product_attention(q, k, v, mask, causal=True)
+    xp.assert_close(out, ref_out)
+    xp.assert_close(w, ref_w)
+
+
+def test_explicit_scale():
+    q, k, v = _rng_qkv(3)
+    out, w = scaled_dot_product_attention(q, k, v, scale=1.0)
+    ref_out, ref_w = _reference(q, k, v, scale=1.0)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12)
+    np.testing.assert_allclose(w, ref_w, rtol=1e-12)
+
+
+def test_inputs_are_not_modified(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(4))
+    before = [xp.np(x).copy() for x in (q, k, v)]
+    scaled_dot_product_attention(q, k, v, causal=True)
+    attention_backward(q, k, v, xp.randn(4, 2))
+    for x, b in zip((q, k, v), before, strict=True):
+        np.testing.assert_array_equal(xp.np(x), b)
+
+
+# ---- properties ----------------------------------------------------------------------------------
+
+
+@settings(max_examples=25)
+@given(shapes, st.integers(0, 2**31 - 1), st.booleans())
+def test_loop_equals_vectorised_to_1e_12(shape, seed, causal):
+    t, s, d_k, d_v = shape
+    q, k, v = _rng_qkv(seed, lead=(2,), t=t, s=s, d_k=d_k, d_v=d_v)
+    mask = np.random.default_rng(seed + 1).random((2, 1, s)) < 0.7  # some rows may be fully masked
+    a_out, a_w = attention_loop(q, k, v, mask, causal=causal)
+    b_out, b_w = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+    np.testing.assert_allclose(a_out, b_out, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a_w, b_w, rtol=0, atol=1e-12)
+
+
+@given(shapes, st.integers(0, 2**31 - 1))
+def test_rows_sum_to_one_and_match_the_reference(shape, seed):
+    t, s, d_k, d_v = shape
+    q, k, v = _rng_qkv(seed, t=t, s=s, d_k=d_k, d_v=d_v)
+    out, w = scaled_dot_product_attention(q, k, v)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-12)
+    assert np.all(w >= 0)
+    ref_out, _ = _reference(q, k, v)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-10, atol=1e-12)
+
+
+@given(shapes, st.integers(0, 2**31 - 1), st.randoms(use_true_random=False))
+def test_permuting_keys_and_values_together_changes_nothing(shape, seed, rnd):
+    t, s, d_k, d_v = shape
+    q, k, v = _rng_qkv(seed, t=t, s=s, d_k=d_k, d_v=d_v)
+    perm = list(range(s))
+    rnd.shuffle(perm)
+    out, w = scaled_dot_product_attention(q, k, v)
+    out_p, w_p = scaled_dot_product_attention(q, k[perm], v[perm])
+    np.testing.assert_allclose(out_p, out, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w_p, w[:, perm], rtol=1e-10, atol=1e-14)
+
+
+@given(shapes, st.integers(0, 2**31 - 1), st.randoms(use_true_random=False))
+def test_permuting_queries_permutes_the_output(shape, seed, rnd):
+    t, s, d_k, d_v = shape
+    q, k, v = _rng_qkv(seed, t=t, s=s, d_k=d_k, d_v=d_v)
+    perm = list(range(t))
+    rnd.shuffle(perm)
+    out, w = scaled_dot_product_attention(q, k, v)
+    out_p, w_p = scaled_dot_product_attention(q[perm], k, v)
+    np.testing.assert_allclose(out_p, out[perm], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w_p, w[perm], rtol=1e-10, atol=1e-14)
+
+
+@given(st.integers(2, 8), st.integers(0, 2**31 - 1), st.data())
+def test_causal_outputs_ignore_changes_to_future_tokens(n, seed, data):
+    cut = data.draw(st.integers(1, n - 1))  # tokens cut.. n-1 are "the future" of tokens 0..cut-1
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 4))
+    w_q, w_k, w_v = (rng.standard_normal((4, 4)) for _ in range(3))
+    x2 = x.copy()
+    x2[cut:] = rng.standard_normal((n - cut, 4)) * 3
+    out1, _ = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, causal=True)
+    out2, _ = scaled_dot_product_attention(x2 @ w_q, x2 @ w_k, x2 @ w_v, causal=True)
+    np.testing.assert_array_equal(out1[:cut], out2[:cut])
+    # and without the mask the past does attend to the changed tokens, so its output moves
+    free1, _ = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
+    free2, free_w = scaled_dot_product_attention(x2 @ w_q, x2 @ w_k, x2 @ w_v)
+    assert np.all(free_w[:cut, cut:].sum(-1) > 0)
+    assert not np.array_equal(free1[:cut], free2[:cut])
+
+
+@given(st.integers(1, 6), st.integers(0, 4), st.integers(0, 2**31 - 1))
+def test_causal_with_fewer_queries_is_the_last_rows_of_the_full_pass(t, extra, seed):
+    s = t + extra
+    _, k, v = _rng_qkv(seed, t=s, s=s)
+    q_full = np.random.default_rng(seed + 7).standard_normal((s, 3))
+    full_out, full_w = scaled_dot_product_attention(q_full, k, v, causal=True)
+    out, w = scaled_dot_product_attention(q_full[s - t :], k, v, causal=True)
+    np.testing.assert_allclose(out, full_out[s - t :], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(w, full_w[s - t :], rtol=1e-12, atol=1e-14)
+
+
+def test_additive_float_mask_equals_boolean_mask(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(5, lead=(2,)))
+    mask = np.random.default_rng(0).random((2, 4, 5)) < 0.6
+    additive = np.where(mask, 0.0, -np.inf)
+    a_out, a_w = scaled_dot_product_attention(q, k, v, xp.asarray(additive), causal=True)
+    b_out, b_w = scaled_dot_product_attention(q, k, v, xp.asarray(mask), causal=True)
+    assert a_out.dtype == xp.dtype
+    xp.assert_close(a_out, b_out)
+    xp.assert_close(a_w, b_w)
+    l_out, _ = attention_loop(q, k, v, xp.asarray(additive), causal=True)
+    xp.assert_close(l_out, b_out)
+
+
+def test_mask_matches_reference_with_padding(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(6, lead=(3,)))
+    pad = padding_mask(xp.asarray(np.array([5, 2, 0]), dtype=np.int64), 5)  # (B, 1, S)
+    out, w = scaled_dot_product_attention(q, k, v, pad)
+    ref_out, ref_w = _reference(xp.np(q), xp.np(k), xp.np(v), xp.np(pad))
+    xp.assert_close(out, ref_out)
+    xp.assert_close(w, ref_w)
+    # batch element 2 has no keys at all: weights 0 and output 0
+    assert np.all(xp.np(w)[2] == 0)
+    assert np.all(xp.np(out)[2] == 0)
+
+
+def test_fully_masked_rows_give_zero_without_warning(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(7))
+    mask = np.ones((4, 5), dtype=bool)
+    mask[1] = False
+    mask = xp.asarray(mask)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out, w = scaled_dot_product_attention(q, k, v, mask)
+        l_out, l_w = attention_loop(q, k, v, mask)
+        dq, dk, dv = attention_backward(q, k, v, xp.randn(4, 2, seed=1), mask)
+        a_out, a_w = additive_attention(
+            q, k, v, xp.randn(3, 6, seed=2), xp.randn(3, 6, seed=3), xp.randn(6, seed=4), mask
+        )
+        # causal with more queries than keys: the first T - S queries see nothing
+        c_out, c_w = scaled_dot_product_attention(xp.randn(6, 3), k, v, causal=True)
+    for o, ww in ((out, w), (l_out, l_w), (a_out, a_w)):
+        assert np.all(xp.np(ww)[1] == 0)
+        assert np.all(xp.np(o)[1] == 0)
+        assert np.all(np.isfinite(xp.np(o)))
+    assert np.all(xp.np(dq)[1] == 0)
+    assert np.all(np.isfinite(xp.np(dk))) and np.all(np.isfinite(xp.np(dv)))
+    assert np.all(xp.np(c_w)[0] == 0) and np.all(xp.np(c_out)[0] == 0)
+    np.testing.assert_allclose(xp.np(c_w)[1:].sum(-1), 1.0, rtol=xp.rtol)
+
+
+def test_keys_and_values_shared_across_heads_broadcast(xp):
+    rng = np.random.default_rng(8)
+    q = xp.asarray(rng.standard_normal((2, 3, 4, 5)))  # (B, H, T, d_k)
+    k = xp.asarray(rng.standard_normal((2, 1, 6, 5)))  # (B, 1, S, d_k): one K for all heads
+    v = xp.asarray(rng.standard_normal((6, 2)))  # (S, d_v): shared by batch and heads
+    out, w = scaled_dot_product_attention(q, k, v)
+    assert tuple(out.shape) == (2, 3, 4, 2)
+    assert tuple(w.shape) == (2, 3, 4, 6)
+    for b in range(2):
+        for h in range(3):
+            ref_out, ref_w = _reference(xp.np(q)[b, h], xp.np(k)[b, 0], xp.np(v))
+            xp.assert_close(out[b, h, ...], ref_out)
+            xp.assert_close(w[b, h, ...], ref_w)
+    l_out, _ = attention_loop(q, k, v)
+    xp.assert_close(l_out, out)
+
+
+def test_mask_with_its_own_batch_dims_broadcasts():
+    q, k, v = _rng_qkv(9)  # no batch dims
+    mask = np.random.default_rng(1).random((2, 1, 4, 5)) < 0.7  # (B, H=1, T, S)
+    out, w = scaled_dot_product_attention(q, k, v, mask)
+    assert out.shape == (2, 1, 4, 2)
+    l_out, l_w = attention_loop(q, k, v, mask)
+    np.testing.assert_allclose(l_out, out, atol=1e-12)
+    np.testing.assert_allclose(l_w, w, atol=1e-12)
+
+
+# ---- backward ------------------------------------------------------------------------------------
+
+
+def _loss(q, k, v, d_out, mask, causal, scale=None):
+    return float(np.sum(scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)[0] * d_out))
+
+
+def _central_differences(q, k, v, d_out, mask, causal, h=1e-6):
+    grads = []
+    args = [q, k, v]
+    for which in range(3):
+        x = args[which]
+        g = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            plus = [a.copy() for a in args]
+            minus = [a.copy() for a in args]
+            plus[which][idx] += h
+            minus[which][idx] -= h
+            g[idx] = (_loss(*plus, d_out, mask, causal) - _loss(*minus, d_out, mask, causal)) / (2 * h)
+        grads.append(g)
+    return grads
+
+
+@settings(max_examples=15)
+@given(
+    st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3)),
+    st.integers(0, 2**31 - 1),
+    st.booleans(),
+)
+def test_backward_matches_central_differences(shape, seed, causal):
+    t, s, d = shape
+    q, k, v = _rng_qkv(seed, lead=(2,), t=t, s=s, d_k=d, d_v=d + 1)
+    rng = np.random.default_rng(seed + 1)
+    d_out = rng.standard_normal((2, t, d + 1))
+    mask = rng.random((2, t, s)) < 0.8
+    dq, dk, dv = attention_backward(q, k, v, d_out, mask, causal=causal)
+    fq, fk, fv = _central_differences(q, k, v, d_out, mask, causal)
+    for got, fd in ((dq, fq), (dk, fk), (dv, fv)):
+        np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_backward_sums_gradients_to_broadcast_input_shapes():
+    rng = np.random.default_rng(10)
+    q = rng.standard_normal((2, 3, 4, 5))  # (B, H, T, d_k)
+    k = rng.standard_normal((2, 1, 6, 5))  # (B, 1, S, d_k) shared across heads
+    v = rng.standard_normal((6, 2))  # (S, d_v) shared by everything
+    d_out = rng.standard_normal((2, 3, 4, 2))
+    dq, dk, dv = attention_backward(q, k, v, d_out)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    # reference: expand k, v explicitly, take per-copy gradients, add the copies up
+    k_full = np.broadcast_to(k, (2, 3, 6, 5)).copy()
+    v_full = np.broadcast_to(v, (2, 3, 6, 2)).copy()
+    dq_full, dk_full, dv_full = attention_backward(q, k_full, v_full, d_out)
+    np.testing.assert_allclose(dq, dq_full, rtol=1e-12)
+    np.testing.assert_allclose(dk, dk_full.sum(axis=1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(dv, dv_full.sum(axis=(0, 1)), rtol=1e-12)
+    # and a finite-difference spot check on the shared v
+    h, idx = 1e-6, (3, 1)
+    vp, vm = v.copy(), v.copy()
+    vp[idx] += h
+    vm[idx] -= h
+    fd = (_loss(q, k, vp, d_out, None, False) - _loss(q, k, vm, d_out, None, False)) / (2 * h)
+    assert dv[idx] == pytest.approx(fd, rel=1e-6)
+
+
+def test_backward_on_every_backend(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(11))
+    d_out = xp.randn(4, 2, seed=12)
+    grads = attention_backward(q, k, v, d_out, causal=True, scale=0.7)
+    ref = attention_backward(*(xp.np(a).astype(float) for a in (q, k, v, d_out)), causal=True, scale=0.7)
+    for g, r, x in zip(grads, ref, (q, k, v), strict=True):
+        assert g.dtype == xp.dtype
+        assert tuple(g.shape) == tuple(x.shape)
+        xp.assert_close(g, r, atol=1e-4 if xp.dtype_name == "float32" else 1e-12)
+
+
+# ---- additive attention ----------------------------------------------------------------------------
+
+
+def test_additive_attention_against_a_loop(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(13, t=3, s=4, d_k=2, d_v=3))
+    w_q, w_k, v_a = xp.randn(2, 5, seed=1), xp.randn(2, 5, seed=2), xp.randn(5, seed=3)
+    out, w = additive_attention(q, k, v, w_q, w_k, v_a, causal=True)
+    assert out.dtype == xp.dtype
+    qn, kn, vn, wq, wk, va = (xp.np(a).astype(float) for a in (q, k, v, w_q, w_k, v_a))
+    scores = np.array([[va @ np.tanh(qn[i] @ wq + kn[j] @ wk) for j in range(4)] for i in range(3)])
+    ref_w = scipy.special.softmax(np.where(causal_mask(3, 4), scores, -np.inf), axis=-1)
+    xp.assert_close(w, ref_w)
+    xp.assert_close(out, ref_w @ vn)
+
+
+# ---- bad input -----------------------------------------------------------------------------------
+
+
+def test_wrong_ranks_are_refused():
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., T, d_k\) with at least 2 dimensions"):
+        scaled_dot_product_attention(np.ones(3), np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"v must have shape \(\.\.\., S, d_v\)"):
+        attention_loop(np.ones((1, 3)), np.ones((2, 3)), np.ones(2))
+
+
+def test_mismatched_d_k_and_n_k_are_refused():
+    with pytest.raises(ValueError, match=r"q and k must have the same d_k.*\(4, 3\).*\(5, 2\)"):
+        scaled_dot_product_attention(np.ones((4, 3)), np.ones((5, 2)), np.ones((5, 2)))
+    with pytest.raises(ValueError, match=r"k and v must have the same number of keys S.*\(5, 3\).*\(6, 2\)"):
+        scaled_dot_product_attention(np.ones((4, 3)), np.ones((5, 3)), np.ones((6, 2)))
+    with pytest.raises(
+        ValueError, match=r"shapes do not broadcast: q batch dims \(2,\), k batch dims \(3,\)"
+    ):
+        scaled_dot_product_attention(np.ones((2, 4, 3)), np.ones((3, 5, 3)), np.ones((5, 2)))
+
+
+def test_empty_sequences_are_refused():
+    with pytest.raises(ValueError, match="k has an empty sequence or feature axis"):
+        scaled_dot_product_attention(np.ones((4, 3)), np.ones((0, 3)), np.ones((0, 2)))
+    with pytest.raises(ValueError, match="q has an empty sequence or feature axis"):
+        scaled_dot_product_attention(np.ones((0, 3)), np.ones((2, 3)), np.ones((2, 2)))
+
+
+def test_integer_mask_is_refused_with_the_reason(xp):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(14))
+    ints = xp.asarray(np.ones((4, 5), dtype=np.int64))
+    for fn in (scaled_dot_product_attention, attention_loop):
+        with pytest.raises(
+            TypeError, match=r"integer dtype.*filling blocked scores with 0 is not the same as -inf"
+        ):
+            fn(q, k, v, ints)
+    with pytest.raises(TypeError, match="integer dtype"):
+        attention_backward(q, k, v, xp.randn(4, 2), [[1, 0, 1, 1, 1]])
+
+
+def test_non_broadcastable_masks_are_refused():
+    q, k, v = _rng_qkv(15, lead=(2,))
+    with pytest.raises(ValueError, match=r"mask must broadcast to \(\.\.\., T=4, S=5\), got shape \(4, 4\)"):
+        scaled_dot_product_attention(q, k, v, np.ones((4, 4), dtype=bool))
+    with pytest.raises(ValueError, match=r"mask must broadcast.*got shape \(5,\)"):
+        scaled_dot_product_attention(q, k, v, np.ones(5, dtype=bool))
+    with pytest.raises(ValueError, match=r"q/k/v batch dims \(2,\), mask batch dims \(3,\)"):
+        scaled_dot_product_attention(q, k, v, np.ones((3, 4, 5), dtype=bool))
+
+
+def test_mixed_backends_are_refused():
+    q, k, v = _rng_qkv(16)
+    with pytest.raises(TypeError, match=r"different backends were mixed: array_api_strict, numpy"):
+        scaled_dot_product_attention(q, array_api_strict.asarray(k), v)
+    with pytest.raises(TypeError, match=r"array_api_strict, numpy"):
+        scaled_dot_product_attention(q, k, v, array_api_strict.asarray(np.ones((4, 5), dtype=bool)))
+
+
+@pytest.mark.parametrize("scale", [math.inf, math.nan])
+def test_bad_scale_is_refused(scale):
+    q, k, v = _rng_qkv(17)
+    with pytest.raises(ValueError, match="scale must be a finite number"):
+        scaled_dot_product_attention(q, k, v, scale=scale)
+
+
+def test_d_out_shape_is_checked():
+    q, k, v = _rng_qkv(18)
+    with pytest.raises(ValueError, match=r"d_out must have the output's shape \(4, 2\), got \(4, 3\)"):
+        attention_backward(q, k, v, np.ones((4, 3)))
+
+
+def test_additive_attention_checks_v():
+    q, k, _ = _rng_qkv(19)
+    with pytest.raises(ValueError, match=r"v must have shape \(\.\.\., S=5, d_v\)"):
+        additive_attention(q, k, np.ones((4, 2)), np.ones((3, 2)), np.ones((3, 2)), np.ones(2))
+
+
+def test_backward_sums_gradients_of_a_shared_query_and_a_batched_mask():
+    rng = np.random.default_rng(20)
+    q = rng.standard_normal((4, 5))  # (T, d_k): one set of queries for every batch element and head
+    k = rng.standard_normal((3, 6, 5))  # (H, S, d_k)
+    v = rng.standard_normal((3, 6, 2))  # (H, S, d_v)
+    mask = rng.random((2, 1, 4, 6)) < 0.7  # (B, 1, T, S): the mask adds a batch axis
+    d_out = rng.standard_normal((2, 3, 4, 2))
+    dq, dk, dv = attention_backward(q, k, v, d_out, mask)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    full = [np.broadcast_to(x, (2, 3, *x.shape[-2:])).copy() for x in (q, k, v)]
+    dq_full, dk_full, dv_full = attention_backward(*full, d_out, mask)
+    np.testing.assert_allclose(dq, dq_full.sum(axis=(0, 1)), rtol=1e-12)
+    np.testing.assert_allclose(dk, dk_full.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(dv, dv_full.sum(axis=0), rtol=1e-12)

@@ -1,0 +1,34 @@
+"""benchmarks/bench_attention.py runs and gives sensible (positive, finite) ratios at a tiny size."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_attention.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_attention", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ratios_are_positive_and_finite():
+    bench = _load()
+    rows = bench.overhead_vs_matmuls(1, 2, 32, 8, dtype=np.float32, repeats=1)
+    assert [name.strip() for name, _ in rows] == ["scaled_dot_product_attention", "... causal=True"]
+    assert all(ratio > 0 and math.isfinite(ratio) for _, ratio in rows)
+    # the loop does the same arithmetic one scalar at a time: it cannot be faster
+    assert bench.loop_vs_vectorised(n=6, d=4, repeats=1) > 1
+
+
+def test_interleaved_medians_times_every_function():
+    bench = _load()
+    calls = []
+    med = bench.interleaved_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 3)
+    assert set(med) == {"a", "b"}
+    assert calls.count("a") == calls.count("b") == 4  # one warm-up + three repeats each
+    assert calls[2:] == ["a", "b", "b", "a", "a", "b"]  # the order rotates

@@ -1,0 +1,92 @@
+"""``python -m attention_from_scratch``: the tour runs, prints checked numbers, and fails clearly."""
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import array_api_strict
+import pytest
+
+from attention_from_scratch import __main__ as cli
+from attention_from_scratch.backend import gpu_available
+
+ROOT = Path(__file__).resolve().parents[1]
+FOUNDATION_SECTIONS = [
+    "_tour_dot",
+    "_tour_norm",
+    "_tour_variance",
+    "_tour_softmax",
+    "_tour_three_tokens",
+    "_tour_causal",
+]
+
+
+def test_tour_runs_and_prints_the_key_numbers(capsys):
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    assert "All checks passed." in out
+    # the numbers, computed here independently of the package
+    assert "= 17" in out
+    assert f"{17 / math.sqrt(30 * 14):.4f}" in out  # cos θ
+    assert f"{math.sqrt(30):.4f}" in out  # |a|
+    z = math.e + math.e**2 + math.e**3
+    assert f"[{math.e / z:.4f} {math.e**2 / z:.4f} {math.e**3 / z:.4f}]" in out  # softmax([1, 2, 3])
+    assert f"{1 / (1 + math.exp(-10) + math.exp(-20)):.5f}]" in out  # softmax([10, 20, 30])[2]
+    assert "nan" in out  # the naive softmax of [1000, 0]
+    for row in ("1 0 0 0", "1 1 0 0", "1 1 1 0", "1 1 1 1"):
+        assert row in out
+    assert "cat" in out and "eats" in out and "fish" in out
+
+
+def test_tour_sub_command_is_the_default(capsys):
+    assert cli.main(["tour"]) == 0
+    assert "All checks passed." in capsys.readouterr().out
+
+
+def test_foundation_sections_use_only_the_array_api_standard(capsys):
+    # array-api-strict refuses anything outside the standard: the tour then runs on CuPy too
+    by_name = {fn.__name__: fn for _, fn in cli.TOUR_SECTIONS}
+    for name in FOUNDATION_SECTIONS:
+        by_name[name](array_api_strict)
+    assert f"{17 / math.sqrt(30 * 14):.4f}" in capsys.readouterr().out
+
+
+def test_help_explains_the_tour():
+    res = subprocess.run(
+        [sys.executable, "-m", "attention_from_scratch", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert res.returncode == 0
+    assert "tour" in res.stdout and "--backend" in res.stdout
+
+
+@pytest.mark.skipif(gpu_available(), reason="a GPU is usable here, so cupy would work")
+@pytest.mark.parametrize(
+    "argv", [["--backend", "cupy"], ["tour", "--backend", "cupy"], ["--backend", "cupy", "tour"]]
+)
+def test_cupy_without_a_gpu_gives_a_clear_message(argv, capsys):
+    assert cli.main(argv) != 0
+    captured = capsys.readouterr()
+    assert "needs CuPy and a usable CUDA GPU" in captured.err
+    assert "All checks passed." not in captured.out
+
+
+def test_tour_as_a_subprocess_exits_zero_quickly():
+    res = subprocess.run(
+        [sys.executable, "-m", "attention_from_scratch"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""  # no warnings leak out of the tour
+    assert "All checks passed." in res.stdout

@@ -1,0 +1,170 @@
+"""masking.py: causal and padding masks, combining, applying with -inf, refusing integer masks."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attention_from_scratch.masking import apply_mask, as_bool_mask, causal_mask, combine_masks, padding_mask
+
+
+def test_causal_mask_square_is_the_lower_triangle(xp):
+    m = causal_mask(4, xp=xp.ns)
+    assert m.dtype == xp.ns.bool
+    expected = np.array(
+        [
+            [1, 0, 0, 0],
+            [1, 1, 0, 0],
+            [1, 1, 1, 0],
+            [1, 1, 1, 1],
+        ],
+        dtype=bool,
+    )
+    np.testing.assert_array_equal(xp.np(m), expected)
+
+
+def test_causal_mask_is_bottom_right_aligned_when_t_is_less_than_s():
+    # 2 new queries at positions 3 and 4 of a 5-token sequence
+    expected = np.array(
+        [
+            [1, 1, 1, 1, 0],
+            [1, 1, 1, 1, 1],
+        ],
+        dtype=bool,
+    )
+    np.testing.assert_array_equal(causal_mask(2, 5), expected)
+    # decoding one token against a cache: it sees everything
+    assert causal_mask(1, 7).all()
+
+
+def test_causal_mask_with_more_queries_than_keys_leaves_first_rows_empty():
+    m = causal_mask(4, 2)
+    np.testing.assert_array_equal(m, [[0, 0], [0, 0], [1, 0], [1, 1]])
+
+
+@given(st.integers(1, 12), st.integers(1, 12))
+def test_causal_mask_is_the_last_rows_of_the_full_triangle(n_q, n_k):
+    # bottom-right alignment = the last n_q rows of the (L, L) lower triangle, last n_k columns
+    big = max(n_q, n_k)
+    tri = np.tril(np.ones((big, big), dtype=bool))
+    np.testing.assert_array_equal(causal_mask(n_q, n_k), tri[big - n_q :, big - n_k :])
+
+
+def test_padding_mask(xp):
+    lengths = xp.asarray(np.array([3, 1, 0]), dtype=np.int64)
+    m = padding_mask(lengths, 4)
+    assert tuple(m.shape) == (3, 1, 4)
+    assert m.dtype == xp.ns.bool
+    expected = np.array([[[1, 1, 1, 0]], [[1, 0, 0, 0]], [[0, 0, 0, 0]]], dtype=bool)
+    np.testing.assert_array_equal(xp.np(m), expected)
+    np.testing.assert_array_equal(padding_mask([3, 1, 0], 4), expected)
+
+
+def test_combine_masks_is_logical_and(xp):
+    c = causal_mask(3, xp=xp.ns)
+    p = padding_mask(xp.asarray(np.array([2, 3]), dtype=np.int64), 3)  # (2, 1, 3)
+    m = combine_masks(c, None, p)
+    assert tuple(m.shape) == (2, 3, 3)
+    np.testing.assert_array_equal(xp.np(m), xp.np(c)[None] & xp.np(p))
+    assert combine_masks(None, None) is None
+
+
+def test_apply_mask_sets_blocked_scores_to_minus_inf_and_keeps_the_rest(xp):
+    scores = xp.randn(3, 3, seed=1)
+    mask = causal_mask(3, xp=xp.ns)
+    out = apply_mask(scores, mask)
+    assert out.dtype == xp.dtype
+    on, sn, mn = xp.np(out), xp.np(scores), xp.np(mask)
+    assert np.all(on[~mn] == -np.inf)
+    np.testing.assert_array_equal(on[mn], sn[mn])
+    # the input is not modified
+    assert np.all(np.isfinite(xp.np(scores)))
+    assert apply_mask(scores, None) is scores
+
+
+def test_additive_float_mask_equals_boolean_mask(xp):
+    scores = xp.randn(2, 4, 4, seed=2)
+    mask = np.tril(np.ones((4, 4), dtype=bool))
+    additive = np.where(mask, 0.0, -np.inf)
+    a = apply_mask(scores, xp.asarray(additive))
+    b = apply_mask(scores, xp.asarray(mask))
+    assert a.dtype == xp.dtype
+    np.testing.assert_array_equal(xp.np(a), xp.np(b))
+
+
+def test_filling_zero_is_not_the_same_as_minus_inf():
+    # the lesson behind refusing 0/1 masks: a "masked" score of 0 still gets weight
+    from attention_from_scratch import softmax
+
+    scores = np.array([-2.0, -1.0, 5.0])  # the third token is the future
+    keep = np.array([True, True, False])
+    wrong = softmax(np.where(keep, scores, 0.0))
+    right = softmax(apply_mask(scores, keep))
+    assert right[2] == 0.0
+    assert wrong[2] > 0.5  # exp(0) dominates exp(-2) and exp(-1)
+
+
+def test_integer_mask_is_refused_with_an_explanation(xp):
+    ints = xp.asarray(np.tril(np.ones((3, 3), dtype=np.int64)))
+    with pytest.raises(
+        TypeError, match=r"integer dtype.*True = may attend.*filling blocked scores with 0 is not"
+    ):
+        apply_mask(xp.randn(3, 3), ints)
+    with pytest.raises(TypeError, match="integer dtype"):
+        combine_masks(ints)
+    with pytest.raises(TypeError, match="integer dtype"):
+        as_bool_mask([[1, 0], [1, 1]], xp.ns)
+
+
+def test_mask_of_other_dtype_is_refused():
+    with pytest.raises(TypeError, match="mask must be a boolean array"):
+        as_bool_mask(np.ones((2, 2), dtype=np.complex128), np)
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0, True])
+def test_bad_lengths_are_refused(n):
+    with pytest.raises(ValueError, match="n_q must be a positive integer"):
+        causal_mask(n, 3)
+    with pytest.raises(ValueError, match="n_k must be a positive integer"):
+        causal_mask(3, n)
+    with pytest.raises(ValueError, match="n_k must be a positive integer"):
+        padding_mask([1], n)
+
+
+def test_bad_padding_lengths_are_refused():
+    with pytest.raises(ValueError, match=r"every length must lie in 0..n_k=3"):
+        padding_mask([1, 4], 3)
+    with pytest.raises(ValueError, match="lengths must be 1-D"):
+        padding_mask([[1, 2]], 3)
+    with pytest.raises(TypeError, match="lengths must be integers"):
+        padding_mask([1.0, 2.0], 3)
+
+
+def test_masked_softmax_row_has_no_weight_on_blocked_keys():
+    from attention_from_scratch import softmax
+
+    scores = np.random.default_rng(0).standard_normal((5, 5))
+    w = softmax(apply_mask(scores, causal_mask(5)))
+    assert np.all(np.triu(w, k=1) == 0)
+    np.testing.assert_allclose(w.sum(-1), 1.0)
+    assert w[0, 0] == 1.0
+    assert math.isclose(w[1, 0] + w[1, 1], 1.0)
+
+
+def test_in_place_apply_mask_equals_apply_mask(xp):
+    from attention_from_scratch.masking import apply_mask_
+
+    mask = xp.asarray(np.random.default_rng(3).random((4, 5)) < 0.5)
+    for m in (mask, xp.asarray(np.where(xp.np(mask), 0.0, -np.inf))):
+        scores = xp.randn(2, 4, 5, seed=4)
+        expected = xp.np(apply_mask(scores, m))
+        out = apply_mask_(scores, m)
+        assert out.dtype == xp.dtype
+        np.testing.assert_array_equal(xp.np(out), expected)
+        np.testing.assert_array_equal(xp.np(scores), expected)  # it really worked in place
+    # a mask with extra batch dims cannot be applied in place: a new, larger array comes back
+    big = xp.asarray(np.ones((3, 2, 4, 5), dtype=bool))
+    out = apply_mask_(xp.randn(2, 4, 5), big)
+    assert tuple(out.shape) == (3, 2, 4, 5)

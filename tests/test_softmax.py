@@ -1,0 +1,211 @@
+"""softmax.py: naive vs stable softmax, logsumexp, log_softmax, temperature, backward."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
+
+from attention_from_scratch.softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
+
+
+def _rows(max_abs=50.0):
+    return arrays(
+        np.float64,
+        array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6),
+        elements=st.floats(-max_abs, max_abs, allow_nan=False, allow_subnormal=False),
+    )
+
+
+# ---- hand-checkable values -------------------------------------------------------------------------
+
+
+def test_softmax_of_1000_0_is_1_0_while_naive_gives_nan():
+    np.testing.assert_array_equal(softmax([1000.0, 0.0]), [1.0, 0.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = naive_softmax(np.array([1000.0, 0.0]))
+    # exp(1000) = inf, inf / inf = nan
+    assert math.isnan(float(naive[0]))
+    assert float(naive[1]) == 0.0
+
+
+def test_softmax_of_1_2_3_vs_10_20_30(xp):
+    small = softmax(xp.asarray(np.array([1.0, 2.0, 3.0])))
+    big = softmax(xp.asarray(np.array([10.0, 20.0, 30.0])))
+    assert small.dtype == xp.dtype
+    # closed form: e^i / (e + e^2 + e^3)
+    z = math.e + math.e**2 + math.e**3
+    xp.assert_close(small, [math.e / z, math.e**2 / z, math.e**3 / z])  # 0.0900, 0.2447, 0.6652
+    # ten times the scores: the top weight is 1 / (1 + e^-10 + e^-20) ~ 0.99995, nearly one-hot
+    top = 1.0 / (1.0 + math.exp(-10) + math.exp(-20))
+    assert float(big[2]) == pytest.approx(top, rel=xp.rtol)
+    assert float(big[2]) > 0.9999 > float(small[2])
+
+
+def test_naive_equals_stable_on_small_inputs(xp):
+    x = xp.randn(4, 5, seed=1)
+    xp.assert_close(naive_softmax(x), softmax(x))
+    assert naive_softmax(x).dtype == xp.dtype
+
+
+def test_float32_overflows_much_earlier_than_float64():
+    x = np.array([89.0, 0.0], dtype=np.float32)  # exp(89) > float32 max ~ 3.4e38
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(naive_softmax(x)[0])
+    out = softmax(x)
+    assert out.dtype == np.float32
+    assert np.all(np.isfinite(out))
+
+
+def test_minus_inf_gets_weight_zero_and_all_minus_inf_row_gives_zeros_without_warning(xp):
+    x = xp.asarray(np.array([[0.0, -np.inf, 1.0], [-np.inf, -np.inf, -np.inf]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = softmax(x)
+        lse = logsumexp(x)
+        ls = log_softmax(x)
+    z = 1 + math.e
+    xp.assert_close(p, [[1 / z, 0.0, math.e / z], [0.0, 0.0, 0.0]])
+    assert xp.np(lse)[1] == -np.inf
+    assert float(xp.np(lse)[0]) == pytest.approx(math.log(z), rel=xp.rtol)
+    assert np.all(xp.np(ls)[1] == -np.inf)
+    assert xp.np(ls)[0, 1] == -np.inf
+
+
+def test_softmax_does_not_modify_its_input(xp):
+    x = xp.randn(3, 4, seed=2)
+    before = xp.np(x).copy()
+    softmax(x)
+    softmax(x, temperature=2.0)
+    np.testing.assert_array_equal(xp.np(x), before)
+
+
+def test_lists_are_accepted_as_float64():
+    out = softmax([1, 2, 3])
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.sum(), 1.0)
+
+
+def test_axis_argument(xp):
+    x = xp.randn(3, 4, seed=3)
+    xp.assert_close(softmax(x, axis=0), xp.np(softmax(x.mT, axis=-1)).T)
+
+
+# ---- properties ------------------------------------------------------------------------------------
+
+
+@given(_rows(max_abs=700.0))
+def test_rows_sum_to_one_and_are_nonnegative(x):
+    p = softmax(x)
+    assert np.all(p >= 0)
+    np.testing.assert_allclose(p.sum(axis=-1), 1.0, rtol=1e-12)
+
+
+@given(_rows(), st.floats(-500, 500, allow_nan=False))
+def test_shift_invariance(x, c):
+    np.testing.assert_allclose(softmax(x + c), softmax(x), rtol=1e-9, atol=1e-12)
+
+
+@given(_rows(max_abs=20.0), st.floats(0.05, 20.0))
+def test_temperature_divides_the_scores(x, t):
+    np.testing.assert_allclose(softmax(x, temperature=t), softmax(x / t), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(log_softmax(x, temperature=t), log_softmax(x / t), rtol=1e-12, atol=1e-12)
+
+
+def test_temperature_limits_argmax_and_uniform():
+    x = np.array([1.0, 3.0, 2.0])
+    np.testing.assert_allclose(softmax(x, temperature=1e-3), [0.0, 1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(softmax(x, temperature=1e6), [1 / 3] * 3, atol=1e-6)
+
+
+@given(_rows(max_abs=700.0))
+def test_logsumexp_matches_scipy(x):
+    np.testing.assert_allclose(logsumexp(x), scipy.special.logsumexp(x, axis=-1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        logsumexp(x, axis=0, keepdims=True),
+        scipy.special.logsumexp(x, axis=0, keepdims=True),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+
+
+@given(_rows(max_abs=700.0))
+def test_log_softmax_matches_scipy(x):
+    np.testing.assert_allclose(log_softmax(x), scipy.special.log_softmax(x, axis=-1), rtol=1e-12, atol=1e-10)
+
+
+def test_logsumexp_and_log_softmax_on_every_backend(xp):
+    x = xp.randn(3, 5, seed=4)
+    xn = xp.np(x).astype(float)
+    lse = logsumexp(x)
+    assert lse.dtype == xp.dtype
+    xp.assert_close(lse, scipy.special.logsumexp(xn, axis=-1))
+    ls = log_softmax(x)
+    assert ls.dtype == xp.dtype
+    xp.assert_close(ls, scipy.special.log_softmax(xn, axis=-1))
+    # log_softmax stays exact where softmax underflows to 0
+    far = xp.asarray(np.array([0.0, -1000.0]))
+    assert float(xp.np(log_softmax(far))[1]) == pytest.approx(-1000.0)
+
+
+def _explicit_jacobian(y):
+    return np.diag(y) - np.outer(y, y)
+
+
+def _central_difference_vjp(x, dy, h=1e-6):
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = h
+        grad[idx] = np.sum(dy * (softmax(x + e) - softmax(x - e))) / (2 * h)
+    return grad
+
+
+@given(_rows(max_abs=5.0), st.integers(0, 2**31 - 1))
+def test_softmax_backward_matches_explicit_jacobian_and_finite_differences(x, seed):
+    dy = np.random.default_rng(seed).standard_normal(x.shape)
+    y = softmax(x)
+    dx = softmax_backward(y, dy)
+    # explicit Jacobian, row by row: dx = J^T dy with J = diag(y) - y y^T (symmetric)
+    flat_y, flat_dy = y.reshape(-1, x.shape[-1]), dy.reshape(-1, x.shape[-1])
+    jac = np.stack([_explicit_jacobian(r) @ g for r, g in zip(flat_y, flat_dy, strict=True)]).reshape(x.shape)
+    np.testing.assert_allclose(dx, jac, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dx, _central_difference_vjp(x, dy), rtol=1e-5, atol=1e-8)
+
+
+def test_softmax_backward_on_every_backend_and_masked_entries_get_no_gradient(xp):
+    x = xp.asarray(np.array([[0.5, -np.inf, 1.0, -0.2]]))
+    dy = xp.randn(1, 4, seed=5)
+    y = softmax(x)
+    dx = softmax_backward(y, dy)
+    assert dx.dtype == xp.dtype
+    yn = xp.np(y)[0].astype(float)
+    xp.assert_close(dx, (_explicit_jacobian(yn) @ xp.np(dy)[0].astype(float))[None, :])
+    assert xp.np(dx)[0, 1] == 0.0
+
+
+# ---- bad input -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("t", [0.0, -1.0, math.inf, math.nan])
+def test_bad_temperature_is_refused(t):
+    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        softmax([1.0, 2.0], temperature=t)
+    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        log_softmax([1.0, 2.0], temperature=t)
+
+
+def test_boolean_input_is_refused():
+    with pytest.raises(TypeError, match="x must be a real-valued array, got a boolean"):
+        softmax(np.array([True, False]))
+
+
+def test_softmax_backward_shape_mismatch():
+    with pytest.raises(
+        ValueError, match=r"weights and d_weights must have the same shape, got \(3,\) and \(4,\)"
+    ):
+        softmax_backward(np.ones(3) / 3, np.ones(4))
