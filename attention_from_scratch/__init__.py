@@ -5,20 +5,32 @@ Each module holds one concept (see README's course map); the most used names are
 
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
 from .backend import get_namespace, gpu_available, to_numpy
+from .kv_cache import bytes_per_token, deepseek_v3_numbers
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask
+from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm
+from .multihead import KVCache, MultiHeadAttention
+from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "KVCache",
+    "LatentCache",
+    "MLAConfig",
+    "MultiHeadAttention",
+    "MultiHeadLatentAttention",
     "additive_attention",
     "apply_mask",
+    "apply_rope",
     "attention_backward",
     "attention_loop",
+    "bytes_per_token",
     "causal_mask",
     "combine_masks",
     "cosine_similarity",
+    "deepseek_v3_numbers",
     "dot",
     "euclidean_distance",
     "get_namespace",
@@ -27,6 +39,9 @@ __all__ = [
     "logsumexp",
     "naive_softmax",
     "padding_mask",
+    "rms_norm",
+    "rope_frequencies",
+    "rotate_half_rope",
     "scaled_dot_product_attention",
     "softmax",
     "softmax_backward",

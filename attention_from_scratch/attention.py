@@ -181,7 +181,7 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     of broadcast inputs are summed over the broadcast axes).
     """
     xp = get_namespace(q, k, v, d_out, mask)
-    q, k, v, n_q, _, d_k = _check_qkv(q, k, v, xp)
+    q, k, v, _, _, d_k = _check_qkv(q, k, v, xp)
     d_out = as_float(d_out, xp, "d_out")
     out, p = scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)
     if tuple(d_out.shape) != tuple(out.shape):

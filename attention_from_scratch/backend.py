@@ -100,7 +100,7 @@ def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None)
     try:
         return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
     except ValueError:
-        seen = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names or [""] * len(shapes), shapes))
+        seen = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names or [""] * len(shapes), shapes, strict=True))
         raise ValueError(f"shapes do not broadcast: {seen}") from None
 
 

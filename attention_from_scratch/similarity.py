@@ -38,7 +38,7 @@ __all__ = [
 def _pair(a, b, names=("a", "b")):
     xp = get_namespace(a, b)
     a, b = as_float(a, xp, names[0]), as_float(b, xp, names[1])
-    for x, n in zip((a, b), names):
+    for x, n in zip((a, b), names, strict=True):
         if x.ndim < 1:
             raise ValueError(f"{n} must be a vector or a stack of vectors, got a scalar")
         if x.shape[-1] == 0:
@@ -102,7 +102,7 @@ def additive_score(q, k, w_q, w_k, v_a):
 
 def pairwise_dot(q, k):
     """Score matrix ``q kᵀ``: every query against every key. ``(..., T, d), (..., S, d) -> (..., T, S)``."""
-    xp, q, k = _pair(q, k, ("q", "k"))
+    _, q, k = _pair(q, k, ("q", "k"))
     _need_matrix(q, "q")
     _need_matrix(k, "k")
     return q @ k.mT  # (..., T, d) @ (..., d, S) -> (..., T, S)
@@ -165,7 +165,11 @@ def _additive_args(q, k, w_q, w_k, v_a):
         )
     d_a = v_a.shape[0]
     if q.ndim < 1 or q.shape[-1] != w_q.shape[0] or w_q.shape[1] != d_a:
-        raise ValueError(f"q (..., d_q) must match w_q (d_q, d_a={d_a}); got q {tuple(q.shape)}, w_q {tuple(w_q.shape)}")
+        raise ValueError(
+            f"q (..., d_q) must match w_q (d_q, d_a={d_a}); got q {tuple(q.shape)}, w_q {tuple(w_q.shape)}"
+        )
     if k.ndim < 1 or k.shape[-1] != w_k.shape[0] or w_k.shape[1] != d_a:
-        raise ValueError(f"k (..., d_k) must match w_k (d_k, d_a={d_a}); got k {tuple(k.shape)}, w_k {tuple(w_k.shape)}")
+        raise ValueError(
+            f"k (..., d_k) must match w_k (d_k, d_a={d_a}); got k {tuple(k.shape)}, w_k {tuple(w_k.shape)}"
+        )
     return xp, q, k, w_q, w_k, v_a

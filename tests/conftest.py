@@ -20,7 +20,9 @@ from attention_from_scratch.backend import gpu_available, namespace_for, to_devi
 settings.register_profile(
     "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-settings.register_profile("dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "dev", max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 settings.load_profile("ci")
 
 

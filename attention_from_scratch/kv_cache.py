@@ -1,0 +1,119 @@
+"""How many bytes the KV cache costs per token: MHA, GQA, MQA and MLA.
+
+While generating, every layer keeps what each past token contributes to attention, so the next token
+costs one projection instead of a re-run of the whole prefix. Per token and layer that is
+
+    MHA   H · (d_k + d_v)          every head's key and value
+    GQA   H_kv · (d_k + d_v)       H_kv key/value heads shared by groups of query heads (MQA: H_kv = 1)
+    MLA   d_c + d_r                the latent c_KV and the one shared RoPE key k^R (DeepSeek-V2 §2.1.4)
+
+values, times ``n_layers`` and the element size (2 bytes in BF16). For DeepSeek-V3 (H = 128, d_k = 128 + 64
+= 192 because every key carries the RoPE part, d_v = 128, d_c = 512, d_r = 64, 61 layers):
+
+    MLA  576 values/token/layer      -> 576 · 61 · 2 = 70,272 bytes per token  (≈ 68.6 KiB)
+    MHA  128 · (192 + 128) = 40,960  -> 40,960 · 61 · 2 = 4,997,120 bytes      (≈ 4.77 MiB), 71× more
+
+The articles simplify in two places, and their numbers follow from the simplifications:
+
+1. "MHA caches 2 · d_model · n_layers = 2 · 7168 · 61 ≈ 875k values per token" assumes the textbook
+   head width d_k = d_v = d_model / H = 56. DeepSeek-V3's heads are wider than that: 128 heads of
+   128 (+ 64 RoPE dims on keys), so K and V together are 40,960 values per layer, not 2 · 7168 = 14,336:
+   the true MHA-equivalent cache is 2.86× the articles' figure.
+2. "MLA caches 512 / 16384 ≈ 3.1% of MHA" compares the latent with only the *keys* (or only the values)
+   of 128 heads of 128, and leaves out both k^R (64 values in the MLA cache) and the RoPE part of the
+   keys. With everything counted it is 576 / 40,960 = 1.41% = 1/71.
+
+``deepseek_v3_numbers()`` computes every one of these figures from the formulas here.
+"""
+
+from __future__ import annotations
+
+from .mla import MLAConfig
+
+__all__ = [
+    "bytes_per_token",
+    "deepseek_v3_numbers",
+    "gqa_values_per_token",
+    "mha_values_per_token",
+    "mla_values_per_token",
+    "mqa_values_per_token",
+]
+
+
+def _positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def mha_values_per_token(n_heads: int, d_k: int, d_v: int | None = None) -> int:
+    """Cached values per token and layer for multi-head attention: ``n_heads · (d_k + d_v)``."""
+    d_v = d_k if d_v is None else d_v
+    return _positive(n_heads, "n_heads") * (_positive(d_k, "d_k") + _positive(d_v, "d_v"))
+
+
+def gqa_values_per_token(n_kv_heads: int, d_k: int, d_v: int | None = None) -> int:
+    """Grouped-query attention caches its ``n_kv_heads`` key/value heads: ``n_kv_heads · (d_k + d_v)``."""
+    return mha_values_per_token(n_kv_heads, d_k, d_v)
+
+
+def mqa_values_per_token(d_k: int, d_v: int | None = None) -> int:
+    """Multi-query attention: one key/value head, ``d_k + d_v``."""
+    return mha_values_per_token(1, d_k, d_v)
+
+
+def mla_values_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """MLA caches the latent c_KV and the shared RoPE key k^R: ``d_c + d_r``."""
+    return _positive(kv_lora_rank, "kv_lora_rank") + _positive(qk_rope_head_dim, "qk_rope_head_dim")
+
+
+def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | None = None,
+                    n_layers: int | None = None, element_size: int = 2) -> int:
+    """KV-cache bytes per token for ``config``'s heads, over ``n_layers`` (default ``config.n_layers``).
+
+    ``kind``: ``"mla"`` (what MLA caches), ``"mha"`` (the same heads, caching full per-head K and V,
+    K being d_h + d_r wide), ``"gqa"`` (with ``n_kv_heads`` key/value heads) or ``"mqa"``.
+    ``element_size`` in bytes: 2 for BF16/FP16, 4 for float32, 8 for float64.
+    """
+    if not isinstance(config, MLAConfig):
+        raise TypeError(f"config must be an MLAConfig, got {type(config).__name__}")
+    n_layers = config.n_layers if n_layers is None else _positive(n_layers, "n_layers")
+    _positive(element_size, "element_size")
+    d_k, d_v = config.qk_head_dim, config.v_head_dim
+    if kind == "mla":
+        values = mla_values_per_token(config.kv_lora_rank, config.qk_rope_head_dim)
+    elif kind == "mha":
+        values = mha_values_per_token(config.n_heads, d_k, d_v)
+    elif kind == "gqa":
+        if n_kv_heads is None or config.n_heads % _positive(n_kv_heads, "n_kv_heads"):
+            raise ValueError(
+                f"kind='gqa' needs n_kv_heads dividing n_heads={config.n_heads}, got {n_kv_heads!r}"
+            )
+        values = gqa_values_per_token(n_kv_heads, d_k, d_v)
+    elif kind == "mqa":
+        values = mqa_values_per_token(d_k, d_v)
+    else:
+        raise ValueError(f"kind must be 'mla', 'mha', 'gqa' or 'mqa', got {kind!r}")
+    return values * n_layers * element_size
+
+
+def deepseek_v3_numbers(config: MLAConfig | None = None) -> dict:
+    """The KV-cache figures of DeepSeek-V3 671B (BF16), exact and as the articles simplify them."""
+    cfg = MLAConfig() if config is None else config
+    mla = mla_values_per_token(cfg.kv_lora_rank, cfg.qk_rope_head_dim)
+    mha = mha_values_per_token(cfg.n_heads, cfg.qk_head_dim, cfg.v_head_dim)
+    heads_width = cfg.n_heads * cfg.qk_nope_head_dim  # 128 heads × 128 = 16,384: one of K or V, no RoPE part
+    return {
+        "mla_values_per_token_layer": mla,  # 576
+        "mha_values_per_token_layer": mha,  # 40,960
+        "mla_bytes_per_token": bytes_per_token(cfg, "mla"),  # 70,272
+        "mha_bytes_per_token": bytes_per_token(cfg, "mha"),  # 4,997,120 ≈ 4.77 MiB
+        "mha_over_mla": mha / mla,  # ≈ 71.1
+        "gqa8_bytes_per_token": bytes_per_token(cfg, "gqa", n_kv_heads=8),  # a GQA model with 8 KV heads
+        "mqa_bytes_per_token": bytes_per_token(cfg, "mqa"),
+        # the articles' simplifications
+        "article_mha_values_per_token": 2 * cfg.dim * cfg.n_layers,  # 2 × 7168 × 61 = 874,496 ≈ 875k
+        "article_latent_fraction": cfg.kv_lora_rank / heads_width,  # 512 / 16384 = 3.125%
+        "true_mla_fraction": mla / mha,  # 576 / 40,960 ≈ 1.41%
+        "mha_over_article": mha * cfg.n_layers / (2 * cfg.dim * cfg.n_layers),  # ≈ 2.86
+    }

@@ -1,0 +1,169 @@
+"""Rotary position embedding (RoPE), in DeepSeek's consecutive-pair convention, and YaRN.
+
+RoPE (Su et al. 2021, "RoFormer", §3.4) encodes the position m of a token by *rotating* its query or
+key: the d features are read as d/2 pairs, and pair i is turned by the angle m·θ_i, with
+
+    θ_i = base^(-2i/d),   i = 0 .. d/2 - 1        (base = rope_theta = 10000)
+
+    [y_2i  ]   [cos mθ_i  -sin mθ_i] [x_2i  ]
+    [y_2i+1] = [sin mθ_i   cos mθ_i] [x_2i+1]
+
+Because rotations compose, ⟨R_m q, R_n k⟩ = ⟨q, R_(n-m) k⟩: the attention score depends only on the
+*offset* m - n, not on where the pair sits in the sequence. That is the whole point of RoPE.
+
+Which features form a pair is a convention. DeepSeek-V3 (``inference/model.py``, ``apply_rotary_emb``)
+pairs consecutive features (x0, x1), (x2, x3), ... by viewing them as complex numbers x0 + i·x1 and
+multiplying by e^(i·m·θ_i). GPT-NeoX and Hugging Face's Llama ("rotate half") pair x_i with x_(i+d/2).
+The two differ only by a fixed permutation P of the features (evens first, then odds, see
+:func:`pairs_to_halves`): ``rotate_half_rope(P x) = P apply_rope(x)``. A permutation applied to q and k
+alike does not change q·k, so the attention is the same -- but weights trained for one layout must be
+permuted before use with the other (Hugging Face's DeepSeek-V3 code does exactly this permutation).
+
+YaRN (Peng et al. 2023, §3) stretches a model trained on ``original_seq_len`` tokens to ``max_seq_len``:
+fast-turning pairs (many rotations over the original context, > beta_fast) keep their frequency,
+slow ones (< beta_slow rotations) are divided by ``rope_factor`` (interpolation), and the pairs in
+between blend linearly. Attention logits are then multiplied by mscale² with
+mscale = 0.1·mscale_cfg·ln(rope_factor) + 1 (see ``mla.py``). DeepSeek-V3 turns YaRN on exactly when
+``max_seq_len > original_seq_len`` (``precompute_freqs_cis``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .backend import as_float, get_namespace
+
+__all__ = [
+    "apply_rope",
+    "pairs_to_halves",
+    "rope_frequencies",
+    "rotate_half_rope",
+    "yarn_correction_range",
+    "yarn_mscale",
+]
+
+
+def yarn_correction_range(dim: int, base: float, original_seq_len: int, beta_fast: float, beta_slow: float):
+    """Pair indices ``(low, high)`` between which YaRN blends original and interpolated frequencies.
+
+    Pair i turns ``original_seq_len · θ_i / 2π`` times over the original context; solving that for
+    ``r`` rotations gives ``i(r) = dim · ln(original_seq_len / (2π r)) / (2 ln base)``. Pairs below
+    ``i(beta_fast)`` keep θ_i, pairs above ``i(beta_slow)`` use θ_i / factor. Rounded outwards and
+    clamped to ``[0, dim - 1]`` as DeepSeek-V3's ``find_correction_range`` does.
+    """
+
+    def index_for(rotations):
+        return dim * math.log(original_seq_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low = math.floor(index_for(beta_fast))
+    high = math.ceil(index_for(beta_slow))
+    return max(low, 0), min(high, dim - 1)
+
+
+def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention-temperature factor ``0.1 · mscale · ln(rope_factor) + 1`` (1 when factor <= 1)."""
+    if rope_factor <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(rope_factor) + 1.0
+
+
+def _check_dim(d, name="d"):
+    if isinstance(d, bool) or not isinstance(d, int) or d < 2 or d % 2:
+        raise ValueError(
+            f"{name} must be a positive even integer (RoPE rotates pairs of features), got {d!r}"
+        )
+
+
+def rope_frequencies(
+    d: int,
+    *,
+    theta: float = 10000.0,
+    max_seq_len: int | None = None,
+    original_seq_len: int = 4096,
+    rope_factor: float = 40.0,
+    beta_fast: float = 32,
+    beta_slow: float = 1,
+    xp=None,
+):
+    """The d/2 frequencies θ_i = theta^(-2i/d), YaRN-corrected when ``max_seq_len > original_seq_len``.
+
+    Returns a float64 array of shape ``(d/2,)``. With YaRN (DeepSeek-V3's ``precompute_freqs_cis``):
+
+        ramp_i = clip((i - low) / (high - low), 0, 1),   smooth_i = 1 - ramp_i
+        θ'_i   = θ_i / factor · (1 - smooth_i) + θ_i · smooth_i
+    """
+    _check_dim(d)
+    xp = get_namespace() if xp is None else xp
+    i = xp.arange(0, d // 2, dtype=xp.float64)  # pair index
+    freqs = theta ** (-2.0 * i / d)  # (d/2,)
+    if max_seq_len is not None and max_seq_len > original_seq_len:
+        low, high = yarn_correction_range(d, theta, original_seq_len, beta_fast, beta_slow)
+        if low == high:
+            high += 0.001  # avoid 0/0 when the blend zone is a single pair
+        ramp = xp.clip((i - low) / (high - low), 0.0, 1.0)
+        smooth = 1.0 - ramp  # 1: keep the trained frequency, 0: fully interpolated
+        freqs = freqs / rope_factor * (1.0 - smooth) + freqs * smooth
+    return freqs
+
+
+def _cos_sin(x, positions, freqs, xp):
+    """cos and sin of the angles m·θ_i, shape ``(T, d/2)``, in x's dtype (angles built in float64)."""
+    d = x.shape[-1]
+    _check_dim(d, "the last axis of x")
+    if freqs is None:
+        freqs = rope_frequencies(d, xp=xp)
+    if tuple(freqs.shape) != (d // 2,):
+        raise ValueError(f"freqs must have shape (d/2,) = ({d // 2},), got {tuple(freqs.shape)}")
+    if isinstance(positions, int):
+        positions = range(positions, positions + x.shape[-2])
+    if isinstance(positions, range | list | tuple):
+        positions = xp.asarray(list(positions), dtype=xp.float64)
+    else:
+        positions = xp.astype(positions, xp.float64)
+    if positions.ndim != 1 or positions.shape[0] != x.shape[-2]:
+        raise ValueError(
+            f"positions must be 1-D with one entry per token (T={x.shape[-2]}), "
+            f"got shape {tuple(positions.shape)}"
+        )
+    angles = positions[:, None] * xp.astype(freqs, xp.float64)[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
+    return xp.astype(xp.cos(angles), x.dtype), xp.astype(xp.sin(angles), x.dtype)
+
+
+def apply_rope(x, positions, *, freqs=None):
+    """Rotate consecutive feature pairs (x0, x1), (x2, x3), ... of ``x`` by the angles m·θ_i.
+
+    x ``(..., T, d)`` with d even; ``positions``: the T absolute positions m (a 1-D integer array, a
+    list/range, or an int = the first position). ``freqs`` ``(d/2,)`` defaults to
+    :func:`rope_frequencies` ``(d)``. Same as multiplying ``x_2i + i·x_2i+1`` by ``e^(i·m·θ_i)``.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
+    pairs = xp.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))  # (..., T, d) -> (..., T, d/2, 2)
+    x_even, x_odd = pairs[..., 0], pairs[..., 1]  # (..., T, d/2): real and imaginary parts
+    y_even = x_even * cos - x_odd * sin
+    y_odd = x_even * sin + x_odd * cos
+    return xp.reshape(xp.stack([y_even, y_odd], axis=-1), x.shape)  # (..., T, d/2, 2) -> (..., T, d)
+
+
+def pairs_to_halves(x):
+    """Permute features from the consecutive-pair layout to the rotate-half one: evens first, then odds.
+
+    ``[x0, x1, x2, x3, ...] -> [x0, x2, ..., x1, x3, ...]``; pair i = (x_2i, x_2i+1) lands on (i, i + d/2).
+    """
+    xp = get_namespace(x)
+    return xp.concat([x[..., 0::2], x[..., 1::2]], axis=-1)
+
+
+def rotate_half_rope(x, positions, *, freqs=None):
+    """RoPE in the GPT-NeoX / Llama "rotate half" layout: feature i pairs with feature i + d/2.
+
+    ``y = x · cos + rotate_half(x) · sin`` with ``rotate_half([a, b]) = [-b, a]``. Equal to
+    ``pairs_to_halves(apply_rope(halves_to_pairs(x)))``; shown side by side to explain the layouts.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]  # (..., T, d/2) each
+    return xp.concat([a * cos - b * sin, b * cos + a * sin], axis=-1)  # (..., T, d)

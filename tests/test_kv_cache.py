@@ -1,0 +1,81 @@
+"""KV-cache accounting: DeepSeek-V3's numbers by hand, the articles' simplifications, and real caches."""
+
+import numpy as np
+import pytest
+
+from attention_from_scratch.kv_cache import (
+    bytes_per_token,
+    deepseek_v3_numbers,
+    gqa_values_per_token,
+    mha_values_per_token,
+    mla_values_per_token,
+    mqa_values_per_token,
+)
+from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
+from attention_from_scratch.multihead import MultiHeadAttention
+
+
+def test_deepseek_v3_figures():
+    n = deepseek_v3_numbers()
+    assert n["mla_values_per_token_layer"] == 512 + 64 == 576
+    assert n["mla_bytes_per_token"] == 576 * 61 * 2 == 70_272
+    assert n["mha_values_per_token_layer"] == 128 * (192 + 128) == 40_960
+    assert n["mha_bytes_per_token"] == 40_960 * 61 * 2
+    assert round(n["mha_bytes_per_token"] / 2**20, 2) == 4.77  # MiB
+    assert round(n["mha_over_mla"]) == 71
+    assert n["gqa8_bytes_per_token"] == 8 * 320 * 61 * 2
+    assert n["mqa_bytes_per_token"] == 320 * 61 * 2
+
+
+def test_the_articles_simplified_numbers():
+    n = deepseek_v3_numbers()
+    assert n["article_mha_values_per_token"] == 2 * 7168 * 61 == 874_496  # "≈ 875k"
+    assert round(100 * n["article_latent_fraction"], 1) == 3.1  # 512 / 16384
+    assert round(100 * n["true_mla_fraction"], 2) == 1.41  # 576 / 40960
+    assert n["mha_over_article"] == pytest.approx(40_960 / (2 * 7168))
+
+
+def test_formulas():
+    assert mha_values_per_token(4, 8) == 64
+    assert mha_values_per_token(4, 8, 6) == 56
+    assert gqa_values_per_token(2, 8) == 32
+    assert mqa_values_per_token(8) == 16
+    assert mla_values_per_token(512, 64) == 576
+    cfg = MLAConfig()
+    assert bytes_per_token(cfg, "mla", n_layers=1, element_size=4) == 576 * 4
+    assert bytes_per_token(cfg, "gqa", n_kv_heads=128) == bytes_per_token(cfg, "mha")
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="kind must be"):
+        bytes_per_token(MLAConfig(), "flash")
+    with pytest.raises(ValueError, match="n_kv_heads dividing n_heads=128"):
+        bytes_per_token(MLAConfig(), "gqa", n_kv_heads=3)
+    with pytest.raises(ValueError, match="n_heads must be a positive integer"):
+        mha_values_per_token(0, 8)
+    with pytest.raises(TypeError, match="MLAConfig"):
+        bytes_per_token({"dim": 1})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_measured_mla_cache_equals_formula(dtype):
+    cfg = MLAConfig(dim=16, n_heads=2, q_lora_rank=8, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=2,
+                    v_head_dim=3, n_layers=3, max_seq_len=64, original_seq_len=64)
+    layers = [MultiHeadLatentAttention(cfg, seed=i, dtype=dtype) for i in range(cfg.n_layers)]
+    caches = [m.new_cache(1) for m in layers]
+    x = np.random.default_rng(0).standard_normal((1, 5, 16)).astype(dtype)
+    for m, c in zip(layers, caches, strict=True):
+        m(x, cache=c, mode="absorb")
+    for t in range(4):  # decode four more tokens: caches grow, capacity may exceed the tokens held
+        for m, c in zip(layers, caches, strict=True):
+            m(x[:, t : t + 1], cache=c)
+    measured = sum(c.nbytes for c in caches) / len(caches[0])  # bytes per token, whole model, B = 1
+    assert measured == bytes_per_token(cfg, "mla", element_size=np.dtype(dtype).itemsize)
+
+
+def test_measured_mha_and_gqa_caches_equal_formula():
+    for n_kv_heads in (4, 2, 1):
+        mha = MultiHeadAttention(16, 4, n_kv_heads=n_kv_heads)
+        cache = mha.new_cache()
+        mha(np.ones((1, 6, 16)), causal=True, cache=cache)
+        assert cache.nbytes / len(cache) == gqa_values_per_token(n_kv_heads, 4) * 8

@@ -1,0 +1,302 @@
+"""DeepSeek-V3 MLA: against a plain per-head NumPy loop, naive vs absorbed, cached vs one call, loading."""
+
+import inspect
+import json
+import math
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count
+
+# small, but with every feature on: query compression, YaRN (max_seq_len > original_seq_len), H > 1
+SMALL = MLAConfig(dim=24, n_heads=3, q_lora_rank=10, kv_lora_rank=8, qk_nope_head_dim=6, qk_rope_head_dim=4,
+                  v_head_dim=5, n_layers=2, max_seq_len=32, original_seq_len=8, rope_factor=4.0,
+                  mscale=0.7)
+NO_Q_LORA = MLAConfig(dim=16, n_heads=2, q_lora_rank=0, kv_lora_rank=6, qk_nope_head_dim=4,
+                      qk_rope_head_dim=2, v_head_dim=3, max_seq_len=16, original_seq_len=16)
+
+
+def random_state(cfg, seed=0):
+    """DeepSeek-layout weights (out, in), with non-trivial RMSNorm weights so that they are exercised."""
+    rng = np.random.default_rng(seed)
+    return {
+        name: (rng.uniform(0.5, 1.5, shape) if name.endswith("norm.weight")
+               else rng.standard_normal(shape) / math.sqrt(shape[1]))
+        for name, shape in MultiHeadLatentAttention.weight_shapes(cfg).items()
+    }
+
+
+# --- an independent re-implementation: plain NumPy, one token and one head at a time --------------
+
+def yarn_freqs(cfg):
+    d = cfg.qk_rope_head_dim
+    freqs = [cfg.rope_theta ** (-2 * i / d) for i in range(d // 2)]
+    if cfg.max_seq_len <= cfg.original_seq_len:
+        return np.array(freqs)
+
+    def dim_for(rotations):  # pair index that turns `rotations` times over the original context
+        turns = cfg.original_seq_len / (rotations * 2 * math.pi)
+        return d * math.log(turns) / (2 * math.log(cfg.rope_theta))
+
+    low, high = max(math.floor(dim_for(cfg.beta_fast)), 0), min(math.ceil(dim_for(cfg.beta_slow)), d - 1)
+    out = []
+    for i, f in enumerate(freqs):
+        ramp = min(max((i - low) / ((high - low) or 0.001), 0.0), 1.0)
+        out.append(f * (1 - ramp) + f / cfg.rope_factor * ramp)
+    return np.array(out)
+
+
+def reference_mla(cfg, state, x):
+    """Causal MLA from position 0, written from the paper's equations with loops (float64)."""
+    w = {k.removesuffix(".weight"): np.asarray(v, dtype=np.float64) for k, v in state.items()}
+    x = np.asarray(x, dtype=np.float64)
+    n_b, n_t, _ = x.shape
+    dn, dr, dv = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
+    dc, n_h = cfg.kv_lora_rank, cfg.n_heads
+    freqs = yarn_freqs(cfg)
+    scale = (dn + dr) ** -0.5
+    if cfg.max_seq_len > cfg.original_seq_len:
+        scale *= (0.1 * cfg.mscale * math.log(cfg.rope_factor) + 1) ** 2
+
+    def rmsnorm(vec, weight):
+        return vec / math.sqrt(np.mean(vec**2) + cfg.eps) * weight
+
+    def rotate(vec, pos):  # consecutive pairs as complex numbers times e^(i pos θ)
+        z = (vec[0::2] + 1j * vec[1::2]) * np.exp(1j * pos * freqs)
+        return np.ravel(np.column_stack([z.real, z.imag]))
+
+    out = np.zeros((n_b, n_t, cfg.dim))
+    for b in range(n_b):
+        c_kv = [rmsnorm(w["wkv_a"][:dc] @ x[b, s], w["kv_norm"]) for s in range(n_t)]
+        k_rope = [rotate(w["wkv_a"][dc:] @ x[b, s], s) for s in range(n_t)]
+        for t in range(n_t):
+            if cfg.q_lora_rank:
+                q = w["wq_b"] @ rmsnorm(w["wq_a"] @ x[b, t], w["q_norm"])
+            else:
+                q = w["wq"] @ x[b, t]
+            heads = []
+            for h in range(n_h):
+                q_h = q[h * (dn + dr) : (h + 1) * (dn + dr)]
+                q_nope, q_rope = q_h[:dn], rotate(q_h[dn:], t)
+                w_uk = w["wkv_b"][h * (dn + dv) : h * (dn + dv) + dn]
+                w_uv = w["wkv_b"][h * (dn + dv) + dn : (h + 1) * (dn + dv)]
+                scores = [(q_nope @ (w_uk @ c_kv[s]) + q_rope @ k_rope[s]) * scale for s in range(t + 1)]
+                p = np.exp(np.array(scores) - max(scores))
+                p /= p.sum()
+                heads.append(sum(p[s] * (w_uv @ c_kv[s]) for s in range(t + 1)))
+            out[b, t] = w["wo"] @ np.concatenate(heads)
+    return out
+
+
+def layer(xp, cfg=SMALL, seed=0):
+    return MultiHeadLatentAttention.from_state_dict(cfg, random_state(cfg, seed), xp=xp.ns)
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["naive", "absorb"])
+@pytest.mark.parametrize("cfg", [SMALL, NO_Q_LORA], ids=["q_lora", "plain_wq"])
+def test_matches_independent_loop(xp, cfg, mode):
+    state = random_state(cfg, seed=1)
+    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns)
+    x = xp.randn(2, 6, cfg.dim, seed=2)
+    out = mla(x, mode=mode)
+    assert out.shape == (2, 6, cfg.dim) and out.dtype == xp.dtype
+    xp.assert_close(out, reference_mla(cfg, state, xp.np(x)))
+
+
+def test_naive_equals_absorb_float64():
+    mla = MultiHeadLatentAttention(SMALL, seed=3)
+    x = np.random.default_rng(4).standard_normal((3, 9, SMALL.dim))
+    assert np.max(np.abs(mla(x, mode="naive") - mla(x, mode="absorb"))) <= 1e-10
+
+
+@pytest.mark.parametrize("mode", ["naive", "absorb"])
+def test_decoding_token_by_token_equals_one_call(xp, mode):
+    mla = layer(xp, seed=5)
+    x = xp.randn(2, 8, SMALL.dim, seed=6)
+    full = mla(x, mode=mode)
+    cache = mla.new_cache(2)
+    parts = [mla(x[:, :3, :], cache=cache, mode=mode)]  # a prompt of 3, a chunk of 2, then 3 single tokens
+    parts += [mla(x[:, 3:5, :], cache=cache, mode=mode)]
+    parts += [mla(x[:, t : t + 1, :], cache=cache, mode=mode) for t in range(5, 8)]
+    xp.assert_close(np.concatenate([xp.np(p) for p in parts], axis=1), full)
+    assert len(cache) == 8
+
+
+def test_cached_naive_and_absorb_agree_to_1e10():
+    mla = MultiHeadLatentAttention(SMALL, seed=7)
+    x = np.random.default_rng(8).standard_normal((2, 7, SMALL.dim))
+    outs = {}
+    for mode in ("naive", "absorb"):
+        cache = mla.new_cache(2)
+        outs[mode] = np.concatenate([mla(x[:, t : t + 1], cache=cache, mode=mode) for t in range(7)], axis=1)
+    assert np.max(np.abs(outs["naive"] - outs["absorb"])) <= 1e-10
+    assert np.max(np.abs(outs["absorb"] - mla(x, mode="naive"))) <= 1e-10
+
+
+def test_cache_holds_only_normalised_latent_and_rotated_shared_key(xp):
+    cfg = SMALL
+    state = random_state(cfg, seed=9)
+    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns)
+    x = xp.randn(2, 5, cfg.dim, seed=10)
+    cache = mla.new_cache(2)
+    mla(x, cache=cache, mode="absorb")
+    assert cache.c_kv.shape == (2, 5, cfg.kv_lora_rank) and cache.k_pe.shape == (2, 5, cfg.qk_rope_head_dim)
+    xn = xp.np(x).astype(np.float64)
+    latent = xn @ state["wkv_a.weight"][: cfg.kv_lora_rank].T
+    c_kv = latent / np.sqrt(np.mean(latent**2, axis=-1, keepdims=True) + cfg.eps) * state["kv_norm.weight"]
+    xp.assert_close(cache.c_kv, c_kv)
+    k_raw = xn @ state["wkv_a.weight"][cfg.kv_lora_rank :].T  # (B, S, d_r)
+    z = (k_raw[..., 0::2] + 1j * k_raw[..., 1::2]) * np.exp(1j * np.outer(np.arange(5), yarn_freqs(cfg)))
+    xp.assert_close(cache.k_pe[..., 0::2], z.real)
+    xp.assert_close(cache.k_pe[..., 1::2], z.imag)
+    itemsize = np.dtype(xp.dtype_name).itemsize
+    assert cache.nbytes == 5 * 2 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) * itemsize
+
+
+def test_state_dict_round_trip_and_prefix():
+    mla = MultiHeadLatentAttention(SMALL, seed=11)
+    x = np.random.default_rng(12).standard_normal((1, 4, SMALL.dim))
+    again = MultiHeadLatentAttention.from_state_dict(SMALL, mla.state_dict())
+    np.testing.assert_array_equal(again(x), mla(x))
+    whole_model = {f"layers.0.attn.{k}": v for k, v in mla.state_dict().items()}
+    whole_model["layers.0.ffn.w1.weight"] = np.zeros((2, 2))  # other modules' weights are ignored
+    whole_model["embed.weight"] = np.zeros((2, 2))
+    layer0 = MultiHeadLatentAttention.from_state_dict(SMALL, whole_model, prefix="layers.0.attn.")
+    np.testing.assert_array_equal(layer0(x), mla(x))
+    # reassigning a weight changes the layer (parameters are plain attributes)
+    layer0.wo = layer0.wo * 2
+    np.testing.assert_allclose(layer0(x), 2 * mla(x), rtol=1e-12)
+
+
+def test_bad_state_dicts_name_the_weight():
+    state = random_state(SMALL)
+    missing = {k: v for k, v in state.items() if k != "wkv_b.weight"}
+    with pytest.raises(ValueError, match=r"missing wkv_b\.weight \(expected shape \(33, 8\)\)"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, missing)
+    wrong = dict(state, **{"kv_norm.weight": np.ones(9)})
+    with pytest.raises(ValueError, match=r"kv_norm\.weight has shape \(9,\), expected \(8,\)"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, wrong)
+    transposed = dict(state, **{"wo.weight": state["wo.weight"].T})  # the x @ W layout by mistake
+    with pytest.raises(ValueError, match=r"wo\.weight has shape \(15, 24\), expected \(24, 15\)"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, transposed)
+    extra = dict(state, **{"wq.weight": np.zeros((30, 24))})
+    with pytest.raises(ValueError, match=r"unexpected weights \['wq\.weight'\]"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, extra)
+    with pytest.raises(ValueError, match=r"missing layers\.3\.attn\.wq_a\.weight"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, state, prefix="layers.3.attn.")
+
+
+def test_decoding_past_max_seq_len_fails_clearly():
+    cfg = MLAConfig(dim=8, n_heads=2, q_lora_rank=0, kv_lora_rank=4, qk_nope_head_dim=2, qk_rope_head_dim=2,
+                    v_head_dim=2, max_seq_len=4, original_seq_len=4)
+    mla = MultiHeadLatentAttention(cfg)
+    x = np.ones((1, 1, 8))
+    cache = mla.new_cache(1)
+    for _ in range(4):
+        mla(x, cache=cache, mode="absorb")
+    with pytest.raises(ValueError, match=r"positions 4\.\.4 go beyond config\.max_seq_len=4"):
+        mla(x, cache=cache)
+    with pytest.raises(ValueError, match="max_seq_len=4"):
+        mla(np.ones((1, 5, 8)))
+    small = mla.new_cache(1, max_len=2)
+    mla(np.ones((1, 2, 8)), cache=small)
+    with pytest.raises(ValueError, match="LatentCache is full"):
+        mla(x, cache=small)
+    with pytest.raises(ValueError, match=r"exceeds config\.max_seq_len"):
+        mla.new_cache(1, max_len=5)
+
+
+def test_bad_inputs_fail_clearly():
+    mla = MultiHeadLatentAttention(SMALL)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, dim=24\), got \(1, 3, 16\)"):
+        mla(np.zeros((1, 3, 16)))
+    with pytest.raises(ValueError, match="mode must be 'naive' or 'absorb'"):
+        mla(np.zeros((1, 3, 24)), mode="fast")
+    with pytest.raises(ValueError, match="batch_size=2, got a batch of 1"):
+        mla(np.zeros((1, 3, 24)), cache=mla.new_cache(2))
+    with pytest.raises(ValueError, match="qk_rope_head_dim must be even"):
+        MLAConfig(qk_rope_head_dim=63)
+    with pytest.raises(ValueError, match="q_lora_rank"):
+        MLAConfig(q_lora_rank=-1)
+    with pytest.raises(TypeError, match="MLAConfig"):
+        MultiHeadLatentAttention({"dim": 8})
+
+
+def test_float32_in_float32_out():
+    mla = MultiHeadLatentAttention(SMALL)
+    for mode in ("naive", "absorb"):
+        assert mla(np.ones((1, 2, 24), dtype=np.float32), mode=mode).dtype == np.float32
+
+
+def test_default_config_is_deepseek_v3_671b_without_building_it():
+    cfg = MLAConfig()
+    assert (cfg.dim, cfg.n_heads, cfg.q_lora_rank, cfg.kv_lora_rank) == (7168, 128, 1536, 512)
+    assert (cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.n_layers) == (128, 64, 128, 61)
+    assert (cfg.rope_theta, cfg.eps, cfg.max_seq_len, cfg.original_seq_len) == (10000.0, 1e-6, 16384, 4096)
+    assert (cfg.rope_factor, cfg.beta_fast, cfg.beta_slow, cfg.mscale) == (40, 32, 1, 1.0)
+    shapes = MultiHeadLatentAttention.weight_shapes(cfg)  # shapes only: no 187M-weight layer is built
+    assert shapes["wq_a.weight"] == (1536, 7168) and shapes["wq_b.weight"] == (128 * 192, 1536)
+    assert shapes["wkv_a.weight"] == (512 + 64, 7168) and shapes["wkv_b.weight"] == (128 * 256, 512)
+    assert shapes["wo.weight"] == (7168, 128 * 128)
+    expected = 1536 * 7168 + 1536 + 128 * 192 * 1536 + 576 * 7168 + 512 + 128 * 256 * 512 + 7168 * 128 * 128
+    assert mla_parameter_count(cfg) == expected
+
+
+def write_safetensors(path, tensors):
+    """A minimal safetensors writer (8-byte header size, JSON header, raw bytes), to test the docstring."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, raw, shape) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(header).encode()
+    path.write_bytes(len(head).to_bytes(8, "little") + head + b"".join(blobs))
+
+
+def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkeypatch):
+    state = random_state(SMALL, seed=13)
+    tensors, expected = {"embed.weight": ("F32", np.zeros((2, 3), np.float32).tobytes(), (2, 3))}, {}
+    for name, w in state.items():
+        if name.endswith("norm.weight"):  # norms in float32, matrices in bfloat16 as in DeepSeek's BF16 files
+            tensors[f"layers.0.attn.{name}"] = ("F32", w.astype("<f4").tobytes(), w.shape)
+            expected[name] = w.astype(np.float32)
+        else:
+            top = (w.astype(np.float32).view(np.uint32) >> 16).astype("<u2")  # bfloat16 = top 16 bits
+            tensors[f"layers.0.attn.{name}"] = ("BF16", top.tobytes(), w.shape)
+            expected[name] = (top.astype(np.uint32) << 16).view(np.float32)
+    monkeypatch.chdir(tmp_path)
+    write_safetensors(tmp_path / "model0-mp1.safetensors", tensors)
+    doc = inspect.getdoc(MultiHeadLatentAttention.from_state_dict)
+    code = textwrap.dedent(doc.split("::\n", 1)[1].split("\nWith the ``safetensors``")[0])
+    namespace = {"MLAConfig": lambda: SMALL, "MultiHeadLatentAttention": MultiHeadLatentAttention}
+    exec(code, namespace)  # the recipe as printed in the docs, with the small config in place of 671B
+    loaded = namespace["mla"].state_dict()
+    assert set(loaded) == set(expected)
+    for name, w in expected.items():
+        np.testing.assert_array_equal(loaded[name], w)
+    assert np.max(np.abs(expected["wo.weight"] - state["wo.weight"])) > 0  # BF16 really was lossy
+
+
+@settings(max_examples=20)
+@given(n_heads=st.integers(1, 3), q_lora_rank=st.sampled_from([0, 5]), kv_lora_rank=st.integers(1, 6),
+       nope=st.integers(1, 4), rope_half=st.integers(1, 3), v=st.integers(1, 4), t=st.integers(1, 6),
+       yarn=st.booleans(), seed=st.integers(0, 1000))
+def test_naive_absorb_and_cached_agree_for_any_shape(
+    n_heads, q_lora_rank, kv_lora_rank, nope, rope_half, v, t, yarn, seed
+):
+    cfg = MLAConfig(dim=8, n_heads=n_heads, q_lora_rank=q_lora_rank, kv_lora_rank=kv_lora_rank,
+                    qk_nope_head_dim=nope, qk_rope_head_dim=2 * rope_half, v_head_dim=v, max_seq_len=16,
+                    original_seq_len=4 if yarn else 16)
+    mla = MultiHeadLatentAttention(cfg, seed=seed)
+    x = np.random.default_rng(seed).standard_normal((2, t, 8))
+    naive = mla(x, mode="naive")
+    cache = mla.new_cache(2)
+    stepped = np.concatenate([mla(x[:, i : i + 1], cache=cache, mode="absorb") for i in range(t)], axis=1)
+    assert np.max(np.abs(naive - mla(x, mode="absorb"))) <= 1e-10
+    assert np.max(np.abs(naive - stepped)) <= 1e-10

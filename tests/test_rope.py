@@ -1,0 +1,113 @@
+"""RoPE and YaRN, checked against complex arithmetic, rotate-half, closed forms and DeepSeek-V3's numbers."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attention_from_scratch.mla import MLAConfig
+from attention_from_scratch.rope import (
+    apply_rope,
+    pairs_to_halves,
+    rope_frequencies,
+    rotate_half_rope,
+    yarn_correction_range,
+    yarn_mscale,
+)
+
+
+def complex_rope(x, positions, freqs):
+    """Independent reference: view pairs as complex numbers and multiply by e^(i m θ) (DeepSeek's way)."""
+    z = x[..., 0::2] + 1j * x[..., 1::2]
+    z = z * np.exp(1j * np.outer(positions, freqs))
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = z.real, z.imag
+    return out
+
+
+def test_frequencies_closed_form(xp):
+    freqs = xp.np(rope_frequencies(8, theta=100.0, xp=xp.ns))
+    np.testing.assert_allclose(freqs, [1.0, 100 ** -0.25, 100 ** -0.5, 100 ** -0.75], rtol=1e-15)
+
+
+def test_apply_rope_equals_complex_multiplication(xp):
+    x = xp.randn(2, 3, 5, 8, seed=1)
+    positions = [0, 1, 2, 7, 100]
+    freqs = rope_frequencies(8)
+    got = apply_rope(x, xp.asarray(np.array(positions)), freqs=xp.asarray(freqs, dtype=np.float64))
+    assert got.dtype == xp.dtype
+    xp.assert_close(got, complex_rope(xp.np(x).astype(np.float64), positions, freqs))
+
+
+def test_position_zero_is_identity_and_norm_is_kept(xp):
+    x = xp.randn(4, 6, seed=2)
+    xp.assert_close(apply_rope(x, [0, 0, 0, 0]), x)
+    y = xp.np(apply_rope(x, 3))  # int = first position: 3, 4, 5, 6
+    np.testing.assert_allclose(np.linalg.norm(y, axis=-1), np.linalg.norm(xp.np(x), axis=-1), rtol=xp.rtol)
+
+
+@given(m=st.integers(0, 2000), n=st.integers(0, 2000), shift=st.integers(-500, 500), seed=st.integers(0, 99))
+def test_score_depends_only_on_offset(m, n, shift, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((1, 16)), rng.standard_normal((1, 16))
+    score = (apply_rope(q, [m]) @ apply_rope(k, [n]).T).item()
+    shifted = (apply_rope(q, [m + shift + 500]) @ apply_rope(k, [n + shift + 500]).T).item()
+    assert math.isclose(score, shifted, rel_tol=1e-9, abs_tol=1e-9)
+    # and it equals q · R_(n-m) k: only the offset enters
+    assert math.isclose(score, (q @ apply_rope(k, [n - m]).T).item(), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_rotate_half_is_a_permutation_of_consecutive_pairs(xp):
+    x = xp.randn(2, 5, 8, seed=3)
+    positions = list(range(10, 15))
+    expected = pairs_to_halves(apply_rope(x, positions))
+    xp.assert_close(rotate_half_rope(pairs_to_halves(x), positions), expected)
+    # the two layouts differ on the raw features ...
+    assert not np.allclose(xp.np(rotate_half_rope(x, positions)), xp.np(apply_rope(x, positions)))
+
+
+def test_both_layouts_give_the_same_attention_scores(xp):
+    q, k = xp.randn(6, 8, seed=4), xp.randn(6, 8, seed=5)
+    pos = list(range(6))
+    pair_scores = apply_rope(q, pos) @ apply_rope(k, pos).mT
+    half_scores = rotate_half_rope(pairs_to_halves(q), pos) @ rotate_half_rope(pairs_to_halves(k), pos).mT
+    xp.assert_close(half_scores, pair_scores)
+
+
+def test_yarn_deepseek_v3_correction_range_and_frequencies():
+    # by hand: i(r) = 64 ln(4096 / (2π r)) / (2 ln 10000); i(32) = 10.47 -> 10, i(1) = 22.51 -> 23
+    assert yarn_correction_range(64, 10000.0, 4096, 32, 1) == (10, 23)
+    base = rope_frequencies(64)
+    yarn = rope_frequencies(64, max_seq_len=16384, original_seq_len=4096, rope_factor=40)
+    np.testing.assert_array_equal(yarn[:11], base[:11])  # fast pairs untouched (ramp 0 up to index 10)
+    np.testing.assert_allclose(yarn[23:], base[23:] / 40, rtol=1e-15)  # slow pairs interpolated
+    for i in range(11, 23):  # the blend: θ (1 - r) + θ/40 r with r = (i - 10) / 13
+        r = (i - 10) / 13
+        assert math.isclose(yarn[i], base[i] * (1 - r) + base[i] / 40 * r, rel_tol=1e-14)
+    # no YaRN when the context does not grow
+    np.testing.assert_array_equal(rope_frequencies(64, max_seq_len=4096, original_seq_len=4096), base)
+
+
+def test_yarn_mscale_and_deepseek_softmax_scale():
+    assert yarn_mscale(40, 1.0) == pytest.approx(0.1 * math.log(40) + 1)
+    assert yarn_mscale(1.0) == 1.0
+    scale = MLAConfig().softmax_scale
+    assert scale == pytest.approx(192 ** -0.5 * (0.1 * math.log(40) + 1) ** 2, rel=1e-15)
+    assert abs(scale - 0.135234) < 5e-7
+    assert MLAConfig(max_seq_len=4096).softmax_scale == pytest.approx(192 ** -0.5)
+
+
+@pytest.mark.parametrize("d", [7, 0, 3])
+def test_odd_dimension_is_refused(d):
+    with pytest.raises(ValueError, match="even"):
+        rope_frequencies(d)
+    if d:
+        with pytest.raises(ValueError, match="even"):
+            apply_rope(np.ones((2, d)), [0, 1])
+
+
+def test_wrong_positions_are_refused():
+    with pytest.raises(ValueError, match="one entry per token"):
+        apply_rope(np.ones((3, 4)), [0, 1])
