@@ -17,14 +17,21 @@ from .backend import to_numpy
 
 __all__ = [
     "CAT_EATS_FISH",
+    "CROSS_TOKENS",
     "FIGURES",
     "PART1_FIGURES",
+    "cross_attention_example",
+    "head_weights",
+    "mha_head_example",
     "plot_attention_weights",
     "plot_cat_eats_fish",
     "plot_causal_mask",
     "plot_cosine_vs_distance",
+    "plot_cross_attention",
     "plot_dot_product_geometry",
     "plot_mask_fill",
+    "plot_mha_example",
+    "plot_mha_heads",
     "plot_saturation_vs_dk",
     "plot_softmax_sharpness",
     "plot_softmax_temperature",
@@ -327,6 +334,100 @@ def plot_causal_mask(n=6, n_q_decode=2, seed=0):
     return fig
 
 
+def mha_head_example():
+    """Notebook 07's hand-built two-head example: "the cat eats the fish", d_model = 16, 2 heads of 8.
+
+    Embedding dims 0-4: position one-hot; dims 5-7: word class (determiner, noun, verb).
+    Head 0 (columns 0-7 of W_Q, W_K) looks at the previous token; head 1 (columns 8-15) looks for a
+    word class: determiners and verbs look for nouns, nouns look for the verb. Returns
+    ``(tokens, x (T, d_model), w_q (d_model, 2·8), w_k (d_model, 2·8))``.
+    """
+    tokens = ["the", "cat", "eats", "the", "fish"]
+    word_class = [0, 1, 2, 0, 1]  # 0 determiner, 1 noun, 2 verb
+    n_tokens, d_model, d_k = len(tokens), 16, 8
+    x = np.zeros((n_tokens, d_model))
+    for pos, c in enumerate(word_class):
+        x[pos, pos] = 1.0  # position
+        x[pos, 5 + c] = 1.0  # word class
+    w_q, w_k = np.zeros((d_model, 2 * d_k)), np.zeros((d_model, 2 * d_k))
+    for pos in range(n_tokens):  # head 0: the query at pos asks for position pos - 1
+        w_q[pos, max(pos - 1, 0)] = 8.0
+        w_k[pos, pos] = 1.0
+    for c, wanted in ((0, 1), (1, 2), (2, 1)):  # head 1: determiner -> noun, noun -> verb, verb -> noun
+        w_q[5 + c, d_k + wanted] = 8.0
+        w_k[5 + c, d_k + c] = 1.0
+    return tokens, x, w_q, w_k
+
+
+def head_weights(x, w_q, w_k, n_heads):
+    """Per-head attention weights ``(B, H, T, S)`` of ``softmax(Q_h K_hᵀ / √d_k)`` for ``x (B, T, d_model)``."""
+    from .attention import scaled_dot_product_attention
+
+    b, t, _ = x.shape
+    q = np.swapaxes((x @ w_q).reshape(b, t, n_heads, -1), 1, 2)  # (B, T, H·d_k) -> (B, H, T, d_k)
+    k = np.swapaxes((x @ w_k).reshape(b, t, n_heads, -1), 1, 2)  # (B, S, H·d_k) -> (B, H, S, d_k)
+    _, weights = scaled_dot_product_attention(q, k, k)
+    return weights
+
+
+def plot_mha_heads(weights, query_labels, key_labels=None, head_names=None, *, title=None):
+    """One heatmap per head of a ``(H, T, S)`` weight array, side by side."""
+    w = to_numpy(weights)
+    n_heads = w.shape[0]
+    head_names = head_names or [f"head {h}" for h in range(n_heads)]
+    fig, axes = plt.subplots(1, n_heads, figsize=(4.6 * n_heads, 0.75 * w.shape[1] + 1.9), squeeze=False)
+    for h, ax in enumerate(axes[0]):
+        plot_attention_weights(w[h], query_labels, key_labels, title=head_names[h], ax=ax, colorbar=False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_mha_example():
+    """The two heads of :func:`mha_head_example`: one follows position, one follows word class."""
+    tokens, x, w_q, w_k = mha_head_example()
+    weights = head_weights(x[None], w_q, w_k, 2)[0]  # (H, T, S)
+    return plot_mha_heads(weights, tokens, head_names=["head 0: the previous token", "head 1: noun <-> verb"])
+
+
+CROSS_TOKENS = {"decoder": ["the", "cat", "eats", "fish"], "encoder": ["māo (cat)", "chī (eat)", "yú (fish)"]}
+
+
+def cross_attention_example():
+    """Notebook 07's translation example: English decoder queries against the encoded Chinese 猫吃鱼.
+
+    Embedding dims 0-3 carry a meaning (cat, eat, fish, function word), the other 4 are zero. Returns
+    ``(x_dec (1, 4, 8), x_enc (1, 3, 8), w_q, w_k)`` where head 0 (columns 0-3) matches meanings and
+    head 1 (columns 4-7) keeps the random initialisation of ``MultiHeadAttention(8, 2, seed=0)``.
+    """
+    from .multihead import MultiHeadAttention
+
+    meaning_dec, meaning_enc = [3, 0, 1, 2], [0, 1, 2]  # the, cat, eats, fish / māo, chī, yú
+    x_dec, x_enc = np.zeros((1, 4, 8)), np.zeros((1, 3, 8))
+    x_dec[0, np.arange(4), meaning_dec] = 1.0
+    x_enc[0, np.arange(3), meaning_enc] = 1.0
+    mha = MultiHeadAttention(8, 2, seed=0)
+    w_q, w_k = to_numpy(mha.w_q).copy(), to_numpy(mha.w_k).copy()
+    w_q[:, :4], w_k[:, :4] = 0.0, 0.0
+    w_q[:4, :4] = 6.0 * np.eye(4)  # head 0: a query asks for its own meaning ...
+    w_k[:4, :4] = np.eye(4)  # ... and a key advertises it
+    return x_dec, x_enc, w_q, w_k
+
+
+def plot_cross_attention():
+    """Cross-attention weights, per head: decoder queries (English) over encoder keys (Chinese, pinyin)."""
+    from .attention import scaled_dot_product_attention
+
+    x_dec, x_enc, w_q, w_k = cross_attention_example()
+    q = np.swapaxes((x_dec @ w_q).reshape(1, 4, 2, 4), 1, 2)  # (B, T, H·d_k) -> (B, H, T, d_k)
+    k = np.swapaxes((x_enc @ w_k).reshape(1, 3, 2, 4), 1, 2)  # (B, S, H·d_k) -> (B, H, S, d_k)
+    _, weights = scaled_dot_product_attention(q, k, k)  # (B, H, T, S)
+    return plot_mha_heads(weights[0], CROSS_TOKENS["decoder"], CROSS_TOKENS["encoder"],
+                          head_names=["head 0: aligns meanings", "head 1: untrained (random)"],
+                          title="cross-attention: decoder queries (English) -> encoder keys (Chinese)")
+
+
 PART1_FIGURES: dict = {  # file name -> function returning a Figure
     "01_dot_product_geometry.png": plot_dot_product_geometry,
     "02_cosine_vs_distance.png": plot_cosine_vs_distance,
@@ -337,6 +438,8 @@ PART1_FIGURES: dict = {  # file name -> function returning a Figure
     "04_mask_zero_vs_neginf.png": plot_mask_fill,
     "05_cat_eats_fish_weights.png": plot_cat_eats_fish,
     "06_causal_mask.png": plot_causal_mask,
+    "07_mha_heads.png": plot_mha_example,
+    "07_cross_attention.png": plot_cross_attention,
 }
 
 # --- part 2: notebooks 08-14 ------------------------------------------------------------------
