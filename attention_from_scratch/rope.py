@@ -61,9 +61,14 @@ def yarn_correction_range(dim: int, base: float, original_seq_len: int, beta_fas
 
 
 def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
-    """YaRN's attention-temperature factor ``0.1 · mscale · ln(rope_factor) + 1`` (1 when factor <= 1)."""
-    if rope_factor <= 1:
-        return 1.0
+    """YaRN's attention-temperature factor ``0.1 · mscale · ln(rope_factor) + 1``.
+
+    Applied exactly as DeepSeek-V3's reference ``MLA.__init__`` does whenever YaRN is on, with no
+    special case for ``rope_factor <= 1`` (Hugging Face's ``yarn_get_mscale`` returns 1 there; at
+    ``rope_factor == 1`` both give 1).
+    """
+    if not rope_factor > 0:
+        raise ValueError(f"rope_factor must be positive, got {rope_factor!r}")
     return 0.1 * mscale * math.log(rope_factor) + 1.0
 
 

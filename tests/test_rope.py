@@ -93,6 +93,8 @@ def test_yarn_deepseek_v3_correction_range_and_frequencies():
 def test_yarn_mscale_and_deepseek_softmax_scale():
     assert yarn_mscale(40, 1.0) == pytest.approx(0.1 * math.log(40) + 1)
     assert yarn_mscale(1.0) == 1.0
+    # DeepSeek-V3's reference applies the formula for any factor (no guard below 1)
+    assert yarn_mscale(0.5, 0.7) == pytest.approx(0.07 * math.log(0.5) + 1)
     scale = MLAConfig().softmax_scale
     assert scale == pytest.approx(192 ** -0.5 * (0.1 * math.log(40) + 1) ** 2, rel=1e-15)
     assert abs(scale - 0.135234) < 5e-7
