@@ -5,6 +5,7 @@ Each module holds one concept (see README's course map); the most used names are
 
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
 from .backend import get_namespace, gpu_available, to_numpy
+from .flash import flash_attention
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
@@ -21,6 +22,7 @@ __all__ = [
     "cosine_similarity",
     "dot",
     "euclidean_distance",
+    "flash_attention",
     "get_namespace",
     "gpu_available",
     "log_softmax",
