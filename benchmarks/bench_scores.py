@@ -9,12 +9,16 @@ The articles' speed argument has two parts, each measured here in one run:
 2. **Looped vs vectorised attention.** ``attention.attention_loop`` computes one score at a time in
    Python; ``scaled_dot_product_attention`` is the same four steps as array operations. (d = 16.)
 
+BLAS runs on one thread here (when ``threadpoolctl`` is installed), so both sides of each ratio use
+one core and the comparison is about the algorithm, not about how many cores are free.
+
     python benchmarks/bench_scores.py [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -27,6 +31,14 @@ from attention_from_scratch.attention import attention_loop, scaled_dot_product_
 from attention_from_scratch.similarity import pairwise_additive, pairwise_dot
 
 D = 64
+
+
+def _one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def scores_sweep(sizes, repeat):
@@ -90,16 +102,17 @@ def plot(score_rows, loop_rows):
 def main(quick: bool = False, figures_dir=None):
     """Run both comparisons and print their tables; the full run also writes figures/bench_scores.png."""
     score_sizes = [128, 256, 512] if quick else [128, 256, 512, 1024, 2048]
-    loop_sizes = [4, 8, 16] if quick else [4, 8, 16, 32, 64]
-    print(f"Dot-product vs additive scores (T = S = n, d = d_a = {D}, float32); median seconds")
-    score_rows = scores_sweep(score_sizes, repeat=3 if quick else 5)
+    loop_sizes = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128]
+    print(f"Dot-product vs additive scores (T = S = n, d = d_a = {D}, float32, 1 BLAS thread); median s")
+    with _one_blas_thread():
+        score_rows = scores_sweep(score_sizes, repeat=5 if quick else 9)
+        loop_rows = loop_sweep(loop_sizes, repeat=3 if quick else 5)
     print_table(
         ["n", "dot s", "additive s", "additive / dot"],
         [[r["n"], f"{r['dot']:.5f}", f"{r['additive']:.5f}", f"{r['additive'] / r['dot']:.0f}x"]
          for r in score_rows],
     )
     print("\nLooped vs vectorised attention (T = S = n, d = 16, float64); median seconds")
-    loop_rows = loop_sweep(loop_sizes, repeat=3)
     print_table(
         ["n", "loop s", "vectorised s", "loop / vectorised"],
         [[r["n"], f"{r['loop']:.4f}", f"{r['vectorised']:.6f}", f"{r['loop'] / r['vectorised']:.0f}x"]
