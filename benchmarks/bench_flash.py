@@ -81,19 +81,19 @@ def _print_sweep(rows):
 
 
 def _check_targets(rows):
-    """Print each target of the issue with the measured value (at the largest n measured if not 16384)."""
-    one_head = max((r for r in rows if r["H"] == 1), key=lambda r: r["n"])
-    mem = one_head["mem_flash"] / one_head["mem_plain"]
-    time = one_head["flash"] / one_head["plain"]
-    n = one_head["n"]
-    note = "" if n == 16384 else f" (measured at n = {n}; the target is set at n = 16384)"
+    """Print each target of the issue beside the measured value."""
     verdict = {True: "met", False: "MISSED"}
-    print(f"target: flash peak memory <= 5% of plain's: {100 * mem:.1f}% -> {verdict[mem <= 0.05]}{note}")
-    print(f"target: flash time <= 1.2x plain's:         {time:.2f}x -> {verdict[time <= 1.2]}{note}")
+    at_16k = [r for r in rows if r["H"] == 1 and r["n"] == 16384]
+    if at_16k:
+        mem, time = at_16k[0]["mem_flash"] / at_16k[0]["mem_plain"], at_16k[0]["flash"] / at_16k[0]["plain"]
+        print(f"target: n=16384, flash peak memory <= 5% plain: {100 * mem:.1f}% -> {verdict[mem <= 0.05]}")
+        print(f"target: n=16384, flash time <= 1.2x plain:      {time:.2f}x -> {verdict[time <= 1.2]}")
+    else:
+        print("targets at n=16384 (memory <= 5%, time <= 1.2x): measured by the full run only")
     heads = [r for r in rows if r["H"] == 8 and r["n"] == 2048]
     if heads:
         w2 = heads[0]["flash_w2"] / heads[0]["plain"]
-        print(f"target: H=8, n=2048, workers=2 <= 0.8x plain: {w2:.2f}x -> {verdict[w2 <= 0.8]}")
+        print(f"target: H=8, n=2048, flash workers=2 <= 0.8x plain: {w2:.2f}x -> {verdict[w2 <= 0.8]}")
 
 
 def plot(rows, blocks, block_times, block_n):
