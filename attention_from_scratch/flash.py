@@ -45,8 +45,9 @@ from .backend import as_float, broadcast_shapes, get_namespace
 
 __all__ = ["flash_attention", "flash_attention_backward", "online_softmax_merge", "softmax_state"]
 
-# Large blocks amortise Python's per-tile overhead (~20 array calls per tile); a 512 x 512 float32
-# tile of scores is 1 MiB, so it still lives in cache. benchmarks/bench_flash.py measures the choice.
+# Large blocks amortise Python's per-tile overhead (~20 array calls per tile) while a 512 x 512 float32
+# tile of scores (1 MiB) still lives in cache; 64-128 (a GPU's choice) is 2-3x slower here, 256-1024
+# are within noise of each other. benchmarks/bench_flash.py measures it.
 DEFAULT_BLOCK_SIZE = 512
 
 
@@ -171,10 +172,14 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
     k_end = max(0, min(n_k, offset + i1)) if causal else n_k
     for j0 in range(0, k_end, block_k):
         j1 = min(j0 + block_k, k_end)
-        scores = q @ k[j0:j1, :].mT  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
+        # 1) scores of this tile only: (bq, d_k) @ (d_k, bk) -> (bq, bk)
+        scores = q @ k[j0:j1, :].mT
+        # 2) blocked entries -> -inf (the mask sliced to this tile, causal only on the diagonal)
         scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp), xp)
+        # 3) + 4) this tile's (max, sum, weighted values), folded into the running ones
         m, l, acc = online_softmax_merge((m, l, acc), softmax_state(scores, v[j0:j1, :]))
-    empty = l == 0  # rows with nothing to attend to: output 0, lse -inf (never 0/0)
+    # normalise once at the end; rows with nothing to attend to: output 0, lse -inf (never 0/0)
+    empty = l == 0
     l = xp.where(empty, xp.ones_like(l), l)
     lse = xp.where(empty, xp.full_like(m, -math.inf), m + xp.log(l))
     return acc / l, lse
@@ -212,7 +217,8 @@ def flash_attention(
     and is sliced per tile; ``causal=True`` is bottom-right aligned and skips future key blocks.
     ``block_size`` is an int or ``(block_q, block_k)``; any size works, including ones that do not
     divide T or S. Only ``(block_q, block_k)`` scores exist at a time, never ``(T, S)``. A row with
-    nothing to attend to gives 0. ``workers=N`` runs the (batch·head, query block) tiles on N threads.
+    nothing to attend to gives 0. ``workers=N`` runs the (batch·head, query block) tiles on N threads;
+    with or without workers, BLAS is held to one thread per tile (if ``threadpoolctl`` is installed).
     ``return_lse=True`` also returns ``lse (..., T)``, the log-sum-exp of each row of scaled,
     masked scores (-inf for a fully masked row), which :func:`flash_attention_backward` needs.
 
