@@ -46,7 +46,7 @@ from .backend import as_float, broadcast_shapes, get_namespace
 __all__ = ["flash_attention", "flash_attention_backward", "online_softmax_merge", "softmax_state"]
 
 # Large blocks amortise Python's per-tile overhead (~20 array calls per tile) while a 512 x 512 float32
-# tile of scores (1 MiB) still lives in cache; 64-128 (a GPU's choice) is 1.5-4x slower here, 256-1024
+# tile of scores (1 MiB) still lives in cache. 64-128 (a GPU's sizes) measured 1.5-7x slower here; 512-1024
 # are within noise of each other. benchmarks/bench_flash.py measures it.
 DEFAULT_BLOCK_SIZE = 512
 
