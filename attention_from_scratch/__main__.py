@@ -289,6 +289,41 @@ def _tour_causal(xp):
     print(f"   fill with 0:    weights {_fmt(wrong)}   (future leaks in)")
 
 
+@section("Multi-head attention: h heads of d_k = d_model / h, decoding with a KV cache")
+def _tour_multihead(xp):
+    from .backend import random_normal
+    from .multihead import KVCache, MultiHeadAttention
+
+    mha = MultiHeadAttention(d_model=16, n_heads=4, seed=0, xp=xp)  # 4 heads of d_k = 4
+    x = random_normal((1, 6, 16), seed=1, xp=xp)  # (B, T, d_model)
+    full = mha(x, causal=True)
+    cache, steps = KVCache(), []
+    for t in range(6):  # one token at a time, attending over everything cached so far
+        steps.append(mha(x[:, t : t + 1, :], causal=True, cache=cache))
+    gap = float(xp.max(xp.abs(xp.concat(steps, axis=1) - full)))
+    assert gap < 1e-12 and len(cache) == 6
+    print(f"   d_model = 16, 4 heads of d_k = 4: w_q {tuple(mha.w_q.shape)}, w_o {tuple(mha.w_o.shape)}")
+    print(f"   decoding 6 tokens one at a time with a KV cache = the full causal pass (max gap {gap:.1e})")
+
+
+@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
+def _tour_flash(xp):
+    from .attention import scaled_dot_product_attention
+    from .backend import random_normal
+    from .flash import flash_attention
+
+    q, k, v = (random_normal((2, 40, 8), seed=s, xp=xp) for s in range(3))  # (B, T, d_k)
+    plain, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    gaps = []
+    for block_size in (1, 7, 16, 64):
+        tiled = flash_attention(q, k, v, causal=True, block_size=block_size)
+        gaps.append(float(xp.max(xp.abs(tiled - plain))))
+    assert max(gaps) < 1e-12
+    print("   running max m, running sum l, rescaled accumulator: m' = max(m, max s), "
+          "l' = l e^(m - m') + sum e^(s - m')")
+    print(f"   T = S = 40, causal, block sizes 1, 7, 16, 64: max |flash - plain| = {max(gaps):.1e}")
+
+
 @section("KV cache: MHA vs MLA")
 def _tour_kv_cache(xp):
     from .backend import random_normal
