@@ -52,8 +52,53 @@ def run_figures(out: str) -> int:
     return 0
 
 
-def run_bench() -> int:
-    raise SystemExit("the bench command is not written yet")
+# benchmarks/ scripts in the order `bench` runs them; any other benchmarks/bench_*.py runs after these
+BENCHMARKS = ["bench_scores", "bench_attention", "bench_flash", "bench_decode", "bench_backends"]
+
+
+def run_bench(folder=None) -> int:
+    """Run ``main(quick=True)`` of every ``benchmarks/bench_*.py`` script; they print their own tables.
+
+    The scripts live in the source repository next to the package, not inside it, so this needs a
+    checkout (``pip install -e .``); a plain install says so instead of failing obscurely.
+    """
+    import importlib.util
+    import time
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks" if folder is None else Path(folder)
+    if not folder.is_dir():
+        print(
+            f"error: no benchmarks/ folder at {folder}. The benchmark scripts are part of the source "
+            "repository, not of the installed package: run this from a git checkout installed with "
+            "`pip install -e .`, or run `python benchmarks/bench_flash.py` there.",
+            file=sys.stderr,
+        )
+        return 2
+    found = sorted(p.stem for p in folder.glob("bench_*.py"))
+    for name in BENCHMARKS:
+        if name not in found:
+            print(f"note: benchmarks/{name}.py is not in this checkout; skipped")
+    sys.path.insert(0, str(folder))  # the scripts import their shared helpers from that folder
+    failed, start = [], time.perf_counter()
+    for name in [n for n in BENCHMARKS if n in found] + [n for n in found if n not in BENCHMARKS]:
+        print(f"\n=== {name} (quick) ===")
+        t0 = time.perf_counter()
+        try:
+            spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if not callable(getattr(module, "main", None)):
+                print(f"note: {name}.py has no main(quick=...) function; skipped")
+                continue
+            module.main(quick=True)
+        except Exception as err:  # one broken script should not hide the others' results
+            failed.append(name)
+            print(f"error: {name} failed: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"({name}: {time.perf_counter() - t0:.1f} s)")
+    summary = f"\nbench: {time.perf_counter() - start:.1f} s in all"
+    print(summary + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 def main(argv=None) -> int:
@@ -242,6 +287,41 @@ def _tour_causal(xp):
     print(f"   scores of query 1: {_fmt(scores, 1)}, keys 2 and 3 are in its future")
     print(f"   fill with -inf: weights {_fmt(right)}   (future gets exactly 0)")
     print(f"   fill with 0:    weights {_fmt(wrong)}   (future leaks in)")
+
+
+@section("Multi-head attention: h heads of d_k = d_model / h, decoding with a KV cache")
+def _tour_multihead(xp):
+    from .backend import random_normal
+    from .multihead import KVCache, MultiHeadAttention
+
+    mha = MultiHeadAttention(d_model=16, n_heads=4, seed=0, xp=xp)  # 4 heads of d_k = 4
+    x = random_normal((1, 6, 16), seed=1, xp=xp)  # (B, T, d_model)
+    full = mha(x, causal=True)
+    cache, steps = KVCache(), []
+    for t in range(6):  # one token at a time, attending over everything cached so far
+        steps.append(mha(x[:, t : t + 1, :], causal=True, cache=cache))
+    gap = float(xp.max(xp.abs(xp.concat(steps, axis=1) - full)))
+    assert gap < 1e-12 and len(cache) == 6
+    print(f"   d_model = 16, 4 heads of d_k = 4: w_q {tuple(mha.w_q.shape)}, w_o {tuple(mha.w_o.shape)}")
+    print(f"   decoding 6 tokens one at a time with a KV cache = the full causal pass (max gap {gap:.1e})")
+
+
+@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
+def _tour_flash(xp):
+    from .attention import scaled_dot_product_attention
+    from .backend import random_normal
+    from .flash import flash_attention
+
+    q, k, v = (random_normal((2, 40, 8), seed=s, xp=xp) for s in range(3))  # (B, T, d_k)
+    plain, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    gaps = []
+    for block_size in (1, 7, 16, 64):
+        tiled = flash_attention(q, k, v, causal=True, block_size=block_size)
+        gaps.append(float(xp.max(xp.abs(tiled - plain))))
+    assert max(gaps) < 1e-12
+    print("   running max m, running sum l, rescaled accumulator: m' = max(m, max s), "
+          "l' = l e^(m - m') + sum e^(s - m')")
+    print(f"   T = S = 40, causal, block sizes 1, 7, 16, 64: max |flash - plain| = {max(gaps):.1e}")
 
 
 @section("KV cache: MHA vs MLA")

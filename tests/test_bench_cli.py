@@ -1,0 +1,68 @@
+"""The `bench` sub-command's discovery of benchmark scripts, and the benchmarks' figure code on fake data.
+
+The benchmarks themselves are timed runs, too slow for the test suite; run them with
+``python -m attention_from_scratch bench`` (quick) or ``python benchmarks/bench_*.py`` (full)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from attention_from_scratch.__main__ import BENCHMARKS, run_bench
+
+matplotlib.use("Agg")
+BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_runs_each_script_quick_and_reports_missing_and_broken(tmp_path, capsys):
+    (tmp_path / "bench_flash.py").write_text(
+        "import pathlib\n"
+        "def main(quick=False):\n"
+        "    pathlib.Path(__file__).with_suffix('.ran').write_text(str(quick))\n"
+    )
+    (tmp_path / "bench_zzz_broken.py").write_text("def main(quick=False):\n    raise RuntimeError('boom')\n")
+    (tmp_path / "bench_nomain.py").write_text("x = 1\n")
+    assert run_bench(tmp_path) == 1
+    assert (tmp_path / "bench_flash.ran").read_text() == "True"
+    out, err = capsys.readouterr()
+    for name in BENCHMARKS:
+        if name != "bench_flash":
+            assert f"benchmarks/{name}.py is not in this checkout" in out
+    assert "bench_nomain.py has no main" in out
+    assert "bench_zzz_broken failed: RuntimeError: boom" in err
+    assert "FAILED: bench_zzz_broken" in out
+
+
+def test_bench_without_benchmarks_folder_says_why(tmp_path, capsys):
+    assert run_bench(tmp_path / "missing") == 2
+    assert "not of the installed package" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not in this checkout")
+def test_benchmark_figures_draw_from_measured_rows():
+    flash = _load("bench_flash")
+    rows = [
+        {"H": h, "n": n, "plain": 1e-9 * n * n, "flash": 8e-10 * n * n, "flash_w2": 5e-10 * n * n,
+         "mem_plain": 8 * n * n, "mem_flash": 2**22}
+        for h, ns in ((1, (1024, 2048)), (8, (2048,)))
+        for n in ns
+    ]
+    times = {"plain": 1.0, "128": 1.5, "128 w2": 0.8, "512": 0.9, "512 w2": 0.5}
+    fig = flash.plot(rows, [128, 512], times, 2048)
+    assert len(fig.axes) == 3 and len(fig.axes[0].lines) == 6
+    scores = _load("bench_scores")
+    fig = scores.plot([{"n": 8, "dot": 1e-5, "additive": 1e-3}], [{"n": 4, "loop": 1e-2, "vectorised": 1e-5}])
+    assert len(fig.axes) == 2
+    backends = _load("bench_backends")
+    fig = backends.plot([{"n": 512, "H": 1, "plain numpy": 0.01, "flash numpy": 0.02}], [], ["numpy"])
+    assert "no GPU" in fig._suptitle.get_text()

@@ -1,0 +1,302 @@
+"""FlashAttention (flash.py) against independent references: plain attention, hand-built softmax
+states, SciPy's logsumexp, finite differences, and a closed-form tile count for causal skipping."""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.special import logsumexp as scipy_logsumexp
+from scipy.special import softmax as scipy_softmax
+
+from attention_from_scratch import flash
+from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
+from attention_from_scratch.flash import (
+    flash_attention,
+    flash_attention_backward,
+    online_softmax_merge,
+    softmax_state,
+)
+from attention_from_scratch.masking import padding_mask
+
+pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (0/0, log 0) anywhere
+
+
+def _qkv(xp, lead, n_q, n_k, d_k=4, d_v=3, seed=0):
+    return xp.randn(*lead, n_q, d_k, seed=seed), xp.randn(*lead, n_k, d_k, seed=seed + 1), xp.randn(
+        *lead, n_k, d_v, seed=seed + 2
+    )
+
+
+# --- forward equals plain attention ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (9, 5), (1, 6)])
+@pytest.mark.parametrize("block_size", [1, 3, (2, 4), 64])
+def test_equals_plain_attention(xp, n_q, n_k, causal, block_size):
+    q, k, v = _qkv(xp, (2, 2), n_q, n_k)
+    expected, _ = scaled_dot_product_attention(q, k, v, causal=causal)
+    out = flash_attention(q, k, v, causal=causal, block_size=block_size)
+    assert out.dtype == xp.dtype and tuple(out.shape) == (2, 2, n_q, 3)
+    xp.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_boolean_mask_broadcast_and_sliced_per_tile(xp, causal):
+    q, k, v = _qkv(xp, (2, 3), 6, 8)
+    rng = np.random.default_rng(5)
+    for shape in [(2, 1, 6, 8), (6, 8), (2, 3, 1, 8), (6, 1)]:
+        mask = xp.asarray(rng.random(shape) > 0.4)
+        expected, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+        xp.assert_close(flash_attention(q, k, v, mask, causal=causal, block_size=(4, 3)), expected)
+
+
+def test_padding_mask(xp):
+    q, k, v = _qkv(xp, (3,), 5, 7)
+    mask = padding_mask(xp.asarray(np.array([7, 2, 4]), dtype=np.int64), 7, xp=xp.ns)  # (B, 1, S)
+    expected, _ = scaled_dot_product_attention(q, k, v, mask)
+    xp.assert_close(flash_attention(q, k, v, mask, block_size=3), expected)
+
+
+def test_additive_float_mask(xp):
+    q, k, v = _qkv(xp, (), 4, 6)
+    additive = xp.asarray(np.where(np.random.default_rng(1).random((4, 6)) > 0.5, 0.0, -np.inf))
+    expected, _ = scaled_dot_product_attention(q, k, v, additive, causal=True)
+    xp.assert_close(flash_attention(q, k, v, additive, causal=True, block_size=2), expected)
+
+
+def test_fully_masked_rows_give_zero_and_lse_minus_inf(xp):
+    q, k, v = _qkv(xp, (2,), 4, 6)
+    allowed = np.ones((2, 4, 6), dtype=bool)
+    allowed[0, 1, :] = False  # one fully masked row
+    allowed[1, :, 3:] = False
+    out, lse = flash_attention(q, k, v, xp.asarray(allowed), block_size=(3, 2), return_lse=True)
+    assert np.all(xp.np(out)[0, 1] == 0)
+    assert xp.np(lse)[0, 1] == -math.inf
+    assert np.all(np.isfinite(np.delete(xp.np(lse).ravel(), 1)))
+    xp.assert_close(out, scaled_dot_product_attention(q, k, v, xp.asarray(allowed))[0])
+    # causal with more queries than keys: the first T - S queries see nothing
+    out = flash_attention(q, k[..., :2, :], v[..., :2, :], causal=True, block_size=1)
+    assert np.all(xp.np(out)[:, :2] == 0)
+    assert np.all(np.isfinite(xp.np(out)))
+
+
+def test_lse_equals_scipy_logsumexp(xp):
+    q, k, v = _qkv(xp, (2,), 5, 7)
+    _, lse = flash_attention(q, k, v, causal=True, scale=0.7, block_size=(2, 3), return_lse=True)
+    scores = 0.7 * xp.np(q) @ np.swapaxes(xp.np(k), -1, -2)
+    scores = np.where(np.tril(np.ones((5, 7), dtype=bool), k=2), scores, -np.inf)
+    xp.assert_close(lse, scipy_logsumexp(scores, axis=-1))
+
+
+@given(
+    n_q=st.integers(1, 11),
+    n_k=st.integers(1, 11),
+    block_q=st.integers(1, 12),
+    block_k=st.integers(1, 12),
+    causal=st.booleans(),
+    masked=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_any_block_size_and_shape(n_q, n_k, block_q, block_k, causal, masked, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((2, n_q, 3)), rng.standard_normal((2, n_k, 3))
+    v = rng.standard_normal((2, n_k, 2))
+    mask = rng.random((2, n_q, n_k)) > 0.3 if masked else None
+    expected, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+    out = flash_attention(q, k, v, mask, causal=causal, block_size=(block_q, block_k))
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_stays_float32_and_large_scores_do_not_overflow():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((6, 8)).astype(np.float32) * 30 for _ in range(3))
+    out, lse = flash_attention(q, k, v, block_size=2, return_lse=True)
+    assert out.dtype == np.float32 and lse.dtype == np.float32
+    ref = scipy_softmax(q.astype(np.float64) @ k.T.astype(np.float64) / 2.0, axis=-1) @ v
+    np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_never_materialises_the_score_matrix():
+    n = 1024
+    q, k, v = (np.random.default_rng(s).standard_normal((n, 16)) for s in range(3))
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    flash_attention(q, k, v, block_size=64)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    assert peak < n * n * 8 / 16, f"peak {peak} bytes: a (T, S) float64 matrix is {n * n * 8}"
+
+
+def test_causal_skips_key_blocks_in_the_future(monkeypatch):
+    calls = []
+    monkeypatch.setattr(flash, "softmax_state", lambda s, v: calls.append(s.shape) or softmax_state(s, v))
+    q, k, v = (np.random.default_rng(s).standard_normal((16, 4)) for s in range(3))
+    flash_attention(q, k, v, causal=True, block_size=4)
+    assert len(calls) == 4 * 5 // 2  # lower triangle of a 4 x 4 grid of tiles, diagonal included
+    calls.clear()
+    flash_attention(q, k, v, block_size=4)
+    assert len(calls) == 16
+
+
+def test_causal_backward_skips_key_blocks_in_the_future(monkeypatch):
+    tiles, masked = [], flash._masked
+    monkeypatch.setattr(flash, "_masked", lambda s, tile, xp: tiles.append(s.shape) or masked(s, tile, xp))
+    q, k, v = (np.random.default_rng(s).standard_normal((16, 4)) for s in range(3))
+    out, lse = flash_attention(q, k, v, causal=True, block_size=4, return_lse=True)
+    tiles.clear()
+    flash_attention_backward(q, k, v, out, np.ones_like(out), lse, causal=True, block_size=4)
+    assert len(tiles) == 4 * 5 // 2
+
+
+# --- the online-softmax merge on its own ------------------------------------------------------------
+
+
+def _state_by_hand(scores, v):
+    """(m, l, acc) of a block computed directly in NumPy (empty or all -inf -> the empty state)."""
+    n_rows = scores.shape[0]
+    if scores.shape[-1] == 0:  # no keys at all
+        return np.full((n_rows, 1), -np.inf), np.zeros((n_rows, 1)), np.zeros((n_rows, v.shape[1]))
+    m = np.max(scores, axis=-1, keepdims=True)
+    shift = np.where(np.isneginf(m), 0.0, m)
+    e = np.exp(scores - shift)
+    return m, e.sum(axis=-1, keepdims=True), e @ v
+
+
+@given(
+    n=st.integers(2, 12),
+    cut=st.integers(0, 12),
+    blocked=st.lists(st.integers(0, 11), max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_merging_two_partial_softmaxes_equals_the_whole_row(n, cut, blocked, seed):
+    cut = min(cut, n)
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((3, n)) * 5
+    scores[0, [b for b in blocked if b < n]] = -np.inf
+    v = rng.standard_normal((n, 2))
+    a = _state_by_hand(scores[:, :cut], v[:cut])
+    b = _state_by_hand(scores[:, cut:], v[cut:])
+    m, l, acc = online_softmax_merge(a, b)
+    lse = scipy_logsumexp(scores, axis=-1, keepdims=True)
+    has_key = np.isfinite(lse)
+    safe_l = np.where(l > 0, l, 1.0)
+    np.testing.assert_allclose(np.where(has_key, m + np.log(safe_l), -np.inf), lse, rtol=1e-12)
+    full = scipy_softmax(np.where(has_key, scores, 0.0), axis=-1) @ v
+    np.testing.assert_allclose(np.where(has_key, acc / safe_l, 0.0), np.where(has_key, full, 0.0))
+    assert np.all(l[~has_key] == 0) and np.all(acc[~has_key[:, 0]] == 0)
+
+
+def test_merge_with_the_empty_state_is_the_identity(xp):
+    scores, v = xp.randn(3, 5, seed=1), xp.randn(5, 2, seed=2)
+    state = softmax_state(scores, v)
+    empty = (xp.asarray(np.full((3, 1), -np.inf)), xp.asarray(np.zeros((3, 1))), xp.asarray(np.zeros((3, 2))))
+    for merged in (online_softmax_merge(empty, state), online_softmax_merge(state, empty)):
+        for got, want in zip(merged, state, strict=True):
+            xp.assert_close(got, want)
+    m, l, acc = online_softmax_merge(empty, empty)  # still empty, and no NaN from -inf - -inf
+    assert np.all(xp.np(m) == -np.inf) and np.all(xp.np(l) == 0) and np.all(xp.np(acc) == 0)
+
+
+def test_softmax_state_matches_hand_computation(xp):
+    scores = np.random.default_rng(0).standard_normal((4, 6))
+    scores[1, :] = -np.inf
+    v = np.random.default_rng(1).standard_normal((6, 3))
+    state = softmax_state(xp.asarray(scores), xp.asarray(v))
+    for got, want in zip(state, _state_by_hand(scores, v), strict=True):
+        xp.assert_close(got, want)
+
+
+# --- backward ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal"), [(6, 6, True), (4, 7, True), (7, 4, True), (5, 6, False)])
+def test_backward_equals_attention_backward(xp, n_q, n_k, causal):
+    q, k, v = _qkv(xp, (2,), n_q, n_k)
+    mask = xp.asarray(np.random.default_rng(3).random((2, 1, n_k)) > 0.2)
+    d_out = xp.randn(2, n_q, 3, seed=9)
+    out, lse = flash_attention(q, k, v, mask, causal=causal, block_size=(3, 2), return_lse=True)
+    grads = flash_attention_backward(q, k, v, out, d_out, lse, mask, causal=causal, block_size=(2, 3))
+    expected = attention_backward(q, k, v, d_out, mask, causal=causal)
+    for got, want in zip(grads, expected, strict=True):
+        assert got.dtype == xp.dtype
+        xp.assert_close(got, want, rtol=10 * xp.rtol, atol=10 * xp.atol)
+
+
+def test_backward_sums_over_broadcast_leading_dims():
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 1, 4, 3)), rng.standard_normal((1, 3, 5, 3))
+    v = rng.standard_normal((5, 2))  # shared by every batch element and head
+    d_out = rng.standard_normal((2, 3, 4, 2))
+    out, lse = flash_attention(q, k, v, causal=True, block_size=2, return_lse=True)
+    grads = flash_attention_backward(q, k, v, out, d_out, lse, causal=True, block_size=2)
+    for got, want, x in zip(grads, attention_backward(q, k, v, d_out, causal=True), (q, k, v), strict=True):
+        assert got.shape == x.shape
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_backward_matches_finite_differences():
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
+    mask = rng.random((3, 5)) > 0.3
+    mask[:, 0] = True
+    d_out = rng.standard_normal((3, 2))
+
+    def loss(q, k, v):
+        return float(np.sum(flash_attention(q, k, v, mask, causal=True, block_size=2) * d_out))
+
+    out, lse = flash_attention(q, k, v, mask, causal=True, block_size=2, return_lse=True)
+    grads = flash_attention_backward(q, k, v, out, d_out, lse, mask, causal=True, block_size=2)
+    h = 1e-6
+    for i, (x, g) in enumerate(zip((q, k, v), grads, strict=True)):
+        numeric = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            plus, minus = [a.copy() for a in (q, k, v)], [a.copy() for a in (q, k, v)]
+            plus[i][idx] += h
+            minus[i][idx] -= h
+            numeric[idx] = (loss(*plus) - loss(*minus)) / (2 * h)
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
+# --- threads ----------------------------------------------------------------------------------------
+
+
+def test_workers_equal_serial(xp):
+    q, k, v = _qkv(xp, (2, 3), 9, 11)
+    serial, lse = flash_attention(q, k, v, causal=True, block_size=(2, 4), return_lse=True)
+    threaded, lse2 = flash_attention(q, k, v, causal=True, block_size=(2, 4), workers=2, return_lse=True)
+    xp.assert_close(threaded, serial, rtol=1e-12 if xp.dtype_name == "float64" else 1e-6)
+    xp.assert_close(lse2, lse, rtol=1e-12 if xp.dtype_name == "float64" else 1e-6)
+
+
+# --- bad input ---------------------------------------------------------------------------------------
+
+
+def test_bad_input_is_refused_clearly():
+    q = np.ones((4, 2))
+    with pytest.raises(ValueError, match=r"block_size must be >= 1, got 0"):
+        flash_attention(q, q, q, block_size=0)
+    with pytest.raises(ValueError, match=r"block_size must be >= 1"):
+        flash_attention(q, q, q, block_size=(4, -1))
+    with pytest.raises(TypeError, match=r"block_size must be a positive int or a pair .* got 2.5"):
+        flash_attention(q, q, q, block_size=2.5)
+    with pytest.raises(TypeError, match=r"block_size"):
+        flash_attention(q, q, q, block_size=True)
+    with pytest.raises(ValueError, match=r"workers must be None or >= 1 .* got -1"):
+        flash_attention(q, q, q, workers=-1)
+    with pytest.raises(TypeError, match=r"workers must be None or a positive int, got 1.5"):
+        flash_attention(q, q, q, workers=1.5)
+    with pytest.raises(TypeError, match=r"integer dtype .* masks are boolean"):
+        flash_attention(q, q, q, np.ones((4, 4), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"mask must broadcast to \(\.\.\., T=4, S=4\), got shape \(3, 4\)"):
+        flash_attention(q, q, q, np.ones((3, 4), dtype=bool))
+    with pytest.raises(ValueError, match=r"q and k must have the same d_k"):
+        flash_attention(q, np.ones((4, 3)), q)
+    out, lse = flash_attention(q, q, q, return_lse=True)
+    with pytest.raises(ValueError, match=r"lse must have shape \(4,\) .* got \(4, 1\)"):
+        flash_attention_backward(q, q, q, out, out, lse[:, None])
