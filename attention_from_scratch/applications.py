@@ -172,6 +172,9 @@ def synthetic_ratings(
     ``truth = 3 + b_u + b_i + P Qᵀ`` with P ``(U, r)``, Q ``(I, r)`` of scale 1/sqrt(r); ``ratings`` adds
     noise; ``observed`` (boolean) marks a random ``density`` fraction of entries as seen.
     """
+    for value, name in ((n_users, "n_users"), (n_items, "n_items"), (rank, "rank")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not 0 < density <= 1:
         raise ValueError(f"density must be in (0, 1], got {density!r}")
     xp = get_namespace() if xp is None else xp
@@ -191,7 +194,7 @@ def synthetic_ratings(
 class MatrixFactorization:
     """Learned factors: prediction ``mean + user_bias[u] + item_bias[i] + user_factors[u]·item_factors[i]``.
 
-    ``losses`` is the training loss after each step (it should fall).
+    ``losses`` is the training loss at each step, before that step's update (it should fall).
     """
 
     user_factors: object  # (U, r)
@@ -207,6 +210,7 @@ class MatrixFactorization:
 
 
 def _ratings_args(ratings, observed):
+    """Validated ratings and mask; unobserved entries may hold anything, NaN included (never read)."""
     xp = get_namespace(ratings, observed)
     r = as_float(ratings, xp, "ratings")
     if r.ndim != 2:
@@ -219,7 +223,7 @@ def _ratings_args(ratings, observed):
     n_obs = int(xp.sum(xp.astype(observed, xp.int64)))
     if n_obs == 0:
         raise ValueError("observed has no True entry: there is nothing to learn from")
-    return xp, r, xp.astype(observed, r.dtype), n_obs
+    return xp, r, n_obs
 
 
 def mf_loss_and_grad(ratings, observed, user_factors, item_factors, user_bias, item_bias, mean, *, l2=0.0):
@@ -229,10 +233,12 @@ def mf_loss_and_grad(ratings, observed, user_factors, item_factors, user_bias, i
     ``(L, (dP, dQ, db_user, db_item))`` with ``E = mask * (pred - r) / |Ω|``, ``dP = E Q + l2 P``,
     ``dQ = Eᵀ P + l2 Q``, ``db_user = sum_i E``, ``db_item = sum_u E``.
     """
-    xp, r, m, n_obs = _ratings_args(ratings, observed)
+    xp, r, n_obs = _ratings_args(ratings, observed)
     pred = mean + user_bias + item_bias + user_factors @ item_factors.mT  # (U, I)
-    err = m * (pred - r) / n_obs  # (U, I), zero where unobserved
-    loss = 0.5 * xp.sum(err * (pred - r)) + 0.5 * l2 * (xp.sum(user_factors**2) + xp.sum(item_factors**2))
+    # where, not mask * (...): an unobserved rating stored as NaN must not turn 0 * NaN into NaN
+    diff = xp.where(observed, pred - r, xp.zeros_like(pred))  # (U, I), zero where unobserved
+    err = diff / n_obs
+    loss = 0.5 * xp.sum(err * diff) + 0.5 * l2 * (xp.sum(user_factors**2) + xp.sum(item_factors**2))
     grads = (
         err @ item_factors + l2 * user_factors,  # (U, I) @ (I, r) -> (U, r)
         err.mT @ user_factors + l2 * item_factors,  # (I, U) @ (U, r) -> (I, r)
@@ -249,11 +255,11 @@ def fit_matrix_factorization(
 
     Factors start small and random (seeded); biases at 0; ``mean`` is the mean observed rating.
     """
-    xp, r, m, n_obs = _ratings_args(ratings, observed)
+    xp, r, n_obs = _ratings_args(ratings, observed)
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"rank must be a positive integer, got {rank!r}")
     n_users, n_items = r.shape
-    mean = float(xp.sum(m * r)) / n_obs
+    mean = float(xp.sum(xp.where(observed, r, xp.zeros_like(r)))) / n_obs
     params = [
         random_normal((n_users, rank), seed=seed, xp=xp, dtype=r.dtype, scale=0.1),
         random_normal((n_items, rank), seed=seed + 1, xp=xp, dtype=r.dtype, scale=0.1),

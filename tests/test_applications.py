@@ -267,6 +267,15 @@ def test_fit_lowers_the_error_and_predicts_unseen_ratings(xp):
     assert pred[u, i] == pytest.approx(by_hand, rel=1e-5)
 
 
+def test_unobserved_ratings_may_be_nan():
+    ratings, observed, _ = synthetic_ratings(12, 10, 2, density=0.5, seed=3)
+    with_nan = np.where(observed, ratings, np.nan)  # how real data often marks a missing rating
+    a = fit_matrix_factorization(with_nan, observed, rank=2, steps=50)
+    b = fit_matrix_factorization(ratings, observed, rank=2, steps=50)
+    assert np.all(np.isfinite(a.losses)) and a.losses == b.losses
+    np.testing.assert_array_equal(a.predict(), b.predict())
+
+
 def test_matrix_factorization_bad_input():
     ratings, observed, _ = synthetic_ratings(4, 3, 1)
     with pytest.raises(ValueError, match="observed must be a boolean mask"):
@@ -279,3 +288,5 @@ def test_matrix_factorization_bad_input():
         fit_matrix_factorization(np.ones(3), np.ones(3, dtype=bool))
     with pytest.raises(ValueError, match="density must be in"):
         synthetic_ratings(density=0.0)
+    with pytest.raises(ValueError, match="rank must be a positive integer, got 0"):
+        synthetic_ratings(rank=0)
