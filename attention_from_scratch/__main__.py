@@ -353,5 +353,45 @@ def _tour_kv_cache(xp):
           f"= 10 x (16 + 4) x 8; softmax scale of DeepSeek-V3 = {MLAConfig().softmax_scale:.6f}")
 
 
+
+@section("Beyond attention: retrieval, InfoNCE and a recommender, all dot products")
+def _tour_applications(xp):
+    import math
+
+    from .applications import (
+        fit_matrix_factorization,
+        hashed_bag_of_words,
+        info_nce,
+        info_nce_backward,
+        synthetic_ratings,
+        top_k,
+    )
+    from .backend import random_normal
+
+    docs = ["attention divides scores by the square root of d_k", "a recipe for tomato soup",
+            "the kv cache stores keys and values"]
+    keys = hashed_bag_of_words(docs, dim=512, xp=xp)
+    idx, scores = top_k(hashed_bag_of_words(["why divide attention scores"], dim=512, xp=xp)[0, :], keys, k=1)
+    assert int(idx[0]) == 0
+    print(f"   retrieval: 'why divide attention scores' -> doc 0 (cosine {float(scores[0]):.3f})")
+    q, k = random_normal((8, 16), seed=0, xp=xp), random_normal((8, 16), seed=1, xp=xp)
+    loss = float(info_nce(q, k, temperature=1e6))
+    assert abs(loss - math.log(8)) < 1e-4  # a huge temperature: every candidate equally likely
+    dq, _ = info_nce_backward(q, k, temperature=0.5)
+    eps = 1e-6
+    e = xp.zeros_like(q)
+    e[0, 0] = eps
+    fd = (float(info_nce(q + e, k, temperature=0.5)) - float(info_nce(q - e, k, temperature=0.5))) / (2 * eps)
+    assert abs(float(dq[0, 0]) - fd) < 1e-6
+    print(f"   InfoNCE: tau -> inf gives log 8 = {loss:.4f}; dL/dq[0,0] = {float(dq[0, 0]):+.6f} "
+          f"(finite difference {fd:+.6f})")
+    ratings, observed, truth = synthetic_ratings(30, 20, 3, seed=0, xp=xp)
+    model = fit_matrix_factorization(ratings, observed, rank=3, steps=150)
+    unseen = xp.astype(~observed, truth.dtype)
+    rmse = math.sqrt(float(xp.sum(unseen * (model.predict() - truth) ** 2) / xp.sum(unseen)))
+    rmse_mean = math.sqrt(float(xp.sum(unseen * (model.mean - truth) ** 2) / xp.sum(unseen)))
+    assert model.losses[-1] < model.losses[0] and rmse < 0.5 * rmse_mean
+    print(f"   matrix factorisation: RMSE on unseen ratings {rmse:.3f} vs {rmse_mean:.3f} for the mean")
+
 if __name__ == "__main__":
     sys.exit(main())
