@@ -290,3 +290,13 @@ def test_matrix_factorization_bad_input():
         synthetic_ratings(density=0.0)
     with pytest.raises(ValueError, match="rank must be a positive integer, got 0"):
         synthetic_ratings(rank=0)
+
+
+def test_tour_section_runs_on_array_api_strict(capsys):
+    import array_api_strict
+
+    from attention_from_scratch.__main__ import _tour_applications
+
+    _tour_applications(array_api_strict)  # asserts inside; strict refuses anything outside the standard
+    out = capsys.readouterr().out
+    assert f"log 8 = {math.log(8):.4f}" in out and "-> doc 0" in out
