@@ -553,7 +553,8 @@ def plot_kv_cache_memory():
     for kind, extra, label in kinds:
         gib = lengths * bytes_per_token(cfg, kind, **extra) / 2**30
         ax.loglog(lengths, gib, "o-", label=label)
-    ax.axhline(141, color="gray", ls=":", lw=1, label="one H200 GPU (141 GB)")
+    # an H200 holds 141 GB (decimal) = 141e9 / 2**30 = 131 GiB, the unit of the y axis
+    ax.axhline(141e9 / 2**30, color="gray", ls=":", lw=1, label="one H200 GPU (141 GB = 131 GiB)")
     ax.set(xlabel="context length (tokens)", ylabel="KV cache per sequence (GiB)",
            title="DeepSeek-V3 KV cache, 61 layers, BF16")
     ax.legend(fontsize=8)
@@ -581,7 +582,8 @@ def plot_rope_relative():
     for i in (2, 4, 8, 15):
         ax2.plot(m, np.cos(m * freqs[i]), label=f"pair {i}: theta = {freqs[i]:.3g}")
     ax2.set(xlabel="position m", ylabel="cos(m theta_i)", title="Each pair turns at its own speed")
-    ax2.legend(fontsize=7, loc="lower left")
+    # below the axes: inside, any corner hides the troughs of the fast pairs
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     fig.tight_layout()
     return fig
 
@@ -632,10 +634,11 @@ def plot_flash_tiling(n: int = 16, block: int = 4):
             ax.add_patch(Rectangle((j, i), 1, 1, facecolor="white", edgecolor="none", alpha=0.7))
     row = 2 * block
     ax.add_patch(Rectangle((0, row), n, block, fill=False, edgecolor="red", lw=2.5))
-    ax.annotate("", xy=(row + block - 0.3, row - 0.6), xytext=(0.3, row - 0.6),
-                arrowprops={"arrowstyle": "->", "color": "red", "lw": 1.5})
-    ax.text(0.3, row - 1.1, "one query block: loop over key blocks", color="red", fontsize=8,
-            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    # inside the red box, over the visible key blocks only (the loop stops at the diagonal tile)
+    ax.annotate("", xy=(row + block - 0.3, row + 0.75 * block), xytext=(0.3, row + 0.75 * block),
+                arrowprops={"arrowstyle": "->", "color": "red", "lw": 2})
+    ax.text(0.3, row + 0.3 * block, "one query block: loop over key blocks", color="red", fontsize=8,
+            va="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     ax.set(xlim=(0, n), ylim=(n, 0), xlabel="key position (S)", ylabel="query position (T)", aspect="equal",
            title=f"Tiles of {block} x {block}, causal")
     ax.legend(handles=[Patch(facecolor="#3182bd", edgecolor="k", label="computed"),

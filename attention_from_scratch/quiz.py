@@ -153,10 +153,12 @@ def _explain_mask():
 
     zero = to_numpy(softmax([2.0, 1.0, 0.0]))
     minus_inf = to_numpy(softmax([2.0, 1.0, -math.inf]))
+    negative = to_numpy(softmax([-2.0, -1.0, 0.0]))
     return (
         f"softmax gives exp(0) = 1, not 0, to a score set to 0: scores [2, 1, masked] get weights "
         f"{_show(list(zero))} with 0 but {_show(list(minus_inf))} with -inf, because exp(-inf) = 0. "
-        f"A 0 also is not even the lowest score when other scores are negative."
+        f"Worse, when the allowed scores are negative, 0 is the highest score in the row: scores "
+        f"[-2, -1, masked] filled with 0 give the masked key the largest weight, {float(negative[2]):.4g}."
     )
 
 

@@ -73,6 +73,9 @@ def test_choice_answers_point_at_the_right_idea():
 def test_explanations_quote_computed_numbers():
     assert "0.0900" in quiz.check("mask_minus_inf", "C").explanation  # softmax([2, 1, 0])[2] = 1/(e²+e+1)
     assert 1 / (math.e**2 + math.e + 1) == pytest.approx(0.0900, abs=5e-5)
+    # with negative allowed scores a 0 fill is the row's largest score: softmax([-2, -1, 0])[2] = 1/(e⁻²+e⁻¹+1)
+    assert "0.6652" in quiz.check("mask_minus_inf", "C").explanation
+    assert 1 / (math.exp(-2) + math.exp(-1) + 1) == pytest.approx(0.6652, abs=5e-5)
     assert "x4" in quiz.check("complexity", "C").explanation  # doubling n quadruples the weights
     assert "17" in quiz.check("dot_product", 17).explanation
 
