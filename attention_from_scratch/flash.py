@@ -41,7 +41,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from .attention import _check_qkv, _full_mask, _scale, _sum_to_shape
-from .backend import as_float, broadcast_shapes, get_namespace
+from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace
 
 __all__ = ["flash_attention", "flash_attention_backward", "online_softmax_merge", "softmax_state"]
 
@@ -91,23 +91,17 @@ def online_softmax_merge(a, b):
 
 
 def _check_blocks(block_size):
-    """``block_size`` as ``(block_q, block_k)``; an int is used for both."""
-    pair = block_size if isinstance(block_size, tuple) else (block_size, block_size)
-    if len(pair) != 2 or not all(isinstance(b, int) and not isinstance(b, bool) for b in pair):
-        raise TypeError(f"block_size must be a positive int or a pair (block_q, block_k), got {block_size!r}")
-    if min(pair) < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size!r}")
-    return pair
+    """``block_size`` as ``(block_q, block_k)``; an int is used for both, a list or tuple of two is a pair."""
+    pair = tuple(block_size) if isinstance(block_size, (tuple, list)) else (block_size, block_size)
+    what = "block_size (an int or a pair (block_q, block_k))"
+    if len(pair) != 2:
+        raise ValueError(f"{what} must be a positive integer or a pair of them, got {block_size!r}")
+    return tuple(check_positive_int(b, what) for b in pair)
 
 
 def _check_workers(workers):
-    if workers is None:
-        return None
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise TypeError(f"workers must be None or a positive int, got {workers!r}")
-    if workers < 1:
-        raise ValueError(f"workers must be None or >= 1 (number of threads), got {workers}")
-    return workers
+    """``workers`` (the number of threads) as an int, or None."""
+    return None if workers is None else check_positive_int(workers, "workers (None or a number of threads)")
 
 
 def _prepare(q, k, v, mask, causal, scale, block_size, xp):

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import math
 
-from .backend import broadcast_shapes, get_namespace, to_device
+from .backend import broadcast_shapes, check_positive_int, get_namespace, to_device
 
 __all__ = ["apply_mask", "as_bool_mask", "causal_mask", "combine_masks", "padding_mask"]
 
 
 def _check_length(n, name):
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return check_positive_int(n, name)
 
 
 def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
@@ -39,8 +38,7 @@ def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
     (the lower triangle). ``n_k < n_q`` is allowed; the first ``n_q - n_k`` queries then see nothing.
     """
     n_k = n_q if n_k is None else n_k
-    _check_length(n_q, "n_q")
-    _check_length(n_k, "n_k")
+    n_q, n_k = _check_length(n_q, "n_q"), _check_length(n_k, "n_k")
     xp = get_namespace() if xp is None else xp
     i = xp.arange(n_q)[:, None]  # (T, 1): query index
     j = xp.arange(n_k)[None, :]  # (1, S): key index
@@ -53,7 +51,7 @@ def padding_mask(lengths, n_k: int, *, xp=None):
     Broadcasts against scores ``(B, T, S)``; for multi-head scores ``(B, H, T, S)`` use
     ``padding_mask(...)[:, None]``.
     """
-    _check_length(n_k, "n_k")
+    n_k = _check_length(n_k, "n_k")
     if xp is None:
         xp = get_namespace(lengths)
     lengths = to_device(lengths, xp) if isinstance(lengths, (list, tuple)) else lengths

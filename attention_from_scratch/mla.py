@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, get_namespace, random_normal, to_device
+from .backend import as_float, check_positive_int, get_namespace, random_normal, to_device
 from .masking import causal_mask
 from .multihead import TokenBuffer
 from .rope import apply_rope, rope_frequencies, yarn_mscale
@@ -81,12 +81,10 @@ class MLAConfig:
     def __post_init__(self):
         for name in ("dim", "n_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                      "n_layers", "max_seq_len", "original_seq_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"MLAConfig.{name} must be a positive integer, got {value!r}")
-        q_rank = self.q_lora_rank
-        if isinstance(q_rank, bool) or not isinstance(q_rank, int) or q_rank < 0:
-            raise ValueError(f"MLAConfig.q_lora_rank must be an integer >= 0 (0 = plain wq), got {q_rank!r}")
+            # frozen dataclass: store the checked value as a plain int (np.int64(8) -> 8)
+            object.__setattr__(self, name, check_positive_int(getattr(self, name), f"MLAConfig.{name}"))
+        q_rank = check_positive_int(self.q_lora_rank, "MLAConfig.q_lora_rank (0 = plain wq)", minimum=0)
+        object.__setattr__(self, "q_lora_rank", q_rank)
         if self.qk_rope_head_dim % 2:
             raise ValueError(
                 f"MLAConfig.qk_rope_head_dim must be even (RoPE rotates pairs), got {self.qk_rope_head_dim}"
@@ -132,9 +130,8 @@ class LatentCache:
     """
 
     def __init__(self, config: MLAConfig, batch_size: int, max_len: int | None = None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        max_len = config.max_seq_len if max_len is None else max_len
+        batch_size = check_positive_int(batch_size, "batch_size")
+        max_len = config.max_seq_len if max_len is None else check_positive_int(max_len, "max_len")
         if max_len > config.max_seq_len:
             raise ValueError(
                 f"max_len={max_len} exceeds config.max_seq_len={config.max_seq_len} (no RoPE angles beyond)"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, get_namespace, random_normal
+from .backend import as_float, check_positive_int, get_namespace, random_normal
 
 __all__ = ["KVCache", "MultiHeadAttention"]
 
@@ -34,8 +34,7 @@ class TokenBuffer:
     """
 
     def __init__(self, max_len: int | None = None, name: str = "cache"):
-        if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
-            raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}")
+        max_len = None if max_len is None else check_positive_int(max_len, "max_len")
         self.max_len, self.name = max_len, name
         self.data, self.length = None, 0
 
@@ -132,9 +131,10 @@ class MultiHeadAttention:
 
     def __init__(self, d_model, n_heads, *, n_kv_heads=None, bias=False, seed=0, xp=None, dtype=None):
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads")):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        d_model, n_heads, n_kv_heads = (
+            check_positive_int(value, name)
+            for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
+        )
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
         if n_heads % n_kv_heads:

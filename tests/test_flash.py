@@ -279,17 +279,19 @@ def test_workers_equal_serial(xp):
 
 def test_bad_input_is_refused_clearly():
     q = np.ones((4, 2))
-    with pytest.raises(ValueError, match=r"block_size must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"block_size .* must be a positive integer, got 0"):
         flash_attention(q, q, q, block_size=0)
-    with pytest.raises(ValueError, match=r"block_size must be >= 1"):
+    with pytest.raises(ValueError, match=r"block_size .* must be a positive integer, got -1"):
         flash_attention(q, q, q, block_size=(4, -1))
-    with pytest.raises(TypeError, match=r"block_size must be a positive int or a pair .* got 2.5"):
+    with pytest.raises(ValueError, match=r"block_size \(an int or a pair \(block_q, block_k\)\) .* got 2.5"):
         flash_attention(q, q, q, block_size=2.5)
-    with pytest.raises(TypeError, match=r"block_size"):
+    with pytest.raises(ValueError, match=r"block_size"):
         flash_attention(q, q, q, block_size=True)
-    with pytest.raises(ValueError, match=r"workers must be None or >= 1 .* got -1"):
+    with pytest.raises(ValueError, match=r"block_size .* or a pair of them, got \(1, 2, 3\)"):
+        flash_attention(q, q, q, block_size=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"workers \(None or a number of threads\) must be a positive integer, got -1"):
         flash_attention(q, q, q, workers=-1)
-    with pytest.raises(TypeError, match=r"workers must be None or a positive int, got 1.5"):
+    with pytest.raises(ValueError, match=r"workers .* must be a positive integer, got 1.5"):
         flash_attention(q, q, q, workers=1.5)
     with pytest.raises(TypeError, match=r"integer dtype .* masks are boolean"):
         flash_attention(q, q, q, np.ones((4, 4), dtype=np.int64))
