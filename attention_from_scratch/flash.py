@@ -224,6 +224,9 @@ def flash_attention(
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
     workers = _check_workers(workers)
     n_q = q.shape[-2]
+    if math.prod(lead) == 0:  # an empty batch: an empty result, as scaled_dot_product_attention gives
+        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype)
+        return (out, xp.zeros((*lead, n_q), dtype=q.dtype)) if return_lse else out
     starts = range(0, n_q, block_q)
     tasks = list(itertools.product(itertools.product(*(range(n) for n in lead)), starts))
 
@@ -309,6 +312,8 @@ def flash_attention_backward(
     big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
     lse = lse[..., None]  # (..., T) -> (..., T, 1)
     lse = xp.where(lse == -math.inf, xp.zeros_like(lse), lse)  # fully masked rows: exp(-inf - 0) = 0
+    if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
+        return xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
     grads = []
     with _one_blas_thread():
         for idx in itertools.product(*(range(n) for n in lead)):

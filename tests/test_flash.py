@@ -302,3 +302,21 @@ def test_bad_input_is_refused_clearly():
     out, lse = flash_attention(q, q, q, return_lse=True)
     with pytest.raises(ValueError, match=r"lse must have shape \(4,\) .* got \(4, 1\)"):
         flash_attention_backward(q, q, q, out, out, lse[:, None])
+
+
+def test_1d_0d_masks_float_01_masks_and_empty_batches(xp):
+    """Review findings 1, 2 and 6: masks of rank < 2 broadcast, float 0/1 masks are refused, batch 0 is empty."""
+    rng = np.random.default_rng(40)
+    q, k, v = (xp.asarray(rng.standard_normal(s)) for s in ((2, 4, 3), (2, 5, 3), (2, 5, 2)))
+    row = np.array([True, False, True, True, False])
+    ref = scaled_dot_product_attention(q, k, v, xp.asarray(row[None, :]))[0]
+    xp.assert_close(flash_attention(q, k, v, xp.asarray(row), block_size=2), ref)
+    everything = xp.asarray(np.array(True))
+    xp.assert_close(flash_attention(q, k, v, everything, block_size=2), scaled_dot_product_attention(q, k, v)[0])
+    with pytest.raises(ValueError, match=r"mask is a float array with values > 0 or NaN"):
+        flash_attention(q, k, v, xp.asarray(np.ones((4, 5))))
+    e = xp.asarray(np.ones((0, 4, 3)))
+    assert tuple(flash_attention(e, e, e).shape) == tuple(scaled_dot_product_attention(e, e, e)[0].shape) == (0, 4, 3)
+    out, lse = flash_attention(e, e, e, return_lse=True)
+    grads = flash_attention_backward(e, e, e, out, out, lse)
+    assert [tuple(g.shape) for g in grads] == [(0, 4, 3)] * 3
