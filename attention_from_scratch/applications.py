@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .backend import as_float, check_positive_int, get_namespace, random_normal
 from .similarity import pairwise_cosine, pairwise_dot
-from .softmax import logsumexp, softmax
+from .softmax import _check_temperature, logsumexp, softmax
 
 __all__ = [
     "MatrixFactorization",
@@ -125,10 +125,7 @@ def _pairs(q, k, temperature):
             f"q and k must both have shape (N, d), row i of k the positive for row i of q; "
             f"got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    t = float(temperature)
-    if not (t > 0 and math.isfinite(t)):
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
-    return xp, q, k, t
+    return xp, q, k, _check_temperature(temperature)
 
 
 def info_nce(q, k, *, temperature: float = 0.1):

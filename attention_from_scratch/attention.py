@@ -63,10 +63,13 @@ def _check_qkv(q, k, v, xp):
 def _scale(scale, d_k):
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    scale = float(scale)
-    if not math.isfinite(scale):
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
         raise ValueError(f"scale must be a finite number, got {scale!r}")
-    return scale
+    return value
 
 
 def _check_mask(mask, n_q, n_k, xp, lead=()):

@@ -486,3 +486,9 @@ def test_float_01_mask_is_refused_everywhere(xp):
     causal = xp.asarray(np.tril(np.ones((3, 3))) > 0)
     sdpa = scaled_dot_product_attention
     xp.assert_close(sdpa(q, k, v, additive)[0], sdpa(q, k, v, causal)[0])
+
+
+def test_non_numeric_scale_is_named():
+    q, k, v = _rng_qkv(17)
+    with pytest.raises(ValueError, match=r"scale must be a finite number, got 'a'"):
+        scaled_dot_product_attention(q, k, v, scale="a")
