@@ -20,8 +20,10 @@ is folded in by :func:`online_softmax_merge`:
 
 The factors ``exp(m - m_new) <= 1`` rescale what was summed under the old max, so nothing
 overflows and the result equals the softmax over the whole row exactly (up to rounding). Keeping
-``acc`` un-normalised and dividing once at the end is FlashAttention-2's choice (Dao 2023, §3.1.1);
-FlashAttention (Dao et al. 2022, Algorithm 1) is the same loop. The per-row log-sum-exp
+``acc`` un-normalised and dividing once at the end is FlashAttention-2's choice (Dao 2023, §3.1.1),
+as is the loop order here (query blocks outside, key blocks inside). FlashAttention (Dao et al. 2022,
+Algorithm 1) is the same recurrence with the loops swapped (key/value blocks outside) and the output
+normalised at every step. The per-row log-sum-exp
 ``lse = m + log l`` is all the backward pass needs to rebuild any tile's weights:
 ``weights = exp(scores - lse)`` (FlashAttention-2 §3.1.2, :func:`flash_attention_backward`).
 

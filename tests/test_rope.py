@@ -132,3 +132,17 @@ def test_rotate_half_is_apply_rope_with_features_permuted():
     """The identity the rotate_half_rope docstring states (and halves_to_pairs does not exist)."""
     x = np.random.default_rng(1).standard_normal((2, 5, 8))
     np.testing.assert_allclose(rotate_half_rope(pairs_to_halves(x), 3), pairs_to_halves(apply_rope(x, 3)), atol=1e-12)
+
+
+def test_docstrings_only_mention_functions_that_exist():
+    """rotate_half_rope's docstring once cited a halves_to_pairs that does not exist (review finding 15)."""
+    import re
+
+    from attention_from_scratch import rope
+
+    for name in dir(rope):
+        doc = getattr(getattr(rope, name), "__doc__", None) or ""
+        # f_g(...) cites a function, unless the docstring defines it itself: f_g(x) = ...
+        defined = set(re.findall(r"\b([a-z]+_[a-z_]+)\([^()]*\) =", doc))
+        for called in set(re.findall(r"\b([a-z]+_[a-z_]+)\(", doc)) - defined:
+            assert hasattr(rope, called), f"rope.{name} docstring mentions {called}(), which rope lacks"
