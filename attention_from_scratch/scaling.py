@@ -42,6 +42,7 @@ def dot_product_variance(
     about ``sqrt((2 + 6/d_k) / n_samples)`` in relative terms (``Var((q·k)²) = 2 d_k² + 6 d_k``).
     """
     d_k = _check_dk(d_k)
+    n_samples = check_positive_int(n_samples, "n_samples", minimum=2)  # a sample variance needs 2
     xp = get_namespace() if xp is None else xp
     q = random_normal((n_samples, d_k), seed=seed, xp=xp)  # (N, d_k)
     k = random_normal((n_samples, d_k), seed=seed + 1, xp=xp)  # (N, d_k)
@@ -80,8 +81,8 @@ def saturation_stats(
 ):
     """Softmax saturation for scores ``q·k`` of random unit-variance q, k: see :class:`SaturationStats`."""
     d_k = _check_dk(d_k)
-    if n_keys < 2:
-        raise ValueError(f"n_keys must be at least 2, got {n_keys}")
+    n_keys = check_positive_int(n_keys, "n_keys", minimum=2)
+    n_rows = check_positive_int(n_rows, "n_rows")
     xp = get_namespace() if xp is None else xp
     q = random_normal((n_rows, 1, d_k), seed=seed, xp=xp)  # (N, 1, d_k): one query per row
     k = random_normal((n_rows, n_keys, d_k), seed=seed + 1, xp=xp)  # (N, S, d_k)

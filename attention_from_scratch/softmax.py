@@ -45,6 +45,8 @@ def naive_softmax(x, axis: int = -1):
 def _as_scores(x, axis, xp):
     """``x`` as a float array with at least one entry along ``axis`` (a softmax over nothing is undefined)."""
     x = as_float(x, xp, "x")
+    if x.ndim > 0 and not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of range for x of shape {tuple(x.shape)}")
     if x.ndim > 0 and x.shape[axis] == 0:
         raise ValueError(f"x must have at least one entry along axis {axis}, got shape {tuple(x.shape)}")
     return x

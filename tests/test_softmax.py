@@ -218,3 +218,8 @@ def test_empty_rows_and_non_numeric_temperature_are_named():
     with pytest.raises(ValueError, match=r"temperature must be a positive finite number, got 'a'"):
         softmax([1.0, 2.0], temperature="a")
     assert float(softmax(3.0)) == 1.0  # a scalar is a row of one
+
+
+def test_axis_out_of_range_is_a_value_error():
+    with pytest.raises(ValueError, match=r"axis 5 is out of range for x of shape \(1, 2\)"):
+        softmax([[1.0, 2.0]], axis=5)
