@@ -75,10 +75,11 @@ def _scale(scale, d_k):
 def _check_mask(mask, n_q, n_k, xp, lead=()):
     """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
 
-    Used by every function that takes a mask (sdpa, the loop, the backward pass, additive attention,
-    flash attention, multi-head attention). Boolean (True = may attend) or additive float (0 / -inf,
-    see :func:`~attention_from_scratch.masking.as_mask`); any shape that broadcasts to (..., T, S),
-    including (S,) and () -- which become (1, S) and (1, 1) so callers can slice the last two axes.
+    Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
+    attention calls the same :func:`~attention_from_scratch.masking.as_mask`, then checks against
+    (B, H, T, S)). Boolean (True = may attend) or additive float (0 / -inf); any shape that broadcasts
+    to (..., T, S), including (S,) and () -- which become (1, S) and (1, 1) so callers can slice the
+    last two axes.
     """
     mask = as_mask(mask, xp)
     shape = (1,) * (2 - mask.ndim) + tuple(mask.shape)  # (S,) -> (1, S); () -> (1, 1)
