@@ -209,7 +209,8 @@ def _tour_variance(xp):
         tol = 5 * math.sqrt((2 + 6 / d_k) / n)
         assert abs(unscaled / d_k - 1) < tol and abs(scaled - 1) < tol
         print(f"   {d_k:>5}  {unscaled:>10.1f}  {scaled:>20.3f}")
-    print("   unscaled scores grow like d_k; dividing by sqrt(d_k) brings the variance back to 1")
+    print("   unscaled scores' variance grows like d_k (their spread like sqrt(d_k)); dividing by sqrt(d_k) "
+          "brings the variance back to 1")
 
 
 @section("Softmax saturates: [1, 2, 3] vs [10, 20, 30], and why we subtract the max")

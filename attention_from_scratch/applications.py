@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import re
 import statistics
 from dataclasses import dataclass
 
-from .backend import as_float, get_namespace, random_normal
+from .backend import as_float, check_positive_int, get_namespace, random_normal
 from .similarity import pairwise_cosine, pairwise_dot
-from .softmax import logsumexp, softmax
+from .softmax import _check_temperature, logsumexp, softmax
 
 __all__ = [
     "MatrixFactorization",
@@ -61,8 +62,7 @@ def hashed_bag_of_words(texts, dim: int = 256, *, xp=None):
     """
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a list of strings (wrap a single text in a list)")
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    dim = check_positive_int(dim, "dim")
     xp = get_namespace() if xp is None else xp
     rows = []
     for text in texts:
@@ -102,8 +102,10 @@ def top_k(query, keys, k: int = 3, *, metric: str = "cosine"):
         raise ValueError(
             f"expected query (d,) or (T, d) and keys (N, d); got {tuple(q.shape)} and {tuple(keys.shape)}"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= keys.shape[0]:
+    k_ok = not isinstance(k, bool) and isinstance(k, numbers.Integral) and 1 <= k <= keys.shape[0]
+    if not k_ok:
         raise ValueError(f"k must be an integer in [1, {keys.shape[0]}] (the number of keys), got {k!r}")
+    k = int(k)
     single = q.ndim == 1
     q2 = q[None, :] if single else q  # (T, d)
     scores = (pairwise_dot if metric == "dot" else pairwise_cosine)(q2, keys)  # (T, d) x (N, d) -> (T, N)
@@ -123,10 +125,7 @@ def _pairs(q, k, temperature):
             f"q and k must both have shape (N, d), row i of k the positive for row i of q; "
             f"got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    t = float(temperature)
-    if not (t > 0 and math.isfinite(t)):
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
-    return xp, q, k, t
+    return xp, q, k, _check_temperature(temperature)
 
 
 def info_nce(q, k, *, temperature: float = 0.1):
@@ -172,9 +171,9 @@ def synthetic_ratings(
     ``truth = 3 + b_u + b_i + P Qᵀ`` with P ``(U, r)``, Q ``(I, r)`` of scale 1/sqrt(r); ``ratings`` adds
     noise; ``observed`` (boolean) marks a random ``density`` fraction of entries as seen.
     """
-    for value, name in ((n_users, "n_users"), (n_items, "n_items"), (rank, "rank")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    n_users, n_items, rank = (
+        check_positive_int(value, name) for value, name in ((n_users, "n_users"), (n_items, "n_items"), (rank, "rank"))
+    )
     if not 0 < density <= 1:
         raise ValueError(f"density must be in (0, 1], got {density!r}")
     xp = get_namespace() if xp is None else xp
@@ -256,8 +255,7 @@ def fit_matrix_factorization(
     Factors start small and random (seeded); biases at 0; ``mean`` is the mean observed rating.
     """
     xp, r, n_obs = _ratings_args(ratings, observed)
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-        raise ValueError(f"rank must be a positive integer, got {rank!r}")
+    rank = check_positive_int(rank, "rank")
     n_users, n_items = r.shape
     mean = float(xp.sum(xp.where(observed, r, xp.zeros_like(r)))) / n_obs
     params = [

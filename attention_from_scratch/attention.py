@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 from .backend import as_float, broadcast_shapes, get_namespace
-from .masking import apply_mask_, as_bool_mask, causal_mask
+from .masking import apply_mask_, as_mask, causal_mask
 from .similarity import pairwise_additive
 from .softmax import softmax_
 
@@ -63,24 +63,36 @@ def _check_qkv(q, k, v, xp):
 def _scale(scale, d_k):
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    scale = float(scale)
-    if not math.isfinite(scale):
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
         raise ValueError(f"scale must be a finite number, got {scale!r}")
-    return scale
+    return value
+
+
+def _check_mask(mask, n_q, n_k, xp, lead=()):
+    """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
+
+    Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
+    attention calls the same :func:`~attention_from_scratch.masking.as_mask`, then checks against
+    (B, H, T, S)). Boolean (True = may attend) or additive float (0 / -inf); any shape that broadcasts
+    to (..., T, S), including (S,) and () -- which become (1, S) and (1, 1) so callers can slice the
+    last two axes.
+    """
+    mask = as_mask(mask, xp)
+    shape = (1,) * (2 - mask.ndim) + tuple(mask.shape)  # (S,) -> (1, S); () -> (1, 1)
+    if shape[-2] not in (1, n_q) or shape[-1] not in (1, n_k):
+        raise ValueError(f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}")
+    broadcast_shapes(lead, shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
+    return xp.reshape(mask, shape) if mask.ndim < 2 else mask
 
 
 def _full_mask(mask, causal, n_q, n_k, xp, lead=()):
     """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S)."""
     if mask is not None:
-        if isinstance(mask, (list, tuple)):
-            mask = as_bool_mask(mask, xp)
-        if not xp.isdtype(mask.dtype, "real floating"):
-            mask = as_bool_mask(mask, xp)
-        if mask.ndim < 2 or mask.shape[-2] not in (1, n_q) or mask.shape[-1] not in (1, n_k):
-            raise ValueError(
-                f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}"
-            )
-        broadcast_shapes(lead, mask.shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
+        mask = _check_mask(mask, n_q, n_k, xp, lead)
     if causal:
         c = causal_mask(n_q, n_k, xp=xp)  # (T, S)
         if mask is None:
@@ -97,9 +109,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
 
     q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)`` -> out ``(..., T, d_v)``,
     weights ``(..., T, S)``. ``mask`` is boolean, True = may attend, broadcastable to ``(..., T, S)``
-    (or an additive float mask of 0 / -inf). ``causal=True`` lets query i (at position S - T + i) see
-    keys 0..S-T+i. ``scale`` defaults to ``1/sqrt(d_k)``. A query with nothing to attend to gets
-    weights 0 and output 0. The output has the inputs' floating dtype.
+    (or an additive float mask of 0 / -inf; a float mask with values > 0 is refused). ``causal=True``
+    lets query i (at position S - T + i) see keys 0..S-T+i. ``scale`` defaults to ``1/sqrt(d_k)``.
+    A query with nothing to attend to gets weights 0 and output 0. The output has the inputs' dtype.
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
@@ -218,7 +230,7 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     scores = pairwise_additive(q, k, w_q, w_k, v_a)  # (..., T, S)
     if v.ndim < 2 or v.shape[-2] != scores.shape[-1]:
         raise ValueError(f"v must have shape (..., S={scores.shape[-1]}, d_v), got {tuple(v.shape)}")
-    mask = _full_mask(mask, causal, scores.shape[-2], scores.shape[-1], xp)
+    mask = _full_mask(mask, causal, scores.shape[-2], scores.shape[-1], xp, scores.shape[:-2])
     if mask is not None:
         scores = apply_mask_(scores, mask)
     weights = softmax_(scores, axis=-1)

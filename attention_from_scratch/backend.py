@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import operator
 from collections.abc import Sequence
 
 import array_api_compat
@@ -28,6 +29,7 @@ __all__ = [
     "as_float",
     "backend_name",
     "broadcast_shapes",
+    "check_positive_int",
     "get_namespace",
     "gpu_available",
     "namespace_for",
@@ -83,8 +85,12 @@ def get_namespace(*arrays):
 def as_float(x, xp, name: str = "x"):
     """``x`` as a floating-point array of namespace ``xp`` (lists/ints -> float64; floats kept)."""
     if _is_python_data(x):
+        if _holds_bool(x):
+            raise TypeError(f"{name} must hold numbers, got booleans: {x!r}")
         x = np.asarray(x, dtype=np.float64)
         return x if backend_name(xp) == "numpy" else xp.asarray(x)
+    if not hasattr(x, "dtype"):
+        raise TypeError(f"{name} must be an array, a list or a number, got {type(x).__name__}")
     dtype = x.dtype
     if dtype == xp.bool:
         raise TypeError(f"{name} must be a real-valued array, got a boolean array of shape {tuple(x.shape)}")
@@ -93,6 +99,29 @@ def as_float(x, xp, name: str = "x"):
     if xp.isdtype(dtype, "integral"):
         return xp.astype(x, xp.float64)
     raise TypeError(f"{name} must be a real-valued array, got dtype {dtype}")
+
+
+def _holds_bool(x) -> bool:
+    """True if a (nested) list/tuple contains a Python bool (np.asarray would quietly make it 0/1)."""
+    if isinstance(x, (list, tuple)):
+        return any(isinstance(e, bool) or _holds_bool(e) for e in x)
+    return False
+
+
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
+    """``value`` as a Python ``int`` >= ``minimum``, or a ``ValueError`` naming ``name``.
+
+    Accepts anything that is an integer (``int``, ``np.int64``, ...; via ``operator.index``); refuses
+    ``bool`` (``True`` is not a length), floats (even ``2.0``) and strings.
+    """
+    try:
+        n = None if isinstance(value, (bool, np.bool_)) else operator.index(value)
+    except TypeError:
+        n = None
+    if n is None or n < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return n
 
 
 def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None) -> tuple[int, ...]:

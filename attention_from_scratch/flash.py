@@ -20,8 +20,10 @@ is folded in by :func:`online_softmax_merge`:
 
 The factors ``exp(m - m_new) <= 1`` rescale what was summed under the old max, so nothing
 overflows and the result equals the softmax over the whole row exactly (up to rounding). Keeping
-``acc`` un-normalised and dividing once at the end is FlashAttention-2's choice (Dao 2023, §3.1.1);
-FlashAttention (Dao et al. 2022, Algorithm 1) is the same loop. The per-row log-sum-exp
+``acc`` un-normalised and dividing once at the end is FlashAttention-2's choice (Dao 2023, §3.1.1),
+as is the loop order here (query blocks outside, key blocks inside). FlashAttention (Dao et al. 2022,
+Algorithm 1) is the same recurrence with the loops swapped (key/value blocks outside) and the output
+normalised at every step. The per-row log-sum-exp
 ``lse = m + log l`` is all the backward pass needs to rebuild any tile's weights:
 ``weights = exp(scores - lse)`` (FlashAttention-2 §3.1.2, :func:`flash_attention_backward`).
 
@@ -41,7 +43,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from .attention import _check_qkv, _full_mask, _scale, _sum_to_shape
-from .backend import as_float, broadcast_shapes, get_namespace
+from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace
 
 __all__ = ["flash_attention", "flash_attention_backward", "online_softmax_merge", "softmax_state"]
 
@@ -91,23 +93,17 @@ def online_softmax_merge(a, b):
 
 
 def _check_blocks(block_size):
-    """``block_size`` as ``(block_q, block_k)``; an int is used for both."""
-    pair = block_size if isinstance(block_size, tuple) else (block_size, block_size)
-    if len(pair) != 2 or not all(isinstance(b, int) and not isinstance(b, bool) for b in pair):
-        raise TypeError(f"block_size must be a positive int or a pair (block_q, block_k), got {block_size!r}")
-    if min(pair) < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size!r}")
-    return pair
+    """``block_size`` as ``(block_q, block_k)``; an int is used for both, a list or tuple of two is a pair."""
+    pair = tuple(block_size) if isinstance(block_size, (tuple, list)) else (block_size, block_size)
+    what = "block_size (an int or a pair (block_q, block_k))"
+    if len(pair) != 2:
+        raise ValueError(f"{what} must be a positive integer or a pair of them, got {block_size!r}")
+    return tuple(check_positive_int(b, what) for b in pair)
 
 
 def _check_workers(workers):
-    if workers is None:
-        return None
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise TypeError(f"workers must be None or a positive int, got {workers!r}")
-    if workers < 1:
-        raise ValueError(f"workers must be None or >= 1 (number of threads), got {workers}")
-    return workers
+    """``workers`` (the number of threads) as an int, or None."""
+    return None if workers is None else check_positive_int(workers, "workers (None or a number of threads)")
 
 
 def _prepare(q, k, v, mask, causal, scale, block_size, xp):
@@ -230,6 +226,9 @@ def flash_attention(
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
     workers = _check_workers(workers)
     n_q = q.shape[-2]
+    if math.prod(lead) == 0:  # an empty batch: an empty result, as scaled_dot_product_attention gives
+        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype)
+        return (out, xp.zeros((*lead, n_q), dtype=q.dtype)) if return_lse else out
     starts = range(0, n_q, block_q)
     tasks = list(itertools.product(itertools.product(*(range(n) for n in lead)), starts))
 
@@ -315,6 +314,8 @@ def flash_attention_backward(
     big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
     lse = lse[..., None]  # (..., T) -> (..., T, 1)
     lse = xp.where(lse == -math.inf, xp.zeros_like(lse), lse)  # fully masked rows: exp(-inf - 0) = 0
+    if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
+        return xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
     grads = []
     with _one_blas_thread():
         for idx in itertools.product(*(range(n) for n in lead)):

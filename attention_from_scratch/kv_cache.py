@@ -28,6 +28,7 @@ The articles simplify in two places, and their numbers follow from the simplific
 
 from __future__ import annotations
 
+from .backend import check_positive_int
 from .mla import MLAConfig
 
 __all__ = [
@@ -41,9 +42,7 @@ __all__ = [
 
 
 def _positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return check_positive_int(value, name)
 
 
 def mha_values_per_token(n_heads: int, d_k: int, d_v: int | None = None) -> int:

@@ -15,21 +15,22 @@ author meant "0 = blocked" or "add 0 to the score".
   token against a cache of S keys) it is a single row of all True.
 * ``padding_mask(lengths, S)`` -- batch element b may see its first ``lengths[b]`` keys only.
 
-A float *additive* mask (0 where allowed, -inf where blocked) is also accepted by ``apply_mask``.
+A float *additive* mask (0 where allowed, -inf where blocked) is also accepted by ``apply_mask``; a
+float mask with any value > 0 (or NaN) is refused, because a float 0/1 mask (``np.tril(np.ones(...))``)
+would add 1 to the allowed scores and block nothing.
 """
 
 from __future__ import annotations
 
 import math
 
-from .backend import broadcast_shapes, get_namespace, to_device
+from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace, to_device
 
-__all__ = ["apply_mask", "as_bool_mask", "causal_mask", "combine_masks", "padding_mask"]
+__all__ = ["apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask"]
 
 
 def _check_length(n, name):
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return check_positive_int(n, name)
 
 
 def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
@@ -39,8 +40,7 @@ def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
     (the lower triangle). ``n_k < n_q`` is allowed; the first ``n_q - n_k`` queries then see nothing.
     """
     n_k = n_q if n_k is None else n_k
-    _check_length(n_q, "n_q")
-    _check_length(n_k, "n_k")
+    n_q, n_k = _check_length(n_q, "n_q"), _check_length(n_k, "n_k")
     xp = get_namespace() if xp is None else xp
     i = xp.arange(n_q)[:, None]  # (T, 1): query index
     j = xp.arange(n_k)[None, :]  # (1, S): key index
@@ -53,10 +53,10 @@ def padding_mask(lengths, n_k: int, *, xp=None):
     Broadcasts against scores ``(B, T, S)``; for multi-head scores ``(B, H, T, S)`` use
     ``padding_mask(...)[:, None]``.
     """
-    _check_length(n_k, "n_k")
+    n_k = _check_length(n_k, "n_k")
     if xp is None:
         xp = get_namespace(lengths)
-    lengths = to_device(lengths, xp) if isinstance(lengths, (list, tuple)) else lengths
+    lengths = lengths if hasattr(lengths, "ndim") else to_device(lengths, xp)  # a list (or a stray number)
     if lengths.ndim != 1:
         raise ValueError(
             f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
@@ -75,9 +75,11 @@ def combine_masks(*masks):
     if not present:
         return None
     xp = get_namespace(*present)
-    out = as_bool_mask(present[0], xp, "masks[0]")
-    for idx, m in enumerate(present[1:], start=1):
-        out = out & as_bool_mask(m, xp, f"masks[{idx}]")
+    present = [as_bool_mask(m, xp, f"masks[{idx}]") for idx, m in enumerate(present)]
+    broadcast_shapes(*(m.shape for m in present), names=[f"masks[{idx}]" for idx in range(len(present))])
+    out = present[0]
+    for m in present[1:]:
+        out = out & m
     return out
 
 
@@ -97,6 +99,26 @@ def as_bool_mask(mask, xp, name: str = "mask"):
     raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
 
 
+def as_mask(mask, xp, name: str = "mask"):
+    """``mask`` checked: boolean (lists become boolean arrays), or an additive float mask of values <= 0.
+
+    The one place where every function that takes a mask (attention, flash, additive attention, the
+    backward pass, multi-head attention, ``apply_mask``) checks its dtype and values. A float mask with
+    a value > 0 or NaN is refused: it is almost always a 0/1 mask that would block nothing.
+    """
+    if not isinstance(mask, (list, tuple)) and not hasattr(mask, "dtype"):
+        raise TypeError(f"{name} must be a boolean array (True = may attend), got {type(mask).__name__}")
+    if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
+        return as_bool_mask(mask, xp, name)
+    if bool(xp.any(~(mask <= 0))):  # ~(m <= 0) is also True for NaN
+        raise ValueError(
+            f"{name} is a float array with values > 0 or NaN; masks are boolean with True = may attend, "
+            f"and an additive float mask holds 0 (allowed) / -inf (blocked). A float 0/1 mask would add 1 "
+            f"to the allowed scores and block nothing: pass mask.astype(bool) (or mask > 0)."
+        )
+    return mask
+
+
 def apply_mask(scores, mask):
     """Scores with blocked entries set to ``-inf``.
 
@@ -104,12 +126,13 @@ def apply_mask(scores, mask):
     which is simply added. Returns a new array; ``scores`` is not modified.
     """
     xp = get_namespace(scores, mask)
+    scores = as_float(scores, xp, "scores")
     if mask is None:
         return scores
-    if not isinstance(mask, (list, tuple)) and xp.isdtype(mask.dtype, "real floating"):
+    mask = as_mask(mask, xp)
+    if mask.dtype != xp.bool:
         broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
         return scores + xp.astype(mask, scores.dtype)
-    mask = as_bool_mask(mask, xp)
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
     return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))
 

@@ -49,9 +49,9 @@ import math
 from dataclasses import dataclass
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, get_namespace, random_normal, to_device
+from .backend import as_float, check_positive_int, get_namespace, random_normal, to_device
 from .masking import causal_mask
-from .multihead import TokenBuffer
+from .multihead import TokenBuffer, check_param
 from .rope import apply_rope, rope_frequencies, yarn_mscale
 
 __all__ = ["LatentCache", "MLAConfig", "MultiHeadLatentAttention", "mla_parameter_count", "rms_norm"]
@@ -81,12 +81,10 @@ class MLAConfig:
     def __post_init__(self):
         for name in ("dim", "n_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                      "n_layers", "max_seq_len", "original_seq_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"MLAConfig.{name} must be a positive integer, got {value!r}")
-        q_rank = self.q_lora_rank
-        if isinstance(q_rank, bool) or not isinstance(q_rank, int) or q_rank < 0:
-            raise ValueError(f"MLAConfig.q_lora_rank must be an integer >= 0 (0 = plain wq), got {q_rank!r}")
+            # frozen dataclass: store the checked value as a plain int (np.int64(8) -> 8)
+            object.__setattr__(self, name, check_positive_int(getattr(self, name), f"MLAConfig.{name}"))
+        q_rank = check_positive_int(self.q_lora_rank, "MLAConfig.q_lora_rank (0 = plain wq)", minimum=0)
+        object.__setattr__(self, "q_lora_rank", q_rank)
         if self.qk_rope_head_dim % 2:
             raise ValueError(
                 f"MLAConfig.qk_rope_head_dim must be even (RoPE rotates pairs), got {self.qk_rope_head_dim}"
@@ -132,14 +130,14 @@ class LatentCache:
     """
 
     def __init__(self, config: MLAConfig, batch_size: int, max_len: int | None = None):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        max_len = config.max_seq_len if max_len is None else max_len
+        batch_size = check_positive_int(batch_size, "batch_size")
+        max_len = config.max_seq_len if max_len is None else check_positive_int(max_len, "max_len")
         if max_len > config.max_seq_len:
             raise ValueError(
                 f"max_len={max_len} exceeds config.max_seq_len={config.max_seq_len} (no RoPE angles beyond)"
             )
         self.batch_size, self.kv_lora_rank = batch_size, config.kv_lora_rank
+        self.qk_rope_head_dim = config.qk_rope_head_dim
         self._rows = TokenBuffer(max_len, "LatentCache")
 
     def append(self, c_kv, k_pe):
@@ -148,6 +146,12 @@ class LatentCache:
         if c_kv.shape[0] != self.batch_size:
             raise ValueError(
                 f"this cache was made for batch_size={self.batch_size}, got a batch of {c_kv.shape[0]}"
+            )
+        if (c_kv.shape[-1], k_pe.shape[-1]) != (self.kv_lora_rank, self.qk_rope_head_dim):
+            raise ValueError(
+                f"this cache was made for kv_lora_rank={self.kv_lora_rank}, qk_rope_head_dim="
+                f"{self.qk_rope_head_dim}; got c_kv {tuple(c_kv.shape)}, k_pe {tuple(k_pe.shape)} "
+                f"(a cache from another config? use this layer's new_cache)"
             )
         return self._rows.append(xp.concat([c_kv, k_pe], axis=-1))  # (B, T, d_c + d_r)
 
@@ -307,7 +311,10 @@ class MultiHeadLatentAttention:
     # --- the forward pass, in the paper's order -----------------------------------------------------
 
     def _w(self, name, dtype, xp):
-        return xp.astype(getattr(self, name), dtype, copy=False)
+        """Weight ``name``, checked (it may have been reassigned) and cast to ``dtype``."""
+        shape = self.weight_shapes(self.config)[name + ".weight"]
+        w = check_param(getattr(self, name), name, shape, xp, "out_features, in_features")
+        return xp.astype(w, dtype, copy=False)
 
     def queries(self, x, start: int):
         """``q^C`` (B, H, T, d_h) and rotated ``q^R`` (B, H, T, d_r) of the tokens at start..start+T-1."""
@@ -394,8 +401,14 @@ class MultiHeadLatentAttention:
         x = as_float(x, xp, "x")
         if x.ndim != 3 or x.shape[-1] != cfg.dim:
             raise ValueError(f"x must have shape (B, T, dim={cfg.dim}), got {tuple(x.shape)}")
+        if 0 in x.shape[:2]:
+            raise ValueError(f"x is empty, shape {tuple(x.shape)}: B and T must be >= 1")
         if mode not in ("naive", "absorb"):
             raise ValueError(f"mode must be 'naive' or 'absorb', got {mode!r}")
+        if cache is not None and not isinstance(cache, LatentCache):
+            raise TypeError(f"cache must be a LatentCache (from mla.new_cache(batch_size)), got {type(cache).__name__}")
+        for name in self.weight_shapes(cfg):  # all weights checked before the cache is touched
+            self._w(name.removesuffix(".weight"), x.dtype, xp)
         start = 0 if cache is None else len(cache)
         if start + x.shape[1] > cfg.max_seq_len:
             raise ValueError(

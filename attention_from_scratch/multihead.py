@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, get_namespace, random_normal
+from .backend import as_float, backend_name, check_positive_int, get_namespace, random_normal
+from .masking import as_mask
 
 __all__ = ["KVCache", "MultiHeadAttention"]
 
@@ -34,8 +35,7 @@ class TokenBuffer:
     """
 
     def __init__(self, max_len: int | None = None, name: str = "cache"):
-        if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
-            raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}")
+        max_len = None if max_len is None else check_positive_int(max_len, "max_len")
         self.max_len, self.name = max_len, name
         self.data, self.length = None, 0
 
@@ -115,6 +115,25 @@ class KVCache:
         return len(self) * (self._k.nbytes_per_token() + self._v.nbytes_per_token())
 
 
+def check_param(w, name, shape, xp, layout="x @ W layout"):
+    """A layer's (possibly reassigned) parameter ``w``, checked against its ``shape`` and the backend ``xp``.
+
+    Parameters may be reassigned by the user, so a layer checks them when it runs, naming the
+    parameter -- instead of a reshape or matmul error deep inside the forward pass.
+    """
+    if hasattr(w, "dtype"):
+        own = backend_name(get_namespace(w))
+        if own != backend_name(xp):
+            raise TypeError(
+                f"parameter {name} is a {own} array but the layer runs on {backend_name(xp)}; move it with "
+                f"attention_from_scratch.backend.to_device(w, xp)"
+            )
+    w = as_float(w, xp, f"parameter {name}")
+    if tuple(w.shape) != tuple(shape):
+        raise ValueError(f"parameter {name} has shape {tuple(w.shape)}, expected {tuple(shape)} ({layout})")
+    return w
+
+
 def _split_heads(x, n_heads, xp):
     b, t, _ = x.shape
     x = xp.reshape(x, (b, t, n_heads, -1))  # (B, T, H·d_k) -> (B, T, H, d_k)
@@ -132,9 +151,10 @@ class MultiHeadAttention:
 
     def __init__(self, d_model, n_heads, *, n_kv_heads=None, bias=False, seed=0, xp=None, dtype=None):
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads")):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        d_model, n_heads, n_kv_heads = (
+            check_positive_int(value, name)
+            for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
+        )
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
         if n_heads % n_kv_heads:
@@ -152,6 +172,9 @@ class MultiHeadAttention:
             "w_v": (d_model, n_kv_heads * self.d_k),
             "w_o": (n_heads * self.d_k, d_model),
         }
+        self._shapes = dict(shapes)  # parameter name -> shape, checked on every call (they may be reassigned)
+        if bias:
+            self._shapes.update({"b" + name[1:]: (shape[1],) for name, shape in shapes.items()})
         for i, (name, shape) in enumerate(shapes.items()):
             # one independent stream per matrix, N(0, 1/fan_in) keeps activations O(1)
             w = random_normal(shape, seed=(seed, i), xp=xp, dtype=dtype, scale=shape[0] ** -0.5)
@@ -167,17 +190,18 @@ class MultiHeadAttention:
         """An empty :class:`KVCache` for incremental decoding (optional capacity ``max_len``)."""
         return KVCache(max_len)
 
-    def _project(self, x, name, xp):
-        w = getattr(self, "w_" + name)
-        y = x @ xp.astype(w, x.dtype, copy=False)  # (B, T, d_model) @ (d_model, n·d_k) -> (B, T, n·d_k)
+    def _project(self, x, name, params, xp):
+        y = x @ xp.astype(params["w_" + name], x.dtype, copy=False)  # (B, T, d_model) @ (d_model, n·d_k)
         if self.bias:
-            y = y + xp.astype(getattr(self, "b_" + name), x.dtype, copy=False)
-        return y
+            y = y + xp.astype(params["b_" + name], x.dtype, copy=False)
+        return y  # (B, T, n·d_k)
 
     def _check_input(self, x, name, xp):
         x = as_float(x, xp, name)
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
+        if 0 in x.shape[:2]:
+            raise ValueError(f"{name} is empty, shape {tuple(x.shape)}: B and T must be >= 1")
         return x
 
     def __call__(self, x, x_kv=None, *, mask=None, causal=False, cache=None):
@@ -195,41 +219,44 @@ class MultiHeadAttention:
             raise ValueError(
                 f"x and x_kv must have the same batch size B: x {tuple(x.shape)}, x_kv {tuple(x_kv.shape)}"
             )
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache (from mha.new_cache()), got {type(cache).__name__}")
         b, t, _ = x.shape
         h, h_kv = self.n_heads, self.n_kv_heads
         group = h // h_kv  # query heads per key/value head
+        # everything that can fail is checked before the cache is touched: a failed call leaves it as it was
+        params = {name: check_param(getattr(self, name), name, shape, xp) for name, shape in self._shapes.items()}
+        s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
+        mask = self._group_mask(mask, b, t, s, xp)
         # 1) project and split heads
-        q = _split_heads(self._project(x, "q", xp), h, xp)  # (B, H, T, d_k)
-        k = _split_heads(self._project(x_kv, "k", xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
-        v = _split_heads(self._project(x_kv, "v", xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
+        q = _split_heads(self._project(x, "q", params, xp), h, xp)  # (B, H, T, d_k)
+        k = _split_heads(self._project(x_kv, "k", params, xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
+        v = _split_heads(self._project(x_kv, "v", params, xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
         # 2) with a cache, attend over everything seen so far
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H_kv, S, d_k)
-        s = k.shape[-2]
         # 3) group the query heads by the key/value head they share; K/V broadcast over the group
         q = xp.reshape(q, (b, h_kv, group, t, self.d_k))  # (B, H, T, d_k) -> (B, H_kv, G, T, d_k)
         k, v = k[:, :, None, :, :], v[:, :, None, :, :]  # (B, H_kv, 1, S, d_k)
-        out, _ = scaled_dot_product_attention(q, k, v, self._group_mask(mask, b, t, s, xp), causal=causal)
+        out, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
         # 4) merge heads and mix them with W_O
         out = xp.reshape(out, (b, h, t, self.d_k))  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k)
         out = xp.reshape(xp.permute_dims(out, (0, 2, 1, 3)), (b, t, h * self.d_k))  # -> (B, T, H·d_k)
-        return self._project(out, "o", xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
+        return self._project(out, "o", params, xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
 
     def _group_mask(self, mask, b, t, s, xp):
         """A mask broadcastable to (B, H, T, S), reshaped to broadcast against (B, H_kv, G, T, S)."""
         if mask is None:
             return None
-        if isinstance(mask, list | tuple):
-            mask = xp.asarray(mask)
+        mask = as_mask(mask, xp)  # dtype and values: the same check as every attention function
+        seen = tuple(mask.shape)
+        expected = f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), got shape {seen}"
         if mask.ndim > 4:
-            raise ValueError(f"mask must broadcast to (B, H, T={t}, S={s}), got shape {tuple(mask.shape)}")
-        mask = xp.reshape(mask, (1,) * (4 - mask.ndim) + tuple(mask.shape))  # -> (B|1, H|1, T|1, S|1)
+            raise ValueError(expected)
+        mask = xp.reshape(mask, (1,) * (4 - mask.ndim) + seen)  # -> (B|1, H|1, T|1, S|1)
         mb, mh, mt, ms = mask.shape
         if mb not in (1, b) or mh not in (1, self.n_heads) or mt not in (1, t) or ms not in (1, s):
-            raise ValueError(
-                f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), "
-                f"got shape {tuple(mask.shape)}"
-            )
+            raise ValueError(expected)
         if mh == 1:
             return xp.reshape(mask, (mb, 1, 1, mt, ms))  # (B, 1, T, S) -> (B, 1, 1, T, S)
         return xp.reshape(mask, (mb, self.n_kv_heads, mh // self.n_kv_heads, mt, ms))  # -> (B, H_kv, G, T, S)

@@ -30,8 +30,9 @@ mscale = 0.1·mscale_cfg·ln(rope_factor) + 1 (see ``mla.py``). DeepSeek-V3 turn
 from __future__ import annotations
 
 import math
+import numbers
 
-from .backend import as_float, get_namespace
+from .backend import as_float, check_positive_int, get_namespace
 
 __all__ = [
     "apply_rope",
@@ -73,10 +74,15 @@ def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
 
 
 def _check_dim(d, name="d"):
-    if isinstance(d, bool) or not isinstance(d, int) or d < 2 or d % 2:
+    try:
+        n = check_positive_int(d, name, minimum=2)
+    except ValueError:
+        n = 1
+    if n % 2:
         raise ValueError(
             f"{name} must be a positive even integer (RoPE rotates pairs of features), got {d!r}"
         )
+    return n
 
 
 def rope_frequencies(
@@ -97,7 +103,7 @@ def rope_frequencies(
         ramp_i = clip((i - low) / (high - low), 0, 1),   smooth_i = 1 - ramp_i
         θ'_i   = θ_i / factor · (1 - smooth_i) + θ_i · smooth_i
     """
-    _check_dim(d)
+    d = _check_dim(d)
     xp = get_namespace() if xp is None else xp
     i = xp.arange(0, d // 2, dtype=xp.float64)  # pair index
     freqs = theta ** (-2.0 * i / d)  # (d/2,)
@@ -113,13 +119,15 @@ def rope_frequencies(
 
 def _cos_sin(x, positions, freqs, xp):
     """cos and sin of the angles m·θ_i, shape ``(T, d/2)``, in x's dtype (angles built in float64)."""
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., T, d) with at least 2 dimensions, got shape {tuple(x.shape)}")
     d = x.shape[-1]
     _check_dim(d, "the last axis of x")
     if freqs is None:
         freqs = rope_frequencies(d, xp=xp)
     if tuple(freqs.shape) != (d // 2,):
         raise ValueError(f"freqs must have shape (d/2,) = ({d // 2},), got {tuple(freqs.shape)}")
-    if isinstance(positions, int):
+    if isinstance(positions, numbers.Integral) and not isinstance(positions, bool):  # int, np.int64: the start
         positions = range(positions, positions + x.shape[-2])
     if isinstance(positions, range | list | tuple):
         positions = xp.asarray(list(positions), dtype=xp.float64)
@@ -141,7 +149,8 @@ def apply_rope(x, positions, *, freqs=None):
     list/range, or an int = the first position). ``freqs`` ``(d/2,)`` defaults to
     :func:`rope_frequencies` ``(d)``. Same as multiplying ``x_2i + i·x_2i+1`` by ``e^(i·m·θ_i)``.
     """
-    xp = get_namespace(x)
+    # positions or freqs from another backend than x: a TypeError naming both (a range is plain data)
+    xp = get_namespace(x, None if isinstance(positions, range) else positions, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
     pairs = xp.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))  # (..., T, d) -> (..., T, d/2, 2)
@@ -163,10 +172,11 @@ def pairs_to_halves(x):
 def rotate_half_rope(x, positions, *, freqs=None):
     """RoPE in the GPT-NeoX / Llama "rotate half" layout: feature i pairs with feature i + d/2.
 
-    ``y = x · cos + rotate_half(x) · sin`` with ``rotate_half([a, b]) = [-b, a]``. Equal to
-    ``pairs_to_halves(apply_rope(halves_to_pairs(x)))``; shown side by side to explain the layouts.
+    ``y = x · cos + rotate_half(x) · sin`` with ``rotate_half([a, b]) = [-b, a]``. The same
+    rotation with the features permuted: ``rotate_half_rope(pairs_to_halves(x), m) ==
+    pairs_to_halves(apply_rope(x, m))``; shown side by side to explain the layouts.
     """
-    xp = get_namespace(x)
+    xp = get_namespace(x, None if isinstance(positions, range) else positions, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
     half = x.shape[-1] // 2

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .backend import get_namespace, random_normal
+from .backend import check_positive_int, get_namespace, random_normal
 from .softmax import softmax
 
 __all__ = [
@@ -30,8 +30,7 @@ __all__ = [
 
 
 def _check_dk(d_k):
-    if isinstance(d_k, bool) or not isinstance(d_k, int) or d_k < 1:
-        raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
+    return check_positive_int(d_k, "d_k")
 
 
 def dot_product_variance(
@@ -39,10 +38,11 @@ def dot_product_variance(
 ) -> float:
     """Sample variance of ``q·k`` (or ``q·k / sqrt(d_k)`` if ``scaled``) for q, k ~ N(0, I_{d_k}).
 
-    Expect about ``d_k`` unscaled and about 1 scaled; the Monte Carlo error is about
-    ``sqrt(2 / n_samples)`` in relative terms (the variance of q·k is itself ``d_k² + 2 d_k``-ish).
+    Expect about ``d_k`` unscaled and about 1 scaled; the Monte Carlo error of the sample variance is
+    about ``sqrt((2 + 6/d_k) / n_samples)`` in relative terms (``Var((q·k)²) = 2 d_k² + 6 d_k``).
     """
-    _check_dk(d_k)
+    d_k = _check_dk(d_k)
+    n_samples = check_positive_int(n_samples, "n_samples", minimum=2)  # a sample variance needs 2
     xp = get_namespace() if xp is None else xp
     q = random_normal((n_samples, d_k), seed=seed, xp=xp)  # (N, d_k)
     k = random_normal((n_samples, d_k), seed=seed + 1, xp=xp)  # (N, d_k)
@@ -80,9 +80,9 @@ def saturation_stats(
     d_k: int, *, n_keys: int = 16, n_rows: int = 2000, scaled: bool = False, seed: int = 0, xp=None
 ):
     """Softmax saturation for scores ``q·k`` of random unit-variance q, k: see :class:`SaturationStats`."""
-    _check_dk(d_k)
-    if n_keys < 2:
-        raise ValueError(f"n_keys must be at least 2, got {n_keys}")
+    d_k = _check_dk(d_k)
+    n_keys = check_positive_int(n_keys, "n_keys", minimum=2)
+    n_rows = check_positive_int(n_rows, "n_rows")
     xp = get_namespace() if xp is None else xp
     q = random_normal((n_rows, 1, d_k), seed=seed, xp=xp)  # (N, 1, d_k): one query per row
     k = random_normal((n_rows, n_keys, d_k), seed=seed + 1, xp=xp)  # (N, S, d_k)

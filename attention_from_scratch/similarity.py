@@ -19,7 +19,7 @@ accuracy. ``benchmarks/bench_scores.py`` measures the difference.
 
 from __future__ import annotations
 
-from .backend import as_float, get_namespace
+from .backend import as_float, broadcast_shapes, get_namespace
 
 __all__ = [
     "additive_score",
@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 
-def _pair(a, b, names=("a", "b")):
+def _pair(a, b, names=("a", "b"), core=1):
+    """a, b as float arrays with the same vector length; their batch dims (all but the last ``core``) broadcast."""
     xp = get_namespace(a, b)
     a, b = as_float(a, xp, names[0]), as_float(b, xp, names[1])
     for x, n in zip((a, b), names, strict=True):
@@ -48,6 +49,8 @@ def _pair(a, b, names=("a", "b")):
             f"{names[0]} and {names[1]} must have the same vector length (last axis), "
             f"got {tuple(a.shape)} and {tuple(b.shape)}"
         )
+    if min(a.ndim, b.ndim) >= core:  # (pairwise functions check ndim >= 2 themselves)
+        broadcast_shapes(a.shape[:-core], b.shape[:-core], names=(f"{names[0]} batch dims", f"{names[1]} batch dims"))
     return xp, a, b
 
 
@@ -70,12 +73,21 @@ def norm(a):
     return xp.sqrt(dot(a, a))
 
 
+def _unit_scale(x, name, xp):
+    """``x / max|x_i|`` per vector: the same direction, entries in [-1, 1], so |x|² cannot under/overflow.
+
+    (|[1e-200, 0]|² underflows to 0 and |[1e200, 0]|² overflows to inf; the cosine does not depend on length.)
+    """
+    biggest = xp.max(xp.abs(x), axis=-1, keepdims=True)  # (..., 1)
+    _nonzero(biggest, name, xp)
+    return x / biggest
+
+
 def cosine_similarity(a, b):
     """``a·b / (|a| |b|)`` in [-1, 1]. ``(..., d), (..., d) -> (...)``; zero vectors are an error."""
     xp, a, b = _pair(a, b)
+    a, b = _unit_scale(a, "a", xp), _unit_scale(b, "b", xp)
     na, nb = xp.sqrt(dot(a, a)), xp.sqrt(dot(b, b))
-    _nonzero(na, "a", xp)
-    _nonzero(nb, "b", xp)
     return xp.clip(dot(a, b) / (na * nb), -1.0, 1.0)
 
 
@@ -99,12 +111,13 @@ def additive_score(q, k, w_q, w_k, v_a):
     (Row-vector layout ``x @ W``, as everywhere in this package.)
     """
     xp, q, k, w_q, w_k, v_a = _additive_args(q, k, w_q, w_k, v_a)
+    broadcast_shapes(q.shape[:-1], k.shape[:-1], names=("q batch dims", "k batch dims"))
     return xp.tanh(q @ w_q + k @ w_k) @ v_a
 
 
 def pairwise_dot(q, k):
     """Score matrix ``q kᵀ``: every query against every key. ``(..., T, d), (..., S, d) -> (..., T, S)``."""
-    _, q, k = _pair(q, k, ("q", "k"))
+    _, q, k = _pair(q, k, ("q", "k"), core=2)
     _need_matrix(q, "q")
     _need_matrix(k, "k")
     return q @ k.mT  # (..., T, d) @ (..., d, S) -> (..., T, S)
@@ -112,13 +125,12 @@ def pairwise_dot(q, k):
 
 def pairwise_cosine(q, k):
     """Cosine of every query with every key: normalise rows, then one matmul. ``-> (..., T, S)``."""
-    xp, q, k = _pair(q, k, ("q", "k"))
+    xp, q, k = _pair(q, k, ("q", "k"), core=2)
     _need_matrix(q, "q")
     _need_matrix(k, "k")
+    q, k = _unit_scale(q, "q", xp), _unit_scale(k, "k", xp)  # no under/overflow in the squares
     nq = xp.sqrt(xp.sum(q * q, axis=-1, keepdims=True))  # (..., T, 1)
     nk = xp.sqrt(xp.sum(k * k, axis=-1, keepdims=True))  # (..., S, 1)
-    _nonzero(nq, "q", xp)
-    _nonzero(nk, "k", xp)
     return xp.clip((q / nq) @ (k / nk).mT, -1.0, 1.0)
 
 
@@ -128,7 +140,7 @@ def pairwise_euclidean(q, k):
     The expansion can come out slightly negative by rounding when two points nearly coincide, so
     it is clipped at 0 before the square root.
     """
-    xp, q, k = _pair(q, k, ("q", "k"))
+    xp, q, k = _pair(q, k, ("q", "k"), core=2)
     _need_matrix(q, "q")
     _need_matrix(k, "k")
     sq_q = xp.sum(q * q, axis=-1)[..., :, None]  # (..., T, 1)
@@ -146,6 +158,7 @@ def pairwise_additive(q, k, w_q, w_k, v_a):
     xp, q, k, w_q, w_k, v_a = _additive_args(q, k, w_q, w_k, v_a)
     _need_matrix(q, "q")
     _need_matrix(k, "k")
+    broadcast_shapes(q.shape[:-2], k.shape[:-2], names=("q batch dims", "k batch dims"))
     qw = (q @ w_q)[..., :, None, :]  # (..., T, d_a) -> (..., T, 1, d_a)
     kw = (k @ w_k)[..., None, :, :]  # (..., S, d_a) -> (..., 1, S, d_a)
     return xp.tanh(qw + kw) @ v_a  # (..., T, S, d_a) @ (d_a,) -> (..., T, S)

@@ -37,13 +37,26 @@ def naive_softmax(x, axis: int = -1):
     ``softmax([1000.0, 0.0])`` gives ``[1., 0.]``.
     """
     xp = get_namespace(x)
-    x = as_float(x, xp, "x")
+    x = _as_scores(x, axis, xp)
     e = xp.exp(x)
     return e / xp.sum(e, axis=axis, keepdims=True)
 
 
+def _as_scores(x, axis, xp):
+    """``x`` as a float array with at least one entry along ``axis`` (a softmax over nothing is undefined)."""
+    x = as_float(x, xp, "x")
+    if x.ndim > 0 and not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of range for x of shape {tuple(x.shape)}")
+    if x.ndim > 0 and x.shape[axis] == 0:
+        raise ValueError(f"x must have at least one entry along axis {axis}, got shape {tuple(x.shape)}")
+    return x
+
+
 def _check_temperature(temperature) -> float:
-    t = float(temperature)
+    try:
+        t = float(temperature)
+    except (TypeError, ValueError):
+        t = math.nan
     if not (t > 0 and math.isfinite(t)):
         raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
     return t
@@ -76,9 +89,11 @@ def softmax(x, axis: int = -1, *, temperature: float = 1.0):
 
     ``x`` any shape; returns the same shape and floating dtype. ``-inf`` entries get weight 0 and a
     row of only ``-inf`` gives all zeros (not NaN). ``temperature`` T computes ``softmax(x / T)``.
+    ``+inf`` or NaN in a row is not supported: that row comes out NaN (as in SciPy), with NumPy's
+    invalid-value warning -- scores are finite unless something upstream overflowed.
     """
     xp = get_namespace(x)
-    x = as_float(x, xp, "x")
+    x = _as_scores(x, axis, xp)
     t = _check_temperature(temperature)
     # x / T and x - m are new arrays, so the caller's x is never modified
     shifted = x / t if t != 1.0 else x - 0.0
@@ -88,10 +103,11 @@ def softmax(x, axis: int = -1, *, temperature: float = 1.0):
 def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
     """``log(sum(exp(x)))`` along ``axis``, computed as ``m + log(sum(exp(x - m)))``.
 
-    An all ``-inf`` row gives ``-inf`` (log of 0) without a warning.
+    An all ``-inf`` row gives ``-inf`` (log of 0) without a warning. A row holding ``+inf`` gives NaN
+    with NumPy's invalid-value warning (SciPy gives inf): not supported, as in :func:`softmax`.
     """
     xp = get_namespace(x)
-    x = as_float(x, xp, "x")
+    x = _as_scores(x, axis, xp)
     m = _row_max(x, axis, xp)
     total = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
     empty = total == 0
@@ -105,7 +121,7 @@ def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
     Masked (``-inf``) entries give ``-inf``; an all ``-inf`` row gives all ``-inf``.
     """
     xp = get_namespace(x)
-    x = as_float(x, xp, "x") / _check_temperature(temperature)
+    x = _as_scores(x, axis, xp) / _check_temperature(temperature)
     lse = logsumexp(x, axis=axis, keepdims=True)
     return xp.where(xp.isfinite(lse), x - xp.where(xp.isfinite(lse), lse, 0.0), xp.full_like(x, -math.inf))
 

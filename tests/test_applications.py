@@ -300,3 +300,9 @@ def test_tour_section_runs_on_array_api_strict(capsys):
     _tour_applications(array_api_strict)  # asserts inside; strict refuses anything outside the standard
     out = capsys.readouterr().out
     assert f"log 8 = {math.log(8):.4f}" in out and "-> doc 0" in out
+
+
+def test_non_numeric_temperature_is_named():
+    q = np.eye(2)
+    with pytest.raises(ValueError, match=r"temperature must be a positive finite number, got 'a'"):
+        info_nce(q, q, temperature="a")

@@ -388,8 +388,8 @@ def test_non_broadcastable_masks_are_refused():
     q, k, v = _rng_qkv(15, lead=(2,))
     with pytest.raises(ValueError, match=r"mask must broadcast to \(\.\.\., T=4, S=5\), got shape \(4, 4\)"):
         scaled_dot_product_attention(q, k, v, np.ones((4, 4), dtype=bool))
-    with pytest.raises(ValueError, match=r"mask must broadcast.*got shape \(5,\)"):
-        scaled_dot_product_attention(q, k, v, np.ones(5, dtype=bool))
+    with pytest.raises(ValueError, match=r"mask must broadcast.*got shape \(4,\)"):
+        scaled_dot_product_attention(q, k, v, np.ones(4, dtype=bool))  # (S,) must have S = 5 entries
     with pytest.raises(ValueError, match=r"q/k/v batch dims \(2,\), mask batch dims \(3,\)"):
         scaled_dot_product_attention(q, k, v, np.ones((3, 4, 5), dtype=bool))
 
@@ -435,3 +435,60 @@ def test_backward_sums_gradients_of_a_shared_query_and_a_batched_mask():
     np.testing.assert_allclose(dq, dq_full.sum(axis=(0, 1)), rtol=1e-12)
     np.testing.assert_allclose(dk, dk_full.sum(axis=0), rtol=1e-12)
     np.testing.assert_allclose(dv, dv_full.sum(axis=0), rtol=1e-12)
+
+
+# --- masks of any rank that broadcast; float 0/1 masks (review findings 1 and 2) -----------------------
+
+
+def _additive_weights(xp, seed=30):
+    return xp.randn(3, 4, seed=seed), xp.randn(3, 4, seed=seed + 1), xp.randn(4, seed=seed + 2)
+
+
+def test_1d_and_0d_masks_act_like_their_2d_form(xp):
+    """A (S,) mask is the (1, S) mask and a 0-d mask the (1, 1) one: the contract says 'broadcastable'."""
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(15, lead=(2,)))
+    row = np.array([True, False, True, True, False])
+    m1, m2 = xp.asarray(row), xp.asarray(row[None, :])
+    yes, no = xp.asarray(np.array(True)), xp.asarray(np.array(False))
+    for fn in (scaled_dot_product_attention, attention_loop):
+        out1, w1 = fn(q, k, v, m1)
+        out2, w2 = fn(q, k, v, m2)
+        xp.assert_close(out1, out2)
+        xp.assert_close(w1, w2)
+        assert float(xp.ns.max(xp.ns.abs(w1[..., 1]))) == 0.0  # the blocked keys get no weight
+        xp.assert_close(fn(q, k, v, yes)[0], fn(q, k, v)[0])
+        xp.assert_close(fn(q, k, v, no)[0], xp.asarray(np.zeros((2, 4, 2))))  # nothing to attend to: 0
+    d_out = xp.randn(2, 4, 2, seed=1)
+    for g1, g2 in zip(attention_backward(q, k, v, d_out, m1), attention_backward(q, k, v, d_out, m2), strict=True):
+        xp.assert_close(g1, g2)
+    w = _additive_weights(xp)
+    xp.assert_close(additive_attention(q, k, v, *w, m1)[0], additive_attention(q, k, v, *w, m2)[0])
+
+
+def test_float_01_mask_is_refused_everywhere(xp):
+    """np.tril(np.ones(...)) as a mask used to be added to the scores: query 0 saw its future."""
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(16, t=3, s=3))
+    tril = xp.asarray(np.tril(np.ones((3, 3))))
+    nan = xp.asarray(np.where(np.eye(3) > 0, np.nan, 0.0))
+    w = _additive_weights(xp)
+    calls = (
+        lambda m: scaled_dot_product_attention(q, k, v, m),
+        lambda m: attention_loop(q, k, v, m),
+        lambda m: attention_backward(q, k, v, xp.randn(3, 2), m),
+        lambda m: additive_attention(q, k, v, *w, m),
+    )
+    for call in calls:
+        for bad in (tril, nan):
+            with pytest.raises(ValueError, match=r"mask is a float array with values > 0 or NaN; masks are boolean"):
+                call(bad)
+    # an additive 0 / -inf mask is still accepted and equals the boolean one
+    additive = xp.asarray(np.where(np.tril(np.ones((3, 3))) > 0, 0.0, -np.inf))
+    causal = xp.asarray(np.tril(np.ones((3, 3))) > 0)
+    sdpa = scaled_dot_product_attention
+    xp.assert_close(sdpa(q, k, v, additive)[0], sdpa(q, k, v, causal)[0])
+
+
+def test_non_numeric_scale_is_named():
+    q, k, v = _rng_qkv(17)
+    with pytest.raises(ValueError, match=r"scale must be a finite number, got 'a'"):
+        scaled_dot_product_attention(q, k, v, scale="a")

@@ -119,3 +119,73 @@ def test_gpu_available_is_false_when_cupy_import_fails(monkeypatch):
         assert backend.gpu_available() is False
     finally:
         backend.gpu_available.cache_clear()
+
+
+# --- check_positive_int: one rule for every length, count and size in the package ---------------------
+
+
+@pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), np.array(3)])
+def test_check_positive_int_accepts_any_integer(value):
+    n = backend.check_positive_int(value, "n")
+    assert n == 3 and type(n) is int
+
+
+@pytest.mark.parametrize("value", [0, -2, True, np.True_, 2.0, 2.5, "3", None, np.float64(3.0)])
+def test_check_positive_int_refuses_non_integers_and_small_values(value):
+    with pytest.raises(ValueError, match=r"n_things must be a positive integer, got"):
+        backend.check_positive_int(value, "n_things")
+
+
+def test_check_positive_int_minimum():
+    assert backend.check_positive_int(0, "rank", minimum=0) == 0
+    with pytest.raises(ValueError, match=r"rank must be an integer >= 0, got -1"):
+        backend.check_positive_int(-1, "rank", minimum=0)
+
+
+def test_numpy_integers_are_accepted_everywhere():
+    """np.int64(8) is an integer: every size argument of the package takes it (finding 7)."""
+    from attention_from_scratch import MultiHeadAttention, causal_mask, flash_attention, padding_mask
+    from attention_from_scratch.applications import hashed_bag_of_words, synthetic_ratings, top_k
+    from attention_from_scratch.kv_cache import mha_values_per_token
+    from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
+    from attention_from_scratch.rope import rope_frequencies
+    from attention_from_scratch.scaling import dot_product_variance
+
+    i = np.int64
+    assert MultiHeadAttention(i(8), i(2), n_kv_heads=i(1)).d_k == 4
+    assert causal_mask(i(2), i(3)).shape == (2, 3)
+    assert padding_mask([1], i(3)).shape == (1, 1, 3)
+    q = np.ones((4, 2))
+    np.testing.assert_allclose(flash_attention(q, q, q, block_size=i(2), workers=i(2)), q)
+    np.testing.assert_allclose(flash_attention(q, q, q, block_size=[2, 3]), q)  # a list pair too
+    cfg = MLAConfig(dim=i(8), n_heads=2, q_lora_rank=i(0), kv_lora_rank=4, qk_nope_head_dim=2,
+                    qk_rope_head_dim=2, v_head_dim=2, max_seq_len=8, original_seq_len=8)
+    assert type(cfg.dim) is int and cfg.dim == 8 and type(cfg.q_lora_rank) is int
+    assert len(MultiHeadLatentAttention(cfg).new_cache(i(1), max_len=i(4))) == 0
+    assert mha_values_per_token(i(2), i(3)) == 12
+    assert rope_frequencies(i(4)).shape == (2,)
+    assert abs(dot_product_variance(i(4), n_samples=2000) - 4) < 4 * 5 * np.sqrt((2 + 6 / 4) / 2000)
+    assert hashed_bag_of_words(["a b"], dim=i(4)).shape == (1, 4)
+    assert synthetic_ratings(n_users=i(3), n_items=i(4), rank=i(2))[0].shape == (3, 4)
+    assert top_k([1.0, 0.0], np.eye(2), k=i(1))[0].shape == (1,)
+
+
+def test_as_float_names_the_argument_for_non_arrays():
+    """None or an object for q used to give AttributeError 'NoneType' has no 'dtype' (finding 4)."""
+    from attention_from_scratch import scaled_dot_product_attention
+
+    xp = get_namespace()
+    k = np.ones((2, 3))
+    with pytest.raises(TypeError, match=r"q must be an array, a list or a number, got NoneType"):
+        scaled_dot_product_attention(None, k, k)
+    with pytest.raises(TypeError, match=r"x must be an array, a list or a number, got str"):
+        as_float("abc", xp, "x")
+
+
+def test_lists_of_bools_are_refused_like_boolean_arrays():
+    from attention_from_scratch import dot
+
+    with pytest.raises(TypeError, match=r"a must hold numbers, got booleans"):
+        dot([True, False], [1, 1])
+    with pytest.raises(TypeError, match=r"must be a real-valued array, got a boolean array"):
+        dot(np.array([True, False]), [1, 1])

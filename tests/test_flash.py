@@ -279,17 +279,19 @@ def test_workers_equal_serial(xp):
 
 def test_bad_input_is_refused_clearly():
     q = np.ones((4, 2))
-    with pytest.raises(ValueError, match=r"block_size must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"block_size .* must be a positive integer, got 0"):
         flash_attention(q, q, q, block_size=0)
-    with pytest.raises(ValueError, match=r"block_size must be >= 1"):
+    with pytest.raises(ValueError, match=r"block_size .* must be a positive integer, got -1"):
         flash_attention(q, q, q, block_size=(4, -1))
-    with pytest.raises(TypeError, match=r"block_size must be a positive int or a pair .* got 2.5"):
+    with pytest.raises(ValueError, match=r"block_size \(an int or a pair \(block_q, block_k\)\) .* got 2.5"):
         flash_attention(q, q, q, block_size=2.5)
-    with pytest.raises(TypeError, match=r"block_size"):
+    with pytest.raises(ValueError, match=r"block_size"):
         flash_attention(q, q, q, block_size=True)
-    with pytest.raises(ValueError, match=r"workers must be None or >= 1 .* got -1"):
+    with pytest.raises(ValueError, match=r"block_size .* or a pair of them, got \(1, 2, 3\)"):
+        flash_attention(q, q, q, block_size=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"workers \(None or a number of threads\) must be a positive integer, got -1"):
         flash_attention(q, q, q, workers=-1)
-    with pytest.raises(TypeError, match=r"workers must be None or a positive int, got 1.5"):
+    with pytest.raises(ValueError, match=r"workers .* must be a positive integer, got 1.5"):
         flash_attention(q, q, q, workers=1.5)
     with pytest.raises(TypeError, match=r"integer dtype .* masks are boolean"):
         flash_attention(q, q, q, np.ones((4, 4), dtype=np.int64))
@@ -300,3 +302,21 @@ def test_bad_input_is_refused_clearly():
     out, lse = flash_attention(q, q, q, return_lse=True)
     with pytest.raises(ValueError, match=r"lse must have shape \(4,\) .* got \(4, 1\)"):
         flash_attention_backward(q, q, q, out, out, lse[:, None])
+
+
+def test_1d_0d_masks_float_01_masks_and_empty_batches(xp):
+    """Review findings 1, 2 and 6: masks of rank < 2 broadcast, float 0/1 masks are refused, batch 0 is empty."""
+    rng = np.random.default_rng(40)
+    q, k, v = (xp.asarray(rng.standard_normal(s)) for s in ((2, 4, 3), (2, 5, 3), (2, 5, 2)))
+    row = np.array([True, False, True, True, False])
+    ref = scaled_dot_product_attention(q, k, v, xp.asarray(row[None, :]))[0]
+    xp.assert_close(flash_attention(q, k, v, xp.asarray(row), block_size=2), ref)
+    everything = xp.asarray(np.array(True))
+    xp.assert_close(flash_attention(q, k, v, everything, block_size=2), scaled_dot_product_attention(q, k, v)[0])
+    with pytest.raises(ValueError, match=r"mask is a float array with values > 0 or NaN"):
+        flash_attention(q, k, v, xp.asarray(np.ones((4, 5))))
+    e = xp.asarray(np.ones((0, 4, 3)))
+    assert tuple(flash_attention(e, e, e).shape) == tuple(scaled_dot_product_attention(e, e, e)[0].shape) == (0, 4, 3)
+    out, lse = flash_attention(e, e, e, return_lse=True)
+    grads = flash_attention_backward(e, e, e, out, out, lse)
+    assert [tuple(g.shape) for g in grads] == [(0, 4, 3)] * 3

@@ -168,3 +168,28 @@ def test_in_place_apply_mask_equals_apply_mask(xp):
     big = xp.asarray(np.ones((3, 2, 4, 5), dtype=bool))
     out = apply_mask_(xp.randn(2, 4, 5), big)
     assert tuple(out.shape) == (3, 2, 4, 5)
+
+
+def test_float_01_mask_is_refused_but_additive_mask_is_not(xp):
+    """A float 0/1 mask would be added to the scores and block nothing (review finding 2)."""
+    scores = xp.randn(2, 3)
+    with pytest.raises(ValueError, match=r"mask is a float array with values > 0 or NaN.*mask.astype\(bool\)"):
+        apply_mask(scores, xp.asarray(np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])))
+    with pytest.raises(ValueError, match=r"values > 0 or NaN"):
+        apply_mask(scores, xp.asarray(np.array([0.0, np.nan, 0.0])))
+    out = apply_mask(scores, xp.asarray(np.array([0.0, -np.inf, 0.0])))
+    assert np.isneginf(xp.np(out)[:, 1]).all()
+    np.testing.assert_array_equal(xp.np(out)[:, [0, 2]], xp.np(scores)[:, [0, 2]])
+
+
+def test_apply_mask_takes_lists_and_integer_scores():
+    allowed = np.array([[True, False]])
+    np.testing.assert_array_equal(apply_mask([[1.0, 2.0]], allowed), [[1.0, -np.inf]])
+    np.testing.assert_array_equal(apply_mask(np.array([[1, 2]]), allowed), [[1.0, -np.inf]])
+
+
+def test_mismatched_masks_and_lengths_are_named():
+    with pytest.raises(ValueError, match=r"shapes do not broadcast: masks\[0\] \(2,\), masks\[1\] \(3,\)"):
+        combine_masks(np.ones(2, dtype=bool), np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match=r"lengths must be 1-D .* got shape \(\)"):
+        padding_mask(3, 3)

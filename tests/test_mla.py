@@ -300,3 +300,42 @@ def test_naive_absorb_and_cached_agree_for_any_shape(
     stepped = np.concatenate([mla(x[:, i : i + 1], cache=cache, mode="absorb") for i in range(t)], axis=1)
     assert np.max(np.abs(naive - mla(x, mode="absorb"))) <= 1e-10
     assert np.max(np.abs(naive - stepped)) <= 1e-10
+
+
+# --- review findings 3, 5, 6, 9 --------------------------------------------------------------------------
+
+
+def test_reassigned_weights_are_checked_by_name_before_the_cache_is_touched():
+    import array_api_strict
+
+    mla = MultiHeadLatentAttention(SMALL)
+    x = np.random.default_rng(3).standard_normal((1, 3, 24))
+    cache = mla.new_cache(1)
+    wo = mla.wo
+    mla.wo = wo.T  # the x @ W layout by mistake: (H·d_v, dim) instead of (dim, H·d_v)
+    for mode in ("naive", "absorb"):
+        with pytest.raises(ValueError, match=r"parameter wo has shape \(15, 24\), expected \(24, 15\) \(out_features"):
+            mla(x, cache=cache, mode=mode)
+        assert len(cache) == 0  # nothing appended by the failed call
+    mla.wo = array_api_strict.asarray(wo)
+    with pytest.raises(TypeError, match=r"parameter wo is a array_api_strict array but the layer runs on numpy"):
+        mla(x)
+    mla.wo = wo.tolist()  # lists are data
+    reference = MultiHeadLatentAttention.from_state_dict(SMALL, {**mla.state_dict(), "wo.weight": wo})
+    np.testing.assert_allclose(mla(x), reference(x))
+
+
+def test_empty_input_and_wrong_caches_are_refused():
+    mla = MultiHeadLatentAttention(SMALL)
+    for shape in ((1, 0, 24), (0, 2, 24)):
+        with pytest.raises(ValueError, match=r"x is empty, shape .*: B and T must be >= 1"):
+            mla(np.ones(shape))
+    from attention_from_scratch.multihead import KVCache
+
+    with pytest.raises(TypeError, match=r"cache must be a LatentCache .* got KVCache"):
+        mla(np.ones((1, 2, 24)), cache=KVCache())
+    other = MLAConfig(**{**SMALL.__dict__, "kv_lora_rank": 6})
+    foreign = MultiHeadLatentAttention(other).new_cache(1)
+    with pytest.raises(ValueError, match=r"made for kv_lora_rank=6, qk_rope_head_dim=4; got c_kv \(1, 2, 8\)"):
+        mla(np.ones((1, 2, 24)), cache=foreign)
+    assert len(foreign) == 0

@@ -52,10 +52,18 @@ def test_cross_attention_and_per_head_mask(xp):
     xp.assert_close(mha(x, memory, mask=xp.asarray(pad)), expected)
 
 
-def test_gqa_with_all_heads_equals_mha(xp):
-    mha, gqa = make(xp, seed=8), make(xp, n_kv_heads=4, seed=9)
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        setattr(gqa, name, getattr(mha, name))  # parameters are reassignable
+def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group(xp):
+    """GQA with 2 kv heads for 4 query heads is MHA whose w_k, w_v repeat each kv head for its group.
+
+    The MHA runs with n_kv_heads = n_heads (no grouping), so the two sides take different code paths.
+    """
+    gqa, mha = make(xp, n_kv_heads=2, seed=8), make(xp, seed=9)
+    d, group = gqa.d_k, gqa.n_heads // gqa.n_kv_heads
+    for name in ("w_k", "w_v"):
+        w = xp.np(getattr(gqa, name))  # (d_model, H_kv·d_k)
+        tiled = np.concatenate([w[:, (h // group) * d : (h // group + 1) * d] for h in range(gqa.n_heads)], axis=1)
+        setattr(mha, name, xp.asarray(tiled))  # (d_model, H·d_k): query head h reads kv head h // group
+    mha.w_q, mha.w_o = gqa.w_q, gqa.w_o  # parameters are reassignable
     x = xp.randn(3, 6, 12, seed=10)
     xp.assert_close(gqa(x, causal=True), mha(x, causal=True))
 
@@ -133,3 +141,72 @@ def test_parameters_come_from_the_seed():
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
         assert not np.allclose(getattr(a, name), getattr(c, name))
     assert not np.allclose(a.w_q, a.w_k)  # each matrix has its own stream
+
+
+# --- review findings 3, 5, 6, 9 --------------------------------------------------------------------------
+
+
+def test_a_failed_call_leaves_the_cache_unchanged(xp):
+    """A bad mask used to fail only after the new keys were appended, corrupting later steps."""
+    mha = make(xp, d_model=8, n_heads=2)
+    x = xp.randn(1, 4, 8, seed=20)
+    cache = mha.new_cache()
+    mha(x[:, :3, :], causal=True, cache=cache)
+    bad_masks = (
+        (TypeError, "integer dtype", xp.asarray(np.ones((1, 4), dtype=np.int64))),
+        (ValueError, r"\(B=1, H=2, T=1, S=4\), got shape \(9, 9\)", xp.asarray(np.ones((9, 9), dtype=bool))),
+        (ValueError, "values > 0 or NaN", xp.asarray(np.ones((1, 4)))),
+    )
+    for error, message, bad in bad_masks:
+        with pytest.raises(error, match=message):
+            mha(x[:, 3:, :], causal=True, cache=cache, mask=bad)
+        assert len(cache) == 3
+    mha_o = mha.w_o
+    mha.w_o = xp.asarray(np.ones((8, 6)))
+    with pytest.raises(ValueError, match=r"parameter w_o has shape \(8, 6\), expected \(8, 8\)"):
+        mha(x[:, 3:, :], causal=True, cache=cache)
+    assert len(cache) == 3
+    mha.w_o = mha_o
+    xp.assert_close(mha(x[:, 3:, :], causal=True, cache=cache), mha(x, causal=True)[:, 3:, :])
+
+
+def test_reassigned_parameters_are_checked_by_name():
+    import array_api_strict
+
+    mha = MultiHeadAttention(8, 2, bias=True)
+    x = np.ones((1, 3, 8))
+    good = {n: getattr(mha, n) for n in ("w_q", "w_k", "b_v")}
+    mha.w_q = np.ones((8, 6))
+    with pytest.raises(ValueError, match=r"parameter w_q has shape \(8, 6\), expected \(8, 8\) \(x @ W layout\)"):
+        mha(x)
+    mha.w_q = good["w_q"].tolist()  # a list is data: it becomes a float64 array
+    np.testing.assert_allclose(mha(x), per_head_loop(mha, x))
+    mha.w_k = array_api_strict.asarray(good["w_k"])
+    with pytest.raises(TypeError, match=r"parameter w_k is a array_api_strict array but the layer runs on numpy"):
+        mha(x)
+    mha.w_k, mha.b_v = good["w_k"], np.ones(3)
+    with pytest.raises(ValueError, match=r"parameter b_v has shape \(3,\), expected \(8,\)"):
+        mha(x)
+    mha.b_v = None
+    with pytest.raises(TypeError, match=r"parameter b_v must be an array, a list or a number, got NoneType"):
+        mha(x)
+
+
+def test_empty_batch_or_sequence_is_refused():
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"x is empty, shape \(1, 0, 8\): B and T must be >= 1"):
+        mha(np.ones((1, 0, 8)))
+    with pytest.raises(ValueError, match=r"x is empty, shape \(0, 2, 8\)"):
+        mha(np.ones((0, 2, 8)))
+    with pytest.raises(ValueError, match=r"x_kv is empty"):
+        mha(np.ones((1, 2, 8)), np.ones((1, 0, 8)))
+
+
+def test_masks_of_rank_1_and_0_and_wrong_cache_type(xp):
+    mha = make(xp, d_model=8, n_heads=2)
+    x = xp.randn(2, 3, 8, seed=21)
+    row = np.array([True, False, True])
+    xp.assert_close(mha(x, mask=xp.asarray(row)), per_head_loop(mha, xp.np(x), mask=row))
+    xp.assert_close(mha(x, mask=xp.asarray(np.array(True))), per_head_loop(mha, xp.np(x)))
+    with pytest.raises(TypeError, match=r"cache must be a KVCache .* got dict"):
+        mha(x, cache={})

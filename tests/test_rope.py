@@ -113,3 +113,36 @@ def test_odd_dimension_is_refused(d):
 def test_wrong_positions_are_refused():
     with pytest.raises(ValueError, match="one entry per token"):
         apply_rope(np.ones((3, 4)), [0, 1])
+
+
+def test_rope_bad_inputs_are_named():
+    import array_api_strict
+
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    # a NumPy integer is a start position, like an int
+    np.testing.assert_array_equal(apply_rope(x, np.int64(2)), apply_rope(x, [2, 3, 4]))
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., T, d\) .* got shape \(4,\)"):
+        apply_rope(np.ones(4), 0)
+    with pytest.raises(TypeError, match="different backends were mixed: array_api_strict, numpy"):
+        apply_rope(array_api_strict.asarray(x), np.arange(3))
+    assert apply_rope(array_api_strict.asarray(x), range(3)).shape == (3, 4)  # a range is plain data
+
+
+def test_rotate_half_is_apply_rope_with_features_permuted():
+    """The identity the rotate_half_rope docstring states (and halves_to_pairs does not exist)."""
+    x = np.random.default_rng(1).standard_normal((2, 5, 8))
+    np.testing.assert_allclose(rotate_half_rope(pairs_to_halves(x), 3), pairs_to_halves(apply_rope(x, 3)), atol=1e-12)
+
+
+def test_docstrings_only_mention_functions_that_exist():
+    """rotate_half_rope's docstring once cited a halves_to_pairs that does not exist (review finding 15)."""
+    import re
+
+    from attention_from_scratch import rope
+
+    for name in dir(rope):
+        doc = getattr(getattr(rope, name), "__doc__", None) or ""
+        # f_g(...) cites a function, unless the docstring defines it itself: f_g(x) = ...
+        defined = set(re.findall(r"\b([a-z]+_[a-z_]+)\([^()]*\) =", doc))
+        for called in set(re.findall(r"\b([a-z]+_[a-z_]+)\(", doc)) - defined:
+            assert hasattr(rope, called), f"rope.{name} docstring mentions {called}(), which rope lacks"

@@ -122,5 +122,14 @@ def test_bad_d_k_is_refused(d_k):
 
 
 def test_too_few_keys_is_refused():
-    with pytest.raises(ValueError, match="n_keys must be at least 2, got 1"):
+    with pytest.raises(ValueError, match="n_keys must be an integer >= 2, got 1"):
         saturation_stats(4, n_keys=1)
+
+
+def test_sample_counts_are_checked():
+    with pytest.raises(ValueError, match=r"n_keys must be an integer >= 2, got 1.5"):
+        saturation_stats(4, n_keys=1.5)
+    with pytest.raises(ValueError, match=r"n_rows must be a positive integer, got 0"):
+        saturation_stats(4, n_rows=0)
+    with pytest.raises(ValueError, match=r"n_samples must be an integer >= 2, got 1"):
+        dot_product_variance(4, n_samples=1)

@@ -206,3 +206,28 @@ def test_additive_shapes_are_checked():
         additive_score(np.ones(3), np.ones(4), np.ones((2, 5)), np.ones((4, 5)), np.ones(5))
     with pytest.raises(ValueError, match=r"expected w_q \(d_q, d_a\)"):
         additive_score(np.ones(3), np.ones(4), np.ones(3), np.ones((4, 5)), np.ones(5))
+
+
+def test_mismatched_batch_dims_name_the_arguments():
+    """Raw NumPy broadcast errors used to escape (review finding 8)."""
+    a, b = np.ones((2, 3)), np.ones((4, 3))
+    for fn in (dot, euclidean_distance, cosine_similarity):
+        with pytest.raises(ValueError, match=r"shapes do not broadcast: a batch dims \(2,\), b batch dims \(4,\)"):
+            fn(a, b)
+    for fn in (pairwise_dot, pairwise_cosine, pairwise_euclidean):
+        with pytest.raises(ValueError, match=r"q batch dims \(2,\), k batch dims \(4,\)"):
+            fn(np.ones((2, 2, 3)), np.ones((4, 2, 3)))
+    w = (np.ones((3, 2)), np.ones((3, 2)), np.ones(2))
+    with pytest.raises(ValueError, match=r"q batch dims \(2,\), k batch dims \(4,\)"):
+        additive_score(a, b, *w)
+    with pytest.raises(ValueError, match=r"q batch dims \(2,\), k batch dims \(4,\)"):
+        pairwise_additive(np.ones((2, 2, 3)), np.ones((4, 2, 3)), *w)
+
+
+@pytest.mark.parametrize("size", [1e-200, 1e200])
+def test_cosine_of_tiny_and_huge_vectors(size):
+    """|a|² under/overflows for such vectors; the cosine does not depend on length (review finding 9)."""
+    a, b = np.array([size, 0.0]), np.array([size, size])
+    assert cosine_similarity(a, a) == pytest.approx(1.0)
+    assert cosine_similarity(a, b) == pytest.approx(1 / math.sqrt(2))
+    np.testing.assert_allclose(pairwise_cosine(a[None, :], np.stack([a, b])), [[1.0, 1 / math.sqrt(2)]])

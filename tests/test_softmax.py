@@ -209,3 +209,17 @@ def test_softmax_backward_shape_mismatch():
         ValueError, match=r"weights and d_weights must have the same shape, got \(3,\) and \(4,\)"
     ):
         softmax_backward(np.ones(3) / 3, np.ones(4))
+
+
+def test_empty_rows_and_non_numeric_temperature_are_named():
+    for fn in (softmax, naive_softmax, logsumexp, log_softmax):
+        with pytest.raises(ValueError, match=r"x must have at least one entry along axis -1, got shape \(2, 0\)"):
+            fn(np.ones((2, 0)))
+    with pytest.raises(ValueError, match=r"temperature must be a positive finite number, got 'a'"):
+        softmax([1.0, 2.0], temperature="a")
+    assert float(softmax(3.0)) == 1.0  # a scalar is a row of one
+
+
+def test_axis_out_of_range_is_a_value_error():
+    with pytest.raises(ValueError, match=r"axis 5 is out of range for x of shape \(1, 2\)"):
+        softmax([[1.0, 2.0]], axis=5)
