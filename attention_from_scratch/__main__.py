@@ -117,7 +117,10 @@ def main(argv=None) -> int:
             default=default,
             help="array backend: numpy (CPU, default) or cupy (needs a CUDA GPU and the cuda12/cuda13 extra)",
         )
-    fig = sub.add_parser("figures", help="regenerate the course figures (PNG) that the notebooks draw; benchmark figures come from benchmarks/")
+    fig = sub.add_parser(
+        "figures",
+        help="regenerate the course figures (PNG) that the notebooks draw; benchmark figures come from benchmarks/",
+    )
     fig.add_argument("--out", default="figures", help="output folder (default: figures/)")
     sub.add_parser("bench", help="run quick versions of all benchmarks (< 60 s)")
     args = parser.parse_args(argv)
