@@ -100,14 +100,14 @@ def plot(rows, blocks, block_times, block_n):
     import matplotlib.pyplot as plt
 
     fig, (ax_t, ax_m, ax_b) = plt.subplots(1, 3, figsize=(15, 4.2))
-    for n_heads, style in ((1, "-"), (8, "--")):
+    for n_heads, style, marker in ((1, "-", "o"), (8, "--", "s")):  # H=1 solid circles, H=8 dashed squares
         sel = [r for r in rows if r["H"] == n_heads]
         if not sel:
             continue
         ns = [r["n"] for r in sel]
         for key, color in (("plain", "C0"), ("flash", "C1"), ("flash_w2", "C2")):
             label = f"{key.replace('_w2', ', 2 workers')}, H={n_heads}"
-            ax_t.plot(ns, [r[key] for r in sel], style, marker="o", color=color, label=label)
+            ax_t.plot(ns, [r[key] for r in sel], style, marker=marker, color=color, label=label)
         if n_heads == 1:
             ax_m.plot(ns, [r["mem_plain"] / MIB for r in sel], "-o", color="C0", label="plain")
             ax_m.plot(ns, [r["mem_flash"] / MIB for r in sel], "-o", color="C1", label="flash")
