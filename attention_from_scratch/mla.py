@@ -46,6 +46,8 @@ Legend: B batch, H heads, T new tokens, S all tokens (cached + new), d_c latent,
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .attention import scaled_dot_product_attention
@@ -89,6 +91,10 @@ class MLAConfig:
             raise ValueError(
                 f"MLAConfig.qk_rope_head_dim must be even (RoPE rotates pairs), got {self.qk_rope_head_dim}"
             )
+        for name in ("eps", "rope_theta", "rope_factor", "mscale", "beta_fast", "beta_slow"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise TypeError(f"MLAConfig.{name} must be a finite real number, got {value!r}")
         if not (self.eps > 0 and self.rope_theta > 1 and self.rope_factor > 0):
             raise ValueError(
                 f"MLAConfig needs eps > 0, rope_theta > 1, rope_factor > 0; got eps={self.eps}, "
@@ -262,6 +268,10 @@ class MultiHeadLatentAttention:
         """
         if not isinstance(config, MLAConfig):
             raise TypeError(f"config must be an MLAConfig, got {type(config).__name__}")
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"state must be a mapping from DeepSeek-V3 weight names to arrays (a dict), got {type(state).__name__}"
+            )
         expected = cls.weight_shapes(config)
         given = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
         missing = [k for k in expected if k not in given]

@@ -339,3 +339,14 @@ def test_empty_input_and_wrong_caches_are_refused():
     with pytest.raises(ValueError, match=r"made for kv_lora_rank=6, qk_rope_head_dim=4; got c_kv \(1, 2, 8\)"):
         mla(np.ones((1, 2, 24)), cache=foreign)
     assert len(foreign) == 0
+
+
+def test_config_refuses_non_numbers_and_state_must_be_a_mapping():
+    with pytest.raises(TypeError, match="rope_theta must be a finite real number"):
+        MLAConfig(rope_theta="a")
+    with pytest.raises(TypeError, match="mscale must be a finite real number"):
+        MLAConfig(mscale=float("nan"))
+    with pytest.raises(TypeError, match="state must be a mapping"):
+        MultiHeadLatentAttention.from_state_dict(MLAConfig(dim=8, n_heads=2, q_lora_rank=0, kv_lora_rank=4,
+                                                           qk_nope_head_dim=2, qk_rope_head_dim=2, v_head_dim=2),
+                                                 [("wq.weight", None)])
