@@ -16,18 +16,36 @@ FIGURES = Path(__file__).resolve().parents[1] / "figures"
 
 
 def median_times(fns: dict, repeat: int, warmup: int = 1) -> dict:
-    """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved."""
+    """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
+
+    ``warmup`` calls each first; then in each round every function runs once, and the order rotates
+    from round to round so that no function always runs right after the same neighbour (caches,
+    memory freed by the previous call).
+    """
     for fn in fns.values():
         for _ in range(warmup):
             fn()
+    names = list(fns)
     times = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
+    for r in range(repeat):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             gc.collect()
             start = time.perf_counter()
-            fn()
+            fns[name]()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def write_figure(make_figure, name: str, *, quick: bool, figures_dir=None):
+    """Save ``make_figure()`` as ``figures/<name>`` after a full run; a quick run (``--quick``) says why not."""
+    if figures_dir is None and quick:
+        print(f"(quick run: figure not written; run without --quick to update figures/{name})")
+        return None
+    from attention_from_scratch.plotting import save_figure
+
+    path = save_figure(make_figure(), Path(figures_dir or FIGURES) / name)
+    print(f"wrote {path}")
+    return path
 
 
 def peak_memory(fn) -> int:

@@ -21,10 +21,13 @@ machine than about the code.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median_times
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
 
@@ -32,28 +35,6 @@ from attention_from_scratch.attention import attention_loop, scaled_dot_product_
 def _inputs(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal(shape).astype(dtype) for _ in range(3))
-
-
-def _time(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def interleaved_medians(fns: dict, repeats: int) -> dict:
-    """Median seconds of each zero-argument function, timed in turn within each repeat.
-
-    One warm-up call each first; the order rotates from repeat to repeat so that no function always
-    runs right after the same neighbour (caches, memory freed by the previous call).
-    """
-    for fn in fns.values():
-        fn()
-    names = list(fns)
-    times = {name: [] for name in fns}
-    for r in range(repeats):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            times[name].append(_time(fns[name]))
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def overhead_vs_matmuls(b=1, h=8, n=2048, d=64, dtype=np.float32, repeats=7):
@@ -64,7 +45,7 @@ def overhead_vs_matmuls(b=1, h=8, n=2048, d=64, dtype=np.float32, repeats=7):
         scores = q @ k.mT  # (B, H, T, d) @ (B, H, d, S) -> (B, H, T, S)
         return scores @ v  # (B, H, T, S) @ (B, H, S, d) -> (B, H, T, d)
 
-    med = interleaved_medians(
+    med = median_times(
         {
             "matmuls": matmuls,
             "attention": lambda: scaled_dot_product_attention(q, k, v),
@@ -81,7 +62,7 @@ def overhead_vs_matmuls(b=1, h=8, n=2048, d=64, dtype=np.float32, repeats=7):
 def loop_vs_vectorised(n=32, d=16, dtype=np.float64, repeats=7):
     """Median time of attention_loop divided by that of scaled_dot_product_attention, (1, n, d) inputs."""
     q, k, v = _inputs((1, n, d), dtype, seed=1)
-    med = interleaved_medians(
+    med = median_times(
         {
             "loop": lambda: attention_loop(q, k, v),
             "vectorised": lambda: scaled_dot_product_attention(q, k, v),

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import FIGURES, median_times, print_table
+from _timing import median_times, print_table, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.backend import gpu_available, namespace_for, to_device
@@ -174,13 +174,7 @@ def main(quick: bool = False, figures_dir=None):
         print("\nMLA decoding: median ms per token (prompt + tokens through the latent cache)")
         print_table(["backend", "mode", "ms/token"],
                     [[r["backend"], r["mode"], f"{1e3 * r['per_token']:.2f}"] for r in decode_rows])
-    if figures_dir is None and quick:
-        print("(quick run: figure not written; run without --quick to update figures/bench_backends.png)")
-        return rows, decode_rows
-    from attention_from_scratch.plotting import save_figure
-
-    path = save_figure(plot(rows, decode_rows, names), Path(figures_dir or FIGURES) / "bench_backends.png")
-    print(f"wrote {path}")
+    write_figure(lambda: plot(rows, decode_rows, names), "bench_backends.png", quick=quick, figures_dir=figures_dir)
     return rows, decode_rows
 
 

@@ -123,7 +123,10 @@ def plot(rows):
     return fig
 
 
-def main(quick: bool = False, out: str | Path | None = "figures/decode_time.png", threads: int | None = None):
+FIGURE = Path(__file__).resolve().parents[1] / "figures" / "decode_time.png"
+
+
+def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table, and (full run only) write the figure. Returns the rows."""
     contexts, steps = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 9)
     if threads is None:
@@ -148,7 +151,7 @@ def main(quick: bool = False, out: str | Path | None = "figures/decode_time.png"
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small contexts, no figure (a smoke run)")
-    parser.add_argument("--out", default="figures/decode_time.png", help="where to write the figure")
+    parser.add_argument("--out", default=FIGURE, help="where to write the figure")
     parser.add_argument("--threads", type=int, default=None, help="BLAS threads (default: BLAS's own choice)")
     args = parser.parse_args()
     main(quick=args.quick, out=args.out, threads=args.threads)

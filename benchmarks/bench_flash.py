@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import FIGURES, median_times, peak_memory, print_table
+from _timing import median_times, peak_memory, print_table, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.flash import CPU_BLOCK_SIZE, DEFAULT_BLOCK_SIZE, flash_attention
@@ -158,14 +158,8 @@ def main(quick: bool = False, figures_dir=None):
           f"{block_times[f'{b} w2']:.3f}", f"{block_times[f'{b} w2'] / base:.2f}x"] for b in blocks]
         + [["plain", f"{base:.3f}", "1.00x", "", ""]],
     )
-    if figures_dir is None and quick:
-        print("(quick run: figure not written; run without --quick to update figures/bench_flash.png)")
-        return rows
-    from attention_from_scratch.plotting import save_figure
-
-    fig = plot(rows, blocks, block_times, block_n)
-    path = save_figure(fig, Path(figures_dir or FIGURES) / "bench_flash.png")
-    print(f"wrote {path}")
+    write_figure(lambda: plot(rows, blocks, block_times, block_n), "bench_flash.png", quick=quick,
+                 figures_dir=figures_dir)
     return rows
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import FIGURES, median_times, print_table
+from _timing import median_times, print_table, write_figure
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
 from attention_from_scratch.similarity import pairwise_additive, pairwise_dot
@@ -118,13 +118,7 @@ def main(quick: bool = False, figures_dir=None):
         [[r["n"], f"{r['loop']:.4f}", f"{r['vectorised']:.6f}", f"{r['loop'] / r['vectorised']:.0f}x"]
          for r in loop_rows],
     )
-    if figures_dir is None and quick:
-        print("(quick run: figure not written; run without --quick to update figures/bench_scores.png)")
-        return score_rows, loop_rows
-    from attention_from_scratch.plotting import save_figure
-
-    path = save_figure(plot(score_rows, loop_rows), Path(figures_dir or FIGURES) / "bench_scores.png")
-    print(f"wrote {path}")
+    write_figure(lambda: plot(score_rows, loop_rows), "bench_scores.png", quick=quick, figures_dir=figures_dir)
     return score_rows, loop_rows
 
 

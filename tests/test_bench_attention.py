@@ -25,10 +25,10 @@ def test_ratios_are_positive_and_finite():
     assert bench.loop_vs_vectorised(n=6, d=4, repeats=1) > 1
 
 
-def test_interleaved_medians_times_every_function():
+def test_median_times_times_every_function():
     bench = _load()
     calls = []
-    med = bench.interleaved_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 3)
+    med = bench.median_times({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 3)
     assert set(med) == {"a", "b"}
     assert calls.count("a") == calls.count("b") == 4  # one warm-up + three repeats each
     assert calls[2:] == ["a", "b", "b", "a", "a", "b"]  # the order rotates
