@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .attention import _check_qkv, _full_mask, _scale, _sum_to_shape
 from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace
+from .softmax import safe_shift
 
 __all__ = ["flash_attention", "flash_attention_backward", "online_softmax_merge", "softmax_state"]
 
@@ -55,11 +56,6 @@ DEFAULT_BLOCK_SIZE = 128
 CPU_BLOCK_SIZE = 512
 
 
-def _shift(m, xp):
-    """The max to subtract, 0 in place of -inf (a row with nothing seen yet), so ``s - m`` is never NaN."""
-    return xp.where(m == -math.inf, xp.zeros_like(m), m)
-
-
 def softmax_state(scores, v):
     """The online-softmax state ``(m, l, acc)`` of one block of keys.
 
@@ -69,7 +65,7 @@ def softmax_state(scores, v):
     """
     xp = get_namespace(scores, v)
     m = xp.max(scores, axis=-1, keepdims=True)  # (..., T, 1)
-    weights = xp.exp(scores - _shift(m, xp))  # (..., T, S_b), un-normalised: every exponent <= 0
+    weights = xp.exp(scores - safe_shift(m, xp))  # (..., T, S_b), un-normalised: every exponent <= 0
     l = xp.sum(weights, axis=-1, keepdims=True)  # (..., T, 1)
     return m, l, weights @ v  # (..., T, S_b) @ (..., S_b, d_v) -> (..., T, d_v)
 
@@ -87,7 +83,7 @@ def online_softmax_merge(a, b):
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
     xp = get_namespace(m_a, l_a, acc_a, m_b, l_b, acc_b)
     m = xp.maximum(m_a, m_b)
-    shift = _shift(m, xp)
+    shift = safe_shift(m, xp)
     alpha, beta = xp.exp(m_a - shift), xp.exp(m_b - shift)  # <= 1: rescale each sum to the new max
     return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
 

@@ -41,14 +41,11 @@ __all__ = [
 ]
 
 
-def _positive(value, name):
-    return check_positive_int(value, name)
-
 
 def mha_values_per_token(n_heads: int, d_k: int, d_v: int | None = None) -> int:
     """Cached values per token and layer for multi-head attention: ``n_heads · (d_k + d_v)``."""
     d_v = d_k if d_v is None else d_v
-    return _positive(n_heads, "n_heads") * (_positive(d_k, "d_k") + _positive(d_v, "d_v"))
+    return check_positive_int(n_heads, "n_heads") * (check_positive_int(d_k, "d_k") + check_positive_int(d_v, "d_v"))
 
 
 def gqa_values_per_token(n_kv_heads: int, d_k: int, d_v: int | None = None) -> int:
@@ -63,7 +60,7 @@ def mqa_values_per_token(d_k: int, d_v: int | None = None) -> int:
 
 def mla_values_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
     """MLA caches the latent c_KV and the shared RoPE key k^R: ``d_c + d_r``."""
-    return _positive(kv_lora_rank, "kv_lora_rank") + _positive(qk_rope_head_dim, "qk_rope_head_dim")
+    return check_positive_int(kv_lora_rank, "kv_lora_rank") + check_positive_int(qk_rope_head_dim, "qk_rope_head_dim")
 
 
 def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | None = None,
@@ -76,15 +73,15 @@ def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | N
     """
     if not isinstance(config, MLAConfig):
         raise TypeError(f"config must be an MLAConfig, got {type(config).__name__}")
-    n_layers = config.n_layers if n_layers is None else _positive(n_layers, "n_layers")
-    _positive(element_size, "element_size")
+    n_layers = config.n_layers if n_layers is None else check_positive_int(n_layers, "n_layers")
+    check_positive_int(element_size, "element_size")
     d_k, d_v = config.qk_head_dim, config.v_head_dim
     if kind == "mla":
         values = mla_values_per_token(config.kv_lora_rank, config.qk_rope_head_dim)
     elif kind == "mha":
         values = mha_values_per_token(config.n_heads, d_k, d_v)
     elif kind == "gqa":
-        if n_kv_heads is None or config.n_heads % _positive(n_kv_heads, "n_kv_heads"):
+        if n_kv_heads is None or config.n_heads % check_positive_int(n_kv_heads, "n_kv_heads"):
             raise ValueError(
                 f"kind='gqa' needs n_kv_heads dividing n_heads={config.n_heads}, got {n_kv_heads!r}"
             )

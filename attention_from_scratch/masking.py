@@ -29,9 +29,6 @@ from .backend import as_float, broadcast_shapes, check_positive_int, get_namespa
 __all__ = ["apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask"]
 
 
-def _check_length(n, name):
-    return check_positive_int(n, name)
-
 
 def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
     """Boolean ``(n_q, n_k)`` mask, True where key j is not in query i's future.
@@ -40,7 +37,7 @@ def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
     (the lower triangle). ``n_k < n_q`` is allowed; the first ``n_q - n_k`` queries then see nothing.
     """
     n_k = n_q if n_k is None else n_k
-    n_q, n_k = _check_length(n_q, "n_q"), _check_length(n_k, "n_k")
+    n_q, n_k = check_positive_int(n_q, "n_q"), check_positive_int(n_k, "n_k")
     xp = get_namespace() if xp is None else xp
     i = xp.arange(n_q)[:, None]  # (T, 1): query index
     j = xp.arange(n_k)[None, :]  # (1, S): key index
@@ -53,7 +50,7 @@ def padding_mask(lengths, n_k: int, *, xp=None):
     Broadcasts against scores ``(B, T, S)``; for multi-head scores ``(B, H, T, S)`` use
     ``padding_mask(...)[:, None]``.
     """
-    n_k = _check_length(n_k, "n_k")
+    n_k = check_positive_int(n_k, "n_k")
     if xp is None:
         xp = get_namespace(lengths)
     lengths = lengths if hasattr(lengths, "ndim") else to_device(lengths, xp)  # a list (or a stray number)

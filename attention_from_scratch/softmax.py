@@ -62,10 +62,17 @@ def _check_temperature(temperature) -> float:
     return t
 
 
+def safe_shift(m, xp):
+    """The max to subtract, with 0 in place of -inf (a row with nothing to attend to), so x - m is never NaN.
+
+    Shared with ``flash.py``, whose running max starts at -inf before any key has been seen.
+    """
+    return xp.where(m == -math.inf, xp.zeros_like(m), m)
+
+
 def _row_max(x, axis, xp):
-    """Row maximum to shift by, with 0 in place of -inf (all-masked rows), so x - m is never NaN."""
-    m = xp.max(x, axis=axis, keepdims=True)
-    return xp.where(xp.isinf(m) & (m < 0), xp.zeros_like(m), m)
+    """Row maximum to shift by (see :func:`safe_shift`)."""
+    return safe_shift(xp.max(x, axis=axis, keepdims=True), xp)
 
 
 def softmax_(scores, axis: int = -1):
