@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import numbers
 import re
 import statistics
 from dataclasses import dataclass
@@ -102,10 +101,9 @@ def top_k(query, keys, k: int = 3, *, metric: str = "cosine"):
         raise ValueError(
             f"expected query (d,) or (T, d) and keys (N, d); got {tuple(q.shape)} and {tuple(keys.shape)}"
         )
-    k_ok = not isinstance(k, bool) and isinstance(k, numbers.Integral) and 1 <= k <= keys.shape[0]
-    if not k_ok:
+    k = check_positive_int(k, "k")
+    if k > keys.shape[0]:
         raise ValueError(f"k must be an integer in [1, {keys.shape[0]}] (the number of keys), got {k!r}")
-    k = int(k)
     single = q.ndim == 1
     q2 = q[None, :] if single else q  # (T, d)
     scores = (pairwise_dot if metric == "dot" else pairwise_cosine)(q2, keys)  # (T, d) x (N, d) -> (T, N)
