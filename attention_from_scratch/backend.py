@@ -144,10 +144,16 @@ def to_numpy(x) -> np.ndarray:
     return np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
 
 
-def to_device(x, xp):
-    """Move a host (NumPy) array, list or number to backend ``xp`` (a copy to the GPU for CuPy)."""
+def to_device(x, xp, device=None):
+    """Move a host (NumPy) array, list or number to backend ``xp`` (a copy to the GPU for CuPy).
+
+    ``device`` is a device of ``xp`` (``None``: its default device), e.g. the device of another array,
+    ``array_api_compat.device(q)``, so that new arrays live beside the arrays they will meet.
+    """
     x = np.asarray(x) if _is_python_data(x) else to_numpy(x)
-    return x if backend_name(xp) == "numpy" else xp.asarray(x)
+    if backend_name(xp) == "numpy":
+        return x
+    return xp.asarray(x) if device is None else xp.asarray(x, device=device)
 
 
 def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1.0):

@@ -3,8 +3,10 @@
 ``xp`` is an :class:`ArrayCase`: the namespace (``xp.ns``), the dtype, a tolerance that suits that
 dtype, and helpers to make inputs from NumPy (``xp.asarray``), draw seeded random inputs
 (``xp.randn``) and bring results back (``xp.np``). Cases: NumPy float64 and float32,
-array-api-strict float64 and float32 (which refuses any NumPy-only call), and CuPy float64/float32
-when a GPU is usable (skipped cleanly otherwise).
+array-api-strict float64 and float32 (which refuses any NumPy-only call), array-api-strict float64 on
+a non-default device (``strict-device1``: any array a function creates on the default device instead
+of its inputs' device makes the call fail, as it would with CuPy on a second GPU), and CuPy
+float64/float32 when a GPU is usable (skipped cleanly otherwise).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class ArrayCase:
     name: str
     ns: object
     dtype_name: str
+    device: object = None  # None: the backend's default device
+
 
     @property
     def dtype(self):
@@ -51,7 +55,7 @@ class ArrayCase:
             a = a.astype(self.dtype_name)
         elif dtype is not None:
             a = a.astype(dtype)
-        return to_device(a, self.ns)
+        return to_device(a, self.ns, self.device)
 
     def randn(self, *shape, seed=0):
         return self.asarray(np.random.default_rng(seed).standard_normal(shape))
@@ -65,7 +69,8 @@ class ArrayCase:
         )
 
     def __repr__(self):
-        return f"{self.name}-{self.dtype_name}"
+        where = "" if self.device is None else f"-{self.device}"
+        return f"{self.name}-{self.dtype_name}{where}"
 
 
 def _cases():
@@ -73,6 +78,7 @@ def _cases():
     yield pytest.param(("numpy", "float32"), id="numpy-float32")
     yield pytest.param(("array_api_strict", "float64"), id="strict-float64")
     yield pytest.param(("array_api_strict", "float32"), id="strict-float32")
+    yield pytest.param(("array_api_strict", "float64", "device1"), id="strict-device1")
     for dt in ("float64", "float32"):
         yield pytest.param(
             ("cupy", dt),
@@ -83,5 +89,7 @@ def _cases():
 
 @pytest.fixture(params=list(_cases()))
 def xp(request) -> ArrayCase:
-    backend, dtype_name = request.param
-    return ArrayCase(backend, namespace_for(backend), dtype_name)
+    backend, dtype_name, *where = request.param
+    ns = namespace_for(backend)
+    device = ns.Device(where[0]) if where else None
+    return ArrayCase(backend, ns, dtype_name, device)
