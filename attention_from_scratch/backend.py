@@ -29,6 +29,7 @@ __all__ = [
     "as_float",
     "backend_name",
     "broadcast_shapes",
+    "check_flag",
     "check_positive_int",
     "get_namespace",
     "gpu_available",
@@ -122,6 +123,17 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return n
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` as a Python ``bool``, or a ``TypeError`` naming ``name``.
+
+    Flags (``causal``, ``return_lse``, ...) must be ``True`` or ``False`` (NumPy's ``bool_`` too): a string
+    such as ``"no"`` is truthy and ``1`` is a number, so both would be misread silently.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
 
 
 def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None) -> tuple[int, ...]:
