@@ -45,7 +45,7 @@ def run_tour(backend: str = "numpy") -> int:
 
 
 def run_figures(out: str) -> int:
-    from .plotting import write_all_figures
+    from .plots import write_all_figures
 
     for path in write_all_figures(out):
         print(path)
