@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,6 +31,16 @@ _lock = threading.Lock()
 _holders = 0  # callers inside one_blas_thread() right now
 _limiter = None  # threadpoolctl's limiter set by the first holder; it restores the original counts
 _control = None  # the one thread that sets and restores the limit (see the module docstring)
+
+
+def _after_fork_in_child():
+    """A forked child has none of the parent's threads: start from scratch (no holders, no control thread)."""
+    global _lock, _holders, _limiter, _control
+    _lock, _holders, _limiter, _control = threading.Lock(), 0, None, None
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: without this, a child's first call would wait forever
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @functools.cache

@@ -4,8 +4,11 @@ states, SciPy's logsumexp, finite differences, and a closed-form tile count for 
 from __future__ import annotations
 
 import math
+import os
+import signal
 import threading
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -350,6 +353,22 @@ def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
     assert blas_threads() == original, "BLAS left at one thread after overlapping calls"
     for n in (8, 9):
         np.testing.assert_allclose(results[n], _plain(*inputs[n]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_flash_in_a_forked_child_does_not_hang():
+    """The BLAS-control thread does not survive fork: the child must not wait for it."""
+    q = np.random.default_rng(0).standard_normal((6, 4))
+    expected = flash_attention(q, q, q, block_size=2)  # the parent has used (and started) the control thread
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded process, fork() may deadlock"
+        pid = os.fork()
+    if pid == 0:  # the child: exit 0 if flash works, 1 if wrong, killed by the alarm if it hangs
+        signal.alarm(20)
+        ok = np.allclose(flash_attention(q, q, q, block_size=2, workers=2), expected)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
 
 
 # --- the default block size ---------------------------------------------------------------------------
