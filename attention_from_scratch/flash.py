@@ -60,8 +60,9 @@ __all__ = [
 # block_size=None picks the measured best tile for the inputs' backend (default_block_size):
 # - CPU (NumPy, array-api-strict, anything not on a GPU): 512. NumPy pays Python's per-tile overhead
 #   (~20 array calls per tile), so large tiles win while a tile of scores still fits in cache (512 x 512
-#   float32 = 1 MiB). benchmarks/bench_flash.py at (B, H, T, d) = (1, 8, 2048, 64), float32, workers=2,
-#   2 cores: see README's block-size table (128: ~2x plain attention's time; 512: ~0.5x).
+#   float32 = 1 MiB). Measured with benchmarks/bench_flash.py at (B, H, T, d) = (1, 8, 2048, 64), float32,
+#   workers=2, 2 cores: 128 takes ~2x the time of 512, 1024 is within noise of 512, 2048 is slower; with
+#   512, flash takes 0.2-0.5x plain attention's time (README's block-size table).
 # - GPU (CuPy, PyTorch CUDA): 128, FlashAttention-2's typical tile for d = 64, sized for a GPU's
 #   on-chip memory. NOT measured here (no GPU): bench_backends.py on a GPU is the check.
 CPU_BLOCK_SIZE = 512
