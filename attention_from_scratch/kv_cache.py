@@ -29,7 +29,7 @@ The articles simplify in two places, and their numbers follow from the simplific
 from __future__ import annotations
 
 from .backend import check_positive_int
-from .mla import MLAConfig
+from .mla_config import MLAConfig
 
 __all__ = [
     "bytes_per_token",

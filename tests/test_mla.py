@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attention_from_scratch import mla_checkpoint
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count
+from attention_from_scratch.mla_checkpoint import read_safetensors
 
 # small, but with every feature on: query compression, YaRN (max_seq_len > original_seq_len), H > 1
 SMALL = MLAConfig(dim=24, n_heads=3, q_lora_rank=10, kv_lora_rank=8, qk_nope_head_dim=6, qk_rope_head_dim=4,
@@ -93,7 +95,7 @@ def reference_mla(cfg, state, x):
 
 
 def layer(xp, cfg=SMALL, seed=0):
-    return MultiHeadLatentAttention.from_state_dict(cfg, random_state(cfg, seed), xp=xp.ns)
+    return MultiHeadLatentAttention.from_state_dict(cfg, random_state(cfg, seed), xp=xp.ns, device=xp.device)
 
 
 # --- tests ---------------------------------------------------------------------------------------
@@ -102,7 +104,7 @@ def layer(xp, cfg=SMALL, seed=0):
 @pytest.mark.parametrize("cfg", [SMALL, NO_Q_LORA], ids=["q_lora", "plain_wq"])
 def test_matches_independent_loop(xp, cfg, mode):
     state = random_state(cfg, seed=1)
-    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns)
+    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns, device=xp.device)
     x = xp.randn(2, 6, cfg.dim, seed=2)
     out = mla(x, mode=mode)
     assert out.shape == (2, 6, cfg.dim) and out.dtype == xp.dtype
@@ -142,7 +144,7 @@ def test_cached_naive_and_absorb_agree_to_1e10():
 def test_cache_holds_only_normalised_latent_and_rotated_shared_key(xp):
     cfg = SMALL
     state = random_state(cfg, seed=9)
-    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns)
+    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns, device=xp.device)
     x = xp.randn(2, 5, cfg.dim, seed=10)
     cache = mla.new_cache(2)
     mla(x, cache=cache, mode="absorb")
@@ -259,7 +261,7 @@ def write_safetensors(path, tensors):
     path.write_bytes(len(head).to_bytes(8, "little") + head + b"".join(blobs))
 
 
-def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkeypatch):
+def test_read_safetensors_loads_a_bf16_layer_as_in_the_docstring(tmp_path, monkeypatch):
     state = random_state(SMALL, seed=13)
     tensors, expected = {"embed.weight": ("F32", np.zeros((2, 3), np.float32).tobytes(), (2, 3))}, {}
     for name, w in state.items():
@@ -272,15 +274,21 @@ def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkey
             expected[name] = (top.astype(np.uint32) << 16).view(np.float32)
     monkeypatch.chdir(tmp_path)
     write_safetensors(tmp_path / "model0-mp1.safetensors", tensors)
-    doc = inspect.getdoc(MultiHeadLatentAttention.from_state_dict)
-    code = textwrap.dedent(doc.split("::\n", 1)[1].split("\nWith the ``safetensors``")[0])
-    namespace = {"MLAConfig": lambda: SMALL, "MultiHeadLatentAttention": MultiHeadLatentAttention}
-    exec(code, namespace)  # the recipe as printed in the docs, with the small config in place of 671B
-    loaded = namespace["mla"].state_dict()
-    assert set(loaded) == set(expected)
-    for name, w in expected.items():
-        np.testing.assert_array_equal(loaded[name], w)
+    for owner in (mla_checkpoint, MultiHeadLatentAttention.from_state_dict):  # both docstrings' recipe
+        doc = inspect.getdoc(owner)
+        code = textwrap.dedent(doc.split("::\n", 1)[1].split("\n\n")[0])
+        namespace = {"MLAConfig": lambda: SMALL, "MultiHeadLatentAttention": MultiHeadLatentAttention,
+                     "read_safetensors": read_safetensors}
+        exec(code, namespace)  # the recipe as printed in the docs, with the small config in place of 671B
+        loaded = namespace["mla"].state_dict()
+        assert set(loaded) == set(expected)
+        for name, w in expected.items():
+            np.testing.assert_array_equal(loaded[name], w)
     assert np.max(np.abs(expected["wo.weight"] - state["wo.weight"])) > 0  # BF16 really was lossy
+    assert set(read_safetensors("model0-mp1.safetensors")) == set(tensors)  # no prefix: every tensor
+    write_safetensors(tmp_path / "bad.safetensors", {"w": ("I8", b"\x01", (1,))})
+    with pytest.raises(ValueError, match="w: dtype I8 is not supported"):
+        read_safetensors("bad.safetensors")
 
 
 @settings(max_examples=20)
@@ -318,7 +326,7 @@ def test_reassigned_weights_are_checked_by_name_before_the_cache_is_touched():
             mla(x, cache=cache, mode=mode)
         assert len(cache) == 0  # nothing appended by the failed call
     mla.wo = array_api_strict.asarray(wo)
-    with pytest.raises(TypeError, match=r"parameter wo is a array_api_strict array but the layer runs on numpy"):
+    with pytest.raises(TypeError, match=r"parameter wo is a array_api_strict array but the input is a numpy array"):
         mla(x)
     mla.wo = wo.tolist()  # lists are data
     reference = MultiHeadLatentAttention.from_state_dict(SMALL, {**mla.state_dict(), "wo.weight": wo})
