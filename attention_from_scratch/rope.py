@@ -209,8 +209,8 @@ def apply_rope(x, positions, *, freqs=None):
     :func:`rope_frequencies` ``(d)``; the angle tables are built on x's device. Same as multiplying
     ``x_2i + i·x_2i+1`` by ``e^(i·m·θ_i)``.
     """
-    # positions or freqs from another backend than x: a TypeError naming both (a range is plain data)
-    xp = get_namespace(x, None if isinstance(positions, range) else positions, freqs)
+    # positions or freqs from another backend than x: a TypeError naming both (ints, lists are plain data)
+    xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
     pairs = xp.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))  # (..., T, d) -> (..., T, d/2, 2)
@@ -236,7 +236,7 @@ def rotate_half_rope(x, positions, *, freqs=None):
     rotation with the features permuted: ``rotate_half_rope(pairs_to_halves(x), m) ==
     pairs_to_halves(apply_rope(x, m))``; shown side by side to explain the layouts.
     """
-    xp = get_namespace(x, None if isinstance(positions, range) else positions, freqs)
+    xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
     half = x.shape[-1] // 2
