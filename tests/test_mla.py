@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_from_scratch import mla_checkpoint
-from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count
+from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count, rms_norm
 from attention_from_scratch.mla_checkpoint import read_safetensors
 
 # small, but with every feature on: query compression, YaRN (max_seq_len > original_seq_len), H > 1
@@ -358,3 +358,94 @@ def test_config_refuses_non_numbers_and_state_must_be_a_mapping():
         MultiHeadLatentAttention.from_state_dict(MLAConfig(dim=8, n_heads=2, q_lora_rank=0, kv_lora_rank=4,
                                                            qk_nope_head_dim=2, qk_rope_head_dim=2, v_head_dim=2),
                                                  [("wq.weight", None)])
+
+
+# --- issue 12: devices, float16, clear errors ----------------------------------------------------------------
+
+
+def test_weights_and_rope_table_on_a_device_three_ways(xp):
+    """device= at construction, .to(xp, device), and from_state_dict keeping the state's device."""
+    from array_api_compat import device
+
+    state = random_state(SMALL, seed=20)
+    x = xp.randn(2, 4, SMALL.dim, seed=21)
+    expected = reference_mla(SMALL, state, xp.np(x))
+    on_device = {name: xp.asarray(w) for name, w in state.items()}  # the state already on x's device
+    layers = {
+        "from_state_dict": MultiHeadLatentAttention.from_state_dict(SMALL, on_device),
+        "to": MultiHeadLatentAttention.from_state_dict(SMALL, state).to(xp.ns, xp.device, dtype=xp.dtype),
+    }
+    built = MultiHeadLatentAttention(SMALL, seed=22, xp=xp.ns, dtype=xp.dtype, device=xp.device)
+    host = MultiHeadLatentAttention(SMALL, seed=22)
+    for name in ("wq_a", "q_norm", "wkv_b", "wo", "freqs"):
+        assert device(getattr(built, name)) == device(x)
+        xp.assert_close(getattr(built, name), getattr(host, name))
+    for how, layer in layers.items():
+        assert device(layer.freqs) == device(x) and device(layer.wkv_a) == device(x), how
+        for mode in ("naive", "absorb"):
+            cache = layer.new_cache(2)
+            out = layer(x, mode=mode, cache=cache)
+            assert device(out) == device(x) and device(cache.c_kv) == device(x)
+            xp.assert_close(out, expected)
+
+
+def test_weights_on_another_device_name_the_fix():
+    import array_api_strict as strict
+
+    state = random_state(SMALL)
+    mla = MultiHeadLatentAttention.from_state_dict(SMALL, state, xp=strict)  # default device
+    x = strict.asarray(np.ones((1, 2, SMALL.dim)), device=strict.Device("device1"))
+    with pytest.raises(TypeError, match=r"parameter wq_a is on device .* move the layer with layer\.to\(xp, device\)"):
+        mla(x)
+    split = {name: strict.asarray(w, device=strict.Device("device1") if name == "wo.weight" else None)
+             for name, w in state.items()}
+    with pytest.raises(TypeError, match="the weights live on different devices"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, split)
+
+
+def test_rms_norm_does_not_overflow_in_float16():
+    """x² overflows float16 (max 65504) once |x| > 255: the norm is computed in float32, then cast back."""
+    x = np.full((2, 8), 300.0, dtype=np.float16)
+    weight = np.ones(8, dtype=np.float16)
+    out = rms_norm(x, weight)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out.astype(np.float64), 1.0, rtol=1e-3)  # constant x: x / rms(x) = 1
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((3, 16)) * 2000).astype(np.float16)
+    exact = x.astype(np.float64) / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(rms_norm(x, weight=np.ones(16, np.float16)).astype(np.float64), exact, rtol=2e-3)
+
+
+def test_rms_norm_on_lists_follows_the_list_convention():
+    out = rms_norm([3.0, 4.0], [1.0, 2.0], eps=0.0)  # rms = sqrt((9 + 16) / 2)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, [3 / math.sqrt(12.5), 8 / math.sqrt(12.5)], rtol=1e-15)
+    with pytest.raises(TypeError, match="x must hold numbers, got booleans"):
+        rms_norm([True, False], [1.0, 1.0])
+
+
+def test_mla_in_float16_with_large_activations():
+    """MLA in float16 used to return about 0: RMSNorm's x² overflowed to inf, so c_KV and c_Q were 0."""
+    state = random_state(SMALL, seed=24)
+    x = np.random.default_rng(25).standard_normal((1, 4, SMALL.dim)) * 300
+    expected = reference_mla(SMALL, state, x)
+    half = MultiHeadLatentAttention.from_state_dict(SMALL, {k: v.astype(np.float16) for k, v in state.items()})
+    for mode in ("naive", "absorb"):
+        out = half(x.astype(np.float16), mode=mode)
+        assert out.dtype == np.float16
+        error = np.max(np.abs(out.astype(np.float64) - expected)) / np.max(np.abs(expected))
+        assert error < 2e-2, (mode, error)
+
+
+def test_integer_dtypes_are_refused():
+    for dtype in (np.int32, np.int64, np.bool_):
+        with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+            MultiHeadLatentAttention(SMALL, dtype=dtype)
+    with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+        MultiHeadLatentAttention(SMALL).to(np, dtype=np.int16)
+
+
+@pytest.mark.parametrize(("fast", "slow"), [(32, 0), (32, -1), (1, 2), (0, 0)])
+def test_config_refuses_betas_that_would_divide_by_zero_or_cross(fast, slow):
+    with pytest.raises(ValueError, match=r"0 < MLAConfig\.beta_slow <= MLAConfig\.beta_fast"):
+        MLAConfig(beta_fast=fast, beta_slow=slow)
