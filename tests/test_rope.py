@@ -178,7 +178,7 @@ def test_freqs_on_another_device_than_x_is_a_type_error():
     import array_api_strict as strict
 
     x = strict.asarray(np.ones((3, 4)), device=strict.Device("device1"))
-    with pytest.raises(TypeError, match="freqs is on device .*CPU_DEVICE.* but x is on .*device1"):
+    with pytest.raises(TypeError, match=r"freqs is on device .*CPU_DEVICE.* but x is on .*device1"):
         apply_rope(x, 0, freqs=strict.asarray(rope_frequencies(4)))
     with pytest.raises(TypeError, match="positions is on device"):
         apply_rope(x, strict.asarray(np.arange(3)))
@@ -200,5 +200,5 @@ def test_yarn_betas_need_0_lt_slow_le_fast(fast, slow):
         yarn_correction_range(64, 10000.0, 4096, fast, slow)
     with pytest.raises(error, match="beta_slow"):
         rope_frequencies(64, max_seq_len=16384, beta_fast=fast, beta_slow=slow)
-    with pytest.raises(error, match="MLAConfig.beta_slow"):
+    with pytest.raises(error, match=r"MLAConfig\.beta_slow"):
         MLAConfig(beta_fast=fast, beta_slow=slow)
