@@ -241,7 +241,9 @@ class MultiHeadLatentAttention:
         Positions continue from the cache (``len(cache)``); the new tokens' c_KV and k^R are appended to it.
         """
         cfg = self.config
-        xp = get_namespace(x, self.wkv_a)
+        if not hasattr(x, "dtype") and hasattr(self.wkv_a, "dtype"):  # a list is data: put it beside the weights
+            x = to_device(x, get_namespace(self.wkv_a), device_of(self.wkv_a))
+        xp = get_namespace(x)
         x = as_float(x, xp, "x")
         if x.ndim != 3 or x.shape[-1] != cfg.dim:
             raise ValueError(f"x must have shape (B, T, dim={cfg.dim}), got {tuple(x.shape)}")
