@@ -309,7 +309,7 @@ def test_inputs_on_another_device_than_the_layer_name_the_fix():
     x = strict.asarray(np.ones((1, 3, 8)), device=strict.Device("device1"))
     with pytest.raises(TypeError, match=r"parameter w_q is on device .*CPU_DEVICE.* move the layer with layer\.to"):
         mha(x)
-    with pytest.raises(TypeError, match="x_kv is on device|on different devices"):  # (backend's wording)
+    with pytest.raises(TypeError, match=r"x_kv is on device|on different devices"):  # (backend's wording)
         mha(strict.asarray(np.ones((1, 3, 8))), x)
 
 

@@ -181,7 +181,7 @@ def test_freqs_on_another_device_than_x_is_a_type_error():
     # named here, or by get_namespace where it checks devices too
     with pytest.raises(TypeError, match=r"freqs is on device .*CPU_DEVICE.* but x is on .*device1|different devices"):
         apply_rope(x, 0, freqs=strict.asarray(rope_frequencies(4)))
-    with pytest.raises(TypeError, match="positions is on device|different devices"):
+    with pytest.raises(TypeError, match=r"positions is on device|different devices"):
         apply_rope(x, strict.asarray(np.arange(3)))
     with pytest.raises(ValueError, match=r"freqs must be an array of shape \(d/2,\) = \(2,\), got \[1.0, 2.0\]"):
         apply_rope(np.ones((3, 4)), 0, freqs=[1.0, 2.0])
