@@ -73,12 +73,12 @@ class TokenBuffer:
             )
 
     def append(self, new):
+        """Write ``new`` ``(..., T, d)`` after the rows held so far; return all of them ``(..., S, d)``."""
         xp = get_namespace(new)
         self.check_fits(new)
         end = self.length + new.shape[-2]
-        data = self.data
-        if end > (0 if data is None else data.shape[-2]):  # grow: a new buffer on new's device
-            capacity = 0 if data is None else data.shape[-2]
+        data, capacity = self.data, 0 if self.data is None else self.data.shape[-2]
+        if end > capacity:  # grow: a new buffer, on new's device
             grown = max(end, 2 * capacity, 16)
             grown = grown if self.max_len is None else min(grown, self.max_len)
             shape = (*new.shape[:-2], grown, new.shape[-1])  # (..., capacity, d)

@@ -68,8 +68,9 @@ def rms_norm(x, weight, eps: float = 1e-6):
     """RMSNorm (Zhang & Sennrich 2019): ``x / sqrt(mean(x²) + eps) · weight`` over the last axis.
 
     x ``(..., d)``, weight ``(d,)`` -> ``(..., d)`` in the promoted dtype of x and weight. Computed in at
-    least float32, then cast back: in float16, x² overflows (to inf, so the result is 0) once |x| > 255,
-    and DeepSeek's BF16 model normalises in float32 for the same reason. Lists become float64 arrays.
+    least float32, then cast back: in float16 the sum of x² overflows to inf (one |x| > 256 suffices,
+    65504 being float16's largest number) and the result collapses to 0; DeepSeek's BF16 model
+    normalises in float32 for the same reason. Lists become float64 arrays.
     """
     xp = get_namespace(x, weight)
     x, weight = as_float(x, xp, "x"), as_float(weight, xp, "weight")
