@@ -107,12 +107,12 @@ def top_k(query, keys, k: int = 3, *, metric: str = "cosine"):
     single = q.ndim == 1
     q2 = q[None, :] if single else q  # (T, d)
     scores = (pairwise_dot if metric == "dot" else pairwise_cosine)(q2, keys)  # (T, d) x (N, d) -> (T, N)
-    # NaN sorts as the largest value in NumPy, so descending order would put it first. Sort twice, both
-    # stable: by score (NaN read as -inf), then by "is NaN" -- the NaNs move to the end, order kept.
+    # NaN sorts as the largest number, so first when descending: two stable sorts put the NaNs last
+    # (by score with NaN read as -inf, then by "is NaN", keeping that order)
     finite = xp.where(xp.isnan(scores), xp.full_like(scores, -math.inf), scores)
     order = xp.argsort(finite, axis=-1, descending=True, stable=True)  # (T, N)
-    is_nan = xp.astype(xp.isnan(xp.take_along_axis(scores, order, axis=-1)), xp.int8)  # (T, N) 0/1
-    order = xp.take_along_axis(order, xp.argsort(is_nan, axis=-1, stable=True), axis=-1)[:, :k]  # (T, k)
+    last = xp.argsort(xp.astype(xp.isnan(xp.take_along_axis(scores, order, axis=-1)), xp.int8), stable=True)
+    order = xp.take_along_axis(order, last, axis=-1)[:, :k]  # (T, k)
     best = xp.take_along_axis(scores, order, axis=-1)  # (T, k)
     return (order[0, :], best[0, :]) if single else (order, best)
 
@@ -280,9 +280,8 @@ def fit_matrix_factorization(
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
     if not (_is_real(l2) and 0 <= l2 < math.inf):
         raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
-    n_users, n_items = r.shape
+    (n_users, n_items), where = r.shape, device_of(r)  # new arrays go on the ratings' device
     mean = float(xp.sum(xp.where(observed, r, xp.zeros_like(r)))) / n_obs
-    where = device_of(r)
     params = [
         _draw((n_users, rank), seed, xp, where, 0.1, r.dtype),
         _draw((n_items, rank), seed + 1, xp, where, 0.1, r.dtype),
