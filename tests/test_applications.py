@@ -388,3 +388,15 @@ def test_fit_refuses_a_list_mask_and_bad_step_settings():
     with pytest.raises(ValueError, match="l2 must be a finite number >= 0"):
         fit_matrix_factorization(ratings, observed, l2=-1e-3)
     assert fit_matrix_factorization(ratings, observed, steps=0).losses == ()  # zero steps: the start
+
+
+@given(n=st.integers(1, 12), seed=st.integers(0, 10_000), nan_fraction=st.sampled_from([0.0, 0.3, 1.0]))
+def test_top_k_equals_a_sort_with_nan_last_and_ties_by_index(n, seed, nan_fraction):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-2, 3, size=(n, 3)).astype(float)  # small integers: exact scores and many ties
+    keys[rng.random(n) < nan_fraction, 0] = np.nan
+    query = rng.integers(-2, 3, size=3).astype(float)
+    scores = [float(sum(query[j] * keys[i, j] for j in range(3))) for i in range(n)]  # a plain loop
+    expected = sorted(range(n), key=lambda i: (math.isnan(scores[i]), 0.0 if math.isnan(scores[i]) else -scores[i], i))
+    idx, _ = top_k(query, keys, k=n, metric="dot")
+    assert idx.tolist() == expected
