@@ -232,6 +232,18 @@ def test_token_buffer_grows_past_its_first_allocation_and_matches_a_concatenatio
     assert capacities == [16, 16, 16, 32, 32, 64, 64] and buffer.length == 40  # ends 1, 4, 16, 17, 24, 33, 40
 
 
+def test_kv_cache_stays_on_the_device_of_its_entries(xp):
+    from array_api_compat import device
+
+    k, v = xp.randn(1, 2, 20, 3, seed=39), xp.randn(1, 2, 20, 4, seed=40)
+    cache = KVCache()
+    for start, end in ((0, 5), (5, 6), (6, 20)):  # past the first allocation of 16
+        all_k, all_v = cache.append(k[:, :, start:end, :], v[:, :, start:end, :])
+    assert device(all_k) == device(k) and device(cache.v) == device(k) and len(cache) == 20
+    np.testing.assert_array_equal(xp.np(all_k), xp.np(k))
+    np.testing.assert_array_equal(xp.np(all_v), xp.np(v))
+
+
 def test_decoding_more_tokens_than_the_first_allocation(xp):
     mha = make(xp, d_model=8, n_heads=2, n_kv_heads=1, seed=31)
     x = xp.randn(1, 21, 8, seed=32)
