@@ -434,7 +434,7 @@ def test_mla_in_float16_with_large_activations():
         out = half(x.astype(np.float16), mode=mode)
         assert out.dtype == np.float16
         error = np.max(np.abs(out.astype(np.float64) - expected)) / np.max(np.abs(expected))
-        assert error < 2e-2, (mode, error)
+        assert error < 5e-3, (mode, error)  # float16 rounding (measured 4e-4); before the fix: 1.0
 
 
 def test_integer_dtypes_are_refused():
