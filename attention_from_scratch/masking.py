@@ -24,36 +24,50 @@ from __future__ import annotations
 
 import math
 
-from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace, to_device
+import array_api_compat
+
+from .backend import (
+    as_float,
+    broadcast_shapes,
+    check_namespace,
+    check_positive_int,
+    get_namespace,
+    needs_grad,
+    to_device,
+)
 
 __all__ = ["apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask"]
 
 
-
-def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
+def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
     """Boolean ``(n_q, n_k)`` mask, True where key j is not in query i's future.
 
     Bottom-right aligned: ``mask[i, j] = j <= (n_k - n_q) + i``. ``n_k`` defaults to ``n_q``
     (the lower triangle). ``n_k < n_q`` is allowed; the first ``n_q - n_k`` queries then see nothing.
+    ``xp`` is the namespace (default NumPy), ``device`` one of its devices (default: its default).
     """
     n_k = n_q if n_k is None else n_k
     n_q, n_k = check_positive_int(n_q, "n_q"), check_positive_int(n_k, "n_k")
-    xp = get_namespace() if xp is None else xp
-    i = xp.arange(n_q)[:, None]  # (T, 1): query index
-    j = xp.arange(n_k)[None, :]  # (1, S): key index
+    xp = get_namespace() if xp is None else check_namespace(xp)
+    i = xp.arange(n_q, device=device)[:, None]  # (T, 1): query index
+    j = xp.arange(n_k, device=device)[None, :]  # (1, S): key index
     return j <= i + (n_k - n_q)  # (T, S)
 
 
-def padding_mask(lengths, n_k: int, *, xp=None):
+def padding_mask(lengths, n_k: int, *, xp=None, device=None):
     """Boolean ``(B, 1, n_k)`` mask: batch element b may attend to keys ``0 .. lengths[b] - 1``.
 
     Broadcasts against scores ``(B, T, S)``; for multi-head scores ``(B, H, T, S)`` use
-    ``padding_mask(...)[:, None]``.
+    ``padding_mask(...)[:, None]``. The mask lives on the device of ``lengths`` (or ``device`` for a
+    list). An empty batch (``lengths=[]``) gives an empty ``(0, 1, n_k)`` mask, as attention does.
     """
     n_k = check_positive_int(n_k, "n_k")
-    if xp is None:
-        xp = get_namespace(lengths)
-    lengths = lengths if hasattr(lengths, "ndim") else to_device(lengths, xp)  # a list (or a stray number)
+    xp = get_namespace(lengths) if xp is None else check_namespace(xp)
+    if isinstance(lengths, (list, tuple)) and len(lengths) == 0:  # [] would become a float64 array
+        lengths = xp.zeros((0,), dtype=xp.int64, device=device)
+    elif not hasattr(lengths, "ndim"):  # a list (or a stray number)
+        lengths = to_device(lengths, xp, device)
+    device = array_api_compat.device(lengths)
     if lengths.ndim != 1:
         raise ValueError(
             f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
@@ -62,7 +76,7 @@ def padding_mask(lengths, n_k: int, *, xp=None):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
     if bool(xp.any(lengths < 0)) or bool(xp.any(lengths > n_k)):
         raise ValueError(f"every length must lie in 0..n_k={n_k}, got {lengths}")
-    j = xp.arange(n_k)[None, None, :]  # (1, 1, S)
+    j = xp.arange(n_k, device=device)[None, None, :]  # (1, 1, S)
     return j < lengths[:, None, None]  # (B, 1, S)
 
 
@@ -80,10 +94,10 @@ def combine_masks(*masks):
     return out
 
 
-def as_bool_mask(mask, xp, name: str = "mask"):
-    """Check that ``mask`` is boolean; refuse integer 0/1 masks with the reason."""
+def as_bool_mask(mask, xp, name: str = "mask", *, device=None):
+    """Check that ``mask`` is boolean; refuse integer 0/1 masks with the reason (a list goes to ``device``)."""
     if isinstance(mask, (list, tuple)):
-        mask = to_device(mask, xp)
+        mask = to_device(mask, xp, device)
     if mask.dtype == xp.bool:
         return mask
     if xp.isdtype(mask.dtype, "integral"):
@@ -96,17 +110,18 @@ def as_bool_mask(mask, xp, name: str = "mask"):
     raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
 
 
-def as_mask(mask, xp, name: str = "mask"):
+def as_mask(mask, xp, name: str = "mask", *, device=None):
     """``mask`` checked: boolean (lists become boolean arrays), or an additive float mask of values <= 0.
 
     The one place where every function that takes a mask (attention, flash, additive attention, the
     backward pass, multi-head attention, ``apply_mask``) checks its dtype and values. A float mask with
-    a value > 0 or NaN is refused: it is almost always a 0/1 mask that would block nothing.
+    a value > 0 or NaN is refused: it is almost always a 0/1 mask that would block nothing. A list
+    becomes a boolean array on ``device`` (that of the scores it will meet).
     """
     if not isinstance(mask, (list, tuple)) and not hasattr(mask, "dtype"):
         raise TypeError(f"{name} must be a boolean array (True = may attend), got {type(mask).__name__}")
     if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
-        return as_bool_mask(mask, xp, name)
+        return as_bool_mask(mask, xp, name, device=device)
     if bool(xp.any(~(mask <= 0))):  # ~(m <= 0) is also True for NaN
         raise ValueError(
             f"{name} is a float array with values > 0 or NaN; masks are boolean with True = may attend, "
@@ -120,18 +135,20 @@ def apply_mask(scores, mask):
     """Scores with blocked entries set to ``-inf``.
 
     ``mask`` is boolean (True = may attend), or a float additive mask (0 = allowed, -inf = blocked)
-    which is simply added. Returns a new array; ``scores`` is not modified.
+    which is added where it is finite. A blocked entry is ``-inf`` whatever its score was, even NaN or
+    inf (``NaN + -inf`` would be NaN). Returns a new array; ``scores`` is not modified.
     """
     xp = get_namespace(scores, mask)
     scores = as_float(scores, xp, "scores")
     if mask is None:
         return scores
-    mask = as_mask(mask, xp)
-    if mask.dtype != xp.bool:
-        broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
-        return scores + xp.astype(mask, scores.dtype)
+    mask = as_mask(mask, xp, device=array_api_compat.device(scores))
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
-    return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))
+    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=array_api_compat.device(scores))
+    if mask.dtype != xp.bool:  # additive: blocked where the mask is -inf, shifted by it elsewhere
+        mask = xp.astype(mask, scores.dtype)
+        return xp.where(mask == -math.inf, minus_inf, scores + mask)
+    return xp.where(mask, scores, minus_inf)
 
 
 def apply_mask_(scores, mask):
@@ -140,16 +157,21 @@ def apply_mask_(scores, mask):
     ``scores`` must be a temporary the caller owns. The boolean mask becomes an additive 0 / -inf mask
     at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
     in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
-    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf.)
+    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the score is
+    NaN or +inf, which the caller detects and redoes with :func:`apply_mask`.) An autograd tensor is
+    not modified in place.
     """
     xp = get_namespace(scores, mask)
+    device = array_api_compat.device(scores)
     if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
-        mask = as_bool_mask(mask, xp)
-        zero = xp.asarray(0.0, dtype=scores.dtype)
-        mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype))
+        mask = as_bool_mask(mask, xp, device=device)
+        zero = xp.asarray(0.0, dtype=scores.dtype, device=device)
+        mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype, device=device))
     else:
         mask = xp.astype(mask, scores.dtype, copy=False)
-    if broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(scores.shape):
-        return scores + mask  # the mask adds batch dims: the result is larger than scores
+    if needs_grad(scores) or broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(
+        scores.shape
+    ):
+        return scores + mask  # autograd needs scores, or the mask adds batch dims (a larger result)
     scores += mask
     return scores

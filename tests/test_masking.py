@@ -63,7 +63,7 @@ def test_padding_mask(xp):
 
 
 def test_combine_masks_is_logical_and(xp):
-    c = causal_mask(3, xp=xp.ns)
+    c = causal_mask(3, xp=xp.ns, device=xp.device)
     p = padding_mask(xp.asarray(np.array([2, 3]), dtype=np.int64), 3)  # (2, 1, 3)
     m = combine_masks(c, None, p)
     assert tuple(m.shape) == (2, 3, 3)
@@ -73,7 +73,7 @@ def test_combine_masks_is_logical_and(xp):
 
 def test_apply_mask_sets_blocked_scores_to_minus_inf_and_keeps_the_rest(xp):
     scores = xp.randn(3, 3, seed=1)
-    mask = causal_mask(3, xp=xp.ns)
+    mask = causal_mask(3, xp=xp.ns, device=xp.device)
     out = apply_mask(scores, mask)
     assert out.dtype == xp.dtype
     on, sn, mn = xp.np(out), xp.np(scores), xp.np(mask)
