@@ -27,8 +27,8 @@ import math
 
 import array_api_compat
 
-from .backend import as_common_float, broadcast_shapes, check_flag, get_namespace
-from .masking import apply_mask, apply_mask_, as_mask, causal_mask
+from .backend import as_common_float, broadcast_shapes, get_namespace
+from .masking import _full_mask, _matmul_skipping_zeros, apply_mask, apply_mask_
 from .similarity import pairwise_additive
 from .softmax import softmax_
 
@@ -36,7 +36,7 @@ __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled
 
 
 def _check_qkv(q, k, v, xp):
-    """Validate q, k, v and return them as floating arrays of one dtype (backend.as_common_float), plus (T, S, d_k)."""
+    """Validate q, k, v; return them in one floating dtype (``backend.as_common_float``) and (T, S, d_k)."""
     q, k, v = as_common_float(xp, q, k, v, names=("q", "k", "v"))
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
@@ -64,95 +64,45 @@ def _check_qkv(q, k, v, xp):
 def _scale(scale, d_k):
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    try:  # a bool is not a scale (True would mean 1.0), nor is a string ("2" would mean 2.0)
-        value = math.nan if isinstance(scale, (bool, str, bytes)) or scale.__class__.__name__ == "bool_" else float(scale)
-    except (TypeError, ValueError):
-        value = math.nan
+    value = math.nan
+    if not isinstance(scale, (bool, str, bytes)) and type(scale).__name__ != "bool_":  # True is not 1.0
+        try:
+            value = float(scale)
+        except (TypeError, ValueError):
+            pass
     if not math.isfinite(value):
         raise ValueError(f"scale must be a finite number, got {scale!r} (None means 1/sqrt(d_k))")
     return value
 
 
-def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
-    """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
+def _all_finite(xp, *arrays) -> bool:
+    """True when no array holds a NaN or an inf (one pass over each; arrays of T·d or S·d numbers)."""
+    return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
-    Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
-    attention calls the same :func:`~attention_from_scratch.masking.as_mask`, then checks against
-    (B, H, T, S)). Boolean (True = may attend) or additive float (0 / -inf); any shape that broadcasts
-    to (..., T, S), including (S,) and () -- which become (1, S) and (1, 1) so callers can slice the
-    last two axes. A list becomes an array on ``device``.
+
+def _attend(scores_of, k, v, mask, xp):
+    """Steps 1-4 of attention: scores ``scores_of(k)`` (a new array), mask, softmax, weighted sum.
+
+    With finite keys and values (checked first: one pass over each, no (T, S) work) the fast path
+    works in the scores' own buffer -- the mask is added in place, softmax runs in place: no second
+    (T, S) array. But adding -inf cannot hide a NaN score of a blocked key (NaN + -inf is NaN), nor
+    can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So when k or v holds a NaN or an
+    inf, the scores are made from finite keys, a key holding any non-finite entry scores NaN, blocked
+    scores are *replaced* by -inf (``where``), and the values are summed so that a key of weight 0
+    adds nothing: a blocked key never matters, whatever it holds (a used one gives NaN or inf).
     """
-    mask = as_mask(mask, xp, device=device)
-    shape = (1,) * (2 - mask.ndim) + tuple(mask.shape)  # (S,) -> (1, S); () -> (1, 1)
-    if shape[-2] not in (1, n_q) or shape[-1] not in (1, n_k):
-        raise ValueError(f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}")
-    broadcast_shapes(lead, shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
-    return xp.reshape(mask, shape) if mask.ndim < 2 else mask
-
-
-def _full_mask(mask, causal, n_q, n_k, xp, lead=(), device=None):
-    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S).
-
-    Every array it creates lives on ``device``, the device of the scores.
-    """
-    causal = check_flag(causal, "causal")
-    if mask is not None:
-        mask = _check_mask(mask, n_q, n_k, xp, lead, device)
-    if causal:
-        c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
-        if mask is None:
-            mask = c
-        elif mask.dtype == xp.bool:
-            mask = mask & c
-        else:  # additive float mask: block the future on top of it
-            mask = xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))
-    return mask
-
-
-def _attend(make_scores, mask, v, xp):
-    """Steps 2-4 of attention on the scores ``make_scores()`` (a new array): mask, softmax, weighted sum.
-
-    The fast path works in the scores' own buffer (the mask is added in place, softmax runs in place):
-    no second (T, S) array. Adding -inf cannot hide a NaN or +inf score of a blocked key (NaN + -inf is
-    NaN), nor can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul), so when the output is
-    not finite the scores are made again and masked with ``where``, and the values are summed so that
-    a key of weight 0 adds nothing: a blocked key never matters, whatever it holds. The check costs
-    one pass over the (T, d_v) output; the slow path runs only on non-finite data.
-    """
-    scores = make_scores()  # 1) (..., T, S)
+    if not _all_finite(xp, k, v):
+        finite = xp.isfinite(k)
+        scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
+        usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
+        scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
+        weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
+        return _matmul_skipping_zeros(weights, v, xp), weights
+    scores = scores_of(k)  # 1) (..., T, S)
     if mask is not None:
         scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
     weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
-    out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
-    if bool(xp.all(xp.isfinite(out))):
-        return out, weights
-    del out, weights
-    scores = make_scores() if mask is None else apply_mask(make_scores(), mask)
-    weights = softmax_(scores, axis=-1)
-    return _matmul_skipping_zeros(weights, v, xp), weights
-
-
-def _matmul_skipping_zeros(a, b, xp):
-    """``a @ b`` in which an entry ``a_ij == 0`` skips row ``b_j`` even where it holds NaN or ±inf.
-
-    (..., T, S) @ (..., S, n) -> (..., T, n). A used non-finite entry gives what the sum gives: ±inf
-    (with the sign of ``a_ij · b_jc``), or NaN for a NaN or for +inf meeting -inf.
-    """
-    finite = xp.isfinite(b)
-    out = a @ xp.where(finite, b, xp.zeros_like(b))
-    if bool(xp.all(finite)):
-        return out
-    pos, neg = xp.astype(a > 0, a.dtype), xp.astype(a < 0, a.dtype)  # the entries that are used
-
-    def hits(x, bad):  # (..., T, n): does a used entry of x meet a bad entry of b?
-        return (x @ xp.astype(bad, a.dtype)) > 0
-
-    up = hits(pos, b == math.inf) | hits(neg, b == -math.inf)  # a contribution of +inf
-    down = hits(pos, b == -math.inf) | hits(neg, b == math.inf)  # a contribution of -inf
-    nan = hits(pos + neg, xp.isnan(b)) | (up & down)
-    out = xp.where(up, xp.full_like(out, math.inf), out)
-    out = xp.where(down, xp.full_like(out, -math.inf), out)
-    return xp.where(nan, xp.full_like(out, math.nan), out)
+    return weights @ v, weights  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None):
@@ -180,25 +130,24 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, array_api_compat.device(q))
     q = q * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
-    return _attend(lambda: q @ k.mT, mask, v, xp)
+    return _attend(lambda keys: q @ keys.mT, k, v, mask, xp)
 
 
-def _attention_loop_2d(q, k, v, allowed, bias, scale, xp):
-    """Attention for one sequence with Python loops: q (T, d_k), k (S, d_k), v (S, d_v) -> (T, d_v), (T, S).
+def _attention_loop_2d(q, k, v, mask, scale, xp):
+    """One sequence with plain loops: q (T, d_k), k (S, d_k), v (S, d_v) -> out (T, d_v), weights (T, S).
 
-    ``allowed`` (T, S) is the boolean mask or None; ``bias`` (T, S) an additive float mask or None.
+    ``mask`` (T, S) is additive: 0 where query i may attend to key j, -inf where it may not (None: all
+    allowed). Read this first: the vectorised version does the same four steps as matrix products.
     """
-    n_q, n_k = q.shape[0], k.shape[0]
+    device = array_api_compat.device(v)
     outs, all_weights = [], []
-    for i in range(n_q):
+    for i in range(q.shape[0]):
         q_i = q[i, :] * scale  # scale the query first, as the vectorised version does (no overflow)
-        # 1) one score per key: the dot product of query i with key j; 2) a blocked key gets -inf
         scores = []
-        for j in range(n_k):
-            if allowed is not None and not bool(allowed[i, j]):
-                scores.append(-math.inf)
-            else:
-                scores.append(float(xp.sum(q_i * k[j, :])) + (0.0 if bias is None else float(bias[i, j])))
+        for j in range(k.shape[0]):
+            bias = 0.0 if mask is None else float(mask[i, j])
+            # 1) the dot product of query i with key j; 2) a blocked key scores -inf (k_j is not read)
+            scores.append(-math.inf if bias == -math.inf else float(xp.sum(q_i * k[j, :])) + bias)
         # 3) softmax of the row: shift by its max (0 if every key is blocked), exponentiate, normalise
         m = max(scores)
         m = 0.0 if m == -math.inf else m
@@ -206,52 +155,48 @@ def _attention_loop_2d(q, k, v, allowed, bias, scale, xp):
         total = sum(exps)
         weights = [e / total if total > 0 else 0.0 for e in exps]
         # 4) the output: the weighted sum of the value vectors (a key of weight 0 adds nothing)
-        out = xp.zeros(v.shape[1], dtype=v.dtype, device=array_api_compat.device(v))
-        for j in range(n_k):
+        out = xp.zeros(v.shape[1], dtype=v.dtype, device=device)
+        for j in range(k.shape[0]):
             if weights[j] != 0:
                 out = out + weights[j] * v[j, :]
         outs.append(out)
         all_weights.append(weights)
-    device = array_api_compat.device(v)
     return xp.stack(outs), xp.asarray(all_weights, dtype=v.dtype, device=device)
 
 
 def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """The same as :func:`scaled_dot_product_attention`, one query and one key at a time.
 
-    Written with Python loops so every step is visible (read ``_attention_loop_2d``: one sequence,
-    ``for i`` over queries, ``for j`` over keys); this wrapper only validates and walks the broadcast
-    leading dims. Equal to the vectorised version to rounding (~1e-15 in float64), and tens to
-    hundreds of times slower -- which is why we vectorise (``benchmarks/bench_attention.py``).
+    Read ``_attention_loop_2d`` first: one sequence, ``for i`` over queries, ``for j`` over keys, the
+    steps of attention one number at a time. This wrapper checks the inputs and runs it at every
+    position of the broadcast leading dims (each batch element and head). Equal to the vectorised
+    version to rounding (~1e-15 in float64), and tens to hundreds of times slower -- which is why we
+    vectorise (``benchmarks/bench_attention.py`` measures it).
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    device = array_api_compat.device(q)
+    device, d_v = array_api_compat.device(q), v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device)
     scale = _scale(scale, d_k)
     if mask is not None:  # a mask may carry batch dims of its own, e.g. (B, 1, T, S) with shared q, k, v
         lead = broadcast_shapes(lead, mask.shape[:-2])
-    d_v = v.shape[-1]
+        if mask.dtype == xp.bool:  # True/False -> 0/-inf: one additive form for the loop
+            blocked = xp.full(1, -math.inf, dtype=v.dtype, device=device)
+            mask = xp.where(mask, xp.zeros(1, dtype=v.dtype, device=device), blocked)
+        mask = xp.broadcast_to(mask, (*lead, n_q, n_k))  # (..., T, S)
     q = xp.broadcast_to(q, (*lead, n_q, d_k))  # (..., T, d_k)
     k = xp.broadcast_to(k, (*lead, n_k, d_k))  # (..., S, d_k)
     v = xp.broadcast_to(v, (*lead, n_k, d_v))  # (..., S, d_v)
-    allowed = bias = None
-    if mask is not None and mask.dtype == xp.bool:
-        allowed = xp.broadcast_to(mask, (*lead, n_q, n_k))  # (..., T, S)
-    elif mask is not None:  # additive float mask: blocked where -inf, else a bias added to the score
-        allowed = xp.broadcast_to(mask != -math.inf, (*lead, n_q, n_k))
-        bias = xp.broadcast_to(xp.where(mask == -math.inf, xp.zeros_like(mask), mask), (*lead, n_q, n_k))
     outs, all_weights = [], []
     for idx in itertools.product(*(range(n) for n in lead)):  # every batch/head position, e.g. (b, h)
         at = (*idx, ...)  # (..., T, x) -> (T, x) at this position
-        pick = (lambda m: None if m is None else m[at])  # noqa: E731
-        out, weights = _attention_loop_2d(q[at], k[at], v[at], pick(allowed), pick(bias), scale, xp)
+        out, weights = _attention_loop_2d(q[at], k[at], v[at], None if mask is None else mask[at], scale, xp)
         outs.append(out)
         all_weights.append(weights)
     if not outs:  # an empty batch: empty results, as the vectorised version gives
-        return (xp.zeros((*lead, n_q, d_v), dtype=v.dtype, device=device),
-                xp.zeros((*lead, n_q, n_k), dtype=v.dtype, device=device))
+        out = xp.zeros((*lead, n_q, d_v), dtype=v.dtype, device=device)
+        return out, xp.zeros((*lead, n_q, n_k), dtype=v.dtype, device=device)
     out = xp.reshape(xp.stack(outs), (*lead, n_q, d_v))  # (N, T, d_v) -> (..., T, d_v)
     weights = xp.reshape(xp.stack(all_weights), (*lead, n_q, n_k))  # (N, T, S) -> (..., T, S)
     return out, weights
@@ -289,12 +234,15 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         raise ValueError(f"d_out must have the output's shape {tuple(out.shape)}, got {tuple(d_out.shape)}")
     scale = _scale(scale, d_k)
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
-    dp = d_out @ v.mT  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
-    ds = p * (dp - xp.sum(d_out * out, axis=-1, keepdims=True))  # (..., T, S)
-    dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
-    if not bool(xp.all(xp.isfinite(dq))):  # rare: 0 · NaN from a blocked key's v (in dP) or k (in dq)
-        ds = xp.where(p == 0, xp.zeros_like(ds), ds)
+    row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
+    if _all_finite(xp, k, v):
+        dp = d_out @ v.mT  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
+        ds = p * (dp - row)  # (..., T, S)
+        dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+    else:  # a blocked key's NaN or inf in v (through dP) or in k must not give 0 · NaN = NaN
+        dp = _matmul_skipping_zeros(d_out, v.mT, xp)
+        ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
     dk = (ds.mT @ q) * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
     return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
@@ -310,10 +258,12 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
     names = ("q", "k", "v", "w_q", "w_k", "v_a")
     q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=names)
-    scores = pairwise_additive(q, k, w_q, w_k, v_a)  # (..., T, S): validates q, k and the weights
-    if v.ndim < 2 or v.shape[-2] != scores.shape[-1]:
-        raise ValueError(f"v must have shape (..., S={scores.shape[-1]}, d_v), got {tuple(v.shape)}")
+    # (..., T, S), validating q, k and the weights; a NaN/inf in k is set to 0 here, and _attend
+    # then gives the keys that held one a NaN score (blocked: no effect; used: a NaN row)
+    clean_k = k if _all_finite(xp, k) else xp.where(xp.isfinite(k), k, xp.zeros_like(k))
+    scores = pairwise_additive(q, clean_k, w_q, w_k, v_a)
     n_q, n_k = scores.shape[-2:]
+    if v.ndim < 2 or v.shape[-2] != n_k:
+        raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
     mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], array_api_compat.device(scores))
-    made = [scores]  # the first call reuses the scores computed above; a second one recomputes them
-    return _attend(lambda: made.pop() if made else pairwise_additive(q, k, w_q, w_k, v_a), mask, v, xp)
+    return _attend(lambda keys: scores, k, v, mask, xp)  # keys: k, or k with its NaN/inf set to 0

@@ -29,6 +29,7 @@ import array_api_compat
 from .backend import (
     as_float,
     broadcast_shapes,
+    check_flag,
     check_namespace,
     check_positive_int,
     get_namespace,
@@ -145,10 +146,12 @@ def apply_mask(scores, mask):
     mask = as_mask(mask, xp, device=array_api_compat.device(scores))
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
     minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=array_api_compat.device(scores))
-    if mask.dtype != xp.bool:  # additive: blocked where the mask is -inf, shifted by it elsewhere
-        mask = xp.astype(mask, scores.dtype)
-        return xp.where(mask == -math.inf, minus_inf, scores + mask)
-    return xp.where(mask, scores, minus_inf)
+    if mask.dtype == xp.bool:
+        return xp.where(mask, scores, minus_inf)
+    # additive: blocked where the mask is -inf, shifted by it elsewhere (never computing inf + -inf)
+    blocked = mask == -math.inf
+    shift = xp.where(blocked, xp.zeros_like(mask), mask)
+    return xp.where(blocked, minus_inf, scores + xp.astype(shift, scores.dtype))
 
 
 def apply_mask_(scores, mask):
@@ -158,7 +161,7 @@ def apply_mask_(scores, mask):
     at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
     in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
     full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the score is
-    NaN or +inf, which the caller detects and redoes with :func:`apply_mask`.) An autograd tensor is
+    NaN or +inf: the caller checks its inputs are finite first, else uses :func:`apply_mask`.) An autograd tensor is
     not modified in place.
     """
     xp = get_namespace(scores, mask)
@@ -175,3 +178,62 @@ def apply_mask_(scores, mask):
         return scores + mask  # autograd needs scores, or the mask adds batch dims (a larger result)
     scores += mask
     return scores
+
+
+def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
+    """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
+
+    Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
+    attention calls the same :func:`as_mask`, then checks against (B, H, T, S)). Boolean (True = may
+    attend) or additive float (0 / -inf); any shape that broadcasts to (..., T, S), including (S,)
+    and () -- which become (1, S) and (1, 1) so callers can slice the last two axes. A list becomes
+    an array on ``device``.
+    """
+    mask = as_mask(mask, xp, device=device)
+    shape = (1,) * (2 - mask.ndim) + tuple(mask.shape)  # (S,) -> (1, S); () -> (1, 1)
+    if shape[-2] not in (1, n_q) or shape[-1] not in (1, n_k):
+        raise ValueError(f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}")
+    broadcast_shapes(lead, shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
+    return xp.reshape(mask, shape) if mask.ndim < 2 else mask
+
+
+def _full_mask(mask, causal, n_q, n_k, xp, lead=(), device=None):
+    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S).
+
+    Every array it creates lives on ``device``, the device of the scores.
+    """
+    causal = check_flag(causal, "causal")
+    if mask is not None:
+        mask = _check_mask(mask, n_q, n_k, xp, lead, device)
+    if causal:
+        c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
+        if mask is None:
+            mask = c
+        elif mask.dtype == xp.bool:
+            mask = mask & c
+        else:  # additive float mask: block the future on top of it
+            mask = xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))
+    return mask
+
+
+def _matmul_skipping_zeros(a, b, xp):
+    """``a @ b`` in which an entry ``a_ij == 0`` skips row ``b_j`` even where it holds NaN or ±inf.
+
+    (..., T, S) @ (..., S, n) -> (..., T, n). A used non-finite entry gives what the sum gives: ±inf
+    (with the sign of ``a_ij · b_jc``), or NaN for a NaN or for +inf meeting -inf.
+    """
+    finite = xp.isfinite(b)
+    out = a @ xp.where(finite, b, xp.zeros_like(b))
+    if bool(xp.all(finite)):
+        return out
+    pos, neg = xp.astype(a > 0, a.dtype), xp.astype(a < 0, a.dtype)  # the entries that are used
+
+    def hits(x, bad):  # (..., T, n): does a used entry of x meet a bad entry of b?
+        return (x @ xp.astype(bad, a.dtype)) > 0
+
+    up = hits(pos, b == math.inf) | hits(neg, b == -math.inf)  # a contribution of +inf
+    down = hits(pos, b == -math.inf) | hits(neg, b == math.inf)  # a contribution of -inf
+    nan = hits(pos + neg, xp.isnan(b)) | (up & down)
+    out = xp.where(up, xp.full_like(out, math.inf), out)
+    out = xp.where(down, xp.full_like(out, -math.inf), out)
+    return xp.where(nan, xp.full_like(out, math.nan), out)
