@@ -32,6 +32,7 @@ from .backend import (
     check_flag,
     check_namespace,
     check_positive_int,
+    device_of,
     get_namespace,
     needs_grad,
     to_device,
@@ -87,7 +88,8 @@ def combine_masks(*masks):
     if not present:
         return None
     xp = get_namespace(*present)
-    present = [as_bool_mask(m, xp, f"masks[{idx}]") for idx, m in enumerate(present)]
+    device = device_of(*present)  # lists go to the device of the arrays among the masks
+    present = [as_bool_mask(m, xp, f"masks[{idx}]", device=device) for idx, m in enumerate(present)]
     broadcast_shapes(*(m.shape for m in present), names=[f"masks[{idx}]" for idx in range(len(present))])
     out = present[0]
     for m in present[1:]:

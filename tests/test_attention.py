@@ -674,3 +674,17 @@ def test_tensors_that_require_grad_work_and_match_torch():
         np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
         assert m.grad is not None
     assert all(torch.equal(m.detach(), b) for m, b in zip(mine, base, strict=True))  # inputs unchanged
+
+
+def test_lists_join_the_device_of_the_arrays(xp):
+    """A list q or mask becomes an array on the device of k and v, not on the default device."""
+    q, k, v = _rng_qkv(49, t=2, s=3)
+    keep = [[True, False, True], [True, True, False]]
+    ref = scaled_dot_product_attention(q, k, v, np.array(keep))
+    kd, vd = xp.asarray(k), xp.asarray(v)
+    for fn in (scaled_dot_product_attention, attention_loop):
+        out, weights = fn(q.tolist(), kd, vd, keep)
+        xp.assert_close(out, xp.asarray(ref[0]))
+        assert out.dtype == xp.ns.float64  # Python data counts as float64
+    grads = attention_backward(q.tolist(), kd, vd, np.ones((2, 2)).tolist(), keep, causal=True)
+    assert all(xp.np(g).shape == s.shape for g, s in zip(grads, (q, k, v), strict=True))

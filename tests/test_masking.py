@@ -227,3 +227,9 @@ def test_a_string_where_a_namespace_is_expected_is_refused(bad):
         causal_mask(3, xp=bad)
     with pytest.raises(TypeError, match="xp must be an array namespace"):
         padding_mask([1, 2], 3, xp=bad)
+
+
+def test_lists_meet_arrays_on_their_device(xp):
+    c = causal_mask(2, 3, xp=xp.ns, device=xp.device)
+    m = combine_masks([[True, True, False], [False, True, True]], c)  # the list goes to c's device
+    np.testing.assert_array_equal(xp.np(m), [[True, True, False], [False, True, True]])
