@@ -16,7 +16,8 @@ the book's content; you read every book in proportion to how well its label matc
 ``scale`` defaults to ``1/sqrt(d_k)``: with unit-variance entries, ``Var(q·k) = d_k``, so unscaled
 scores grow with d_k, softmax saturates to one-hot and its gradient vanishes (see ``scaling.py``).
 
-``attention_loop`` is the same computation with explicit Python loops -- read it first, then see
+``attention_loop`` is the same computation with explicit Python loops (its core,
+``_attention_loop_2d``, is one sequence: for each query i, for each key j) -- read it first, then see
 that ``scaled_dot_product_attention`` is the same four steps as matrix products.
 """
 
@@ -116,8 +117,10 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     if it holds NaN or inf. The output has the inputs' common floating dtype
     (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32.
 
-    Leading dims broadcast, as in NumPy: queries ``(2, 1, 3, 4)`` (B=2, one query set shared by the
-    heads) with keys and values ``(2, 3, 4)`` (one set per head, H=2) give out ``(2, 2, 3, 4)``::
+    Leading dims broadcast as in NumPy, aligned from the right: queries ``(2, 1, 3, 4)`` with keys and
+    values ``(2, 3, 4)`` give ``(2, 2, 3, 4)``. The keys' leading 2 lines up with the queries' *second*
+    axis: (B=2, H=1) against (H=2), so each batch element meets both key sets. Keys per batch element
+    would have shape ``(2, 1, 3, 4)``::
 
         >>> q, k = np.ones((2, 1, 3, 4)), np.ones((2, 3, 4))
         >>> out, weights = scaled_dot_product_attention(q, k, k)

@@ -683,7 +683,7 @@ def test_lists_join_the_device_of_the_arrays(xp):
     ref = scaled_dot_product_attention(q, k, v, np.array(keep))
     kd, vd = xp.asarray(k), xp.asarray(v)
     for fn in (scaled_dot_product_attention, attention_loop):
-        out, weights = fn(q.tolist(), kd, vd, keep)
+        out, _ = fn(q.tolist(), kd, vd, keep)
         xp.assert_close(out, xp.asarray(ref[0]))
         assert out.dtype == xp.ns.float64  # Python data counts as float64
     grads = attention_backward(q.tolist(), kd, vd, np.ones((2, 2)).tolist(), keep, causal=True)
