@@ -84,26 +84,30 @@ def _all_finite(xp, *arrays) -> bool:
 def _attend(scores_of, k, v, mask, xp):
     """Steps 1-4 of attention: scores ``scores_of(k)`` (a new array), mask, softmax, weighted sum.
 
-    With finite keys and values (checked first: one pass over each, no (T, S) work) the fast path
-    works in the scores' own buffer -- the mask is added in place, softmax runs in place: no second
-    (T, S) array. But adding -inf cannot hide a NaN score of a blocked key (NaN + -inf is NaN), nor
-    can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So when k or v holds a NaN or an
-    inf, the scores are made from finite keys, a key holding any non-finite entry scores NaN, blocked
-    scores are *replaced* by -inf (``where``), and the values are summed so that a key of weight 0
-    adds nothing: a blocked key never matters, whatever it holds (a used one gives NaN or inf).
+    The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
+    place: no second (T, S) array. But adding -inf cannot hide a NaN or +inf score of a blocked key
+    (NaN + -inf is NaN), nor can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So it
+    runs only when k and v are finite (one pass over each, no (T, S) work) and is kept only when its
+    output is finite (one pass over (T, d_v); a blocked key's huge finite garbage can still overflow
+    q·k). Otherwise the scores are made from finite keys, a key holding a NaN or inf scores NaN,
+    blocked scores are *replaced* by -inf (``where``), and the values are summed so that a key of
+    weight 0 adds nothing: a blocked key never matters, whatever it holds.
     """
-    if not _all_finite(xp, k, v):
-        finite = xp.isfinite(k)
-        scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
-        usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
-        scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
-        weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
-        return _matmul_skipping_zeros(weights, v, xp), weights
-    scores = scores_of(k)  # 1) (..., T, S)
-    if mask is not None:
-        scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
-    weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
-    return weights @ v, weights  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
+    if _all_finite(xp, k, v):
+        scores = scores_of(k)  # 1) (..., T, S)
+        if mask is not None:
+            scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
+        weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
+        out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
+        if _all_finite(xp, out):
+            return out, weights
+        del scores, weights, out
+    finite = xp.isfinite(k)
+    scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
+    usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
+    scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
+    weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
+    return _matmul_skipping_zeros(weights, v, xp), weights
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None):
@@ -239,11 +243,13 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
     row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
-    if _all_finite(xp, k, v):
+    fast = _all_finite(xp, k, v)
+    if fast:
         dp = d_out @ v.mT  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
         ds = p * (dp - row)  # (..., T, S)
         dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
-    else:  # a blocked key's NaN or inf in v (through dP) or in k must not give 0 · NaN = NaN
+        fast = _all_finite(xp, dq)
+    if not fast:  # a blocked key's NaN, inf or huge entry in v (via dP) or k: 0 · NaN would be NaN
         dp = _matmul_skipping_zeros(d_out, v.mT, xp)
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale

@@ -163,8 +163,8 @@ def apply_mask_(scores, mask):
     at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
     in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
     full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the score is
-    NaN or +inf: the caller checks its inputs are finite first, else uses :func:`apply_mask`.) An autograd tensor is
-    not modified in place.
+    NaN or +inf: the caller checks its inputs and output are finite, else uses :func:`apply_mask`.)
+    An autograd tensor is not modified in place.
     """
     xp = get_namespace(scores, mask)
     device = array_api_compat.device(scores)

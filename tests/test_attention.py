@@ -688,3 +688,53 @@ def test_lists_join_the_device_of_the_arrays(xp):
         assert out.dtype == xp.ns.float64  # Python data counts as float64
     grads = attention_backward(q.tolist(), kd, vd, np.ones((2, 2)).tolist(), keep, causal=True)
     assert all(xp.np(g).shape == s.shape for g, s in zip(grads, (q, k, v), strict=True))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=shapes,
+    seed=st.integers(0, 2**32 - 1),
+    garbage=st.sampled_from([np.nan, np.inf, -np.inf, 1e308]),
+    causal=st.booleans(),
+)
+def test_garbage_in_keys_a_row_cannot_see_never_changes_that_row(shape, seed, garbage, causal):
+    """Property: writing anything into keys and values a query may not see leaves its output, weights and dq alone."""
+    t, s, d_k, d_v = shape
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.standard_normal((t, d_k)), rng.standard_normal((s, d_k)), rng.standard_normal((s, d_v))
+    keep = rng.random((t, s)) < 0.6
+    bad = rng.random(s) < 0.5  # the keys to spoil
+    k_bad, v_bad = k.copy(), v.copy()
+    k_bad[bad, rng.integers(d_k)] = garbage
+    v_bad[bad, rng.integers(d_v)] = garbage
+    seen = keep & (np.tril(np.ones((t, s)), s - t) > 0) if causal else keep
+    rows = ~np.any(seen[:, bad], axis=1)  # rows that see no spoiled key
+    d_out = rng.standard_normal((t, d_v))
+    with np.errstate(over="ignore", invalid="ignore"):  # rows that do see one may overflow: not checked here
+        for fn in (scaled_dot_product_attention, attention_loop):
+            out, w = fn(q, k_bad, v_bad, keep, causal=causal)
+            ref_out, ref_w = fn(q, k, v, keep, causal=causal)
+            np.testing.assert_allclose(out[rows], ref_out[rows], rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(w[rows], ref_w[rows], rtol=1e-12, atol=1e-15)
+        dq, _, _ = attention_backward(q, k_bad, v_bad, d_out, keep, causal=causal)
+    dq_ref, _, _ = attention_backward(q, k, v, d_out, keep, causal=causal)
+    np.testing.assert_allclose(dq[rows], dq_ref[rows], rtol=1e-10, atol=1e-13)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_matmul_skipping_zeros_equals_the_sum_over_nonzero_terms(seed):
+    from attention_from_scratch.backend import get_namespace
+    from attention_from_scratch.masking import _matmul_skipping_zeros
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((3, 5)) * (rng.random((3, 5)) < 0.6)  # zeros, positives and negatives
+    b = rng.standard_normal((5, 4))
+    spoil = rng.random((5, 4)) < 0.3
+    b[spoil] = rng.choice([np.nan, np.inf, -np.inf], size=int(spoil.sum()))
+    with np.errstate(invalid="ignore"):  # the reference adds +inf to -inf where they meet
+        ref = [[sum(float(a[i, j] * b[j, c]) for j in range(5) if a[i, j] != 0) for c in range(4)] for i in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the helper itself never computes inf - inf or 0 · inf
+        got = _matmul_skipping_zeros(a, b, get_namespace(a))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
