@@ -220,7 +220,7 @@ class MultiHeadLatentAttention:
         s = rows.shape[1]
         q = xp.reshape(q, (b, 1, h * t, q.shape[-1]))  # (B, H, T, d_c + d_r) -> (B, 1, H·T, d_c + d_r)
         rows = rows[:, None, :, :]  # (B, S, d_c + d_r) -> (B, 1, S, d_c + d_r)
-        causal = to_device(causal_mask(t, s), xp, device_of(q))  # (T, S), built on the host, moved beside q
+        causal = causal_mask(t, s, xp=xp, device=device_of(q))  # (T, S), on q's device
         causal = xp.broadcast_to(causal[None, :, :], (h, t, s))  # row (h, t) sees keys 0..S-T+t
         o_latent, _ = scaled_dot_product_attention(
             q, rows, rows[..., : cfg.kv_lora_rank], xp.reshape(causal, (h * t, s)), scale=cfg.softmax_scale
