@@ -133,8 +133,6 @@ def _pairs(q, k, temperature):
             f"q and k must both have shape (N, d), row i of k the positive for row i of q; "
             f"got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    if not _is_real(temperature):  # float("2") would accept a string: refuse it before
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
     return xp, q, k, _check_temperature(temperature)
 
 
