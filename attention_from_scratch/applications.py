@@ -21,24 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import re
 import statistics
 from dataclasses import dataclass
 
-from .backend import as_float, check_positive_int, get_namespace, random_normal
+from array_api_compat import device as device_of
+
+from .backend import as_float, check_positive_int, get_namespace, random_normal, to_device
 from .similarity import pairwise_cosine, pairwise_dot
 from .softmax import _check_temperature, logsumexp, softmax
 
 __all__ = [
-    "MatrixFactorization",
-    "fit_matrix_factorization",
-    "hashed_bag_of_words",
-    "idf_weights",
-    "info_nce",
-    "info_nce_backward",
-    "mf_loss_and_grad",
-    "synthetic_ratings",
-    "top_k",
+    "MatrixFactorization", "fit_matrix_factorization", "hashed_bag_of_words", "idf_weights", "info_nce",
+    "info_nce_backward", "mf_loss_and_grad", "synthetic_ratings", "top_k",
 ]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -53,14 +49,17 @@ def _bucket(token: str, dim: int) -> tuple[int, float]:
     return h % dim, (1.0 if (h >> 63) & 1 else -1.0)
 
 
-def hashed_bag_of_words(texts, dim: int = 256, *, xp=None):
+def hashed_bag_of_words(texts, dim: int = 256, *, xp=None, device=None):
     """Embed each text as signed word counts hashed into ``dim`` buckets. ``N texts -> (N, dim)``.
 
     Lower-cased alphanumeric words; each adds ±1 to bucket ``hash(word) mod dim``. The random sign
-    makes collisions cancel on average instead of always adding up.
+    makes collisions cancel on average instead of always adding up. ``texts``: any iterable of strings
+    (a generator too); the result is a float64 array of backend ``xp`` (default NumPy) on ``device``.
     """
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise TypeError("texts must be a list of strings (wrap a single text in a list)")
+    seen = type(texts).__name__
+    texts = None if isinstance(texts, str) or not hasattr(texts, "__iter__") else list(texts)  # read a generator once
+    if texts is None or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"texts must be a list of strings or an iterable of them (wrap one text in a list), got {seen}")
     dim = check_positive_int(dim, "dim")
     xp = get_namespace() if xp is None else xp
     rows = []
@@ -70,7 +69,7 @@ def hashed_bag_of_words(texts, dim: int = 256, *, xp=None):
             i, sign = _bucket(token, dim)
             row[i] += sign
         rows.append(row)
-    return xp.reshape(xp.asarray(rows, dtype=xp.float64), (len(rows), dim))  # (N, dim) even for N = 0
+    return xp.reshape(xp.asarray(rows, dtype=xp.float64, device=device), (len(texts), dim))  # (N, dim), N = 0 too
 
 
 def idf_weights(doc_vectors):
@@ -91,7 +90,8 @@ def top_k(query, keys, k: int = 3, *, metric: str = "cosine"):
 
     query ``(d,)`` or ``(T, d)``, keys ``(N, d)`` -> indices and scores ``(k,)`` or ``(T, k)``.
     ``metric`` is ``"dot"`` (``q·k``, what attention uses) or ``"cosine"`` (length divided out).
-    Ties keep the lower index first (stable sort).
+    Ties keep the lower index first (stable sort). A NaN score (a key holding NaN) ranks last, after
+    -inf: it cannot be compared, so it must never be returned as a best match.
     """
     xp = get_namespace(query, keys)
     q, keys = as_float(query, xp, "query"), as_float(keys, xp, "keys")
@@ -107,12 +107,22 @@ def top_k(query, keys, k: int = 3, *, metric: str = "cosine"):
     single = q.ndim == 1
     q2 = q[None, :] if single else q  # (T, d)
     scores = (pairwise_dot if metric == "dot" else pairwise_cosine)(q2, keys)  # (T, d) x (N, d) -> (T, N)
-    order = xp.argsort(scores, axis=-1, descending=True, stable=True)[:, :k]  # (T, k)
+    # NaN sorts as the largest number, so first when descending: two stable sorts put the NaNs last
+    # (by score with NaN read as -inf, then by "is NaN", keeping that order)
+    finite = xp.where(xp.isnan(scores), xp.full_like(scores, -math.inf), scores)
+    order = xp.argsort(finite, axis=-1, descending=True, stable=True)  # (T, N)
+    last = xp.argsort(xp.astype(xp.isnan(xp.take_along_axis(scores, order, axis=-1)), xp.int8), stable=True)
+    order = xp.take_along_axis(order, last, axis=-1)[:, :k]  # (T, k)
     best = xp.take_along_axis(scores, order, axis=-1)  # (T, k)
     return (order[0, :], best[0, :]) if single else (order, best)
 
 
 # --- InfoNCE -----------------------------------------------------------------------------------
+
+
+def _is_real(value) -> bool:
+    """A real number (NumPy scalars too), not a bool and not a string that looks like one."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _pairs(q, k, temperature):
@@ -147,11 +157,17 @@ def info_nce_backward(q, k, *, temperature: float = 0.1):
     xp, q, k, t = _pairs(q, k, temperature)
     n = q.shape[0]
     p = softmax((q @ k.mT) / t, axis=-1)  # (N, N)
-    g = (p - xp.eye(n, dtype=q.dtype)) / (n * t)  # (N, N)
+    g = (p - xp.eye(n, dtype=p.dtype, device=device_of(p))) / (n * t)  # (N, N)
     return g @ k, g.mT @ q  # (N, N) @ (N, d) -> (N, d)
 
 
 # --- matrix factorisation ----------------------------------------------------------------------
+
+
+def _draw(shape, seed, xp, device, scale=1.0, dtype=None):
+    """Seeded normal draws made on the host (the same on every backend), then placed on ``device``."""
+    out = to_device(random_normal(shape, seed=seed, scale=scale), xp, device)
+    return out if dtype is None else xp.astype(out, dtype)
 
 
 def synthetic_ratings(
@@ -163,11 +179,13 @@ def synthetic_ratings(
     noise: float = 0.1,
     seed: int = 0,
     xp=None,
+    device=None,
 ):
     """A ratings matrix with known low-rank structure: ``(ratings, observed, truth)``, each ``(U, I)``.
 
     ``truth = 3 + b_u + b_i + P Qᵀ`` with P ``(U, r)``, Q ``(I, r)`` of scale 1/sqrt(r); ``ratings`` adds
-    noise; ``observed`` (boolean) marks a random ``density`` fraction of entries as seen.
+    noise; ``observed`` (boolean) marks a random ``density`` fraction of entries as seen. Drawn on the
+    host, placed on backend ``xp`` (default NumPy) and ``device``.
     """
     n_users, n_items, rank = (
         check_positive_int(value, name) for value, name in ((n_users, "n_users"), (n_items, "n_items"), (rank, "rank"))
@@ -175,14 +193,13 @@ def synthetic_ratings(
     if not 0 < density <= 1:
         raise ValueError(f"density must be in (0, 1], got {density!r}")
     xp = get_namespace() if xp is None else xp
-    p = random_normal((n_users, rank), seed=seed, xp=xp, scale=1 / math.sqrt(rank))
-    q = random_normal((n_items, rank), seed=seed + 1, xp=xp, scale=1 / math.sqrt(rank))
-    b_u = random_normal((n_users, 1), seed=seed + 2, xp=xp, scale=0.5)
-    b_i = random_normal((1, n_items), seed=seed + 3, xp=xp, scale=0.5)
+    p = _draw((n_users, rank), seed, xp, device, 1 / math.sqrt(rank))
+    q = _draw((n_items, rank), seed + 1, xp, device, 1 / math.sqrt(rank))
+    b_u, b_i = _draw((n_users, 1), seed + 2, xp, device, 0.5), _draw((1, n_items), seed + 3, xp, device, 0.5)
     truth = 3.0 + b_u + b_i + p @ q.mT  # (U, r) @ (r, I) -> (U, I)
-    ratings = truth + random_normal((n_users, n_items), seed=seed + 4, xp=xp, scale=noise)
+    ratings = truth + _draw((n_users, n_items), seed + 4, xp, device, noise)
     # P(z < Φ⁻¹(density)) = density for standard-normal z: a Bernoulli mask from normal draws
-    z = random_normal((n_users, n_items), seed=seed + 5, xp=xp)
+    z = _draw((n_users, n_items), seed + 5, xp, device)
     observed = z < (statistics.NormalDist().inv_cdf(density) if density < 1 else math.inf)
     return ratings, observed, truth
 
@@ -212,10 +229,11 @@ def _ratings_args(ratings, observed):
     r = as_float(ratings, xp, "ratings")
     if r.ndim != 2:
         raise ValueError(f"ratings must be a (users, items) matrix, got shape {tuple(r.shape)}")
-    if observed.dtype != xp.bool or tuple(observed.shape) != tuple(r.shape):
+    if not hasattr(observed, "dtype") or observed.dtype != xp.bool or tuple(observed.shape) != tuple(r.shape):
+        seen = f"{observed.dtype} {tuple(observed.shape)}" if hasattr(observed, "dtype") else type(observed).__name__
         raise ValueError(
-            f"observed must be a boolean mask of shape {tuple(r.shape)} (True = rating known), "
-            f"got {observed.dtype} {tuple(observed.shape)}"
+            f"observed must be a boolean mask of shape {tuple(r.shape)} (True = rating known), got {seen}; "
+            f"e.g. xp.asarray(observed, dtype=xp.bool)"
         )
     n_obs = int(xp.sum(xp.astype(observed, xp.int64)))
     if n_obs == 0:
@@ -250,17 +268,23 @@ def fit_matrix_factorization(
 ) -> MatrixFactorization:
     """Learn ``MatrixFactorization`` by full-batch gradient descent on :func:`mf_loss_and_grad`.
 
-    Factors start small and random (seeded); biases at 0; ``mean`` is the mean observed rating.
+    Factors start small and random (seeded, drawn on the host and moved to the ratings' device); biases
+    at 0; ``mean`` is the mean observed rating. ``steps >= 0``, ``lr > 0`` and ``l2 >= 0``.
     """
     xp, r, n_obs = _ratings_args(ratings, observed)
     rank = check_positive_int(rank, "rank")
-    n_users, n_items = r.shape
+    steps = check_positive_int(steps, "steps", minimum=0)
+    if not (_is_real(lr) and 0 < lr < math.inf):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if not (_is_real(l2) and 0 <= l2 < math.inf):
+        raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
+    (n_users, n_items), where = r.shape, device_of(r)  # new arrays go on the ratings' device
     mean = float(xp.sum(xp.where(observed, r, xp.zeros_like(r)))) / n_obs
     params = [
-        random_normal((n_users, rank), seed=seed, xp=xp, dtype=r.dtype, scale=0.1),
-        random_normal((n_items, rank), seed=seed + 1, xp=xp, dtype=r.dtype, scale=0.1),
-        xp.zeros((n_users, 1), dtype=r.dtype),
-        xp.zeros((1, n_items), dtype=r.dtype),
+        _draw((n_users, rank), seed, xp, where, 0.1, r.dtype),
+        _draw((n_items, rank), seed + 1, xp, where, 0.1, r.dtype),
+        xp.zeros((n_users, 1), dtype=r.dtype, device=where),
+        xp.zeros((1, n_items), dtype=r.dtype, device=where),
     ]
     # The loss averages over |Ω| ratings, so a user's gradient is ~ (its average error) / U: scaling
     # each block's step by its number of rows (U for users, I for items) makes lr a per-rating step.

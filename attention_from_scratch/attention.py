@@ -16,16 +16,20 @@ the book's content; you read every book in proportion to how well its label matc
 ``scale`` defaults to ``1/sqrt(d_k)``: with unit-variance entries, ``Var(q·k) = d_k``, so unscaled
 scores grow with d_k, softmax saturates to one-hot and its gradient vanishes (see ``scaling.py``).
 
-``attention_loop`` is the same computation with explicit Python loops -- read it first, then see
+``attention_loop`` is the same computation with explicit Python loops (its core,
+``_attention_loop_2d``, is one sequence: for each query i, for each key j) -- read it first, then see
 that ``scaled_dot_product_attention`` is the same four steps as matrix products.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
-from .backend import as_float, broadcast_shapes, get_namespace
-from .masking import apply_mask_, as_mask, causal_mask
+import array_api_compat
+
+from .backend import as_common_float, broadcast_shapes, get_namespace
+from .masking import _full_mask, _matmul_skipping_zeros, apply_mask, apply_mask_
 from .similarity import pairwise_additive
 from .softmax import softmax_
 
@@ -33,8 +37,8 @@ __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled
 
 
 def _check_qkv(q, k, v, xp):
-    """Validate q, k, v and return them as floating arrays of one dtype, plus (T, S, d_k)."""
-    q, k, v = as_float(q, xp, "q"), as_float(k, xp, "k"), as_float(v, xp, "v")
+    """Validate q, k, v; return them in one floating dtype (``backend.as_common_float``) and (T, S, d_k)."""
+    q, k, v = as_common_float(xp, q, k, v, names=("q", "k", "v"))
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
             raise ValueError(
@@ -55,53 +59,55 @@ def _check_qkv(q, k, v, xp):
     broadcast_shapes(
         q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims")
     )
-    dtype = xp.result_type(q, k, v)
-    q, k, v = (x if x.dtype == dtype else xp.astype(x, dtype) for x in (q, k, v))
     return q, k, v, q.shape[-2], k.shape[-2], q.shape[-1]
 
 
 def _scale(scale, d_k):
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    try:
-        value = float(scale)
-    except (TypeError, ValueError):
-        value = math.nan
+    value = math.nan
+    if not isinstance(scale, (bool, str, bytes)) and type(scale).__name__ != "bool_":  # True is not 1.0
+        try:
+            value = float(scale)
+        except (TypeError, ValueError):
+            pass
     if not math.isfinite(value):
-        raise ValueError(f"scale must be a finite number, got {scale!r}")
+        raise ValueError(f"scale must be a finite number, got {scale!r} (None means 1/sqrt(d_k))")
     return value
 
 
-def _check_mask(mask, n_q, n_k, xp, lead=()):
-    """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
+def _all_finite(xp, *arrays) -> bool:
+    """True when no array holds a NaN or an inf (one pass over each; arrays of T·d or S·d numbers)."""
+    return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
-    Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
-    attention calls the same :func:`~attention_from_scratch.masking.as_mask`, then checks against
-    (B, H, T, S)). Boolean (True = may attend) or additive float (0 / -inf); any shape that broadcasts
-    to (..., T, S), including (S,) and () -- which become (1, S) and (1, 1) so callers can slice the
-    last two axes.
+
+def _attend(scores_of, k, v, mask, xp):
+    """Steps 1-4 of attention: scores ``scores_of(k)`` (a new array), mask, softmax, weighted sum.
+
+    The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
+    place: no second (T, S) array. But adding -inf cannot hide a NaN or +inf score of a blocked key
+    (NaN + -inf is NaN), nor can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So it
+    runs only when k and v are finite (one pass over each, no (T, S) work) and is kept only when its
+    output is finite (one pass over (T, d_v); a blocked key's huge finite garbage can still overflow
+    q·k). Otherwise the scores are made from finite keys, a key holding a NaN or inf scores NaN,
+    blocked scores are *replaced* by -inf (``where``), and the values are summed so that a key of
+    weight 0 adds nothing: a blocked key never matters, whatever it holds.
     """
-    mask = as_mask(mask, xp)
-    shape = (1,) * (2 - mask.ndim) + tuple(mask.shape)  # (S,) -> (1, S); () -> (1, 1)
-    if shape[-2] not in (1, n_q) or shape[-1] not in (1, n_k):
-        raise ValueError(f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}")
-    broadcast_shapes(lead, shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
-    return xp.reshape(mask, shape) if mask.ndim < 2 else mask
-
-
-def _full_mask(mask, causal, n_q, n_k, xp, lead=()):
-    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S)."""
-    if mask is not None:
-        mask = _check_mask(mask, n_q, n_k, xp, lead)
-    if causal:
-        c = causal_mask(n_q, n_k, xp=xp)  # (T, S)
-        if mask is None:
-            mask = c
-        elif mask.dtype == xp.bool:
-            mask = mask & c
-        else:  # additive float mask: block the future on top of it
-            mask = xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype))
-    return mask
+    if _all_finite(xp, k, v):
+        scores = scores_of(k)  # 1) (..., T, S)
+        if mask is not None:
+            scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
+        weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
+        out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
+        if _all_finite(xp, out):
+            return out, weights
+        del scores, weights, out
+    finite = xp.isfinite(k)
+    scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
+    usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
+    scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
+    weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
+    return _matmul_skipping_zeros(weights, v, xp), weights
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None):
@@ -111,71 +117,95 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     weights ``(..., T, S)``. ``mask`` is boolean, True = may attend, broadcastable to ``(..., T, S)``
     (or an additive float mask of 0 / -inf; a float mask with values > 0 is refused). ``causal=True``
     lets query i (at position S - T + i) see keys 0..S-T+i. ``scale`` defaults to ``1/sqrt(d_k)``.
-    A query with nothing to attend to gets weights 0 and output 0. The output has the inputs' dtype.
+    A query with nothing to attend to gets weights 0 and output 0; a blocked key never matters, even
+    if it holds NaN or inf. The output has the inputs' common floating dtype
+    (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32.
+
+    Leading dims broadcast as in NumPy, aligned from the right: queries ``(2, 1, 3, 4)`` with keys and
+    values ``(2, 3, 4)`` give ``(2, 2, 3, 4)``. The keys' leading 2 lines up with the queries' *second*
+    axis: (B=2, H=1) against (H=2), so each batch element meets both key sets. Keys per batch element
+    would have shape ``(2, 1, 3, 4)``::
+
+        >>> q, k = np.ones((2, 1, 3, 4)), np.ones((2, 3, 4))
+        >>> out, weights = scaled_dot_product_attention(q, k, k)
+        >>> out.shape, weights.shape
+        ((2, 2, 3, 4), (2, 2, 3, 3))
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
-    # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaling q touches T·d_k numbers, not T·S
-    scores = (q * _scale(scale, d_k)) @ k.mT
-    # 2) blocked entries -> -inf, in the scores' buffer (no second (T, S) copy)
-    if mask is not None:
-        scores = apply_mask_(scores, mask)
-    # 3) softmax along the keys, in the scores' own buffer
-    weights = softmax_(scores, axis=-1)
-    # 4) weighted sum of values: (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
-    return weights @ v, weights
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, array_api_compat.device(q))
+    q = q * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
+    # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
+    return _attend(lambda keys: q @ keys.mT, k, v, mask, xp)
+
+
+def _attention_loop_2d(q, k, v, mask, scale, xp):
+    """One sequence with plain loops: q (T, d_k), k (S, d_k), v (S, d_v) -> out (T, d_v), weights (T, S).
+
+    ``mask`` (T, S) is additive: 0 where query i may attend to key j, -inf where it may not (None: all
+    allowed). Read this first: the vectorised version does the same four steps as matrix products.
+    """
+    device = array_api_compat.device(v)
+    outs, all_weights = [], []
+    for i in range(q.shape[0]):
+        q_i = q[i, :] * scale  # scale the query first, as the vectorised version does (no overflow)
+        scores = []
+        for j in range(k.shape[0]):
+            bias = 0.0 if mask is None else float(mask[i, j])
+            # 1) the dot product of query i with key j; 2) a blocked key scores -inf (k_j is not read)
+            scores.append(-math.inf if bias == -math.inf else float(xp.sum(q_i * k[j, :])) + bias)
+        # 3) softmax of the row: shift by its max (0 if every key is blocked), exponentiate, normalise
+        m = max(scores)
+        m = 0.0 if m == -math.inf else m
+        exps = [math.exp(s - m) for s in scores]
+        total = sum(exps)
+        weights = [e / total if total > 0 else 0.0 for e in exps]
+        # 4) the output: the weighted sum of the value vectors (a key of weight 0 adds nothing)
+        out = xp.zeros(v.shape[1], dtype=v.dtype, device=device)
+        for j in range(k.shape[0]):
+            if weights[j] != 0:
+                out = out + weights[j] * v[j, :]
+        outs.append(out)
+        all_weights.append(weights)
+    return xp.stack(outs), xp.asarray(all_weights, dtype=v.dtype, device=device)
 
 
 def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """The same as :func:`scaled_dot_product_attention`, one query and one key at a time.
 
-    Written with Python loops so every step is visible; equal to the vectorised version to
-    rounding (~1e-15 in float64), and tens to hundreds of times slower -- which is why we vectorise
-    (``benchmarks/bench_attention.py`` measures it).
+    Read ``_attention_loop_2d`` first: one sequence, ``for i`` over queries, ``for j`` over keys, the
+    steps of attention one number at a time. This wrapper checks the inputs and runs it at every
+    position of the broadcast leading dims (each batch element and head). Equal to the vectorised
+    version to rounding (~1e-15 in float64), and tens to hundreds of times slower -- which is why we
+    vectorise (``benchmarks/bench_attention.py`` measures it).
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
+    device, d_v = array_api_compat.device(q), v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _full_mask(mask, causal, n_q, n_k, xp, lead)
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device)
     scale = _scale(scale, d_k)
     if mask is not None:  # a mask may carry batch dims of its own, e.g. (B, 1, T, S) with shared q, k, v
         lead = broadcast_shapes(lead, mask.shape[:-2])
-    # flatten the broadcast leading dims so one loop index b walks them all
-    q = xp.reshape(xp.broadcast_to(q, (*lead, n_q, d_k)), (-1, n_q, d_k))  # (N, T, d_k)
-    k = xp.reshape(xp.broadcast_to(k, (*lead, n_k, d_k)), (-1, n_k, d_k))  # (N, S, d_k)
-    v = xp.reshape(xp.broadcast_to(v, (*lead, n_k, v.shape[-1])), (-1, n_k, v.shape[-1]))  # (N, S, d_v)
-    if mask is not None:
-        mask = xp.reshape(xp.broadcast_to(mask, (*lead, n_q, n_k)), (-1, n_q, n_k))  # (N, T, S)
+        if mask.dtype == xp.bool:  # True/False -> 0/-inf: one additive form for the loop
+            blocked = xp.full(1, -math.inf, dtype=v.dtype, device=device)
+            mask = xp.where(mask, xp.zeros(1, dtype=v.dtype, device=device), blocked)
+        mask = xp.broadcast_to(mask, (*lead, n_q, n_k))  # (..., T, S)
+    q = xp.broadcast_to(q, (*lead, n_q, d_k))  # (..., T, d_k)
+    k = xp.broadcast_to(k, (*lead, n_k, d_k))  # (..., S, d_k)
+    v = xp.broadcast_to(v, (*lead, n_k, d_v))  # (..., S, d_v)
     outs, all_weights = [], []
-    for b in range(q.shape[0]):
-        for i in range(n_q):
-            # 1) one score per key, 2) masked keys get -inf
-            scores = []
-            for j in range(n_k):
-                s = xp.sum(q[b, i, :] * k[b, j, :]) * scale
-                if mask is not None:
-                    allowed = mask[b, i, j]
-                    if allowed.dtype == xp.bool:
-                        s = s if bool(allowed) else xp.asarray(-math.inf, dtype=q.dtype)
-                    else:
-                        s = s + allowed
-                scores.append(s)
-            # 3) softmax of the row, shifting by its max (0 if every key is blocked)
-            m = max(float(s) for s in scores)
-            m = 0.0 if m == -math.inf else m
-            exps = [xp.exp(s - m) for s in scores]
-            total = sum(float(e) for e in exps)
-            row = [e / total if total > 0 else e * 0.0 for e in exps]
-            # 4) weighted sum of the value vectors
-            out = xp.zeros(v.shape[-1], dtype=q.dtype)
-            for j in range(n_k):
-                out = out + row[j] * v[b, j, :]
-            outs.append(out)
-            all_weights.append(xp.stack(row))
-    out = xp.reshape(xp.stack(outs), (*lead, n_q, v.shape[-1]))  # (N*T, d_v) -> (..., T, d_v)
-    weights = xp.reshape(xp.stack(all_weights), (*lead, n_q, n_k))  # (N*T, S) -> (..., T, S)
+    for idx in itertools.product(*(range(n) for n in lead)):  # every batch/head position, e.g. (b, h)
+        at = (*idx, ...)  # (..., T, x) -> (T, x) at this position
+        out, weights = _attention_loop_2d(q[at], k[at], v[at], None if mask is None else mask[at], scale, xp)
+        outs.append(out)
+        all_weights.append(weights)
+    if not outs:  # an empty batch: empty results, as the vectorised version gives
+        out = xp.zeros((*lead, n_q, d_v), dtype=v.dtype, device=device)
+        return out, xp.zeros((*lead, n_q, n_k), dtype=v.dtype, device=device)
+    out = xp.reshape(xp.stack(outs), (*lead, n_q, d_v))  # (N, T, d_v) -> (..., T, d_v)
+    weights = xp.reshape(xp.stack(all_weights), (*lead, n_q, n_k))  # (N, T, S) -> (..., T, S)
     return out, weights
 
 
@@ -199,21 +229,30 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         dq = scale · dS k                  (..., T, d_k)
         dk = scale · dSᵀ q                 (..., S, d_k)
 
-    Masked entries have P = 0 and so get no gradient. Each gradient has its input's shape (gradients
-    of broadcast inputs are summed over the broadcast axes).
+    Masked entries have P = 0 and so get no gradient, and a blocked key that holds NaN or inf gives
+    none either (as in the forward pass). Each gradient has its input's shape (gradients of broadcast
+    inputs are summed over the broadcast axes).
     """
     xp = get_namespace(q, k, v, d_out, mask)
+    q, k, v, d_out = as_common_float(xp, q, k, v, d_out, names=("q", "k", "v", "d_out"))
     q, k, v, _, _, d_k = _check_qkv(q, k, v, xp)
-    d_out = as_float(d_out, xp, "d_out")
     out, p = scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)
     if tuple(d_out.shape) != tuple(out.shape):
         raise ValueError(f"d_out must have the output's shape {tuple(out.shape)}, got {tuple(d_out.shape)}")
     scale = _scale(scale, d_k)
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
-    dp = d_out @ v.mT  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
-    ds = p * (dp - xp.sum(d_out * out, axis=-1, keepdims=True))  # (..., T, S)
-    dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+    row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
+    fast = _all_finite(xp, k, v)
+    if fast:
+        dp = d_out @ v.mT  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
+        ds = p * (dp - row)  # (..., T, S)
+        dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+        fast = _all_finite(xp, dq)
+    if not fast:  # a blocked key's NaN, inf or huge entry in v (via dP) or k: 0 · NaN would be NaN
+        dp = _matmul_skipping_zeros(d_out, v.mT, xp)
+        ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
+        dq = _matmul_skipping_zeros(ds, k, xp) * scale
     dk = (ds.mT @ q) * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
     return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
 
@@ -222,16 +261,18 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     """Bahdanau (additive) attention: ``softmax(v_aᵀ tanh(q W_q + k W_k)) v`` -> ``(out, weights)``.
 
     q ``(..., T, d_q)``, k ``(..., S, d_k)``, v ``(..., S, d_v)``, w_q ``(d_q, d_a)``, w_k ``(d_k, d_a)``,
-    v_a ``(d_a,)``. Same masking rules as :func:`scaled_dot_product_attention`; no scale is needed
-    because tanh already bounds each term.
+    v_a ``(d_a,)``. Same masking rules and dtype rule as :func:`scaled_dot_product_attention`; no scale
+    is needed because tanh already bounds each term.
     """
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
-    v = as_float(v, xp, "v")
-    scores = pairwise_additive(q, k, w_q, w_k, v_a)  # (..., T, S)
-    if v.ndim < 2 or v.shape[-2] != scores.shape[-1]:
-        raise ValueError(f"v must have shape (..., S={scores.shape[-1]}, d_v), got {tuple(v.shape)}")
-    mask = _full_mask(mask, causal, scores.shape[-2], scores.shape[-1], xp, scores.shape[:-2])
-    if mask is not None:
-        scores = apply_mask_(scores, mask)
-    weights = softmax_(scores, axis=-1)
-    return weights @ xp.astype(v, weights.dtype), weights
+    names = ("q", "k", "v", "w_q", "w_k", "v_a")
+    q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=names)
+    # (..., T, S), validating q, k and the weights; a NaN/inf in k is set to 0 here, and _attend
+    # then gives the keys that held one a NaN score (blocked: no effect; used: a NaN row)
+    clean_k = k if _all_finite(xp, k) else xp.where(xp.isfinite(k), k, xp.zeros_like(k))
+    scores = pairwise_additive(q, clean_k, w_q, w_k, v_a)
+    n_q, n_k = scores.shape[-2:]
+    if v.ndim < 2 or v.shape[-2] != n_k:
+        raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
+    mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], array_api_compat.device(scores))
+    return _attend(lambda keys: scores, k, v, mask, xp)  # keys: k, or k with its NaN/inf set to 0

@@ -8,8 +8,16 @@ catch NumPy-only calls without a GPU). All device logic lives here and nowhere e
 Conventions
 -----------
 * Python lists and numbers become float64 NumPy arrays: ``dot([1, 2, 3, 4], [2, 0, 1, 3]) == 17``.
-* Integer arrays are promoted to float64 (attention is real arithmetic); booleans are refused
-  where a number is expected.
+* One dtype-promotion rule everywhere (:func:`as_common_float`): the result dtype is the Array API's
+  ``result_type`` of the *floating* inputs (float32 with float32 stays float32; float32 with float64
+  gives float64); integer inputs take the floating dtype of the others (float32 q with an int k is
+  float32), and float64 when every input is an integer. Python lists and numbers count as float64
+  arrays (see above). Booleans are refused where a number is expected.
+* Devices: arrays created by a function live on the device of its inputs
+  (``array_api_compat.device(x)``); arrays on two devices (two GPUs, or ``array_api_strict``'s
+  ``Device("device1")`` and its default) are a ``TypeError``, like two backends.
+* Autograd tensors (PyTorch with ``requires_grad``): functions that work in place on temporaries
+  they own check :func:`needs_grad` and work out of place there, so autograd keeps what it needs.
 * Random numbers are always drawn on the host with ``numpy.random.default_rng(seed)`` and then moved
   to the target backend, so a CPU run and a GPU run see identical inputs.
 * Mixing arrays of two backends is a ``TypeError`` that names both, never a silent copy.
@@ -26,14 +34,18 @@ import array_api_compat
 import numpy as np
 
 __all__ = [
+    "as_common_float",
     "as_float",
     "backend_name",
     "broadcast_shapes",
     "check_flag",
+    "check_namespace",
     "check_positive_int",
+    "device_of",
     "get_namespace",
     "gpu_available",
     "namespace_for",
+    "needs_grad",
     "random_normal",
     "to_device",
     "to_numpy",
@@ -80,16 +92,51 @@ def get_namespace(*arrays):
             f"arrays from different backends were mixed: {', '.join(names)}. Move them to one backend "
             f"first, e.g. with attention_from_scratch.backend.to_device(x, xp)."
         )
+    devices = []
+    for a in real:
+        d = array_api_compat.device(a)
+        if all(d != seen for seen in devices):
+            devices.append(d)
+    if len(devices) > 1:
+        raise TypeError(
+            f"arrays on different devices were mixed: {', '.join(map(str, devices))}. Move them to one "
+            f"device first, e.g. with attention_from_scratch.backend.to_device(x, xp, device)."
+        )
     return spaces[0]
 
 
-def as_float(x, xp, name: str = "x"):
-    """``x`` as a floating-point array of namespace ``xp`` (lists/ints -> float64; floats kept)."""
+def device_of(*arrays):
+    """The device of the first real array among ``arrays`` (``None`` -- the default -- if there is none)."""
+    for a in arrays:
+        if a is not None and not _is_python_data(a):
+            return array_api_compat.device(a)
+    return None
+
+
+def check_namespace(xp, name: str = "xp"):
+    """``xp`` if it is an array namespace, else a ``TypeError`` (a string such as ``"numpy"`` is not one)."""
+    if not all(hasattr(xp, attr) for attr in ("asarray", "arange", "float64")):
+        raise TypeError(
+            f"{name} must be an array namespace (e.g. get_namespace(x) or namespace_for('numpy')), "
+            f"got {xp!r} ({type(xp).__name__})"
+        )
+    return xp
+
+
+def needs_grad(x) -> bool:
+    """True for an autograd tensor that needs a gradient (PyTorch ``requires_grad``): never modify it in place."""
+    return bool(getattr(x, "requires_grad", False))
+
+
+def as_float(x, xp, name: str = "x", *, device=None):
+    """``x`` as a floating-point array of namespace ``xp`` (lists/ints -> float64; floats kept).
+
+    Python data is put on ``device`` (default: ``xp``'s default device).
+    """
     if _is_python_data(x):
         if _holds_bool(x):
             raise TypeError(f"{name} must hold numbers, got booleans: {x!r}")
-        x = np.asarray(x, dtype=np.float64)
-        return x if backend_name(xp) == "numpy" else xp.asarray(x)
+        return to_device(np.asarray(x, dtype=np.float64), xp, device)
     if not hasattr(x, "dtype"):
         raise TypeError(f"{name} must be an array, a list or a number, got {type(x).__name__}")
     dtype = x.dtype
@@ -100,6 +147,26 @@ def as_float(x, xp, name: str = "x"):
     if xp.isdtype(dtype, "integral"):
         return xp.astype(x, xp.float64)
     raise TypeError(f"{name} must be a real-valued array, got dtype {dtype}")
+
+
+def as_common_float(xp, *arrays, names=None):
+    """``arrays`` as floating arrays of ONE dtype on one device: the package's only promotion rule.
+
+    The dtype is ``xp.result_type`` of the floating inputs (Python data counts as float64); integer
+    arrays are cast to it, and to float64 when no input is floating. Booleans are refused (see
+    :func:`as_float`). ``names`` (one per array) go into error messages. Returns a tuple.
+    """
+    names = names or [f"arrays[{i}]" for i in range(len(arrays))]
+    device = device_of(*arrays)
+    xs = []
+    for x, n in zip(arrays, names, strict=True):
+        if hasattr(x, "dtype") and not _is_python_data(x) and xp.isdtype(x.dtype, "integral"):
+            xs.append(x)  # an integer array: cast below, to the floating dtype of the others
+        else:
+            xs.append(as_float(x, xp, n, device=device))  # floats kept; Python data -> float64
+    floats = [x for x in xs if xp.isdtype(x.dtype, "real floating")]
+    dtype = xp.result_type(*floats) if floats else xp.float64
+    return tuple(x if x.dtype == dtype else xp.astype(x, dtype) for x in xs)
 
 
 def _holds_bool(x) -> bool:
@@ -153,6 +220,8 @@ def to_numpy(x) -> np.ndarray:
         return np.asarray(x)
     if array_api_compat.is_cupy_array(x):
         return x.get()
+    if array_api_compat.is_torch_array(x):  # detach: a copy for reading carries no gradient
+        return x.detach().cpu().numpy()
     return np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
 
 
@@ -174,7 +243,7 @@ def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1
     ``dtype`` is a dtype of ``xp`` (default float64). The draw is always float64 on the host and then
     cast, so float32 and float64 runs see the same numbers up to rounding.
     """
-    xp = get_namespace() if xp is None else xp
+    xp = get_namespace() if xp is None else check_namespace(xp)
     host = np.random.default_rng(seed).standard_normal(shape) * scale
     out = to_device(host, xp)
     return out if dtype is None else xp.astype(out, dtype)

@@ -29,7 +29,7 @@ The articles simplify in two places, and their numbers follow from the simplific
 from __future__ import annotations
 
 from .backend import check_positive_int
-from .mla import MLAConfig
+from .mla_config import MLAConfig
 
 __all__ = [
     "bytes_per_token",
@@ -96,6 +96,8 @@ def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | N
 def deepseek_v3_numbers(config: MLAConfig | None = None) -> dict:
     """The KV-cache figures of DeepSeek-V3 671B (BF16), exact and as the articles simplify them."""
     cfg = MLAConfig() if config is None else config
+    if not isinstance(cfg, MLAConfig):
+        raise TypeError(f"config must be an MLAConfig or None (DeepSeek-V3 671B), got {type(config).__name__}")
     mla = mla_values_per_token(cfg.kv_lora_rank, cfg.qk_rope_head_dim)
     mha = mha_values_per_token(cfg.n_heads, cfg.qk_head_dim, cfg.v_head_dim)
     heads_width = cfg.n_heads * cfg.qk_nope_head_dim  # 128 heads × 128 = 16,384: one of K or V, no RoPE part

@@ -24,36 +24,52 @@ from __future__ import annotations
 
 import math
 
-from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace, to_device
+import array_api_compat
+
+from .backend import (
+    as_float,
+    broadcast_shapes,
+    check_flag,
+    check_namespace,
+    check_positive_int,
+    device_of,
+    get_namespace,
+    needs_grad,
+    to_device,
+)
 
 __all__ = ["apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask"]
 
 
-
-def causal_mask(n_q: int, n_k: int | None = None, *, xp=None):
+def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
     """Boolean ``(n_q, n_k)`` mask, True where key j is not in query i's future.
 
     Bottom-right aligned: ``mask[i, j] = j <= (n_k - n_q) + i``. ``n_k`` defaults to ``n_q``
     (the lower triangle). ``n_k < n_q`` is allowed; the first ``n_q - n_k`` queries then see nothing.
+    ``xp`` is the namespace (default NumPy), ``device`` one of its devices (default: its default).
     """
     n_k = n_q if n_k is None else n_k
     n_q, n_k = check_positive_int(n_q, "n_q"), check_positive_int(n_k, "n_k")
-    xp = get_namespace() if xp is None else xp
-    i = xp.arange(n_q)[:, None]  # (T, 1): query index
-    j = xp.arange(n_k)[None, :]  # (1, S): key index
+    xp = get_namespace() if xp is None else check_namespace(xp)
+    i = xp.arange(n_q, device=device)[:, None]  # (T, 1): query index
+    j = xp.arange(n_k, device=device)[None, :]  # (1, S): key index
     return j <= i + (n_k - n_q)  # (T, S)
 
 
-def padding_mask(lengths, n_k: int, *, xp=None):
+def padding_mask(lengths, n_k: int, *, xp=None, device=None):
     """Boolean ``(B, 1, n_k)`` mask: batch element b may attend to keys ``0 .. lengths[b] - 1``.
 
     Broadcasts against scores ``(B, T, S)``; for multi-head scores ``(B, H, T, S)`` use
-    ``padding_mask(...)[:, None]``.
+    ``padding_mask(...)[:, None]``. The mask lives on the device of ``lengths`` (or ``device`` for a
+    list). An empty batch (``lengths=[]``) gives an empty ``(0, 1, n_k)`` mask, as attention does.
     """
     n_k = check_positive_int(n_k, "n_k")
-    if xp is None:
-        xp = get_namespace(lengths)
-    lengths = lengths if hasattr(lengths, "ndim") else to_device(lengths, xp)  # a list (or a stray number)
+    xp = get_namespace(lengths) if xp is None else check_namespace(xp)
+    if isinstance(lengths, (list, tuple)) and len(lengths) == 0:  # [] would become a float64 array
+        lengths = xp.zeros((0,), dtype=xp.int64, device=device)
+    elif not hasattr(lengths, "ndim"):  # a list (or a stray number)
+        lengths = to_device(lengths, xp, device)
+    device = array_api_compat.device(lengths)
     if lengths.ndim != 1:
         raise ValueError(
             f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
@@ -62,7 +78,7 @@ def padding_mask(lengths, n_k: int, *, xp=None):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
     if bool(xp.any(lengths < 0)) or bool(xp.any(lengths > n_k)):
         raise ValueError(f"every length must lie in 0..n_k={n_k}, got {lengths}")
-    j = xp.arange(n_k)[None, None, :]  # (1, 1, S)
+    j = xp.arange(n_k, device=device)[None, None, :]  # (1, 1, S)
     return j < lengths[:, None, None]  # (B, 1, S)
 
 
@@ -72,7 +88,8 @@ def combine_masks(*masks):
     if not present:
         return None
     xp = get_namespace(*present)
-    present = [as_bool_mask(m, xp, f"masks[{idx}]") for idx, m in enumerate(present)]
+    device = device_of(*present)  # lists go to the device of the arrays among the masks
+    present = [as_bool_mask(m, xp, f"masks[{idx}]", device=device) for idx, m in enumerate(present)]
     broadcast_shapes(*(m.shape for m in present), names=[f"masks[{idx}]" for idx in range(len(present))])
     out = present[0]
     for m in present[1:]:
@@ -80,10 +97,10 @@ def combine_masks(*masks):
     return out
 
 
-def as_bool_mask(mask, xp, name: str = "mask"):
-    """Check that ``mask`` is boolean; refuse integer 0/1 masks with the reason."""
+def as_bool_mask(mask, xp, name: str = "mask", *, device=None):
+    """Check that ``mask`` is boolean; refuse integer 0/1 masks with the reason (a list goes to ``device``)."""
     if isinstance(mask, (list, tuple)):
-        mask = to_device(mask, xp)
+        mask = to_device(mask, xp, device)
     if mask.dtype == xp.bool:
         return mask
     if xp.isdtype(mask.dtype, "integral"):
@@ -96,17 +113,18 @@ def as_bool_mask(mask, xp, name: str = "mask"):
     raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
 
 
-def as_mask(mask, xp, name: str = "mask"):
+def as_mask(mask, xp, name: str = "mask", *, device=None):
     """``mask`` checked: boolean (lists become boolean arrays), or an additive float mask of values <= 0.
 
     The one place where every function that takes a mask (attention, flash, additive attention, the
     backward pass, multi-head attention, ``apply_mask``) checks its dtype and values. A float mask with
-    a value > 0 or NaN is refused: it is almost always a 0/1 mask that would block nothing.
+    a value > 0 or NaN is refused: it is almost always a 0/1 mask that would block nothing. A list
+    becomes a boolean array on ``device`` (that of the scores it will meet).
     """
     if not isinstance(mask, (list, tuple)) and not hasattr(mask, "dtype"):
         raise TypeError(f"{name} must be a boolean array (True = may attend), got {type(mask).__name__}")
     if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
-        return as_bool_mask(mask, xp, name)
+        return as_bool_mask(mask, xp, name, device=device)
     if bool(xp.any(~(mask <= 0))):  # ~(m <= 0) is also True for NaN
         raise ValueError(
             f"{name} is a float array with values > 0 or NaN; masks are boolean with True = may attend, "
@@ -120,18 +138,22 @@ def apply_mask(scores, mask):
     """Scores with blocked entries set to ``-inf``.
 
     ``mask`` is boolean (True = may attend), or a float additive mask (0 = allowed, -inf = blocked)
-    which is simply added. Returns a new array; ``scores`` is not modified.
+    which is added where it is finite. A blocked entry is ``-inf`` whatever its score was, even NaN or
+    inf (``NaN + -inf`` would be NaN). Returns a new array; ``scores`` is not modified.
     """
     xp = get_namespace(scores, mask)
     scores = as_float(scores, xp, "scores")
     if mask is None:
         return scores
-    mask = as_mask(mask, xp)
-    if mask.dtype != xp.bool:
-        broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
-        return scores + xp.astype(mask, scores.dtype)
+    mask = as_mask(mask, xp, device=array_api_compat.device(scores))
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
-    return xp.where(mask, scores, xp.asarray(-math.inf, dtype=scores.dtype))
+    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=array_api_compat.device(scores))
+    if mask.dtype == xp.bool:
+        return xp.where(mask, scores, minus_inf)
+    # additive: blocked where the mask is -inf, shifted by it elsewhere (never computing inf + -inf)
+    blocked = mask == -math.inf
+    shift = xp.where(blocked, xp.zeros_like(mask), mask)
+    return xp.where(blocked, minus_inf, scores + xp.astype(shift, scores.dtype))
 
 
 def apply_mask_(scores, mask):
@@ -140,16 +162,80 @@ def apply_mask_(scores, mask):
     ``scores`` must be a temporary the caller owns. The boolean mask becomes an additive 0 / -inf mask
     at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
     in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
-    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf.)
+    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the score is
+    NaN or +inf: the caller checks its inputs and output are finite, else uses :func:`apply_mask`.)
+    An autograd tensor is not modified in place.
     """
     xp = get_namespace(scores, mask)
+    device = array_api_compat.device(scores)
     if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
-        mask = as_bool_mask(mask, xp)
-        zero = xp.asarray(0.0, dtype=scores.dtype)
-        mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype))
+        mask = as_bool_mask(mask, xp, device=device)
+        zero = xp.asarray(0.0, dtype=scores.dtype, device=device)
+        mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype, device=device))
     else:
         mask = xp.astype(mask, scores.dtype, copy=False)
-    if broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(scores.shape):
-        return scores + mask  # the mask adds batch dims: the result is larger than scores
+    if needs_grad(scores) or broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(
+        scores.shape
+    ):
+        return scores + mask  # autograd needs scores, or the mask adds batch dims (a larger result)
     scores += mask
     return scores
+
+
+def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
+    """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
+
+    Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
+    attention calls the same :func:`as_mask`, then checks against (B, H, T, S)). Boolean (True = may
+    attend) or additive float (0 / -inf); any shape that broadcasts to (..., T, S), including (S,)
+    and () -- which become (1, S) and (1, 1) so callers can slice the last two axes. A list becomes
+    an array on ``device``.
+    """
+    mask = as_mask(mask, xp, device=device)
+    shape = (1,) * (2 - mask.ndim) + tuple(mask.shape)  # (S,) -> (1, S); () -> (1, 1)
+    if shape[-2] not in (1, n_q) or shape[-1] not in (1, n_k):
+        raise ValueError(f"mask must broadcast to (..., T={n_q}, S={n_k}), got shape {tuple(mask.shape)}")
+    broadcast_shapes(lead, shape[:-2], names=("q/k/v batch dims", "mask batch dims"))
+    return xp.reshape(mask, shape) if mask.ndim < 2 else mask
+
+
+def _full_mask(mask, causal, n_q, n_k, xp, lead=(), device=None):
+    """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S).
+
+    Every array it creates lives on ``device``, the device of the scores.
+    """
+    causal = check_flag(causal, "causal")
+    if mask is not None:
+        mask = _check_mask(mask, n_q, n_k, xp, lead, device)
+    if causal:
+        c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
+        if mask is None:
+            mask = c
+        elif mask.dtype == xp.bool:
+            mask = mask & c
+        else:  # additive float mask: block the future on top of it
+            mask = xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))
+    return mask
+
+
+def _matmul_skipping_zeros(a, b, xp):
+    """``a @ b`` in which an entry ``a_ij == 0`` skips row ``b_j`` even where it holds NaN or ±inf.
+
+    (..., T, S) @ (..., S, n) -> (..., T, n). A used non-finite entry gives what the sum gives: ±inf
+    (with the sign of ``a_ij · b_jc``), or NaN for a NaN or for +inf meeting -inf.
+    """
+    finite = xp.isfinite(b)
+    out = a @ xp.where(finite, b, xp.zeros_like(b))
+    if bool(xp.all(finite)):
+        return out
+    pos, neg = xp.astype(a > 0, a.dtype), xp.astype(a < 0, a.dtype)  # the entries that are used
+
+    def hits(x, bad):  # (..., T, n): does a used entry of x meet a bad entry of b?
+        return (x @ xp.astype(bad, a.dtype)) > 0
+
+    up = hits(pos, b == math.inf) | hits(neg, b == -math.inf)  # a contribution of +inf
+    down = hits(pos, b == -math.inf) | hits(neg, b == math.inf)  # a contribution of -inf
+    nan = hits(pos + neg, xp.isnan(b)) | (up & down)
+    out = xp.where(up, xp.full_like(out, math.inf), out)
+    out = xp.where(down, xp.full_like(out, -math.inf), out)
+    return xp.where(nan, xp.full_like(out, math.nan), out)

@@ -18,120 +18,51 @@ Legend: B batch, H heads (H_kv key/value heads), T new (query) tokens, S keys, d
 
 from __future__ import annotations
 
-import math
+from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, backend_name, check_positive_int, get_namespace, random_normal
+from .backend import (
+    as_float,
+    backend_name,
+    check_flag,
+    check_positive_int,
+    get_namespace,
+    random_normal,
+    to_device,
+)
+from .caches import KVCache, TokenBuffer, check_same_place
 from .masking import as_mask
 
-__all__ = ["KVCache", "MultiHeadAttention"]
+__all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py
 
 
-class TokenBuffer:
-    """Storage that grows along the token axis (-2): ``append`` writes new rows, returns all rows so far.
-
-    Preallocates and doubles (amortised O(1) per token, like a Python list) instead of concatenating
-    the whole cache every step. ``max_len`` (optional) is a hard capacity: appending past it raises.
-    """
-
-    def __init__(self, max_len: int | None = None, name: str = "cache"):
-        max_len = None if max_len is None else check_positive_int(max_len, "max_len")
-        self.max_len, self.name = max_len, name
-        self.data, self.length = None, 0
-
-    def check_fits(self, new):
-        """Raise (before anything is written) if ``new`` does not match the cache or would overflow it."""
-        if self.data is not None:
-            want = (*self.data.shape[:-2], self.data.shape[-1])
-            seen = (*new.shape[:-2], new.shape[-1])
-            if want != seen or new.dtype != self.data.dtype:
-                raise ValueError(
-                    f"{self.name}: new entries of shape {tuple(new.shape)} ({new.dtype}) do not match the "
-                    f"cached ones {(*want[:-1], 'S', want[-1])} ({self.data.dtype})"
-                )
-        if self.max_len is not None and self.length + new.shape[-2] > self.max_len:
-            raise ValueError(
-                f"{self.name} is full: it holds {self.length} of max_len={self.max_len} tokens and cannot "
-                f"take {new.shape[-2]} more. Start a new cache or create it with a larger max_len."
-            )
-
-    def append(self, new):
-        xp = get_namespace(new)
-        self.check_fits(new)
-        end = self.length + new.shape[-2]
-        capacity = 0 if self.data is None else self.data.shape[-2]
-        if end > capacity:
-            grown = max(end, 2 * capacity, 16)
-            grown = grown if self.max_len is None else min(grown, self.max_len)
-            data = xp.zeros((*new.shape[:-2], grown, new.shape[-1]), dtype=new.dtype)  # (..., capacity, d)
-            if self.length:
-                data[..., : self.length, :] = self.data[..., : self.length, :]
-            self.data = data
-        self.data[..., self.length : end, :] = new
-        self.length = end
-        return self.data[..., :end, :]  # (..., S, d): a view of the filled part
-
-    def nbytes_per_token(self) -> int:
-        if self.data is None:
-            return 0
-        xp = get_namespace(self.data)
-        per_row = math.prod((*self.data.shape[:-2], self.data.shape[-1]))
-        return per_row * xp.finfo(self.data.dtype).bits // 8
-
-
-class KVCache:
-    """Keys and values of the tokens seen so far, for incremental decoding with :class:`MultiHeadAttention`.
-
-    ``k`` ``(B, H_kv, S, d_k)`` and ``v`` ``(B, H_kv, S, d_v)``. ``max_len`` optionally caps S (a
-    fixed-size cache, as in DeepSeek's reference); decoding past it raises ``ValueError``.
-    ``len(cache)`` is S; ``cache.nbytes`` the bytes of those S tokens (not of spare capacity).
-    """
-
-    def __init__(self, max_len: int | None = None):
-        self._k = TokenBuffer(max_len, "KVCache keys")
-        self._v = TokenBuffer(max_len, "KVCache values")
-
-    def append(self, k, v):
-        """Store new keys/values ``(B, H_kv, T, d)`` and return all of them ``(B, H_kv, S, d)``."""
-        if k.shape[:-1] != v.shape[:-1]:
-            raise ValueError(f"k and v must agree on (B, H_kv, T): k {tuple(k.shape)}, v {tuple(v.shape)}")
-        self._k.check_fits(k)
-        self._v.check_fits(v)
-        return self._k.append(k), self._v.append(v)
-
-    @property
-    def k(self):
-        return None if self._k.data is None else self._k.data[..., : len(self), :]
-
-    @property
-    def v(self):
-        return None if self._v.data is None else self._v.data[..., : len(self), :]
-
-    def __len__(self) -> int:
-        return self._k.length
-
-    @property
-    def nbytes(self) -> int:
-        return len(self) * (self._k.nbytes_per_token() + self._v.nbytes_per_token())
-
-
-def check_param(w, name, shape, xp, layout="x @ W layout"):
-    """A layer's (possibly reassigned) parameter ``w``, checked against its ``shape`` and the backend ``xp``.
+def check_param(w, name, shape, x, layout="x @ W layout"):
+    """A layer's (possibly reassigned) parameter ``w``, checked against its ``shape`` and the input ``x``.
 
     Parameters may be reassigned by the user, so a layer checks them when it runs, naming the
-    parameter -- instead of a reshape or matmul error deep inside the forward pass.
+    parameter -- instead of a reshape or matmul error deep inside the forward pass. ``w`` must live on
+    x's backend and device (lists are data: they are moved there).
     """
+    xp = get_namespace(x)
     if hasattr(w, "dtype"):
-        own = backend_name(get_namespace(w))
-        if own != backend_name(xp):
-            raise TypeError(
-                f"parameter {name} is a {own} array but the layer runs on {backend_name(xp)}; move it with "
-                f"attention_from_scratch.backend.to_device(w, xp)"
-            )
+        check_same_place(w, x, f"parameter {name}", "the input", "move the layer with layer.to(xp, device)")
+    else:
+        w = as_float(w, get_namespace(), f"parameter {name}")  # a list becomes a float64 host array ...
+        w = to_device(w, xp, device_of(x))  # ... on x's device
     w = as_float(w, xp, f"parameter {name}")
     if tuple(w.shape) != tuple(shape):
         raise ValueError(f"parameter {name} has shape {tuple(w.shape)}, expected {tuple(shape)} ({layout})")
     return w
+
+
+def check_float_dtype(dtype, xp, name="dtype"):
+    """Parameters must be real floating point: an integer dtype would truncate N(0, 1/fan_in) to zeros."""
+    try:
+        ok = xp.isdtype(dtype, "real floating")
+    except (TypeError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise TypeError(f"{name} must be a real floating dtype of {backend_name(xp)} (float32, float64), got {dtype!r}")
 
 
 def _split_heads(x, n_heads, xp):
@@ -145,11 +76,12 @@ class MultiHeadAttention:
 
     Parameters (``x @ W`` layout, reassignable): ``w_q (d_model, H·d_k)``, ``w_k, w_v (d_model,
     H_kv·d_k)``, ``w_o (H·d_k, d_model)``, and ``b_q, b_k, b_v, b_o`` when ``bias=True``;
-    ``d_k = d_model / n_heads``. Initialised N(0, 1/fan_in) from ``seed`` (``xp``/``dtype`` choose
-    the backend and precision, default NumPy float64).
+    ``d_k = d_model / n_heads``. Initialised N(0, 1/fan_in) from ``seed`` on the host, then placed on
+    backend ``xp`` and ``device`` in floating ``dtype`` (default: NumPy float64, default device);
+    :meth:`to` moves an existing layer. Inputs must live on the parameters' backend and device.
     """
 
-    def __init__(self, d_model, n_heads, *, n_kv_heads=None, bias=False, seed=0, xp=None, dtype=None):
+    def __init__(self, d_model, n_heads, *, n_kv_heads=None, bias=False, seed=0, xp=None, dtype=None, device=None):
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         d_model, n_heads, n_kv_heads = (
             check_positive_int(value, name)
@@ -164,8 +96,7 @@ class MultiHeadAttention:
             )
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_model // n_heads
-        xp = get_namespace() if xp is None else xp
-        dtype = xp.float64 if dtype is None else dtype
+        self.bias = check_flag(bias, "bias")
         shapes = {
             "w_q": (d_model, n_heads * self.d_k),
             "w_k": (d_model, n_kv_heads * self.d_k),
@@ -173,18 +104,28 @@ class MultiHeadAttention:
             "w_o": (n_heads * self.d_k, d_model),
         }
         self._shapes = dict(shapes)  # parameter name -> shape, checked on every call (they may be reassigned)
-        if bias:
-            self._shapes.update({"b" + name[1:]: (shape[1],) for name, shape in shapes.items()})
         for i, (name, shape) in enumerate(shapes.items()):
             # one independent stream per matrix, N(0, 1/fan_in) keeps activations O(1)
-            w = random_normal(shape, seed=(seed, i), xp=xp, dtype=dtype, scale=shape[0] ** -0.5)
-            setattr(self, name, w)
-        self.bias = bias
+            setattr(self, name, random_normal(shape, seed=(seed, i), scale=shape[0] ** -0.5))
         if bias:
             for i, name in enumerate(("b_q", "b_k", "b_v", "b_o")):
-                width = shapes["w" + name[1:]][1]
-                b = random_normal((width,), seed=(seed, 4 + i), xp=xp, dtype=dtype, scale=0.1)
-                setattr(self, name, b)
+                self._shapes[name] = (shapes["w" + name[1:]][1],)
+                setattr(self, name, random_normal(self._shapes[name], seed=(seed, 4 + i), scale=0.1))
+        xp = get_namespace() if xp is None else xp
+        self.to(xp, device, dtype=xp.float64 if dtype is None else dtype)
+
+    def to(self, xp, device=None, *, dtype=None):
+        """Move every parameter to backend ``xp`` on ``device`` (optionally casting to ``dtype``); returns self.
+
+        ``device`` is a device of ``xp`` (``None``: its default), e.g. ``array_api_compat.device(x)`` for
+        the device of the inputs. Like PyTorch's ``module.to``, this changes the layer in place.
+        """
+        if dtype is not None:
+            check_float_dtype(dtype, xp, "dtype")
+        for name in self._shapes:
+            w = to_device(getattr(self, name), xp, device)
+            setattr(self, name, w if dtype is None else xp.astype(w, dtype))
+        return self
 
     def new_cache(self, max_len: int | None = None) -> KVCache:
         """An empty :class:`KVCache` for incremental decoding (optional capacity ``max_len``)."""
@@ -207,14 +148,18 @@ class MultiHeadAttention:
     def __call__(self, x, x_kv=None, *, mask=None, causal=False, cache=None):
         """Attend from ``x`` ``(B, T, d_model)`` to ``x_kv`` ``(B, S, d_model)`` (default: ``x``).
 
-        ``mask``: boolean, True = may attend, broadcastable to ``(B, H, T, S)`` (S counts cached keys).
+        ``mask``: boolean, True = may attend, of shape ``(S,)``, ``(T, S)`` or ``(B|1, H|1, T|1, S|1)``
+        (S counts cached keys); a 3-D mask is refused as ambiguous (batch or head?).
         ``causal``: bottom-right aligned, so with a cache the new tokens see all cached ones.
         ``cache``: a :class:`KVCache`; the new keys/values are appended and attended over. Returns
         ``(B, T, d_model)``.
         """
-        xp = get_namespace(x, x_kv, mask, self.w_q)
+        xp = get_namespace(x, x_kv, mask)
         x = self._check_input(x, "x", xp)
         x_kv = x if x_kv is None else xp.astype(self._check_input(x_kv, "x_kv", xp), x.dtype)
+        causal = check_flag(causal, "causal")
+        if x_kv is not x:
+            check_same_place(x_kv, x, "x_kv", "x")
         if x_kv.shape[0] != x.shape[0]:
             raise ValueError(
                 f"x and x_kv must have the same batch size B: x {tuple(x.shape)}, x_kv {tuple(x_kv.shape)}"
@@ -225,7 +170,7 @@ class MultiHeadAttention:
         h, h_kv = self.n_heads, self.n_kv_heads
         group = h // h_kv  # query heads per key/value head
         # everything that can fail is checked before the cache is touched: a failed call leaves it as it was
-        params = {name: check_param(getattr(self, name), name, shape, xp) for name, shape in self._shapes.items()}
+        params = {name: check_param(getattr(self, name), name, shape, x) for name, shape in self._shapes.items()}
         s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
         mask = self._group_mask(mask, b, t, s, xp)
         # 1) project and split heads
@@ -253,6 +198,12 @@ class MultiHeadAttention:
         expected = f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), got shape {seen}"
         if mask.ndim > 4:
             raise ValueError(expected)
+        if mask.ndim == 3:  # (B, T, S) or (H, T, S)? Broadcasting would read it per head: refuse to guess
+            raise ValueError(
+                f"{expected}. A 3-D mask is ambiguous (per batch or per head?): pass a 4-D mask, "
+                f"mask[:, None] -> (B, 1, T, S) for one mask per sequence, or mask[None] -> (1, H, T, S) "
+                f"for one per head; or a 2-D (T, S) mask shared by all"
+            )
         mask = xp.reshape(mask, (1,) * (4 - mask.ndim) + seen)  # -> (B|1, H|1, T|1, S|1)
         mb, mh, mt, ms = mask.shape
         if mb not in (1, b) or mh not in (1, self.n_heads) or mt not in (1, t) or ms not in (1, s):

@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 import numbers
 
+from array_api_compat import device as device_of
+
 from .backend import as_float, check_positive_int, get_namespace
 
 __all__ = [
@@ -53,6 +55,11 @@ def yarn_correction_range(dim: int, base: float, original_seq_len: int, beta_fas
     clamped to ``[0, dim - 1]`` as DeepSeek-V3's ``find_correction_range`` does.
     """
 
+    dim = _check_dim(dim, "dim")
+    base = _check_theta(base, "base")
+    original_seq_len = check_positive_int(original_seq_len, "original_seq_len")
+    check_betas(beta_fast, beta_slow)
+
     def index_for(rotations):
         return dim * math.log(original_seq_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
 
@@ -68,9 +75,34 @@ def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
     special case for ``rope_factor <= 1`` (Hugging Face's ``yarn_get_mscale`` returns 1 there; at
     ``rope_factor == 1`` both give 1).
     """
-    if not rope_factor > 0:
+    if not _real(rope_factor, "rope_factor") > 0:
         raise ValueError(f"rope_factor must be positive, got {rope_factor!r}")
     return 0.1 * mscale * math.log(rope_factor) + 1.0
+
+
+def _real(value, name: str) -> float:
+    """``value`` as a finite Python float, or a ``TypeError`` naming ``name`` (bools and strings refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise TypeError(f"{name} must be a finite real number, got {value!r}")
+    return float(value)
+
+
+def _check_theta(theta, name: str = "theta") -> float:
+    """The RoPE base must exceed 1: θ_i = base^(-2i/d) then falls from 1 towards 0 (base 1: no rotation)."""
+    theta = _real(theta, name)
+    if not theta > 1:
+        raise ValueError(f"{name} must be > 1 (θ_i = {name}^(-2i/d) must fall with i), got {theta!r}")
+    return theta
+
+
+def check_betas(beta_fast, beta_slow, prefix: str = "") -> None:
+    """YaRN's rotation thresholds: ``0 < beta_slow <= beta_fast`` (both count turns over the original context)."""
+    fast, slow = _real(beta_fast, prefix + "beta_fast"), _real(beta_slow, prefix + "beta_slow")
+    if not 0 < slow <= fast:
+        raise ValueError(
+            f"YaRN needs 0 < {prefix}beta_slow <= {prefix}beta_fast (rotations over the original context: "
+            f"fast pairs turn more), got beta_fast={beta_fast!r}, beta_slow={beta_slow!r}"
+        )
 
 
 def _check_dim(d, name="d"):
@@ -95,19 +127,24 @@ def rope_frequencies(
     beta_fast: float = 32,
     beta_slow: float = 1,
     xp=None,
+    device=None,
 ):
     """The d/2 frequencies θ_i = theta^(-2i/d), YaRN-corrected when ``max_seq_len > original_seq_len``.
 
-    Returns a float64 array of shape ``(d/2,)``. With YaRN (DeepSeek-V3's ``precompute_freqs_cis``):
+    Returns a float64 array of shape ``(d/2,)`` of backend ``xp`` on ``device`` (default: NumPy; the
+    backend's default device). ``theta`` must be > 1. With YaRN (DeepSeek-V3's ``precompute_freqs_cis``):
 
         ramp_i = clip((i - low) / (high - low), 0, 1),   smooth_i = 1 - ramp_i
         θ'_i   = θ_i / factor · (1 - smooth_i) + θ_i · smooth_i
     """
     d = _check_dim(d)
+    theta = _check_theta(theta)
     xp = get_namespace() if xp is None else xp
-    i = xp.arange(0, d // 2, dtype=xp.float64)  # pair index
+    i = xp.arange(0, d // 2, dtype=xp.float64, device=device)  # pair index
     freqs = theta ** (-2.0 * i / d)  # (d/2,)
-    if max_seq_len is not None and max_seq_len > original_seq_len:
+    if max_seq_len is not None and check_positive_int(max_seq_len, "max_seq_len") > original_seq_len:
+        if not _real(rope_factor, "rope_factor") > 0:
+            raise ValueError(f"rope_factor must be positive, got {rope_factor!r}")
         low, high = yarn_correction_range(d, theta, original_seq_len, beta_fast, beta_slow)
         if low == high:
             high += 0.001  # avoid 0/0 when the blend zone is a single pair
@@ -121,18 +158,33 @@ def _cos_sin(x, positions, freqs, xp):
     """cos and sin of the angles m·θ_i, shape ``(T, d/2)``, in x's dtype (angles built in float64)."""
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., T, d) with at least 2 dimensions, got shape {tuple(x.shape)}")
-    d = x.shape[-1]
+    d, where = x.shape[-1], device_of(x)  # every table is built on x's device
     _check_dim(d, "the last axis of x")
     if freqs is None:
-        freqs = rope_frequencies(d, xp=xp)
-    if tuple(freqs.shape) != (d // 2,):
-        raise ValueError(f"freqs must have shape (d/2,) = ({d // 2},), got {tuple(freqs.shape)}")
+        freqs = rope_frequencies(d, xp=xp, device=where)
+    if not hasattr(freqs, "shape") or tuple(freqs.shape) != (d // 2,):
+        raise ValueError(f"freqs must be an array of shape (d/2,) = ({d // 2},), got {_describe(freqs)}")
     if isinstance(positions, numbers.Integral) and not isinstance(positions, bool):  # int, np.int64: the start
         positions = range(positions, positions + x.shape[-2])
+    if isinstance(positions, list | tuple) and not all(
+        isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in positions
+    ):
+        raise TypeError(f"positions must hold integers, got {positions!r}")
     if isinstance(positions, range | list | tuple):
-        positions = xp.asarray(list(positions), dtype=xp.float64)
-    else:
+        positions = xp.asarray(list(positions), dtype=xp.float64, device=where)
+    elif hasattr(positions, "dtype") and xp.isdtype(positions.dtype, ("integral", "real floating")):
         positions = xp.astype(positions, xp.float64)
+    else:
+        raise TypeError(
+            "positions must be an int (the first position), a range/list of ints or a 1-D array of positions, "
+            f"got {_describe(positions)}"
+        )
+    for name, table in (("positions", positions), ("freqs", freqs)):
+        if device_of(table) != where:
+            raise TypeError(
+                f"{name} is on device {device_of(table)} but x is on {where}; create it on x's device "
+                f"(array_api_compat.device(x))"
+            )
     if positions.ndim != 1 or positions.shape[0] != x.shape[-2]:
         raise ValueError(
             f"positions must be 1-D with one entry per token (T={x.shape[-2]}), "
@@ -142,15 +194,23 @@ def _cos_sin(x, positions, freqs, xp):
     return xp.astype(xp.cos(angles), x.dtype), xp.astype(xp.sin(angles), x.dtype)
 
 
+def _describe(value) -> str:
+    """``value`` in an error message: an array by dtype and shape, anything else by repr."""
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return f"an array of dtype {value.dtype} and shape {tuple(value.shape)}"
+    return f"{value!r} ({type(value).__name__})"
+
+
 def apply_rope(x, positions, *, freqs=None):
     """Rotate consecutive feature pairs (x0, x1), (x2, x3), ... of ``x`` by the angles m·θ_i.
 
     x ``(..., T, d)`` with d even; ``positions``: the T absolute positions m (a 1-D integer array, a
     list/range, or an int = the first position). ``freqs`` ``(d/2,)`` defaults to
-    :func:`rope_frequencies` ``(d)``. Same as multiplying ``x_2i + i·x_2i+1`` by ``e^(i·m·θ_i)``.
+    :func:`rope_frequencies` ``(d)``; the angle tables are built on x's device. Same as multiplying
+    ``x_2i + i·x_2i+1`` by ``e^(i·m·θ_i)``.
     """
-    # positions or freqs from another backend than x: a TypeError naming both (a range is plain data)
-    xp = get_namespace(x, None if isinstance(positions, range) else positions, freqs)
+    # positions or freqs from another backend than x: a TypeError naming both (ints, lists are plain data)
+    xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
     pairs = xp.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))  # (..., T, d) -> (..., T, d/2, 2)
@@ -176,7 +236,7 @@ def rotate_half_rope(x, positions, *, freqs=None):
     rotation with the features permuted: ``rotate_half_rope(pairs_to_halves(x), m) ==
     pairs_to_halves(apply_rope(x, m))``; shown side by side to explain the layouts.
     """
-    xp = get_namespace(x, None if isinstance(positions, range) else positions, freqs)
+    xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
     half = x.shape[-1] // 2

@@ -18,7 +18,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .backend import check_positive_int, get_namespace, random_normal
+import array_api_compat
+
+from .backend import as_common_float, check_flag, check_namespace, check_positive_int, get_namespace, random_normal
 from .softmax import softmax
 
 __all__ = [
@@ -42,8 +44,9 @@ def dot_product_variance(
     about ``sqrt((2 + 6/d_k) / n_samples)`` in relative terms (``Var((q·k)²) = 2 d_k² + 6 d_k``).
     """
     d_k = _check_dk(d_k)
+    scaled = check_flag(scaled, "scaled")
     n_samples = check_positive_int(n_samples, "n_samples", minimum=2)  # a sample variance needs 2
-    xp = get_namespace() if xp is None else xp
+    xp = get_namespace() if xp is None else check_namespace(xp)
     q = random_normal((n_samples, d_k), seed=seed, xp=xp)  # (N, d_k)
     k = random_normal((n_samples, d_k), seed=seed + 1, xp=xp)  # (N, d_k)
     s = xp.sum(q * k, axis=-1)  # (N,) one score per pair
@@ -55,7 +58,10 @@ def dot_product_variance(
 def softmax_jacobian(p):
     """The Jacobian of softmax at output ``p``: ``J = diag(p) - p pᵀ``. ``(..., n) -> (..., n, n)``."""
     xp = get_namespace(p)
-    eye = xp.eye(p.shape[-1], dtype=p.dtype)  # (n, n)
+    p = as_common_float(xp, p, names=["p"])[0]
+    if p.ndim < 1:
+        raise ValueError(f"p must be a vector of softmax weights (..., n), got a scalar of shape {tuple(p.shape)}")
+    eye = xp.eye(p.shape[-1], dtype=p.dtype, device=array_api_compat.device(p))  # (n, n)
     return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]
 
 
@@ -81,9 +87,10 @@ def saturation_stats(
 ):
     """Softmax saturation for scores ``q·k`` of random unit-variance q, k: see :class:`SaturationStats`."""
     d_k = _check_dk(d_k)
+    scaled = check_flag(scaled, "scaled")
     n_keys = check_positive_int(n_keys, "n_keys", minimum=2)
     n_rows = check_positive_int(n_rows, "n_rows")
-    xp = get_namespace() if xp is None else xp
+    xp = get_namespace() if xp is None else check_namespace(xp)
     q = random_normal((n_rows, 1, d_k), seed=seed, xp=xp)  # (N, 1, d_k): one query per row
     k = random_normal((n_rows, n_keys, d_k), seed=seed + 1, xp=xp)  # (N, S, d_k)
     scores = xp.sum(q * k, axis=-1)  # (N, S)

@@ -19,7 +19,7 @@ accuracy. ``benchmarks/bench_scores.py`` measures the difference.
 
 from __future__ import annotations
 
-from .backend import as_float, broadcast_shapes, get_namespace
+from .backend import as_common_float, broadcast_shapes, get_namespace
 
 __all__ = [
     "additive_score",
@@ -38,7 +38,7 @@ __all__ = [
 def _pair(a, b, names=("a", "b"), core=1):
     """a, b as float arrays with the same vector length; their batch dims (all but the last ``core``) broadcast."""
     xp = get_namespace(a, b)
-    a, b = as_float(a, xp, names[0]), as_float(b, xp, names[1])
+    a, b = as_common_float(xp, a, b, names=names)  # one floating dtype: backend's promotion rule
     for x, n in zip((a, b), names, strict=True):
         if x.ndim < 1:
             raise ValueError(f"{n} must be a vector or a stack of vectors, got a scalar")
@@ -171,8 +171,7 @@ def _need_matrix(x, name):
 
 def _additive_args(q, k, w_q, w_k, v_a):
     xp = get_namespace(q, k, w_q, w_k, v_a)
-    q, k = as_float(q, xp, "q"), as_float(k, xp, "k")
-    w_q, w_k, v_a = as_float(w_q, xp, "w_q"), as_float(w_k, xp, "w_k"), as_float(v_a, xp, "v_a")
+    q, k, w_q, w_k, v_a = as_common_float(xp, q, k, w_q, w_k, v_a, names=("q", "k", "w_q", "w_k", "v_a"))
     if w_q.ndim != 2 or w_k.ndim != 2 or v_a.ndim != 1:
         raise ValueError(
             f"expected w_q (d_q, d_a), w_k (d_k, d_a), v_a (d_a,); got {tuple(w_q.shape)}, "

@@ -24,8 +24,9 @@ Temperature ``T`` divides the scores: ``softmax(x / T)``. ``T -> 0`` approaches 
 from __future__ import annotations
 
 import math
+import operator
 
-from .backend import as_float, get_namespace
+from .backend import as_common_float, as_float, check_flag, get_namespace, needs_grad
 
 __all__ = ["log_softmax", "logsumexp", "naive_softmax", "softmax", "softmax_backward"]
 
@@ -45,6 +46,12 @@ def naive_softmax(x, axis: int = -1):
 def _as_scores(x, axis, xp):
     """``x`` as a float array with at least one entry along ``axis`` (a softmax over nothing is undefined)."""
     x = as_float(x, xp, "x")
+    try:
+        axis = operator.index(axis) if not isinstance(axis, bool) else None
+    except TypeError:
+        axis = None
+    if axis is None:
+        raise TypeError("axis must be an integer: softmax normalises along one axis (axis=-1: the last)")
     if x.ndim > 0 and not -x.ndim <= axis < x.ndim:
         raise ValueError(f"axis {axis} is out of range for x of shape {tuple(x.shape)}")
     if x.ndim > 0 and x.shape[axis] == 0:
@@ -53,6 +60,8 @@ def _as_scores(x, axis, xp):
 
 
 def _check_temperature(temperature) -> float:
+    if isinstance(temperature, (str, bytes, bool)) or type(temperature).__name__ == "bool_":
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
     try:
         t = float(temperature)
     except (TypeError, ValueError):
@@ -79,15 +88,24 @@ def softmax_(scores, axis: int = -1):
     """Stable softmax computed *in place* in ``scores``'s buffer where the backend allows.
 
     Internal helper for attention: ``scores`` must be a temporary the caller owns. Two (T, S) buffers
-    are live at the peak (``scores`` and ``exp(scores)``); the normalisation divides in place.
+    are live at the peak (``scores`` and ``exp(scores)``); the normalisation divides in place. An
+    autograd tensor (:func:`~attention_from_scratch.backend.needs_grad`) is never modified in place:
+    autograd keeps it for the backward pass.
     """
     xp = get_namespace(scores)
-    scores -= _row_max(scores, axis, xp)
-    e = xp.exp(scores)
+    m = _row_max(scores, axis, xp)
+    if needs_grad(scores):
+        e = xp.exp(scores - m)
+    else:
+        scores -= m
+        e = xp.exp(scores)
     del scores
     total = xp.sum(e, axis=axis, keepdims=True)
     # an all-masked row has total 0 and e == 0 there: divide by 1 to keep its weights at 0
-    e /= xp.where(total == 0, xp.ones_like(total), total)
+    total = xp.where(total == 0, xp.ones_like(total), total)
+    if needs_grad(e):
+        return e / total
+    e /= total
     return e
 
 
@@ -115,22 +133,32 @@ def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
     """
     xp = get_namespace(x)
     x = _as_scores(x, axis, xp)
+    keepdims = check_flag(keepdims, "keepdims")
     m = _row_max(x, axis, xp)
-    total = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
-    empty = total == 0
-    out = xp.where(empty, xp.full_like(total, -math.inf), m + xp.log(xp.where(empty, 1.0, total)))
+    out = m + _log_sum_exp_shifted(x - m, axis, xp)
     return out if keepdims else xp.squeeze(out, axis=axis)
 
 
-def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
-    """``log(softmax(x))`` computed as ``x - logsumexp(x)``: exact where softmax underflows to 0.
+def _log_sum_exp_shifted(shifted, axis, xp):
+    """``log(sum(exp(shifted)))`` for max-shifted scores (keepdims): ``-inf`` for an all ``-inf`` row."""
+    total = xp.sum(xp.exp(shifted), axis=axis, keepdims=True)  # >= 1 unless the row is all -inf
+    empty = total == 0
+    return xp.where(empty, xp.full_like(total, -math.inf), xp.log(xp.where(empty, xp.ones_like(total), total)))
 
+
+def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
+    """``log(softmax(x))`` computed as ``(x - m) - log(sum(exp(x - m)))``, with ``m`` the row max.
+
+    Subtracting ``m`` first keeps the difference exact: ``x - logsumexp(x)`` would subtract two large,
+    nearly equal numbers (float32 ``[1e5, 1e5]`` gave -0.6953 instead of -log 2 = -0.693147, and
+    float64 ``[1e17] * 3`` gave 0 instead of -log 3), because ``m + log(n)`` rounds to ``m``.
     Masked (``-inf``) entries give ``-inf``; an all ``-inf`` row gives all ``-inf``.
     """
     xp = get_namespace(x)
     x = _as_scores(x, axis, xp) / _check_temperature(temperature)
-    lse = logsumexp(x, axis=axis, keepdims=True)
-    return xp.where(xp.isfinite(lse), x - xp.where(xp.isfinite(lse), lse, 0.0), xp.full_like(x, -math.inf))
+    shifted = x - _row_max(x, axis, xp)  # <= 0, with 0 at the max (an all -inf row stays -inf)
+    lse = _log_sum_exp_shifted(shifted, axis, xp)  # -inf only for an all -inf row: subtract 0 there
+    return shifted - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse))
 
 
 def softmax_backward(weights, d_weights, axis: int = -1):
@@ -140,8 +168,7 @@ def softmax_backward(weights, d_weights, axis: int = -1):
     O(n) per row instead of forming the n x n Jacobian. Masked entries (y = 0) get gradient 0.
     """
     xp = get_namespace(weights, d_weights)
-    y = as_float(weights, xp, "weights")
-    dy = as_float(d_weights, xp, "d_weights")
+    y, dy = as_common_float(xp, weights, d_weights, names=["weights", "d_weights"])
     if tuple(y.shape) != tuple(dy.shape):
         raise ValueError(
             f"weights and d_weights must have the same shape, got {tuple(y.shape)} and {tuple(dy.shape)}"

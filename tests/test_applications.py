@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from array_api_compat import device
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -248,8 +249,9 @@ def test_mf_loss_by_hand():
 
 
 def test_fit_lowers_the_error_and_predicts_unseen_ratings(xp):
-    ratings, observed, truth = synthetic_ratings(30, 20, 3, density=0.3, seed=0, xp=xp.ns)
+    ratings, observed, truth = synthetic_ratings(30, 20, 3, density=0.3, seed=0, xp=xp.ns, device=xp.device)
     model = fit_matrix_factorization(ratings, observed, rank=3, steps=300, seed=0)
+    assert all(device(a) == device(ratings) for a in (observed, truth, model.user_factors, model.item_bias))
     assert model.losses[-1] < model.losses[0] / 10
     assert all(
         b <= a + 1e-9 for a, b in zip(model.losses, model.losses[1:], strict=False)
@@ -306,3 +308,95 @@ def test_non_numeric_temperature_is_named():
     q = np.eye(2)
     with pytest.raises(ValueError, match=r"temperature must be a positive finite number, got 'a'"):
         info_nce(q, q, temperature="a")
+
+
+# --- issue 12: devices, edges and one hand-computed step --------------------------------------------------
+
+
+def test_hashed_bag_of_words_reads_a_generator_once(xp):
+    texts = ["the cat eats fish", "a dog", ""]
+    from_list = hashed_bag_of_words(texts, 32)
+    from_generator = hashed_bag_of_words((t for t in texts), 32, xp=xp.ns, device=xp.device)
+    assert from_generator.shape == (3, 32) and device(from_generator) == device(xp.asarray([0.0]))
+    np.testing.assert_array_equal(xp.np(from_generator), from_list)
+    with pytest.raises(TypeError, match="got int"):
+        hashed_bag_of_words(3)
+    with pytest.raises(TypeError, match="list of strings"):
+        hashed_bag_of_words(iter(["a", 2]))
+
+
+def test_top_k_ranks_nan_scores_last(xp):
+    """NaN compares as largest in NumPy's sort, so a corrupt key used to come first."""
+    keys = np.array([[1.0, 0.0], [np.nan, 1.0], [0.5, 0.5], [-np.inf, 0.0], [2.0, 0.0], [np.nan, 0.0]])
+    query = np.array([1.0, 0.0])
+    with np.errstate(invalid="ignore"):  # NaN and -inf keys are the test's own garbage
+        idx, scores = top_k(xp.asarray(query), xp.asarray(keys), k=6, metric="dot")
+    # by hand: dot scores 1, nan, 0.5, -inf, 2, nan -> 2 (4), 1 (0), 0.5 (2), -inf (3), then NaNs by index
+    assert xp.np(idx).tolist() == [4, 0, 2, 3, 1, 5]
+    np.testing.assert_array_equal(xp.np(scores), [2.0, 1.0, 0.5, -np.inf, np.nan, np.nan])
+    with np.errstate(invalid="ignore"):
+        best, _ = top_k(xp.asarray(np.stack([query, -query])), xp.asarray(keys), k=2, metric="dot")
+    assert xp.np(best).tolist() == [[4, 0], [3, 2]]  # -query: scores -1, nan, -0.5, +inf, -2, nan
+
+
+def test_info_nce_refuses_a_temperature_given_as_a_string():
+    q = np.eye(2)
+    for bad in ("2", b"2", True, None):
+        with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+            info_nce(q, q, temperature=bad)
+        with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+            info_nce_backward(q, q, temperature=bad)
+
+
+def test_one_step_of_fit_matches_a_step_computed_by_hand():
+    """Loss and update of gradient descent from the seeded start, written with loops over Ω."""
+    ratings, observed, _ = synthetic_ratings(5, 4, 2, density=0.6, seed=1)
+    lr, l2, rank, seed = 0.05, 0.01, 2, 3
+    model = fit_matrix_factorization(ratings, observed, rank, steps=1, lr=lr, l2=l2, seed=seed)
+    n_users, n_items = ratings.shape
+    p0 = np.random.default_rng(seed).standard_normal((n_users, rank)) * 0.1  # the documented seeded start
+    q0 = np.random.default_rng(seed + 1).standard_normal((n_items, rank)) * 0.1
+    omega = [(u, i) for u in range(n_users) for i in range(n_items) if observed[u, i]]
+    mean = sum(ratings[u, i] for u, i in omega) / len(omega)
+    dp, dq = l2 * p0, l2 * q0  # the L2 term's gradient
+    db_u, db_i, loss = np.zeros(n_users), np.zeros(n_items), 0.0
+    for u, i in omega:
+        e = mean + float(p0[u] @ q0[i]) - ratings[u, i]  # prediction error, biases start at 0
+        loss += e * e / (2 * len(omega))
+        dp[u] += e * q0[i] / len(omega)
+        dq[i] += e * p0[u] / len(omega)
+        db_u[u] += e / len(omega)
+        db_i[i] += e / len(omega)
+    loss += l2 / 2 * (np.sum(p0**2) + np.sum(q0**2))
+    assert model.losses == pytest.approx((loss,), rel=1e-12)
+    # each block steps by lr times its row count (the documented per-rating step)
+    np.testing.assert_allclose(model.user_factors, p0 - lr * n_users * dp, rtol=1e-12)
+    np.testing.assert_allclose(model.item_factors, q0 - lr * n_items * dq, rtol=1e-12)
+    np.testing.assert_allclose(model.user_bias[:, 0], -lr * n_users * db_u, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(model.item_bias[0], -lr * n_items * db_i, rtol=1e-12, atol=1e-15)
+
+
+def test_fit_refuses_a_list_mask_and_bad_step_settings():
+    ratings, observed, _ = synthetic_ratings(4, 3, 1)
+    with pytest.raises(ValueError, match=r"observed must be a boolean mask of shape \(4, 3\).*got list"):
+        fit_matrix_factorization(ratings, observed.tolist())
+    with pytest.raises(ValueError, match="steps must be an integer >= 0, got -1"):
+        fit_matrix_factorization(ratings, observed, steps=-1)
+    for lr in (-0.1, 0.0, float("nan"), float("inf"), "0.1", True):
+        with pytest.raises(ValueError, match="lr must be a finite number > 0"):
+            fit_matrix_factorization(ratings, observed, lr=lr)
+    with pytest.raises(ValueError, match="l2 must be a finite number >= 0"):
+        fit_matrix_factorization(ratings, observed, l2=-1e-3)
+    assert fit_matrix_factorization(ratings, observed, steps=0).losses == ()  # zero steps: the start
+
+
+@given(n=st.integers(1, 12), seed=st.integers(0, 10_000), nan_fraction=st.sampled_from([0.0, 0.3, 1.0]))
+def test_top_k_equals_a_sort_with_nan_last_and_ties_by_index(n, seed, nan_fraction):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-2, 3, size=(n, 3)).astype(float)  # small integers: exact scores and many ties
+    keys[rng.random(n) < nan_fraction, 0] = np.nan
+    query = rng.integers(-2, 3, size=3).astype(float)
+    scores = [float(sum(query[j] * keys[i, j] for j in range(3))) for i in range(n)]  # a plain loop
+    expected = sorted(range(n), key=lambda i: (math.isnan(scores[i]), 0.0 if math.isnan(scores[i]) else -scores[i], i))
+    idx, _ = top_k(query, keys, k=n, metric="dot")
+    assert idx.tolist() == expected

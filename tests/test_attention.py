@@ -492,3 +492,249 @@ def test_non_numeric_scale_is_named():
     q, k, v = _rng_qkv(17)
     with pytest.raises(ValueError, match=r"scale must be a finite number, got 'a'"):
         scaled_dot_product_attention(q, k, v, scale="a")
+
+
+# ---- issue 12: blocked keys never matter, overflow, one dtype rule, autograd, clear errors ---------------
+
+
+def _loop_reference(q, k, v, allowed, scale=None):
+    """A float64 Python-loop reference in which a key of weight 0 adds nothing: sum_j w_ij v_j over w_ij > 0.
+
+    Python's float arithmetic gives the true sum's ±inf or NaN where a used value is not finite.
+    """
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        keys = [j for j in range(k.shape[0]) if allowed[i, j]]
+        if not keys:
+            continue
+        s = np.array([float(np.dot(q[i] * scale, k[j])) for j in keys])
+        w = np.exp(s - s.max()) / np.sum(np.exp(s - s.max()))
+        for c in range(v.shape[1]):
+            out[i, c] = sum(float(wj) * float(v[j, c]) for wj, j in zip(w, keys, strict=True) if wj > 0)
+    return out
+
+
+def _poison(x, rows, value):
+    x = np.array(x, dtype=np.float64)
+    x[..., rows, 0] = value
+    return x
+
+
+@pytest.mark.parametrize("garbage", [np.nan, np.inf, -np.inf])
+def test_a_blocked_key_holding_nan_or_inf_does_not_matter(xp, garbage):
+    """Padding positions often hold garbage: NaN + (-inf) used to be NaN and poisoned every row."""
+    q, k, v = _rng_qkv(40, lead=(2,), t=3, s=5)
+    keep = np.array([[True, True, True, False, False]] * 3)  # keys 3 and 4 are padding
+    clean = scaled_dot_product_attention(q, k, v, keep)
+    d_out = np.random.default_rng(41).standard_normal((2, 3, 2))
+    clean_grads = attention_backward(q, k, v, d_out, keep)
+    w = _additive_weights(xp)
+    clean_add = additive_attention(*(xp.asarray(a) for a in (q, k, v)), *w, xp.asarray(keep))
+    k_bad, v_bad = (xp.asarray(_poison(a, [3, 4], garbage)) for a in (k, v))
+    args = (xp.asarray(q), k_bad, v_bad)
+    for mask in (xp.asarray(keep), xp.asarray(np.where(keep, 0.0, -np.inf))):
+        for fn in (scaled_dot_product_attention, attention_loop):
+            out, weights = fn(*args, mask)
+            xp.assert_close(out, xp.asarray(clean[0]))
+            xp.assert_close(weights, xp.asarray(clean[1]))
+        grads = attention_backward(*args, xp.asarray(d_out), mask)
+        xp.assert_close(grads[0], xp.asarray(clean_grads[0]))  # dq
+        xp.assert_close(grads[2], xp.asarray(clean_grads[2]))  # dv
+        dk = xp.np(grads[1])
+        np.testing.assert_allclose(dk[:, :3], clean_grads[1][:, :3], rtol=xp.rtol, atol=xp.atol)
+        assert np.all(dk[:, 3:] == 0)  # a blocked key gets no gradient
+        add_out, _ = additive_attention(*args, *w, mask)
+        xp.assert_close(add_out, clean_add[0])
+
+
+def test_causal_attention_ignores_a_nan_in_a_future_key():
+    q, k, v = _rng_qkv(42, t=4, s=4)
+    k_bad, v_bad = _poison(k, [3], np.nan), _poison(v, [3], np.nan)
+    out, _ = scaled_dot_product_attention(q, k_bad, v_bad, causal=True)
+    ref, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(out[:3], ref[:3], rtol=1e-13)  # rows 0-2 cannot see key 3
+    assert np.all(np.isnan(out[3]))  # row 3 attends to the NaN key: NaN, as the maths says
+    dq, _, _ = attention_backward(q, k_bad, v, np.ones((4, 2)), causal=True)
+    dq_ref, _, _ = attention_backward(q, k, v, np.ones((4, 2)), causal=True)
+    np.testing.assert_allclose(dq[:3], dq_ref[:3], rtol=1e-12)
+
+
+def test_used_infinite_values_give_the_sums_infinities():
+    """An allowed inf value gives ±inf (NaN where +inf meets -inf or a NaN), exactly as the sum does."""
+    q, k, v = _rng_qkv(43, t=4, s=5, d_v=3)
+    v = np.array(v)
+    v[1, 0], v[2, 1], v[3, 1], v[4, 2] = np.inf, -np.inf, np.inf, np.nan
+    keep = np.array([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0], [0, 0, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=bool)
+    ref = _loop_reference(q, k, v, keep)
+    assert np.isnan(ref[2, 1]) and ref[0, 0] == np.inf and ref[2, 1] != ref[3, 1]  # the cases are exercised
+    out, _ = scaled_dot_product_attention(q, k, v, keep)
+    np.testing.assert_allclose(out, ref, rtol=1e-13)  # NaN == NaN and inf == inf here
+    with np.errstate(invalid="ignore"):  # the loop adds +inf to -inf in row 2, as the sum does
+        np.testing.assert_allclose(attention_loop(q, k, v, keep)[0], ref, rtol=1e-13)
+
+
+def test_float32_inputs_of_1e19_do_not_overflow_in_the_loop():
+    """The loop scaled after the dot product: (1e19)² · 4 = 4e38 > float32's max, inf - inf = NaN."""
+    q = np.full((1, 2, 4), 1e19, dtype=np.float32)
+    k = np.full((1, 3, 4), 1e19, dtype=np.float32) * np.array([1.0, 0.5, 0.25], dtype=np.float32)[:, None]
+    v = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    out, weights = attention_loop(q, k, v)
+    ref, _ = scaled_dot_product_attention(q, k, v)
+    assert out.dtype == np.float32 and np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    np.testing.assert_allclose(weights, [[[1, 0, 0]] * 2], atol=0)  # score gaps of ~1e38: one-hot
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "expected"),
+    [(("float32", "int64", "int64"), "float32"), (("float32", "float64", "float32"), "float64"),
+     (("int32", "int32", "int32"), "float64"), (("float64", "float32", "float32"), "float64")],
+)
+def test_one_dtype_rule_for_every_attention_function(dtypes, expected):
+    rng = np.random.default_rng(44)
+    shapes = ((3, 2), (4, 2), (4, 2))
+    q, k, v = (rng.integers(-3, 4, shape).astype(d) for shape, d in zip(shapes, dtypes, strict=True))
+    d = dtypes[0]  # d_out and additive attention's weights take q's dtype
+    results = [
+        *scaled_dot_product_attention(q, k, v),
+        *attention_loop(q, k, v),
+        *attention_backward(q, k, v, np.ones((3, 2), dtype=d)),
+        *additive_attention(q, k, v, np.ones((2, 3), d), np.ones((2, 3), d), np.ones(3, d)),
+    ]
+    assert {r.dtype.name for r in results} == {expected}
+    ref, _ = scaled_dot_product_attention(*(x.astype(np.float64) for x in (q, k, v)))
+    np.testing.assert_allclose(results[0], ref, rtol=1e-6)
+
+
+def test_sdpa_docstring_example_runs():
+    """The docstring shows the documented broadcasting: q (2, 1, 3, 4) with k, v (2, 3, 4) -> (2, 2, 3, 4)."""
+    import doctest
+
+    assert "(2, 1, 3, 4)" in scaled_dot_product_attention.__doc__
+    globs = {"np": np, "scaled_dot_product_attention": scaled_dot_product_attention}
+    tests = doctest.DocTestFinder().find(scaled_dot_product_attention, globs=globs)
+    runner = doctest.DocTestRunner()
+    for t in tests:
+        runner.run(t)
+    assert runner.tries >= 2 and runner.failures == 0
+
+
+@pytest.mark.parametrize("lead", [(0,), (2, 0), (0, 3)])
+def test_the_loop_matches_sdpa_on_an_empty_batch(xp, lead):
+    q, k, v = (xp.asarray(a) for a in _rng_qkv(45, lead=lead))
+    out, weights = attention_loop(q, k, v, causal=True)
+    ref_out, ref_weights = scaled_dot_product_attention(q, k, v, causal=True)
+    assert tuple(out.shape) == tuple(ref_out.shape) == (*lead, 4, 2)
+    assert tuple(weights.shape) == tuple(ref_weights.shape) == (*lead, 4, 5)
+
+
+@pytest.mark.parametrize("scale", [True, False, "2", b"2"])
+def test_bools_and_strings_are_not_scales(scale):
+    q, k, v = _rng_qkv(46)
+    for fn in (scaled_dot_product_attention, attention_loop):
+        with pytest.raises(ValueError, match="scale must be a finite number, got"):
+            fn(q, k, v, scale=scale)
+    with pytest.raises(ValueError, match="scale must be a finite number, got"):
+        attention_backward(q, k, v, np.ones((4, 2)), scale=scale)
+
+
+@pytest.mark.parametrize("causal", ["yes", 1, None])
+def test_causal_must_be_a_bool(causal):
+    q, k, v = _rng_qkv(47, d_k=4)
+    w = (np.ones((4, 2)), np.ones((4, 2)), np.ones(2))
+    calls = (
+        lambda: scaled_dot_product_attention(q, k, v, causal=causal),
+        lambda: attention_loop(q, k, v, causal=causal),
+        lambda: attention_backward(q, k, v, np.ones((4, 2)), causal=causal),
+        lambda: additive_attention(q, k, v, *w, causal=causal),
+    )
+    for call in calls:
+        with pytest.raises(TypeError, match=r"causal must be True or False, got"):
+            call()
+
+
+def test_tensors_that_require_grad_work_and_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(48)
+    base = [torch.tensor(rng.standard_normal((2, 3, 4, 5))) for _ in range(3)]
+    keep = torch.tensor(rng.random((4, 4)) < 0.7) | torch.eye(4, dtype=torch.bool)
+    mine = [b.clone().requires_grad_() for b in base]
+    out, _ = scaled_dot_product_attention(*mine, keep, scale=0.3)  # was an in-place RuntimeError
+    theirs = [b.clone().requires_grad_() for b in base]
+    ref = torch.nn.functional.scaled_dot_product_attention(*theirs, attn_mask=keep, scale=0.3)
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    d_out = torch.tensor(rng.standard_normal((2, 3, 4, 5)))
+    (out * d_out).sum().backward()
+    (ref * d_out).sum().backward()
+    ours = attention_backward(*(b.numpy() for b in base), d_out.numpy(), keep.numpy(), scale=0.3)
+    for m, t, g in zip(mine, theirs, ours, strict=True):
+        torch.testing.assert_close(m.grad, t.grad, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
+        assert m.grad is not None
+    assert all(torch.equal(m.detach(), b) for m, b in zip(mine, base, strict=True))  # inputs unchanged
+
+
+def test_lists_join_the_device_of_the_arrays(xp):
+    """A list q or mask becomes an array on the device of k and v, not on the default device."""
+    q, k, v = _rng_qkv(49, t=2, s=3)
+    keep = [[True, False, True], [True, True, False]]
+    ref = scaled_dot_product_attention(q, k, v, np.array(keep))
+    kd, vd = xp.asarray(k), xp.asarray(v)
+    for fn in (scaled_dot_product_attention, attention_loop):
+        out, _ = fn(q.tolist(), kd, vd, keep)
+        xp.assert_close(out, xp.asarray(ref[0]))
+        assert out.dtype == xp.ns.float64  # Python data counts as float64
+    grads = attention_backward(q.tolist(), kd, vd, np.ones((2, 2)).tolist(), keep, causal=True)
+    assert all(xp.np(g).shape == s.shape for g, s in zip(grads, (q, k, v), strict=True))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=shapes,
+    seed=st.integers(0, 2**32 - 1),
+    garbage=st.sampled_from([np.nan, np.inf, -np.inf, 1e308]),
+    causal=st.booleans(),
+)
+def test_garbage_in_keys_a_row_cannot_see_never_changes_that_row(shape, seed, garbage, causal):
+    """Property: writing anything into keys and values a query may not see leaves its output, weights and dq alone."""
+    t, s, d_k, d_v = shape
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.standard_normal((t, d_k)), rng.standard_normal((s, d_k)), rng.standard_normal((s, d_v))
+    keep = rng.random((t, s)) < 0.6
+    bad = rng.random(s) < 0.5  # the keys to spoil
+    k_bad, v_bad = k.copy(), v.copy()
+    k_bad[bad, rng.integers(d_k)] = garbage
+    v_bad[bad, rng.integers(d_v)] = garbage
+    seen = keep & (np.tril(np.ones((t, s)), s - t) > 0) if causal else keep
+    rows = ~np.any(seen[:, bad], axis=1)  # rows that see no spoiled key
+    d_out = rng.standard_normal((t, d_v))
+    with np.errstate(over="ignore", invalid="ignore"):  # rows that do see one may overflow: not checked here
+        for fn in (scaled_dot_product_attention, attention_loop):
+            out, w = fn(q, k_bad, v_bad, keep, causal=causal)
+            ref_out, ref_w = fn(q, k, v, keep, causal=causal)
+            np.testing.assert_allclose(out[rows], ref_out[rows], rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(w[rows], ref_w[rows], rtol=1e-12, atol=1e-15)
+        dq, _, _ = attention_backward(q, k_bad, v_bad, d_out, keep, causal=causal)
+    dq_ref, _, _ = attention_backward(q, k, v, d_out, keep, causal=causal)
+    np.testing.assert_allclose(dq[rows], dq_ref[rows], rtol=1e-10, atol=1e-13)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_matmul_skipping_zeros_equals_the_sum_over_nonzero_terms(seed):
+    from attention_from_scratch.backend import get_namespace
+    from attention_from_scratch.masking import _matmul_skipping_zeros
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((3, 5)) * (rng.random((3, 5)) < 0.6)  # zeros, positives and negatives
+    b = rng.standard_normal((5, 4))
+    spoil = rng.random((5, 4)) < 0.3
+    b[spoil] = rng.choice([np.nan, np.inf, -np.inf], size=int(spoil.sum()))
+    with np.errstate(invalid="ignore"):  # the reference adds +inf to -inf where they meet
+        ref = [[sum(float(a[i, j] * b[j, c]) for j in range(5) if a[i, j] != 0) for c in range(4)] for i in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the helper itself never computes inf - inf or 0 · inf
+        got = _matmul_skipping_zeros(a, b, get_namespace(a))
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)

@@ -189,3 +189,73 @@ def test_lists_of_bools_are_refused_like_boolean_arrays():
         dot([True, False], [1, 1])
     with pytest.raises(TypeError, match=r"must be a real-valued array, got a boolean array"):
         dot(np.array([True, False]), [1, 1])
+
+
+# ---- devices, the promotion rule, autograd tensors (issue 12) ------------------------------------------
+
+
+def test_two_devices_of_one_backend_are_refused_like_two_backends():
+    a = array_api_strict.asarray([1.0, 2.0])  # the default device
+    b = array_api_strict.asarray([1.0, 2.0], device=array_api_strict.Device("device1"))
+    with pytest.raises(TypeError, match=r"arrays on different devices were mixed: .*device1.*to_device"):
+        get_namespace(a, b)
+    # the concept functions say the same, rather than array_api_strict's raw ValueError
+    from attention_from_scratch.attention import scaled_dot_product_attention
+
+    q = array_api_strict.asarray(np.ones((2, 3)))
+    k = to_device(np.ones((2, 3)), array_api_strict, array_api_strict.Device("device1"))
+    with pytest.raises(TypeError, match="different devices"):
+        scaled_dot_product_attention(q, k, k)
+    assert backend.device_of(None, [1.0], b) == b.device
+
+
+def test_lists_take_the_device_of_the_arrays(xp):
+    a = xp.randn(3)
+    x, _ = backend.as_common_float(xp.ns, [1, 2, 3], a, names=("x", "a"))
+    assert backend.device_of(x) == backend.device_of(a)
+    np.testing.assert_array_equal(xp.np(x), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "expected"),
+    [
+        (("float32", "int64"), "float32"),  # integers take the floating dtype of the others
+        (("int32", "float32", "int8"), "float32"),
+        (("float32", "float64"), "float64"),  # result_type of the floating inputs
+        (("float32", "float32"), "float32"),
+        (("int64", "int32"), "float64"),  # all integers: float64
+    ],
+)
+def test_one_promotion_rule(dtypes, expected):
+    for ns in (namespace_for("numpy"), array_api_strict):
+        arrays = [ns.asarray(np.ones(2, dtype=d)) for d in dtypes]
+        out = backend.as_common_float(ns, *arrays)
+        assert [str(x.dtype).split(".")[-1] for x in out] == [expected] * len(dtypes)
+    # Python data counts as float64 (the package's convention: lists become float64 arrays)
+    assert backend.as_common_float(namespace_for("numpy"), np.ones(2, np.float32), [1, 2])[0].dtype == np.float64
+
+
+def test_the_promotion_rule_refuses_booleans_and_names_the_argument():
+    ns = namespace_for("numpy")
+    with pytest.raises(TypeError, match="k must be a real-valued array, got a boolean array"):
+        backend.as_common_float(ns, np.ones(2), np.ones(2, dtype=bool), names=("q", "k"))
+    with pytest.raises(TypeError, match="v must be an array, a list or a number, got str"):
+        backend.as_common_float(ns, np.ones(2), "abc", names=("q", "v"))
+
+
+@pytest.mark.parametrize("bad", ["numpy", np, 3])
+def test_a_string_or_module_where_a_namespace_is_expected_is_refused(bad):
+    if bad is np:  # NumPy itself is a namespace (np.float64, np.asarray, np.arange): accepted
+        assert backend.check_namespace(bad) is np
+        return
+    with pytest.raises(TypeError, match=r"xp must be an array namespace .*namespace_for\('numpy'\).*got"):
+        random_normal(3, xp=bad)
+
+
+def test_to_numpy_detaches_a_tensor_that_requires_grad():
+    torch = pytest.importorskip("torch")
+    t = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+    got = to_numpy(t * 2)  # a non-leaf tensor that requires grad (was a BufferError / RuntimeError)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, np.full((2, 3), 2.0))
+    assert backend.needs_grad(t) and not backend.needs_grad(np.ones(2))

@@ -55,6 +55,8 @@ def test_bad_arguments():
         mha_values_per_token(0, 8)
     with pytest.raises(TypeError, match="MLAConfig"):
         bytes_per_token({"dim": 1})
+    with pytest.raises(TypeError, match=r"config must be an MLAConfig or None \(DeepSeek-V3 671B\), got dict"):
+        deepseek_v3_numbers({})
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

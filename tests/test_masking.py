@@ -63,7 +63,7 @@ def test_padding_mask(xp):
 
 
 def test_combine_masks_is_logical_and(xp):
-    c = causal_mask(3, xp=xp.ns)
+    c = causal_mask(3, xp=xp.ns, device=xp.device)
     p = padding_mask(xp.asarray(np.array([2, 3]), dtype=np.int64), 3)  # (2, 1, 3)
     m = combine_masks(c, None, p)
     assert tuple(m.shape) == (2, 3, 3)
@@ -73,7 +73,7 @@ def test_combine_masks_is_logical_and(xp):
 
 def test_apply_mask_sets_blocked_scores_to_minus_inf_and_keeps_the_rest(xp):
     scores = xp.randn(3, 3, seed=1)
-    mask = causal_mask(3, xp=xp.ns)
+    mask = causal_mask(3, xp=xp.ns, device=xp.device)
     out = apply_mask(scores, mask)
     assert out.dtype == xp.dtype
     on, sn, mn = xp.np(out), xp.np(scores), xp.np(mask)
@@ -193,3 +193,43 @@ def test_mismatched_masks_and_lengths_are_named():
         combine_masks(np.ones(2, dtype=bool), np.ones(3, dtype=bool))
     with pytest.raises(ValueError, match=r"lengths must be 1-D .* got shape \(\)"):
         padding_mask(3, 3)
+
+
+# ---- issue 12: devices, non-finite blocked scores, clear errors ------------------------------------------
+
+
+def test_masks_are_made_on_the_requested_device(xp):
+    c = causal_mask(2, 3, xp=xp.ns, device=xp.device)
+    p = padding_mask(xp.asarray(np.array([1, 3]), dtype=np.int64), 3)  # the device of lengths
+    scores = xp.randn(2, 2, 3)
+    np.testing.assert_array_equal(xp.np(combine_masks(c, p)), xp.np(c)[None] & xp.np(p))
+    out = xp.np(apply_mask(scores, [[True, False, True], [True, True, False]]))  # a list: the scores' device
+    assert np.all(out[:, 0, 1] == -np.inf) and np.all(np.isfinite(out[:, 0, [0, 2]]))
+
+
+def test_blocked_scores_become_minus_inf_even_when_nan_or_inf(xp):
+    scores = xp.asarray(np.array([[1.0, np.nan, np.inf], [np.nan, -np.inf, 2.0]]))
+    keep = np.array([[True, False, False], [False, True, True]])
+    for mask in (xp.asarray(keep), xp.asarray(np.where(keep, 0.0, -np.inf))):
+        got = xp.np(apply_mask(scores, mask))  # NaN + (-inf) would be NaN
+        np.testing.assert_array_equal(got, [[1.0, -np.inf, -np.inf], [-np.inf, -np.inf, 2.0]])
+
+
+def test_padding_mask_of_an_empty_batch_is_empty():
+    m = padding_mask([], 3)  # [] became a float64 array, refused as "not integers"
+    assert m.shape == (0, 1, 3) and m.dtype == bool
+    assert padding_mask(np.zeros(0, dtype=np.int64), 3).shape == (0, 1, 3)
+
+
+@pytest.mark.parametrize("bad", ["numpy", 3, [1, 2]])
+def test_a_string_where_a_namespace_is_expected_is_refused(bad):
+    with pytest.raises(TypeError, match=r"xp must be an array namespace \(e\.g\. get_namespace\(x\).*got"):
+        causal_mask(3, xp=bad)
+    with pytest.raises(TypeError, match="xp must be an array namespace"):
+        padding_mask([1, 2], 3, xp=bad)
+
+
+def test_lists_meet_arrays_on_their_device(xp):
+    c = causal_mask(2, 3, xp=xp.ns, device=xp.device)
+    m = combine_masks([[True, True, False], [False, True, True]], c)  # the list goes to c's device
+    np.testing.assert_array_equal(xp.np(m), [[True, True, False], [False, True, True]])

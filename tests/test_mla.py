@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count
+from attention_from_scratch import mla_checkpoint
+from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count, rms_norm
+from attention_from_scratch.mla_checkpoint import read_safetensors
 
 # small, but with every feature on: query compression, YaRN (max_seq_len > original_seq_len), H > 1
 SMALL = MLAConfig(dim=24, n_heads=3, q_lora_rank=10, kv_lora_rank=8, qk_nope_head_dim=6, qk_rope_head_dim=4,
@@ -93,7 +95,7 @@ def reference_mla(cfg, state, x):
 
 
 def layer(xp, cfg=SMALL, seed=0):
-    return MultiHeadLatentAttention.from_state_dict(cfg, random_state(cfg, seed), xp=xp.ns)
+    return MultiHeadLatentAttention.from_state_dict(cfg, random_state(cfg, seed), xp=xp.ns, device=xp.device)
 
 
 # --- tests ---------------------------------------------------------------------------------------
@@ -102,7 +104,7 @@ def layer(xp, cfg=SMALL, seed=0):
 @pytest.mark.parametrize("cfg", [SMALL, NO_Q_LORA], ids=["q_lora", "plain_wq"])
 def test_matches_independent_loop(xp, cfg, mode):
     state = random_state(cfg, seed=1)
-    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns)
+    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns, device=xp.device)
     x = xp.randn(2, 6, cfg.dim, seed=2)
     out = mla(x, mode=mode)
     assert out.shape == (2, 6, cfg.dim) and out.dtype == xp.dtype
@@ -142,7 +144,7 @@ def test_cached_naive_and_absorb_agree_to_1e10():
 def test_cache_holds_only_normalised_latent_and_rotated_shared_key(xp):
     cfg = SMALL
     state = random_state(cfg, seed=9)
-    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns)
+    mla = MultiHeadLatentAttention.from_state_dict(cfg, state, xp=xp.ns, device=xp.device)
     x = xp.randn(2, 5, cfg.dim, seed=10)
     cache = mla.new_cache(2)
     mla(x, cache=cache, mode="absorb")
@@ -259,7 +261,7 @@ def write_safetensors(path, tensors):
     path.write_bytes(len(head).to_bytes(8, "little") + head + b"".join(blobs))
 
 
-def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkeypatch):
+def test_read_safetensors_loads_a_bf16_layer_as_in_the_docstring(tmp_path, monkeypatch):
     state = random_state(SMALL, seed=13)
     tensors, expected = {"embed.weight": ("F32", np.zeros((2, 3), np.float32).tobytes(), (2, 3))}, {}
     for name, w in state.items():
@@ -272,15 +274,21 @@ def test_safetensors_recipe_in_the_docstring_loads_a_bf16_layer(tmp_path, monkey
             expected[name] = (top.astype(np.uint32) << 16).view(np.float32)
     monkeypatch.chdir(tmp_path)
     write_safetensors(tmp_path / "model0-mp1.safetensors", tensors)
-    doc = inspect.getdoc(MultiHeadLatentAttention.from_state_dict)
-    code = textwrap.dedent(doc.split("::\n", 1)[1].split("\nWith the ``safetensors``")[0])
-    namespace = {"MLAConfig": lambda: SMALL, "MultiHeadLatentAttention": MultiHeadLatentAttention}
-    exec(code, namespace)  # the recipe as printed in the docs, with the small config in place of 671B
-    loaded = namespace["mla"].state_dict()
-    assert set(loaded) == set(expected)
-    for name, w in expected.items():
-        np.testing.assert_array_equal(loaded[name], w)
+    for owner in (mla_checkpoint, MultiHeadLatentAttention.from_state_dict):  # both docstrings' recipe
+        doc = inspect.getdoc(owner)
+        code = textwrap.dedent(doc.split("::\n", 1)[1].split("\n\n")[0])
+        namespace = {"MLAConfig": lambda: SMALL, "MultiHeadLatentAttention": MultiHeadLatentAttention,
+                     "read_safetensors": read_safetensors}
+        exec(code, namespace)  # the recipe as printed in the docs, with the small config in place of 671B
+        loaded = namespace["mla"].state_dict()
+        assert set(loaded) == set(expected)
+        for name, w in expected.items():
+            np.testing.assert_array_equal(loaded[name], w)
     assert np.max(np.abs(expected["wo.weight"] - state["wo.weight"])) > 0  # BF16 really was lossy
+    assert set(read_safetensors("model0-mp1.safetensors")) == set(tensors)  # no prefix: every tensor
+    write_safetensors(tmp_path / "bad.safetensors", {"w": ("I8", b"\x01", (1,))})
+    with pytest.raises(ValueError, match="w: dtype I8 is not supported"):
+        read_safetensors("bad.safetensors")
 
 
 @settings(max_examples=20)
@@ -318,7 +326,7 @@ def test_reassigned_weights_are_checked_by_name_before_the_cache_is_touched():
             mla(x, cache=cache, mode=mode)
         assert len(cache) == 0  # nothing appended by the failed call
     mla.wo = array_api_strict.asarray(wo)
-    with pytest.raises(TypeError, match=r"parameter wo is a array_api_strict array but the layer runs on numpy"):
+    with pytest.raises(TypeError, match=r"parameter wo is a array_api_strict array but the input is a numpy array"):
         mla(x)
     mla.wo = wo.tolist()  # lists are data
     reference = MultiHeadLatentAttention.from_state_dict(SMALL, {**mla.state_dict(), "wo.weight": wo})
@@ -350,3 +358,94 @@ def test_config_refuses_non_numbers_and_state_must_be_a_mapping():
         MultiHeadLatentAttention.from_state_dict(MLAConfig(dim=8, n_heads=2, q_lora_rank=0, kv_lora_rank=4,
                                                            qk_nope_head_dim=2, qk_rope_head_dim=2, v_head_dim=2),
                                                  [("wq.weight", None)])
+
+
+# --- issue 12: devices, float16, clear errors ----------------------------------------------------------------
+
+
+def test_weights_and_rope_table_on_a_device_three_ways(xp):
+    """device= at construction, .to(xp, device), and from_state_dict keeping the state's device."""
+    from array_api_compat import device
+
+    state = random_state(SMALL, seed=20)
+    x = xp.randn(2, 4, SMALL.dim, seed=21)
+    expected = reference_mla(SMALL, state, xp.np(x))
+    on_device = {name: xp.asarray(w) for name, w in state.items()}  # the state already on x's device
+    layers = {
+        "from_state_dict": MultiHeadLatentAttention.from_state_dict(SMALL, on_device),
+        "to": MultiHeadLatentAttention.from_state_dict(SMALL, state).to(xp.ns, xp.device, dtype=xp.dtype),
+    }
+    built = MultiHeadLatentAttention(SMALL, seed=22, xp=xp.ns, dtype=xp.dtype, device=xp.device)
+    host = MultiHeadLatentAttention(SMALL, seed=22)
+    for name in ("wq_a", "q_norm", "wkv_b", "wo", "freqs"):
+        assert device(getattr(built, name)) == device(x)
+        xp.assert_close(getattr(built, name), getattr(host, name))
+    for how, layer in layers.items():
+        assert device(layer.freqs) == device(x) and device(layer.wkv_a) == device(x), how
+        for mode in ("naive", "absorb"):
+            cache = layer.new_cache(2)
+            out = layer(x, mode=mode, cache=cache)
+            assert device(out) == device(x) and device(cache.c_kv) == device(x)
+            xp.assert_close(out, expected)
+
+
+def test_weights_on_another_device_name_the_fix():
+    import array_api_strict as strict
+
+    state = random_state(SMALL)
+    mla = MultiHeadLatentAttention.from_state_dict(SMALL, state, xp=strict)  # default device
+    x = strict.asarray(np.ones((1, 2, SMALL.dim)), device=strict.Device("device1"))
+    with pytest.raises(TypeError, match=r"parameter wq_a is on device .* move the layer with layer\.to\(xp, device\)"):
+        mla(x)
+    split = {name: strict.asarray(w, device=strict.Device("device1") if name == "wo.weight" else None)
+             for name, w in state.items()}
+    with pytest.raises(TypeError, match="different devices"):
+        MultiHeadLatentAttention.from_state_dict(SMALL, split)
+
+
+def test_rms_norm_does_not_overflow_in_float16():
+    """x² overflows float16 (max 65504) once |x| > 255: the norm is computed in float32, then cast back."""
+    x = np.full((2, 8), 300.0, dtype=np.float16)
+    weight = np.ones(8, dtype=np.float16)
+    out = rms_norm(x, weight)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out.astype(np.float64), 1.0, rtol=1e-3)  # constant x: x / rms(x) = 1
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((3, 16)) * 2000).astype(np.float16)
+    exact = x.astype(np.float64) / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(rms_norm(x, weight=np.ones(16, np.float16)).astype(np.float64), exact, rtol=2e-3)
+
+
+def test_rms_norm_on_lists_follows_the_list_convention():
+    out = rms_norm([3.0, 4.0], [1.0, 2.0], eps=0.0)  # rms = sqrt((9 + 16) / 2)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, [3 / math.sqrt(12.5), 8 / math.sqrt(12.5)], rtol=1e-15)
+    with pytest.raises(TypeError, match="x must hold numbers, got booleans"):
+        rms_norm([True, False], [1.0, 1.0])
+
+
+def test_mla_in_float16_with_large_activations():
+    """MLA in float16 used to return about 0: RMSNorm's x² overflowed to inf, so c_KV and c_Q were 0."""
+    state = random_state(SMALL, seed=24)
+    x = np.random.default_rng(25).standard_normal((1, 4, SMALL.dim)) * 300
+    expected = reference_mla(SMALL, state, x)
+    half = MultiHeadLatentAttention.from_state_dict(SMALL, {k: v.astype(np.float16) for k, v in state.items()})
+    for mode in ("naive", "absorb"):
+        out = half(x.astype(np.float16), mode=mode)
+        assert out.dtype == np.float16
+        error = np.max(np.abs(out.astype(np.float64) - expected)) / np.max(np.abs(expected))
+        assert error < 5e-3, (mode, error)  # float16 rounding (measured 4e-4); before the fix: 1.0
+
+
+def test_integer_dtypes_are_refused():
+    for dtype in (np.int32, np.int64, np.bool_):
+        with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+            MultiHeadLatentAttention(SMALL, dtype=dtype)
+    with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+        MultiHeadLatentAttention(SMALL).to(np, dtype=np.int16)
+
+
+@pytest.mark.parametrize(("fast", "slow"), [(32, 0), (32, -1), (1, 2), (0, 0)])
+def test_config_refuses_betas_that_would_divide_by_zero_or_cross(fast, slow):
+    with pytest.raises(ValueError, match=r"0 < MLAConfig\.beta_slow <= MLAConfig\.beta_fast"):
+        MLAConfig(beta_fast=fast, beta_slow=slow)

@@ -3,21 +3,21 @@
 import numpy as np
 import pytest
 
-from attention_from_scratch import scaled_dot_product_attention
+from attention_from_scratch import scaled_dot_product_attention, to_numpy
 from attention_from_scratch.multihead import KVCache, MultiHeadAttention
 
 
 def make(xp, d_model=12, n_heads=4, **kw):
-    return MultiHeadAttention(d_model, n_heads, xp=xp.ns, dtype=xp.dtype, **kw)
+    return MultiHeadAttention(d_model, n_heads, xp=xp.ns, dtype=xp.dtype, device=xp.device, **kw)
 
 
 def per_head_loop(mha, x, x_kv=None, mask=None, causal=False):
     """Independent reference: one scaled_dot_product_attention call per head, on NumPy float64."""
     x = np.asarray(x, dtype=np.float64)
     x_kv = x if x_kv is None else np.asarray(x_kv, dtype=np.float64)
-    w = {n: np.asarray(getattr(mha, n), dtype=np.float64) for n in ("w_q", "w_k", "w_v", "w_o")}
+    w = {n: to_numpy(getattr(mha, n)).astype(np.float64) for n in ("w_q", "w_k", "w_v", "w_o")}
     names = ("b_q", "b_k", "b_v", "b_o")
-    b = {n: np.asarray(getattr(mha, n), dtype=np.float64) if mha.bias else 0.0 for n in names}
+    b = {n: to_numpy(getattr(mha, n)).astype(np.float64) if mha.bias else 0.0 for n in names}
     d, group = mha.d_k, mha.n_heads // mha.n_kv_heads
     heads = []
     for h in range(mha.n_heads):
@@ -182,7 +182,7 @@ def test_reassigned_parameters_are_checked_by_name():
     mha.w_q = good["w_q"].tolist()  # a list is data: it becomes a float64 array
     np.testing.assert_allclose(mha(x), per_head_loop(mha, x))
     mha.w_k = array_api_strict.asarray(good["w_k"])
-    with pytest.raises(TypeError, match=r"parameter w_k is a array_api_strict array but the layer runs on numpy"):
+    with pytest.raises(TypeError, match=r"parameter w_k is a array_api_strict array but the input is a numpy array"):
         mha(x)
     mha.w_k, mha.b_v = good["w_k"], np.ones(3)
     with pytest.raises(ValueError, match=r"parameter b_v has shape \(3,\), expected \(8,\)"):
@@ -210,3 +210,130 @@ def test_masks_of_rank_1_and_0_and_wrong_cache_type(xp):
     xp.assert_close(mha(x, mask=xp.asarray(np.array(True))), per_head_loop(mha, xp.np(x)))
     with pytest.raises(TypeError, match=r"cache must be a KVCache .* got dict"):
         mha(x, cache={})
+
+
+# --- issue 12: devices, cache growth, ambiguous masks, garbage in padded tokens, clear errors ---------------
+
+
+def test_token_buffer_grows_past_its_first_allocation_and_matches_a_concatenation(xp):
+    """40 rows in uneven chunks cross the first allocation (16) and two doublings (32, 64)."""
+    from array_api_compat import device
+
+    from attention_from_scratch.multihead import TokenBuffer
+
+    rows = xp.randn(2, 3, 40, 5, seed=30)
+    buffer, start, capacities = TokenBuffer(name="test"), 0, []
+    for size in (1, 3, 12, 1, 7, 9, 7):  # sums to 40
+        out = buffer.append(rows[:, :, start : start + size, :])
+        start += size
+        capacities.append(buffer.data.shape[-2])
+        assert out.shape == (2, 3, start, 5) and device(out) == device(rows)
+        np.testing.assert_array_equal(xp.np(out), xp.np(rows)[:, :, :start, :])  # copied exactly
+    assert capacities == [16, 16, 16, 32, 32, 64, 64] and buffer.length == 40  # ends 1, 4, 16, 17, 24, 33, 40
+
+
+def test_kv_cache_stays_on_the_device_of_its_entries(xp):
+    from array_api_compat import device
+
+    k, v = xp.randn(1, 2, 20, 3, seed=39), xp.randn(1, 2, 20, 4, seed=40)
+    cache = KVCache()
+    for start, end in ((0, 5), (5, 6), (6, 20)):  # past the first allocation of 16
+        all_k, all_v = cache.append(k[:, :, start:end, :], v[:, :, start:end, :])
+    assert device(all_k) == device(k) and device(cache.v) == device(k) and len(cache) == 20
+    np.testing.assert_array_equal(xp.np(all_k), xp.np(k))
+    np.testing.assert_array_equal(xp.np(all_v), xp.np(v))
+
+
+def test_decoding_more_tokens_than_the_first_allocation(xp):
+    mha = make(xp, d_model=8, n_heads=2, n_kv_heads=1, seed=31)
+    x = xp.randn(1, 21, 8, seed=32)
+    cache = mha.new_cache()
+    steps = [xp.np(mha(x[:, t : t + 1, :], causal=True, cache=cache)) for t in range(21)]
+    xp.assert_close(np.concatenate(steps, axis=1), mha(x, causal=True))
+    assert len(cache) == 21 and cache._k.data.shape[-2] == 32  # grown from 16 to 32
+
+
+def test_kv_cache_append_checks_k_and_v_before_writing_either():
+    import array_api_strict as strict
+
+    k, v = np.ones((1, 2, 3, 4)), np.ones((1, 2, 3, 4))
+    mixed = (
+        (k, strict.asarray(v), "v is a array_api_strict array but k is a numpy array"),
+        (strict.asarray(k), strict.asarray(v, device=strict.Device("device1")), "v is on device"),
+        (k, v.tolist(), "new entries must be an array"),
+    )
+    for new_k, new_v, message in mixed:
+        cache = KVCache()
+        with pytest.raises(TypeError, match=message):
+            cache.append(new_k, new_v)
+        assert len(cache) == 0 and cache.k is None and cache.v is None  # nothing written
+    cache = KVCache()
+    cache.append(k, v)
+    with pytest.raises(TypeError, match="new entries is a array_api_strict array but the cached ones"):
+        cache.append(k, strict.asarray(v))
+    assert len(cache) == 3 and cache._v.length == 3
+
+
+def test_a_3d_mask_is_refused_as_ambiguous_with_the_fix_in_the_message():
+    """With B == H a (B, T, S) mask broadcast as (1, H, T, S): per head, not per batch element."""
+    mha = MultiHeadAttention(8, 2)
+    x = np.random.default_rng(33).standard_normal((2, 3, 8))
+    per_batch = np.random.default_rng(34).random((2, 3, 3)) < 0.6  # (B, T, S) with B == H == 2
+    with pytest.raises(ValueError, match=r"3-D mask is ambiguous .* mask\[:, None\] -> \(B, 1, T, S\)"):
+        mha(x, mask=per_batch)
+    np.testing.assert_allclose(mha(x, mask=per_batch[:, None]), per_head_loop(mha, x, mask=per_batch[:, None]))
+
+
+def test_garbage_in_a_padded_token_does_not_reach_other_rows(xp):
+    """A padded position may hold NaN or inf (uninitialised memory); masked out, it must change nothing."""
+    mha = make(xp, d_model=8, n_heads=2, seed=35)
+    clean = xp.np(xp.randn(2, 5, 8, seed=36))
+    lengths = np.array([5, 3])  # batch element 1 has two padded tokens
+    pad = np.arange(5)[None, None, None, :] < lengths[:, None, None, None]  # (B, 1, 1, S)
+    dirty = clean.copy()
+    dirty[1, 3], dirty[1, 4] = np.nan, np.inf
+    with np.errstate(invalid="ignore"):  # inf - inf inside the padded token's own projection
+        out = xp.np(mha(xp.asarray(dirty), mask=xp.asarray(pad)))
+    expected = xp.np(mha(xp.asarray(clean), mask=xp.asarray(pad)))
+    xp.assert_close(out[0], expected[0])
+    xp.assert_close(out[1, :3], expected[1, :3])  # the real tokens of the padded sequence
+
+
+def test_parameters_are_created_on_a_device_and_moved_with_to(xp):
+    from array_api_compat import device
+
+    x = xp.randn(2, 4, 8, seed=37)
+    host = MultiHeadAttention(8, 2, bias=True, seed=38)  # NumPy float64
+    placed = MultiHeadAttention(8, 2, bias=True, seed=38, xp=xp.ns, dtype=xp.dtype, device=xp.device)
+    moved = MultiHeadAttention(8, 2, bias=True, seed=38).to(xp.ns, xp.device, dtype=xp.dtype)
+    for layer in (placed, moved):
+        for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_o"):
+            w = getattr(layer, name)
+            assert device(w) == device(x) and w.dtype == xp.dtype
+            xp.assert_close(w, getattr(host, name))
+        xp.assert_close(layer(x, causal=True), per_head_loop(host, xp.np(x), causal=True))
+
+
+def test_inputs_on_another_device_than_the_layer_name_the_fix():
+    import array_api_strict as strict
+
+    mha = MultiHeadAttention(8, 2, xp=strict)  # default device
+    x = strict.asarray(np.ones((1, 3, 8)), device=strict.Device("device1"))
+    with pytest.raises(TypeError, match=r"parameter w_q is on device .*CPU_DEVICE.* move the layer with layer\.to"):
+        mha(x)
+    with pytest.raises(TypeError, match=r"x_kv is on device|on different devices"):  # (backend's wording)
+        mha(strict.asarray(np.ones((1, 3, 8))), x)
+
+
+def test_non_floating_dtypes_and_non_bool_flags_are_refused():
+    for dtype in (np.int32, np.bool_, "float32"):
+        with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+            MultiHeadAttention(8, 2, dtype=dtype)
+    with pytest.raises(TypeError, match="bias must be True or False, got 'yes'"):
+        MultiHeadAttention(8, 2, bias="yes")
+    mha, x = MultiHeadAttention(8, 2), np.ones((1, 3, 8))
+    cache = mha.new_cache()
+    for flag in ("yes", 1, None):
+        with pytest.raises(TypeError, match="causal must be True or False"):
+            mha(x, causal=flag, cache=cache)
+    assert len(cache) == 0

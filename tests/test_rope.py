@@ -146,3 +146,60 @@ def test_docstrings_only_mention_functions_that_exist():
         defined = set(re.findall(r"\b([a-z]+_[a-z_]+)\([^()]*\) =", doc))
         for called in set(re.findall(r"\b([a-z]+_[a-z_]+)\(", doc)) - defined:
             assert hasattr(rope, called), f"rope.{name} docstring mentions {called}(), which rope lacks"
+
+
+# --- issue 12: devices and clear errors -------------------------------------------------------------
+
+
+def test_a_start_position_and_default_freqs_are_built_on_the_device_of_x(xp):
+    """apply_rope(x, start) used to build its positions and frequency table on the default device."""
+    from array_api_compat import device
+
+    x = xp.randn(2, 5, 8, seed=3)
+    for rotate, reference in ((apply_rope, complex_rope), (rotate_half_rope, None)):
+        y = rotate(x, 3)  # positions 3, 4, 5, 6, 7
+        assert device(y) == device(x) and y.dtype == xp.dtype
+        if reference is not None:
+            xp.assert_close(y, reference(xp.np(x).astype(np.float64), range(3, 8), rope_frequencies(8)))
+    freqs = rope_frequencies(8, xp=xp.ns, device=xp.device, max_seq_len=64, original_seq_len=8)
+    assert device(freqs) == device(x)
+    xp.assert_close(freqs, rope_frequencies(8, max_seq_len=64, original_seq_len=8), rtol=1e-15)
+
+
+def test_positions_that_are_not_integers_are_refused_by_name():
+    x = np.ones((3, 4))
+    for bad in (2.0, None, "1", [0, 1.5, 2], [True, False, True]):
+        with pytest.raises(TypeError, match="positions must"):
+            apply_rope(x, bad)
+    np.testing.assert_array_equal(apply_rope(x, np.int64(1)), apply_rope(x, [1, 2, 3]))  # a NumPy integer is an int
+
+
+def test_freqs_on_another_device_than_x_is_a_type_error():
+    import array_api_strict as strict
+
+    x = strict.asarray(np.ones((3, 4)), device=strict.Device("device1"))
+    # named here, or by get_namespace where it checks devices too
+    with pytest.raises(TypeError, match=r"freqs is on device .*CPU_DEVICE.* but x is on .*device1|different devices"):
+        apply_rope(x, 0, freqs=strict.asarray(rope_frequencies(4)))
+    with pytest.raises(TypeError, match=r"positions is on device|different devices"):
+        apply_rope(x, strict.asarray(np.arange(3)))
+    with pytest.raises(ValueError, match=r"freqs must be an array of shape \(d/2,\) = \(2,\), got \[1.0, 2.0\]"):
+        apply_rope(np.ones((3, 4)), 0, freqs=[1.0, 2.0])
+
+
+@pytest.mark.parametrize("theta", [float("nan"), float("inf"), 1.0, 0.5, -3.0, "10000", True])
+def test_theta_must_be_a_finite_number_above_one(theta):
+    error = TypeError if isinstance(theta, (str, bool)) or not math.isfinite(theta) else ValueError
+    with pytest.raises(error, match="theta"):
+        rope_frequencies(8, theta=theta)
+
+
+@pytest.mark.parametrize(("fast", "slow"), [(32, 0), (32, -1), (-1, -2), (0.5, 1), (32, float("nan"))])
+def test_yarn_betas_need_0_lt_slow_le_fast(fast, slow):
+    error = TypeError if slow != slow else ValueError  # NaN is not a finite number
+    with pytest.raises(error, match="beta_slow"):
+        yarn_correction_range(64, 10000.0, 4096, fast, slow)
+    with pytest.raises(error, match="beta_slow"):
+        rope_frequencies(64, max_seq_len=16384, beta_fast=fast, beta_slow=slow)
+    with pytest.raises(error, match=r"MLAConfig\.beta_slow"):
+        MLAConfig(beta_fast=fast, beta_slow=slow)

@@ -133,3 +133,25 @@ def test_sample_counts_are_checked():
         saturation_stats(4, n_rows=0)
     with pytest.raises(ValueError, match=r"n_samples must be an integer >= 2, got 1"):
         dot_product_variance(4, n_samples=1)
+
+
+# ---- issue 12: flags and namespaces are checked ------------------------------------------------------------
+
+
+def test_scaled_is_a_flag_and_xp_a_namespace():
+    for fn in (dot_product_variance, saturation_stats):
+        with pytest.raises(TypeError, match=r"scaled must be True or False, got 'yes'"):
+            fn(4, scaled="yes")
+        with pytest.raises(TypeError, match=r"xp must be an array namespace"):
+            fn(4, xp="numpy")
+
+
+def test_softmax_jacobian_keeps_the_device_and_dtype(xp):
+    p = softmax(xp.randn(2, 3), axis=-1)
+    jac = softmax_jacobian(p)
+    assert jac.dtype == xp.dtype and tuple(jac.shape) == (2, 3, 3)
+    pn = xp.np(p)
+    expected = np.stack([np.diag(r) - np.outer(r, r) for r in pn])
+    np.testing.assert_allclose(xp.np(jac), expected, rtol=xp.rtol, atol=xp.atol)
+    with pytest.raises(ValueError, match="p must be a vector"):
+        softmax_jacobian(1.0)

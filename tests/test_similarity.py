@@ -1,6 +1,7 @@
 """similarity.py: dot product, norm, angle, cosine, Euclidean, additive -- against hand values and SciPy."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -231,3 +232,34 @@ def test_cosine_of_tiny_and_huge_vectors(size):
     assert cosine_similarity(a, a) == pytest.approx(1.0)
     assert cosine_similarity(a, b) == pytest.approx(1 / math.sqrt(2))
     np.testing.assert_allclose(pairwise_cosine(a[None, :], np.stack([a, b])), [[1.0, 1 / math.sqrt(2)]])
+
+
+# ---- issue 12: the distance of a point to itself, one dtype rule ------------------------------------------
+
+
+def test_pairwise_euclidean_of_a_set_with_itself_has_a_zero_diagonal(xp):
+    """|q|² + |k|² - 2 q·k rounds below 0 for q == k far from the origin: sqrt would give NaN."""
+    x = xp.randn(50, 8, seed=3)
+    x = x + 1000.0  # large common offset: the three terms cancel to rounding error
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = xp.np(pairwise_euclidean(x, x))
+    diag = np.diag(d)
+    scale = np.linalg.norm(xp.np(x), axis=-1)
+    eps = np.finfo(xp.dtype_name).eps
+    assert np.all(np.isfinite(d)) and np.all(diag >= 0)
+    assert np.all(diag <= 8 * math.sqrt(eps) * scale)  # cancellation leaves ~sqrt(eps)·|x|, not more
+    off = d[~np.eye(50, dtype=bool)]
+    ref = cdist(xp.np(x).astype(np.float64), xp.np(x).astype(np.float64))[~np.eye(50, dtype=bool)]
+    np.testing.assert_allclose(off, ref, atol=8 * math.sqrt(eps) * scale.max())
+
+
+def test_similarity_functions_follow_the_one_dtype_rule():
+    a32, i64, f64 = np.ones((3, 4), np.float32), np.arange(12).reshape(3, 4), np.ones((3, 4))
+    for fn in (dot, cosine_similarity, euclidean_distance, pairwise_dot, pairwise_cosine, pairwise_euclidean):
+        assert fn(a32, i64 + 1).dtype == np.float32  # integers take the other input's float dtype
+        assert fn(a32, f64).dtype == np.float64
+        assert fn(i64 + 1, i64).dtype == np.float64
+    w32 = np.ones((4, 2), np.float32)
+    assert additive_score(a32, i64, w32, w32, np.ones(2, np.float32)).dtype == np.float32
+    assert pairwise_additive(a32, a32, w32, w32, np.ones(2)).dtype == np.float64  # was downcast to float32

@@ -223,3 +223,65 @@ def test_empty_rows_and_non_numeric_temperature_are_named():
 def test_axis_out_of_range_is_a_value_error():
     with pytest.raises(ValueError, match=r"axis 5 is out of range for x of shape \(1, 2\)"):
         softmax([[1.0, 2.0]], axis=5)
+
+
+# ---- issue 12: precision of log_softmax, clear errors, autograd tensors ---------------------------------
+
+
+def test_log_softmax_keeps_precision_on_large_logits():
+    # the exact answers: equal logits give log(1/n); x - logsumexp(x) rounded m + log n to m
+    got32 = log_softmax(np.array([1e5, 1e5], dtype=np.float32))
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, [-math.log(2)] * 2, rtol=1e-6)
+    np.testing.assert_allclose(log_softmax(np.array([1e17] * 3)), [-math.log(3)] * 3, rtol=1e-14)
+    # and against the closed form on a shifted row: log_softmax(x + c) = log_softmax(x)
+    x = np.array([0.0, -1.0, -2.5])
+    ref = x - math.log(np.sum(np.exp(x)))
+    np.testing.assert_allclose(log_softmax(x + 1e12), ref, atol=1e-3)  # 1e12's ulp is 1.2e-4
+    np.testing.assert_allclose(log_softmax(x), ref, rtol=1e-15)
+
+
+def test_log_softmax_on_every_backend(xp):
+    x = xp.asarray(np.array([[1e4, 1e4 - 1.0, -np.inf], [-np.inf] * 3]))
+    got = xp.np(log_softmax(x))
+    lse = math.log(1 + math.exp(-1.0))
+    np.testing.assert_allclose(got[0, :2], [-lse, -1.0 - lse], rtol=xp.rtol)
+    assert got[0, 2] == -np.inf and np.all(got[1] == -np.inf)
+
+
+@pytest.mark.parametrize("axis", [None, 1.0, "0", True])
+def test_axis_must_be_an_integer(axis):
+    for fn in (softmax, naive_softmax, logsumexp, log_softmax):
+        with pytest.raises(TypeError, match=r"axis must be an integer"):
+            fn(np.ones((2, 3)), axis=axis)
+
+
+@pytest.mark.parametrize("t", ["2", True, b"2"])
+def test_temperature_refuses_strings_and_bools(t):
+    # "2" converts to 2.0 and True to 1.0: both would be misread silently
+    for fn in (softmax, log_softmax):
+        with pytest.raises(ValueError, match=r"temperature must be a positive finite number"):
+            fn([1.0, 2.0], temperature=t)
+
+
+def test_keepdims_is_a_flag():
+    with pytest.raises(TypeError, match=r"keepdims must be True or False, got 'yes'"):
+        logsumexp([1.0, 2.0], keepdims="yes")
+
+
+def test_softmax_of_a_tensor_that_requires_grad_works_and_gives_torch_gradients():
+    torch = pytest.importorskip("torch")
+    base = torch.tensor([[0.5, -1.0, 2.0], [3.0, 3.0, -4.0]], dtype=torch.float64)
+    x = base.clone().requires_grad_()
+    y = softmax(x)  # was: RuntimeError from an in-place division on a tensor autograd needs
+    (y * torch.arange(6.0, dtype=torch.float64).reshape(2, 3)).sum().backward()
+    x_ref = base.clone().requires_grad_()
+    y_ref = torch.softmax(x_ref, dim=-1)
+    (y_ref * torch.arange(6.0, dtype=torch.float64).reshape(2, 3)).sum().backward()
+    torch.testing.assert_close(y, y_ref, rtol=1e-14, atol=0)
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-12, atol=1e-15)
+    assert torch.equal(x.detach(), base)  # the input is not modified
+    for fn in (log_softmax, logsumexp):  # out-of-place already: same gradients as torch's
+        x.grad = None
+        fn(x).sum().backward()
+        assert torch.isfinite(x.grad).all()

@@ -1,0 +1,104 @@
+"""MLA's hyper-parameters (DeepSeek-V3's ``ModelArgs`` names) and the weight shapes they imply.
+
+Split from ``mla.py`` so that the layer reads as the paper's equations; ``mla.py`` re-exports
+:class:`MLAConfig`. The defaults are DeepSeek-V3 671B's attention (DeepSeek-V3 technical report §4.2, "Model
+Hyper-Parameters"; the reference's ``inference/configs/config_671B.json``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from .backend import check_positive_int
+from .rope import check_betas, yarn_mscale
+
+__all__ = ["MLAConfig", "mla_parameter_count", "mla_weight_shapes"]
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """MLA hyper-parameters with DeepSeek-V3's names (``ModelArgs``); the defaults are DeepSeek-V3 671B."""
+
+    dim: int = 7168  # model width d (hidden size): what each token's state h_t has
+    n_heads: int = 128  # H attention heads
+    q_lora_rank: int = 1536  # d_c': width of the compressed query c_Q (0 = no compression, plain wq)
+    kv_lora_rank: int = 512  # d_c: width of the latent c_KV -- the cache is this + qk_rope_head_dim
+    qk_nope_head_dim: int = 128  # d_h: per-head query/key width that carries no position
+    qk_rope_head_dim: int = 64  # d_r: decoupled RoPE width; k^R is ONE such key per token, shared by heads
+    v_head_dim: int = 128  # d_v: per-head value width
+    n_layers: int = 61  # transformer layers (only used to count the whole model's KV cache)
+    max_seq_len: int = 4096 * 4  # longest sequence served = cache capacity; > original_seq_len turns on YaRN
+    original_seq_len: int = 4096  # context length of pre-training, where RoPE frequencies were learned
+    rope_theta: float = 10000.0  # RoPE base: θ_i = rope_theta^(-2i/d_r)
+    rope_factor: float = 40.0  # YaRN: how much the slow RoPE frequencies are stretched (4096 * 40 = 160k)
+    beta_fast: int = 32  # YaRN: pairs turning more than this over original_seq_len keep their frequency
+    beta_slow: int = 1  # YaRN: pairs turning less than this are fully interpolated (divided by rope_factor)
+    mscale: float = 1.0  # YaRN: attention temperature, softmax scale *= (0.1 mscale ln(rope_factor) + 1)^2
+    eps: float = 1e-6  # RMSNorm epsilon (q_norm, kv_norm)
+
+    def __post_init__(self):
+        for name in ("dim", "n_heads", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                     "n_layers", "max_seq_len", "original_seq_len"):
+            # frozen dataclass: store the checked value as a plain int (np.int64(8) -> 8)
+            object.__setattr__(self, name, check_positive_int(getattr(self, name), f"MLAConfig.{name}"))
+        q_rank = check_positive_int(self.q_lora_rank, "MLAConfig.q_lora_rank (0 = plain wq)", minimum=0)
+        object.__setattr__(self, "q_lora_rank", q_rank)
+        if self.qk_rope_head_dim % 2:
+            raise ValueError(
+                f"MLAConfig.qk_rope_head_dim must be even (RoPE rotates pairs), got {self.qk_rope_head_dim}"
+            )
+        for name in ("eps", "rope_theta", "rope_factor", "mscale", "beta_fast", "beta_slow"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise TypeError(f"MLAConfig.{name} must be a finite real number, got {value!r}")
+        if not (self.eps > 0 and self.rope_theta > 1 and self.rope_factor > 0):
+            raise ValueError(
+                f"MLAConfig needs eps > 0, rope_theta > 1, rope_factor > 0; got eps={self.eps}, "
+                f"rope_theta={self.rope_theta}, rope_factor={self.rope_factor}"
+            )
+        check_betas(self.beta_fast, self.beta_slow, "MLAConfig.")  # 0 < beta_slow <= beta_fast
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Per-head query/key width d_h + d_r (192 for DeepSeek-V3)."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def yarn(self) -> bool:
+        """True when YaRN is active: DeepSeek-V3 applies it iff max_seq_len > original_seq_len."""
+        return self.max_seq_len > self.original_seq_len
+
+    @property
+    def softmax_scale(self) -> float:
+        """``qk_head_dim^-0.5``, times mscale² under YaRN (DeepSeek-V3 671B at 16384: ≈ 0.135234)."""
+        scale = self.qk_head_dim**-0.5
+        return scale * yarn_mscale(self.rope_factor, self.mscale) ** 2 if self.yarn else scale
+
+
+
+def mla_weight_shapes(config: MLAConfig) -> dict:
+    """DeepSeek-V3 weight name -> ``(out_features, in_features)`` shape (``(n,)`` for the RMSNorm weights)."""
+    if not isinstance(config, MLAConfig):
+        raise TypeError(f"config must be an MLAConfig, got {type(config).__name__}")
+    h, c = config.n_heads, config.kv_lora_rank
+    if config.q_lora_rank:
+        shapes = {
+            "wq_a.weight": (config.q_lora_rank, config.dim),  # W_DQ
+            "q_norm.weight": (config.q_lora_rank,),
+            "wq_b.weight": (h * config.qk_head_dim, config.q_lora_rank),  # [W_UQ; W_QR] per head
+        }
+    else:
+        shapes = {"wq.weight": (h * config.qk_head_dim, config.dim)}
+    return shapes | {
+        "wkv_a.weight": (c + config.qk_rope_head_dim, config.dim),  # [W_DKV; W_KR]
+        "kv_norm.weight": (c,),
+        "wkv_b.weight": (h * (config.qk_nope_head_dim + config.v_head_dim), c),  # [W_UK; W_UV] per head
+        "wo.weight": (config.dim, h * config.v_head_dim),  # W_O
+    }
+
+
+def mla_parameter_count(config: MLAConfig) -> int:
+    """Number of weights in one MLA layer (≈ 187M for DeepSeek-V3; never instantiated in tests)."""
+    return sum(math.prod(s) for s in mla_weight_shapes(config).values())
