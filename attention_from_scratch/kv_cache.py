@@ -138,7 +138,7 @@ def decode_flops(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
 
     Per cached token, layer and query head: MHA/GQA/MQA score a d_k-wide key and mix a d_v-wide value,
     ``d_k + d_v`` multiply-adds, whichever head the key/value is shared with; absorbed MLA scores the
-    cached ``d_c + d_r`` row and mixes the ``d_c``-wide latent, ``2 d_c + d_r`` (DeepSeek-V2 App. C).
+    cached ``d_c + d_r`` row and mixes the ``d_c``-wide latent, ``2 d_c + d_r`` (``mla.attend_absorb``).
     Projections of the new token are left out: they do not grow with the context.
     """
     context_len = check_positive_int(context_len, "context_len")
