@@ -32,7 +32,10 @@ from .backend import check_positive_int
 from .mla_config import MLAConfig
 
 __all__ = [
+    "arithmetic_intensity",
     "bytes_per_token",
+    "decode_bytes_read",
+    "decode_flops",
     "deepseek_v3_numbers",
     "gqa_values_per_token",
     "mha_values_per_token",
@@ -115,3 +118,46 @@ def deepseek_v3_numbers(config: MLAConfig | None = None) -> dict:
         "true_mla_fraction": mla / mha,  # 576 / 40,960 ≈ 1.41%
         "mha_over_article": mha * cfg.n_layers / (2 * cfg.dim * cfg.n_layers),  # ≈ 2.86
     }
+
+
+# Decoding one token reads the whole cache once and does a few multiply-adds per value read: it is
+# limited by memory bandwidth, not by arithmetic. The three functions below count both, per token.
+
+
+def decode_bytes_read(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
+                      n_kv_heads: int | None = None, element_size: int = 2) -> int:
+    """Bytes of KV cache read to generate one token with ``context_len`` tokens cached, all layers.
+
+    Every cached value is read once per generated token: ``context_len · bytes_per_token(...)``.
+    """
+    context_len = check_positive_int(context_len, "context_len")
+    return context_len * bytes_per_token(config, kind, n_kv_heads=n_kv_heads, element_size=element_size)
+
+
+def decode_flops(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
+                 n_kv_heads: int | None = None) -> int:
+    """FLOPs (2 per multiply-add) of attention for one new token over ``context_len`` cached tokens.
+
+    Per cached token, layer and query head: MHA/GQA/MQA score a d_k-wide key and mix a d_v-wide value,
+    ``d_k + d_v`` multiply-adds, whichever head the key/value is shared with; absorbed MLA scores the
+    cached ``d_c + d_r`` row and mixes the ``d_c``-wide latent, ``2 d_c + d_r`` (``mla.attend_absorb``).
+    Projections of the new token are left out: they do not grow with the context.
+    """
+    context_len = check_positive_int(context_len, "context_len")
+    bytes_per_token(config, kind, n_kv_heads=n_kv_heads)  # validates kind and n_kv_heads
+    if kind == "mla":
+        per_head = 2 * config.kv_lora_rank + config.qk_rope_head_dim
+    else:
+        per_head = config.qk_head_dim + config.v_head_dim
+    return 2 * per_head * config.n_heads * context_len * config.n_layers
+
+
+def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | None = None,
+                         element_size: int = 2) -> float:
+    """FLOPs per byte of cache read while decoding: ``decode_flops / decode_bytes_read``.
+
+    Independent of the context length. A GPU is memory-bound below its ridge point (peak FLOP/s over
+    memory bandwidth, ≈ 295 FLOP/byte for an H100 SXM in BF16): MHA's 1 FLOP/byte leaves it idle.
+    """
+    flops = decode_flops(config, kind, 1, n_kv_heads=n_kv_heads)
+    return flops / decode_bytes_read(config, kind, 1, n_kv_heads=n_kv_heads, element_size=element_size)

@@ -41,6 +41,7 @@ __all__ = [
     "pairs_to_halves",
     "rope_frequencies",
     "rotate_half_rope",
+    "sinusoidal_positions",
     "yarn_correction_range",
     "yarn_mscale",
 ]
@@ -242,3 +243,22 @@ def rotate_half_rope(x, positions, *, freqs=None):
     half = x.shape[-1] // 2
     a, b = x[..., :half], x[..., half:]  # (..., T, d/2) each
     return xp.concat([a * cos - b * sin, b * cos + a * sin], axis=-1)  # (..., T, d)
+
+
+def sinusoidal_positions(n_positions: int, d: int, *, base: float = 10000.0, xp=None, device=None):
+    """Vaswani et al.'s sinusoidal positional encoding, ``(n_positions, d)``, added to the embeddings.
+
+    Attention Is All You Need §3.5: ``PE[m, 2i] = sin(m θ_i)``, ``PE[m, 2i+1] = cos(m θ_i)`` with the
+    same ``θ_i = base^(-2i/d)`` as RoPE. ``PE[m] · PE[n] = Σ_i cos((m - n) θ_i)`` depends only on m - n,
+    but the model scores ``(x_m + PE[m]) W_Q W_Kᵀ (x_n + PE[n])ᵀ``, whose cross terms depend on m and n
+    themselves; RoPE rotates q and k instead, so the score depends only on m - n (notebook 09).
+    ``xp``/``device``: the namespace and device of the result (default NumPy, float64).
+    """
+    n = check_positive_int(n_positions, "n_positions")
+    d = _check_dim(d)
+    xp = get_namespace() if xp is None else xp
+    m = xp.arange(0, n, dtype=xp.float64, device=device)  # (n,) positions
+    i = xp.arange(0, d // 2, dtype=xp.float64, device=device)  # (d/2,) pair index
+    angles = m[:, None] * (base ** (-2.0 * i / d))[None, :]  # (n, 1) * (1, d/2) -> (n, d/2)
+    # (n, d/2, 2) -> (n, d): sin on even features, cos on odd ones, pair by pair as in the paper
+    return xp.reshape(xp.stack([xp.sin(angles), xp.cos(angles)], axis=-1), (n, d))

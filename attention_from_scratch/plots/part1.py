@@ -113,21 +113,32 @@ def plot_cosine_vs_distance(n_pairs=40, dim=8, seed=0):
     return fig
 
 
-def plot_softmax_sharpness(small=(1.0, 2.0, 3.0), large=(10.0, 20.0, 30.0)):
-    """softmax([1, 2, 3]) is soft; softmax([10, 20, 30]) is practically one-hot (same order, 10x larger)."""
+def plot_softmax_sharpness(small=(1.0, 2.0, 3.0), large=(10.0, 20.0, 30.0), shifted=(10.0, 11.0, 12.0)):
+    """softmax of [1,2,3] and [10,11,12] (identical: only differences count) vs [10,20,30] (nearly one-hot).
+
+    The last panel puts the three on a log scale, where the weights a linear axis shows as 0 (4.5e-5, 2.1e-9)
+    are visible.
+    """
     from ..softmax import softmax
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
-    for ax, x, color in zip(axes, (small, large), (_BLUE, _RED), strict=True):
+    cases = ((small, _BLUE, "o-"), (shifted, _ORANGE, "s--"), (large, _RED, "^-"))
+    fig, axes = plt.subplots(1, 4, figsize=(14, 3.6))
+    for ax, (x, color, _) in zip(axes[:3], cases, strict=True):
         p = np.asarray(softmax(list(x)))
-        names = [f"x={v:g}" for v in x]
-        ax.bar(names, p, color=color)
-        for i, v in enumerate(p):
-            ax.text(i, v + 0.02, f"{v:.4f}", ha="center", fontsize=10)
+        ax.bar([f"x={v:g}" for v in x], p, color=color)
+        for i, v in enumerate(p):  # tiny weights in scientific notation: "0.0000" would hide them
+            ax.text(i, v + 0.02, f"{v:.4f}" if v >= 1e-3 else f"{v:.1e}", ha="center", fontsize=10)
         ax.set_title("softmax([" + ", ".join(f"{v:g}" for v in x) + "])", fontsize=11)
         ax.set_ylim(0, 1.12)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("weight")
+    for x, color, style in cases:
+        label = "[" + ", ".join(f"{v:g}" for v in x) + "]" + (" (= [1, 2, 3])" if x == shifted else "")
+        axes[3].semilogy(range(3), np.asarray(softmax(list(x))), style, color=color, label=label)
+    axes[3].set(xticks=range(3), xticklabels=["lowest", "middle", "highest"], ylim=(1e-10, 3),
+                ylabel="weight (log scale)", title="the same weights, log scale")
+    axes[3].legend(frameon=False, fontsize=9)
+    axes[3].grid(alpha=0.3, which="major")
     fig.tight_layout()
     return fig
 

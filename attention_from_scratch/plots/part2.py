@@ -58,7 +58,7 @@ def plot_rope_relative():
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
     im = ax1.imshow(scores, cmap="RdBu_r")
     ax1.set(xlabel="key position n", ylabel="query position m", title="q_m . k_n: constant along diagonals")
-    fig.colorbar(im, ax=ax1, shrink=0.8)
+    fig.colorbar(im, ax=ax1, shrink=0.8, label="score q_m · k_n")
     freqs = np.asarray(rope_frequencies(d))
     m = np.arange(100)
     for i in (2, 4, 8, 15):
