@@ -82,7 +82,7 @@ class Verdict:
         if not self.answered:
             return self.explanation
         head = "Right." if self.correct else f"Not quite: the answer is {_show(self.expected)}."
-        return f"{head} {self.explanation[:1].upper()}{self.explanation[1:]}"
+        return f"{head}{'' if self.explanation.startswith(chr(10)) else ' '}{self.explanation}"
 
 
 def _show(x) -> str:
@@ -294,7 +294,7 @@ def _explain_qkv():
     w = to_numpy(_sdpa(x, x, x)[1])
     return (
         f"Q = X W_Q, K = X W_K, V = X W_V: learned projections of the same embeddings. With raw X the "
-        f"scores X Xᵀ are symmetric (max asymmetry {abs(raw - raw.T).max():.1e}), so 'i looks for j' "
+        f"scores X Xᵀ are symmetric (max asymmetry {_tiny(abs(raw - raw.T).max())}), so 'i looks for j' "
         f"equals 'j looks for i', and each token mostly attends to itself (diagonal weights "
         f"{_arr(w.diagonal())}); projected scores are not symmetric "
         f"(max asymmetry {abs(proj - proj.T).max():.2f})."
@@ -481,7 +481,7 @@ def _note_softmax_rows():
     _, w = _sdpa(*_qkv(d_k=16))
     w = to_numpy(w)
     return (f"softmax turns each row of scores into weights >= 0 that sum to 1 (here: smallest weight "
-            f"{w.min():.3f}, row sums 1 within {_tiny(np.abs(w.sum(axis=1) - 1).max())}).")
+            f"{w.min():.3f}; row sums differ from 1 by {_tiny(np.abs(w.sum(axis=1) - 1).max())}).")
 
 
 def _note_temperature():
@@ -833,7 +833,9 @@ def check(question_id: str, given) -> Verdict:
     if q.kind in ("choice", "multi"):
         chosen, key = _letters(given, q), set(expected)
         correct = chosen == key
-        why = q.explain() if correct else f"Option by option:\n{_explain_options(q, chosen, key)}"
+        why = _explain_options(q, chosen, key) if not correct else "\n" + "\n".join(
+            f"- {letter} is right: {q.notes[ord(letter) - 65]()}" for letter in sorted(key))
+        why = why if correct else f"Option by option:\n{why}"
         return Verdict(question_id, correct, expected, why)
     values = _as_numbers(given, question_id)
     target = [expected] if q.kind == "number" else list(expected)
