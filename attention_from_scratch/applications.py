@@ -295,3 +295,62 @@ def fit_matrix_factorization(
         losses.append(loss)
         params = [p - s * g for p, s, g in zip(params, step_sizes, grads, strict=True)]
     return MatrixFactorization(*params, mean=mean, losses=tuple(losses))
+
+
+# --- the article's InfoNCE form, and the pairwise and group-relative losses of RLHF / GRPO ---------
+
+
+def nt_xent(z, *, temperature: float = 0.1):
+    """SimCLR's NT-Xent (Chen et al. 2020, eq. 1): InfoNCE over ONE pool of 2N views, self left out.
+
+    z ``(2N, d)``: rows i and i + N are two views of item i (each the other's positive) -> scalar
+    ``L = (1/2N) sum_i -log( exp(z_i·z_p(i)/τ) / sum_{k≠i} exp(z_i·z_k/τ) )``. This is the formula of
+    article 000 (Σ_{k≠i}): k ≠ i drops only the anchor's similarity with itself; the positive stays in
+    the denominator, and the other 2N - 2 views (both views of other items) are the negatives.
+    """
+    import array_api_compat
+
+    xp = get_namespace(z)
+    z = as_float(z, xp, "z")
+    if z.ndim != 2 or z.shape[0] < 2 or z.shape[0] % 2:
+        raise ValueError(f"z must have shape (2N, d) with N >= 1 (rows i and i + N paired), got {tuple(z.shape)}")
+    t = _check_temperature(temperature)
+    n2, dev = z.shape[0], array_api_compat.device(z)
+    logits = (z @ z.mT) / t  # (2N, d) @ (d, 2N) -> (2N, 2N)
+    self_pair = xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N) the k = i terms
+    logits = xp.where(self_pair, xp.asarray(-math.inf, dtype=z.dtype, device=dev), logits)
+    positives = xp.sum(z * xp.roll(z, n2 // 2, axis=0), axis=-1) / t  # (2N,) z_i · z_{(i + N) mod 2N}
+    return xp.mean(logsumexp(logits, axis=-1) - positives)
+
+
+def reward_pairwise_loss(r_chosen, r_rejected):
+    """A reward model's pairwise loss (Bradley-Terry; Ouyang et al. 2022, eq. 1): ``mean -log σ(r_c - r_r)``.
+
+    r_chosen, r_rejected ``(N,)`` -> scalar. ``-log σ(Δ) = log(1 + e^{-Δ})``, computed as
+    ``logaddexp(0, -Δ)`` so that a large |Δ| neither overflows nor rounds to log(1) too early. It is a
+    two-way softmax cross-entropy: InfoNCE with one positive (the chosen answer), one negative, τ = 1.
+    """
+    xp = get_namespace(r_chosen, r_rejected)
+    c, r = as_float(r_chosen, xp, "r_chosen"), as_float(r_rejected, xp, "r_rejected")
+    if c.ndim != 1 or tuple(c.shape) != tuple(r.shape):
+        raise ValueError(
+            f"r_chosen and r_rejected must both have shape (N,), got {tuple(c.shape)} and {tuple(r.shape)}"
+        )
+    margin = c - r  # (N,)
+    return xp.mean(xp.logaddexp(xp.zeros_like(margin), -margin))
+
+
+def grpo_advantages(rewards):
+    """GRPO's group-relative advantages (Shao et al. 2024, DeepSeekMath §4.1.2): ``(r - mean r) / std r``.
+
+    rewards ``(..., G)``, G sampled answers to one prompt per row -> ``(..., G)``. Each answer is judged
+    only against its own group (no critic network, no embeddings). The std is the population std
+    (correction 0); a group whose rewards are all equal carries no signal and gets advantages 0.
+    """
+    xp = get_namespace(rewards)
+    r = as_float(rewards, xp, "rewards")
+    if r.ndim < 1 or r.shape[-1] < 2:
+        raise ValueError(f"rewards must have shape (..., G) with G >= 2 answers per group, got {tuple(r.shape)}")
+    centred = r - xp.mean(r, axis=-1, keepdims=True)  # (..., G)
+    std = xp.std(r, axis=-1, keepdims=True)  # (..., 1)
+    return xp.where(std > 0, centred / xp.where(std > 0, std, xp.ones_like(std)), xp.zeros_like(centred))

@@ -1,29 +1,57 @@
-"""Ten quiz questions on the course, with a checker that says right or wrong and explains why.
+"""The source articles' ten quiz questions, and extra ones, with a checker that explains every option.
 
     >>> from attention_from_scratch import quiz
-    >>> print(quiz.ask("dot_product"))
-    >>> print(quiz.check("dot_product", 17))
+    >>> print(quiz.ask("q4_formula"))
+    >>> print(quiz.check("q4_formula", "C"))     # wrong: says why C is wrong and why A is right
+    >>> print(quiz.check("q10_matmul", "ab"))    # multiple select: "AB", "a, b", ["B", "A"], {"A", "B"}
 
-The questions follow the source articles' quiz, in our own words. Every numeric answer is computed
-by the package when you ask (``dot``, ``softmax``, ``MLAConfig`` ...), never typed in here, so the
-quiz stays right if the code it quizzes on is right -- and the tests check both. Numeric answers are
-compared with a tolerance (``rtol``/``atol`` per question); multiple-choice answers are a letter.
+Questions. ``question_ids()`` lists every question in course order: first the ten of article
+``002_…txt``'s quiz (Q1-Q10, in our own words, with the article's answer keys; also
+``question_ids("articles")``), then the course's extra questions (``question_ids("extras")``).
+``QUESTIONS[id].source`` says where a question comes from.
+
+Answers. ``check(id, answer)`` returns a :class:`Verdict` (``.correct``, ``print()`` it):
+
+* **Choice questions** take letters. Order, case, spaces and separators (``, ; / + ( ) .``) do not
+  matter, and a list, tuple or set of letters is the same answer: ``"ABC"``, ``"a, b, c"``,
+  ``["A", "B", "C"]`` and ``{"C", "B", "A"}`` are one answer. A single-choice question takes exactly
+  one letter. A wrong answer is explained **option by option**: every option you chose that is wrong,
+  and every right option you left out, each with a computation where one can show it.
+* **Numeric questions** take real numbers: ``int``, ``float``, NumPy real scalars, a 0-d array, or
+  for a vector answer a list/tuple/1-D array of them. Strings, bytes and booleans are refused with a
+  ``TypeError`` (write ``17``, not ``"17"`` or ``b"17"``; ``True`` is not the number 1 here).
+  Tensors of other array libraries are read with ``detach()`` and a copy to the host first, so a
+  PyTorch tensor that requires grad is fine. Numbers are compared with a per-question tolerance.
+* ``None`` means "not answered yet": the verdict asks you to try, and reveals nothing.
+
+Every number in an answer or an explanation is computed by the package when you ask (``dot``,
+``softmax``, ``scaled_dot_product_attention``, ``MLAConfig`` ...), never typed in here, so the quiz
+stays right if the code it quizzes on is right -- and the tests check both.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .backend import to_numpy
+import numpy as np
+
+from .backend import random_normal, to_numpy
 
 __all__ = ["QUESTIONS", "Question", "Verdict", "answer", "ask", "check", "question_ids"]
 
 
 @dataclass(frozen=True)
 class Question:
-    """One question: ``kind`` is "number", "vector" or "choice"; ``expected()`` computes the answer."""
+    """One question. ``kind``: "number", "vector", "choice" (one letter) or "multi" (select all that apply).
+
+    ``expected()`` computes the answer (a number, a list of numbers, or the key's letters in order);
+    ``explain()`` says why; ``notes[i]()`` says why option ``i`` is right or wrong (choice questions).
+    """
 
     id: str
     text: str
@@ -31,22 +59,30 @@ class Question:
     expected: Callable[[], object]
     explain: Callable[[], str]
     choices: tuple[str, ...] = ()
+    notes: tuple[Callable[[], str], ...] = ()
     rtol: float = 0.0
     atol: float = 0.0
+    source: str = "extra"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The checker's reply: ``correct``, the expected answer and an explanation. ``print()`` it."""
+    """The checker's reply: ``correct``, the expected answer and an explanation. ``print()`` it.
+
+    ``answered`` is False when the answer was ``None``; then ``expected`` is None too (nothing revealed).
+    """
 
     question_id: str
     correct: bool
     expected: object
     explanation: str
+    answered: bool = True
 
     def __str__(self) -> str:
+        if not self.answered:
+            return self.explanation
         head = "Right." if self.correct else f"Not quite: the answer is {_show(self.expected)}."
-        return f"{head} {self.explanation}"
+        return f"{head}{'' if self.explanation.startswith(chr(10)) else ' '}{self.explanation}"
 
 
 def _show(x) -> str:
@@ -57,7 +93,90 @@ def _show(x) -> str:
     return f"{x:.6g}"
 
 
-# --- the computations behind the answers ----------------------------------------------------------
+def _arr(x) -> str:
+    return "[" + ", ".join(f"{float(v):.4g}" for v in np.ravel(to_numpy(x))) + "]"
+
+
+# --- small computations shared by the explanations ------------------------------------------------
+
+
+def _qkv(t=4, s=4, d_k=16, d_v=8, lead=()):
+    """Seeded random q (..., T, d_k), k (..., S, d_k), v (..., S, d_v)."""
+    return (
+        random_normal((*lead, t, d_k), seed=42),
+        random_normal((*lead, s, d_k), seed=43),
+        random_normal((*lead, s, d_v), seed=44),
+    )
+
+
+def _sdpa(q, k, v, **kw):
+    from .attention import scaled_dot_product_attention
+
+    return scaled_dot_product_attention(q, k, v, **kw)
+
+
+def _tiny(err: float) -> str:
+    """A rounding-level difference, in words that do not change with the BLAS build: "less than 1e-12"."""
+    return "less than 1e-12" if err < 1e-12 else f"{err:.1e}"
+
+
+def _error_of(fn) -> str:
+    """The first line of the error ``fn()`` raises (every caller expects one)."""
+    try:
+        fn()
+    except (ValueError, TypeError) as e:
+        return f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    raise AssertionError("expected an error")  # an invariant of this module, not user input
+
+
+@functools.cache  # deterministic and seeded: computed once per process
+def _variances(d_k=64):
+    from .scaling import dot_product_variance
+
+    return (dot_product_variance(d_k, n_samples=20_000, seed=0),
+            dot_product_variance(d_k, n_samples=20_000, seed=0, scaled=True))
+
+
+@functools.cache  # deterministic and seeded: computed once per process
+def _saturation(d_k=512):
+    from .scaling import saturation_stats
+
+    return (saturation_stats(d_k, n_keys=16, n_rows=500, scaled=False),
+            saturation_stats(d_k, n_keys=16, n_rows=500, scaled=True))
+
+
+def _mask_fill(fill) -> float:
+    """Weight softmax gives a blocked third key when scores [-2, -1, blocked] fill it with ``fill``."""
+    from .softmax import softmax
+
+    return float(to_numpy(softmax([-2.0, -1.0, fill]))[2])
+
+
+def _unscaled_row_sum_error() -> float:
+    _, w = _sdpa(*_qkv(d_k=512), scale=1.0)
+    return float(np.max(np.abs(to_numpy(w).sum(axis=-1) - 1.0)))
+
+
+@functools.cache  # deterministic and seeded: computed once per process
+def _param_count() -> int:
+    from .multihead import MultiHeadAttention
+
+    mha = MultiHeadAttention(512, 8, seed=0)
+    return sum(to_numpy(w).size for w in (mha.w_q, mha.w_k, mha.w_v, mha.w_o))
+
+
+@functools.cache  # deterministic and seeded: computed once per process
+def _growth():
+    """(n, weight entries, weight bytes, multiply-adds of QKᵀ and PV) for n = 256 and 512, d_k = d_v = 16."""
+    rows = []
+    for n in (256, 512):
+        _, w = _sdpa(*_qkv(t=n, s=n, d_k=16, d_v=16))
+        w = to_numpy(w)
+        rows.append((n, w.size, w.nbytes, w.size * (16 + 16)))  # each weight: one d_k-dot and one d_v-axpy
+    return rows
+
+
+# --- the explanations of the extra questions (each computes what it quotes) ------------------------
 
 
 def _dot_value():
@@ -90,27 +209,12 @@ def _head_dim():
     return to_numpy(mha.w_q).shape[1] // 8  # w_q is (d_model, n_heads * d_k)
 
 
-def _mla_config():
-    from .mla import MLAConfig
-
-    return MLAConfig()
-
-
 def _mla_values():
     from .kv_cache import mla_values_per_token
+    from .mla import MLAConfig
 
-    c = _mla_config()
+    c = MLAConfig()
     return mla_values_per_token(c.kv_lora_rank, c.qk_rope_head_dim)  # the latent c_KV + the shared RoPE key
-
-
-def _mha_values(c):
-    from .kv_cache import mha_values_per_token
-
-    # the same heads caching full keys (no-position + RoPE part) and values
-    return mha_values_per_token(c.n_heads, c.qk_nope_head_dim + c.qk_rope_head_dim, c.v_head_dim)
-
-
-# --- the explanations (each computes what it quotes) ---------------------------------------------
 
 
 def _explain_dot():
@@ -137,10 +241,7 @@ def _explain_variance():
 
 
 def _explain_scale():
-    from .scaling import saturation_stats
-
-    raw = saturation_stats(512, n_keys=16, n_rows=500, scaled=False)
-    fixed = saturation_stats(512, n_keys=16, n_rows=500, scaled=True)
+    raw, fixed = _saturation()
     return (
         f"Scores grow like sqrt(d_k), softmax turns nearly one-hot and its gradient vanishes. For d_k = 512 "
         f"and 16 keys the top weight averages {raw.max_weight:.3f} unscaled vs {fixed.max_weight:.3f} "
@@ -153,12 +254,11 @@ def _explain_mask():
 
     zero = to_numpy(softmax([2.0, 1.0, 0.0]))
     minus_inf = to_numpy(softmax([2.0, 1.0, -math.inf]))
-    negative = to_numpy(softmax([-2.0, -1.0, 0.0]))
     return (
         f"softmax gives exp(0) = 1, not 0, to a score set to 0: scores [2, 1, masked] get weights "
-        f"{_show(list(zero))} with 0 but {_show(list(minus_inf))} with -inf, because exp(-inf) = 0. "
+        f"{_arr(zero)} with 0 but {_arr(minus_inf)} with -inf, because exp(-inf) = 0. "
         f"Worse, when the allowed scores are negative, 0 is the highest score in the row: scores "
-        f"[-2, -1, masked] filled with 0 give the masked key the largest weight, {float(negative[2]):.4g}."
+        f"[-2, -1, masked] filled with 0 give the masked key the largest weight, {_mask_fill(0.0):.4g}."
     )
 
 
@@ -170,17 +270,10 @@ def _explain_head_dim():
 
 
 def _explain_complexity():
-    from .attention import scaled_dot_product_attention
-    from .backend import random_normal
-
-    sizes = []
-    for n in (256, 512):
-        x = random_normal((n, 16), seed=0)
-        sizes.append(to_numpy(scaled_dot_product_attention(x, x, x)[1]).nbytes)
+    (n1, _, b1, _), (n2, _, b2, _) = _growth()
     return (
         f"Every query meets every key: an n x n score matrix, O(n² d) time and O(n²) memory. Doubling n "
-        f"from 256 to 512 makes the weights grow from {sizes[0]:,} to {sizes[1]:,} bytes "
-        f"(x{sizes[1] / sizes[0]:.0f})."
+        f"from {n1} to {n2} makes the weights grow from {b1:,} to {b2:,} bytes (x{b2 / b1:.0f})."
     )
 
 
@@ -194,26 +287,26 @@ def _explain_flash():
 
 
 def _explain_qkv():
-    from .attention import scaled_dot_product_attention
-    from .backend import random_normal
-
     x = random_normal((4, 8), seed=0)
     w_q, w_k = random_normal((8, 8), seed=1, scale=8**-0.5), random_normal((8, 8), seed=2, scale=8**-0.5)
     raw = to_numpy(x @ x.T)
     proj = to_numpy((x @ w_q) @ (x @ w_k).T)
-    w = to_numpy(scaled_dot_product_attention(x, x, x)[1])
+    w = to_numpy(_sdpa(x, x, x)[1])
     return (
         f"Q = X W_Q, K = X W_K, V = X W_V: learned projections of the same embeddings. With raw X the "
-        f"scores X Xᵀ are symmetric (max asymmetry {abs(raw - raw.T).max():.1e}), so 'i looks for j' "
+        f"scores X Xᵀ are symmetric (max asymmetry {_tiny(abs(raw - raw.T).max())}), so 'i looks for j' "
         f"equals 'j looks for i', and each token mostly attends to itself (diagonal weights "
-        f"{_show(list(w.diagonal()))}); projected scores are not symmetric "
+        f"{_arr(w.diagonal())}); projected scores are not symmetric "
         f"(max asymmetry {abs(proj - proj.T).max():.2f})."
     )
 
 
 def _explain_mla():
-    c = _mla_config()
-    mha = _mha_values(c)
+    from .kv_cache import mha_values_per_token
+    from .mla import MLAConfig
+
+    c = MLAConfig()
+    mha = mha_values_per_token(c.n_heads, c.qk_nope_head_dim + c.qk_rope_head_dim, c.v_head_dim)
     return (
         f"MLA caches the compressed c_KV ({c.kv_lora_rank} values) plus one shared RoPE key "
         f"({c.qk_rope_head_dim}): {_mla_values()} values per token per layer. Standard MHA with the "
@@ -222,121 +315,422 @@ def _explain_mla():
     )
 
 
+def _note_not_cosine():
+    q, k, _ = _qkv(d_k=64)
+    scaled = to_numpy(q @ k.T) / 8.0
+    return (f"cosine divides by |q||k|, which changes from pair to pair; sqrt(d_k) is one constant. Scaled "
+            f"scores are not confined to [-1, 1]: for d_k = 64 they reach {np.abs(scaled).max():.2f} here.")
+
+
+# --- the ten questions of article 002's quiz: option-by-option notes, each computing what it quotes ---
+
+
+def _note_scores_entry():
+    q, k, _ = _qkv(t=3, s=5, d_k=4)
+    scores = to_numpy(q @ k.mT)
+    return (f"QKᵀ holds one score per (query, key) pair: for T = 3 queries and S = 5 keys it is "
+            f"{scores.shape}, and entry [1, 2] = {scores[1, 2]:.4f} is the dot product q_1·k_2 = "
+            f"{float(to_numpy(q)[1] @ to_numpy(k)[2]):.4f}.")
+
+
+def _note_no_concat():
+    q, k, _ = _qkv(t=3, s=5, d_k=4, d_v=6)
+    return (f"nothing is concatenated and V does not enter: QKᵀ is {tuple(to_numpy(q @ k.mT).shape)}, one "
+            f"number per (query, key) pair; a query joined to a value would be 4 + 6 = 10 numbers per pair.")
+
+
+def _note_not_values():
+    q, k, v = _qkv(t=3, s=5, d_k=4, d_v=6)
+    out, w = _sdpa(q, k, v)
+    return (f"a combination of values is the output P V, shape {tuple(out.shape)}; QKᵀ has shape "
+            f"{tuple(w.shape)} and does not involve V at all.")
+
+
+def _note_no_positions():
+    q, k, _ = _qkv(t=3, s=5, d_k=4)
+    perm = [4, 2, 0, 3, 1]
+    moved = to_numpy(q @ k[perm, :].mT) - to_numpy(q @ k.mT)[:, perm]
+    return (f"no position enters QKᵀ: shuffling the keys only shuffles its columns (largest difference "
+            f"{_tiny(np.abs(moved).max())}); positions must be put into q and k, e.g. by RoPE (notebook 09).")
+
+
+def _note_variance():
+    raw, scaled = _variances()
+    return (f"for d_k = 64 and entries of variance 1, Var(q·k) = d_k: 20,000 sampled pairs give {raw:.2f} "
+            f"unscaled and {scaled:.3f} after dividing by sqrt(64) = 8.")
+
+
+def _note_no_parameters():
+    return (f"1/sqrt(d_k) is a constant, not a parameter: MultiHeadAttention(512, 8) holds "
+            f"{_param_count():,} weights (4 x 512 x 512) with or without it.")
+
+
+def _note_no_shape_change():
+    q, k, v = _qkv(d_k=16, d_v=8)
+    shapes = {tuple(_sdpa(q, k, v, scale=s)[0].shape) for s in (1.0, 0.25)}
+    return (f"scaling changes no shape: the output is {shapes.pop()} (T, d_v) with scale 1 and with "
+            f"1/sqrt(16); its last axis comes from V, whatever d_k is.")
+
+
+def _note_rows_sum_to_one():
+    return (f"rows sum to 1 because of softmax, scaled or not: unscaled weights for d_k = 512 deviate from "
+            f"1 by {_tiny(_unscaled_row_sum_error())} (rounding).")
+
+
+def _note_sharper():
+    raw, scaled = _saturation()
+    return (f"the opposite: for d_k = 512 and 16 keys the mean top weight is {raw.max_weight:.3f} unscaled "
+            f"vs {scaled.max_weight:.3f} scaled -- sharper, not smoother -- and the softmax Jacobian (the "
+            f"gradient) shrinks from {scaled.jacobian_norm:.3f} to {raw.jacobian_norm:.3f}.")
+
+
+def _note_formula():
+    q, k, v = _qkv(d_k=16, d_v=8)
+    qn, kn, vn = (to_numpy(a) for a in (q, k, v))
+    s = qn @ kn.T / 4.0  # (T, d_k) @ (d_k, S) -> (T, S), divided by sqrt(16)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    by_hand = (p / p.sum(axis=1, keepdims=True)) @ vn  # (T, S) @ (S, d_v) -> (T, d_v)
+    err = np.abs(by_hand - to_numpy(_sdpa(q, k, v)[0])).max()
+    return (f"QKᵀ (T, S) is divided by sqrt(d_k), softmax runs over the keys, and the weights average V into "
+            f"(T, d_v); written out in NumPy it equals the package's attention (largest difference {_tiny(err)}).")
+
+
+def _note_qv_swap():
+    q, _, v = _qkv(d_k=16, d_v=8)
+    err = _error_of(lambda: to_numpy(q) @ to_numpy(v).T)
+    return (f"Q Vᵀ compares queries with contents, not labels, and returns a blend of keys. With d_k = 16 "
+            f"and d_v = 8 it does not even run: Q (4, 16) @ Vᵀ (8, 4) raises {err.split(':')[0]} (16 and 8 differ).")
+
+
+def _note_sigmoid():
+    q, k, _ = _qkv(d_k=16)
+    sums = (1.0 / (1.0 + np.exp(-to_numpy(q @ k.mT) / 4.0))).sum(axis=1)
+    return (f"sigmoid scores each key on its own, so a row is not a distribution: the rows of "
+            f"sigmoid(QKᵀ/sqrt(d_k)) for 4 keys sum to {_arr(sums)}, not 1, and grow with the number of keys.")
+
+
+def _note_qt_k():
+    q, k, v = _qkv(d_k=16, d_v=8)
+    qt_k = to_numpy(q).T @ to_numpy(k)  # (d_k, T) @ (T, d_k) -> (d_k, d_k)
+    err = _error_of(lambda: qt_k @ to_numpy(v))
+    return (f"QᵀK sums over positions, not features: it is {qt_k.shape} (d_k, d_k), and times V (4, 8) it "
+            f"raises {err.split(':')[0]} (16 and 4 differ; when T = d_k it would run, mixing features, not positions).")
+
+
+def _note_minus_inf():
+    from .softmax import softmax
+
+    uniform = to_numpy(softmax([-1e9, -1e9, -1e9]))
+    return (f"exp(-inf) = 0, so the blocked key gets weight {_mask_fill(-math.inf):.1f} exactly. (A large "
+            f"negative number such as -1e9 also gives about 0, but a row with every key blocked then gets "
+            f"uniform weights {_arr(uniform)}, and -1e9 is -inf in float16.)")
+
+
+def _note_fill(value, name):
+    return lambda: (f"exp({name}) = {math.exp(value):.4g} is not 0: with scores [-2, -1, blocked] filled "
+                    f"with {name}, the blocked key gets weight {_mask_fill(value):.4f}.")
+
+
+def _note_additive_cost():
+    t = s = 256
+    d_a = 64
+    return (f"for T = S = {t} and d_a = {d_a} hidden units, additive scoring builds a ({t}, {s}, {d_a}) tensor "
+            f"of tanh's -- {t * s * d_a:,} numbers -- where the dot product needs one ({t}, {s}) matrix "
+            f"product ({t * s:,} scores); timed in notebooks 02 and 13.")
+
+
+def _additive_weights(d_q, d_k, d_a=3):
+    return (random_normal((d_q, d_a), seed=1, scale=0.5), random_normal((d_k, d_a), seed=2, scale=0.5),
+            random_normal((d_a,), seed=3))
+
+
+def _note_additive_any_size():
+    from .similarity import pairwise_additive
+
+    w_q, w_k, v_a = _additive_weights(5, 4)
+    shape = pairwise_additive(random_normal((3, 5), seed=4), random_normal((7, 4), seed=5), w_q, w_k, v_a).shape
+    return (f"nothing must be equal: 3 queries of size 5 against 7 keys of size 4 give scores {tuple(shape)} "
+            f"(additive scoring does not even need d_q = d_k).")
+
+
+def _note_additive_any_length():
+    from .similarity import pairwise_additive
+
+    w_q, w_k, v_a = _additive_weights(4, 4)
+    q = random_normal((1, 4), seed=4)
+    shapes = [tuple(pairwise_additive(q, random_normal((s, 4), seed=5), w_q, w_k, v_a).shape) for s in (3, 7)]
+    return (f"the same weights score any number of keys: 3 keys give {shapes[0]}, 7 keys give {shapes[1]}; "
+            f"nothing in W_q, W_k, v_a depends on the length.")
+
+
+def _note_additive_semantics():
+    return ("it is a learned scorer, so it can model relevance: Bahdanau et al. (2015) learned translation "
+            "alignments with it, and Vaswani et al. (2017, §3.2.1) found it as good as the dot product for "
+            "small d_k and better than the unscaled dot product for large d_k.")
+
+
+def _note_weighted_sum():
+    q, k, v = _qkv(d_k=16, d_v=8)
+    out, w = (to_numpy(a) for a in _sdpa(q, k, v))
+    loop = np.array([sum(w[i, j] * to_numpy(v)[j] for j in range(w.shape[1])) for i in range(w.shape[0])])
+    return (f"there is no convolution: each output row is the weighted sum sum_j p_ij v_j of the value rows, "
+            f"checked by a loop against P V (largest difference {_tiny(np.abs(loop - out).max())}).")
+
+
+def _note_softmax_rows():
+    _, w = _sdpa(*_qkv(d_k=16))
+    w = to_numpy(w)
+    return (f"softmax turns each row of scores into weights >= 0 that sum to 1 (here: smallest weight "
+            f"{w.min():.3f}; row sums differ from 1 by {_tiny(np.abs(w.sum(axis=1) - 1).max())}).")
+
+
+def _note_temperature():
+    from .softmax import softmax
+
+    s = to_numpy(_qkv(d_k=64)[0] @ _qkv(d_k=64)[1].mT)
+    diff = np.abs(to_numpy(softmax(s / 8.0)) - to_numpy(softmax(s, temperature=8.0))).max()
+    return (f"softmax(s / sqrt(d_k)) is softmax at temperature tau = sqrt(d_k): for d_k = 64, softmax(s / 8) "
+            f"and softmax(s, temperature=8) agree (difference {_tiny(diff)}); a larger tau gives flatter weights.")
+
+
+def _note_parallel():
+    from .attention import attention_loop
+
+    q, k, v = _qkv(d_k=16, d_v=8)
+    err = np.abs(to_numpy(attention_loop(q, k, v)[0]) - to_numpy(_sdpa(q, k, v)[0])).max()
+    return (f"one matrix product scores every (query, key) pair at once, with no loop over positions -- what "
+            f"GPUs run fastest; it equals the loop over queries and keys (largest difference {_tiny(err)}).")
+
+
+def _note_backward_matmuls():
+    from .attention import attention_backward
+
+    q, k, v = _qkv(d_k=16, d_v=8)
+    d_out = random_normal((4, 8), seed=45)
+    qn, kn, vn, dn = (to_numpy(a) for a in (q, k, v, d_out))
+    p = to_numpy(_sdpa(q, k, v)[1])
+    dp = dn @ vn.T  # (T, d_v) @ (d_v, S) -> (T, S)
+    ds = p * (dp - (dp * p).sum(axis=1, keepdims=True))  # softmax's backward, row by row
+    ours = (ds @ kn / 4.0, ds.T @ qn / 4.0, p.T @ dn)  # dQ, dK, dV: three more matrix products
+    err = max(np.abs(a - to_numpy(b)).max() for a, b in zip(ours, attention_backward(q, k, v, d_out), strict=True))
+    return (f"the backward pass is matrix products too: dV = Pᵀ dO, dP = dO Vᵀ, dQ = dS K / sqrt(d_k), "
+            f"dK = dSᵀ Q / sqrt(d_k); written out they equal attention_backward (largest difference {_tiny(err)}).")
+
+
+def _note_still_quadratic():
+    (n1, e1, _, m1), (n2, e2, _, m2) = _growth()
+    return (f"still O(n² d): doubling n from {n1} to {n2} multiplies the weight entries from {e1:,} to {e2:,} and "
+            f"the multiply-adds of QKᵀ and PV (d_k = d_v = 16) from {m1:,} to {m2:,} -- x{m2 / m1:.0f}, not x2.")
+
+
+def _note_still_stored():
+    (n1, _, b1, _), (n2, _, b2, _) = _growth()
+    return (f"the matrix-product form builds the whole (n, n) weight matrix: {b1:,} bytes at n = {n1}, {b2:,} "
+            f"at n = {n2} (x{b2 / b1:.0f}) in float64. Not storing it takes a different algorithm, "
+            f"FlashAttention's tiles with an online softmax (notebook 11).")
+
+
+def _article_question(number, qid, text, key, choices, notes, explain=None):
+    kind = "multi" if len(key) > 1 or number in (7, 8, 10) else "choice"
+    right = [n for letter, n in zip("ABCD", notes, strict=True) if letter in key]
+    return dict(id=qid, text=text, kind=kind, expected=lambda: key,
+                explain=explain or (lambda: " ".join(n() for n in right)), choices=choices, notes=notes,
+                source=f"article 002, Q{number}")
+
+
+_ARTICLE_SPECS = [
+    _article_question(
+        1, "q1_score_matrix", "Q1. In scaled dot-product attention, what does the matrix QKᵀ hold?", "A",
+        ("A similarity score for every (query, key) pair", "Each query concatenated with each value",
+         "Linear combinations of the keys and the values", "Differences of positional encodings"),
+        (_note_scores_entry, _note_no_concat, _note_not_values, _note_no_positions)),
+    _article_question(
+        2, "q2_why_divide", "Q2. What is the main reason for dividing the scores by sqrt(d_k)?", "A",
+        ("To keep the variance of softmax's input stable", "To reduce the number of parameters of the matrix product",
+         "To turn the key dimension into the value dimension", "To make the attention weights sum to 1"),
+        (_note_variance, _note_no_parameters, _note_no_shape_change, _note_rows_sum_to_one)),
+    _article_question(
+        3, "q3_forget_scaling", "Q3. d_k is large and the scaling is forgotten: softmax is applied to the raw "
+        "dot products. What typically happens?", "B",
+        ("The weights get smoother and training speeds up",
+         "Softmax's output approaches one-hot and the gradients shrink",
+         "The output vectors double in size", "The attention weights sum to more than 1"),
+        (_note_sharper, lambda: _note_sharper().replace("the opposite: ", ""), _note_no_shape_change,
+         _note_rows_sum_to_one)),
+    _article_question(
+        4, "q4_formula", "Q4. Which formula is scaled dot-product attention?", "A",
+        ("softmax(QKᵀ / sqrt(d_k)) V", "softmax(QVᵀ / sqrt(d_k)) K", "sigmoid(QKᵀ / sqrt(d_k)) V",
+         "softmax(QᵀK / sqrt(d_k)) V"),
+        (_note_formula, _note_qv_swap, _note_sigmoid, _note_qt_k)),
+    _article_question(
+        5, "q5_mask_fill", "Q5. Which value is usually written into the scores of positions that must not be "
+        "attended to?", "C", ("0", "1", "-inf", "The mean of the row"),
+        (_note_fill(0.0, "0"), _note_fill(1.0, "1"), _note_minus_inf, _note_fill(-1.5, "the row mean -1.5"))),
+    _article_question(
+        6, "q6_additive_drawback", "Q6. What is the main drawback of additive attention compared with scaled "
+        "dot-product attention?", "A",
+        ("An extra layer and a tanh per pair, hard to map onto optimised matrix products",
+         "The sequence length must equal the feature dimension",
+         "It cannot model how related two words are in meaning", "It only handles fixed-length sentences"),
+        (_note_additive_cost, _note_additive_any_size, _note_additive_semantics, _note_additive_any_length)),
+    _article_question(
+        7, "q7_steps", "Q7. Which of these are steps of scaled dot-product attention?",
+        "ABC",
+        ("Dot products of Q and K give a score matrix", "The scores are divided by sqrt(d_k)",
+         "Softmax normalises the scores", "An element-wise convolution over V produces the output"),
+        (_note_scores_entry, _note_variance, _note_softmax_rows, _note_weighted_sum)),
+    _article_question(
+        8, "q8_scale_factor", "Q8. Which statements about the factor 1/sqrt(d_k) are true?",
+        "AB",
+        ("It acts as a softmax temperature", "It counters the growth of the dot product's variance with d_k",
+         "It makes all attention weights sum to 1", "It reduces the model's number of parameters"),
+        (_note_temperature, _note_variance, _note_rows_sum_to_one, _note_no_parameters)),
+    _article_question(
+        9, "q9_shapes", "Q9. What must hold between the shapes of Q and K for their dot products to exist?", "A",
+        ("Their last axes must be equal", "Their first axes must be equal", "Both must be 2-D matrices",
+         "Their shapes may differ arbitrarily"),
+        (lambda: _note_shapes("A"), lambda: _note_shapes("B"), lambda: _note_shapes("C"),
+         lambda: _note_shapes("D"))),
+    _article_question(
+        10, "q10_matmul", "Q10. What does computing attention with matrix products gain?",
+        "AB",
+        ("All positions are computed at once, which suits GPU parallelism",
+         "The forward and the backward pass both reuse matrix-product kernels",
+         "It lowers the complexity to O(n)", "The intermediate score matrix need not be stored"),
+        (_note_parallel, _note_backward_matmuls, _note_still_quadratic, _note_still_stored)),
+]
+
+
+def _note_shapes(letter):
+    if letter == "A":
+        _, w = _sdpa(*_qkv(t=4, s=6, d_k=16))
+        return (f"Q (T, d_k) @ Kᵀ (d_k, S) pairs Q's last axis with K's last axis: both d_k = 16 here, "
+                f"giving scores {tuple(w.shape)}.")
+    if letter == "B":
+        _, w = _sdpa(*_qkv(t=4, s=6, d_k=16))
+        return (f"T and S may differ: Q (4, 16) against K (6, 16) gives scores {tuple(w.shape)} -- decoding one "
+                f"new token against a long cache does exactly that.")
+    if letter == "C":
+        _, w = _sdpa(*_qkv(t=4, s=6, d_k=16, lead=(2, 3)))
+        return (f"leading axes (batch, heads) broadcast: Q (2, 3, 4, 16) and K (2, 3, 6, 16) give scores "
+                f"{tuple(w.shape)}.")
+    q, _, v = _qkv(d_k=16, d_v=8)
+    k = random_normal((4, 8), seed=43)
+    return f"mismatched last axes fail: Q (4, 16) with K (4, 8) raises {_error_of(lambda: _sdpa(q, k, v))}"
+
+
+_ARTICLE_QUESTIONS = [Question(**spec) for spec in _ARTICLE_SPECS]
+
+
 # --- the questions ---------------------------------------------------------------------------------
 
-QUESTIONS: dict[str, Question] = {
-    q.id: q
-    for q in [
-        Question(
-            "dot_product",
-            "What is the dot product (1, 2, 3, 4) · (2, 0, 1, 3)?",
-            "number",
-            _dot_value,
-            _explain_dot,
-            atol=1e-9,
+
+def _order_note(factor):
+    def note():
+        (n1, _, b1, _), (n2, _, b2, _) = _growth()
+        return (f"that would multiply the cost by {factor} when n doubles; measured, the weights grow from {b1:,} "
+                f"to {b2:,} bytes for n = {n1} -> {n2}: x{b2 / b1:.0f} = 2², so O(n²).")
+
+    return note
+
+
+_EXTRAS = [
+    Question("dot_product", "What is the dot product (1, 2, 3, 4) · (2, 0, 1, 3)?", "number",
+             _dot_value, _explain_dot, atol=1e-9),
+    Question("softmax_123", "What is softmax([1, 2, 3])? Give the three weights (3 decimals are enough).",
+             "vector", _softmax_123, _explain_softmax, atol=5e-3),
+    Question("score_variance", f"q and k have d_k = {_D_K} independent entries, each of mean 0 and "
+             "variance 1. What is the variance of the score q·k?", "number",
+             _score_variance, _explain_variance, rtol=0.05),
+    Question(
+        "why_scale", "Why does attention divide the scores by sqrt(d_k)?", "choice", lambda: "B", _explain_scale,
+        choices=(
+            "To make the matrix product faster",
+            "To keep the scores' variance near 1, so softmax does not saturate and gradients do not vanish",
+            "To turn the dot product into a cosine similarity",
+            "Because the causal mask requires it",
         ),
-        Question(
-            "softmax_123",
-            "What is softmax([1, 2, 3])? Give the three weights (3 decimals are enough).",
-            "vector",
-            _softmax_123,
-            _explain_softmax,
-            atol=5e-3,
-        ),
-        Question(
-            "score_variance",
-            f"q and k have d_k = {_D_K} independent entries, each of mean 0 and "
-            "variance 1. What is the variance of the score q·k?",
-            "number",
-            _score_variance,
-            _explain_variance,
-            rtol=0.05,
-        ),
-        Question(
-            "why_scale",
-            "Why does attention divide the scores by sqrt(d_k)?",
-            "choice",
-            lambda: "B",
+        notes=(
+            lambda: "the scale is one extra multiplication after the product; it makes nothing faster.",
             _explain_scale,
-            choices=(
-                "To make the matrix product faster",
-                "To keep the scores' variance near 1, so softmax does not saturate and gradients do "
-                "not vanish",
-                "To turn the dot product into a cosine similarity",
-                "Because the causal mask requires it",
-            ),
+            _note_not_cosine,
+            lambda: "the mask fills blocked scores with -inf after scaling and works with any scale.",
         ),
-        Question(
-            "mask_minus_inf",
-            "Why are masked scores set to -inf rather than 0 before softmax?",
-            "choice",
-            lambda: "C",
+    ),
+    Question(
+        "mask_minus_inf", "Why are masked scores set to -inf rather than 0 before softmax?", "choice",
+        lambda: "C", _explain_mask,
+        choices=(
+            "-inf is faster to compute",
+            "0 would make the row sum exceed 1",
+            "exp(-inf) = 0 gives the masked key weight exactly 0, while exp(0) = 1 still gives it "
+            "a share of the attention",
+            "There is no difference",
+        ),
+        notes=(
+            lambda: "both are one fill of the same array; the point is the value exp(-inf) = 0, not speed.",
+            lambda: (f"softmax divides by the row's sum, so rows sum to 1 whatever is filled in; the harm is "
+                     f"where the weight goes (the masked key gets {_mask_fill(0.0):.4f} of [-2, -1, 0])."),
             _explain_mask,
-            choices=(
-                "-inf is faster to compute",
-                "0 would make the row sum exceed 1",
-                "exp(-inf) = 0 gives the masked key weight exactly 0, while exp(0) = 1 still gives it "
-                "a share of the attention",
-                "There is no difference",
-            ),
+            lambda: f"filled with 0, the masked key in scores [-2, -1, masked] gets weight {_mask_fill(0.0):.4f}.",
         ),
-        Question(
-            "head_dim",
-            "A model with d_model = 512 uses 8 attention heads. What is d_k per head?",
-            "number",
-            _head_dim,
-            _explain_head_dim,
-            atol=1e-9,
+    ),
+    Question("head_dim", "A model with d_model = 512 uses 8 attention heads. What is d_k per head?", "number",
+             _head_dim, _explain_head_dim, atol=1e-9),
+    Question(
+        "complexity", "How do the time and memory of standard attention grow with the sequence length n?",
+        "choice", lambda: "C", _explain_complexity,
+        choices=("O(n)", "O(n log n)", "O(n²)", "O(n³)"),
+        notes=(_order_note("2"), _order_note("about 2.2"), _explain_complexity, _order_note("8")),
+    ),
+    Question(
+        "flash_avoids", "What does FlashAttention avoid storing in full in GPU memory?", "choice",
+        lambda: "B", _explain_flash,
+        choices=(
+            "The query matrix Q",
+            "The n x n matrix of scores / attention weights",
+            "The KV cache",
+            "The output matrix",
         ),
-        Question(
-            "complexity",
-            "How do the time and memory of standard attention grow with the sequence length n?",
-            "choice",
-            lambda: "C",
-            _explain_complexity,
-            choices=("O(n)", "O(n log n)", "O(n²)", "O(n³)"),
-        ),
-        Question(
-            "flash_avoids",
-            "What does FlashAttention avoid storing in full in GPU memory?",
-            "choice",
-            lambda: "B",
+        notes=(
+            lambda: "Q is an input of n x d_k numbers; it is read tile by tile but exists in full, like K and V.",
             _explain_flash,
-            choices=(
-                "The query matrix Q",
-                "The n x n matrix of scores / attention weights",
-                "The KV cache",
-                "The output matrix",
-            ),
+            lambda: ("the KV cache belongs to decoding and is shrunk by GQA/MQA/MLA (notebooks 08, 10); "
+                     "FlashAttention removes the n x n matrix."),
+            lambda: "the output (n x d_v) is the result: it is written in full.",
         ),
-        Question(
-            "qkv",
-            "In self-attention, what are Q, K and V?",
-            "choice",
-            lambda: "B",
+    ),
+    Question(
+        "qkv", "In self-attention, what are Q, K and V?", "choice", lambda: "B", _explain_qkv,
+        choices=(
+            "The token embeddings X, used three times",
+            "Three learned linear projections of the same embeddings: X W_Q, X W_K, X W_V",
+            "Three independent random matrices",
+            "The outputs of three different layers",
+        ),
+        notes=(
             _explain_qkv,
-            choices=(
-                "The token embeddings X, used three times",
-                "Three learned linear projections of the same embeddings: X W_Q, X W_K, X W_V",
-                "Three independent random matrices",
-                "The outputs of three different layers",
-            ),
+            _explain_qkv,
+            lambda: "random matrices would ignore the tokens; W_Q, W_K, W_V are learned and applied to X.",
+            lambda: "all three come from the same input X of the same layer, through three projections.",
         ),
-        Question(
-            "mla_cache",
-            "DeepSeek-V3's Multi-head Latent Attention: how many values does it cache per token per layer?",
-            "number",
-            _mla_values,
-            _explain_mla,
-            atol=0.5,
-        ),
-    ]
-}
+    ),
+    Question(
+        "mla_cache",
+        "DeepSeek-V3's Multi-head Latent Attention: how many values does it cache per token per layer?",
+        "number", _mla_values, _explain_mla, atol=0.5,
+    ),
+]
+
+QUESTIONS: dict[str, Question] = {q.id: q for q in [*_ARTICLE_QUESTIONS, *_EXTRAS]}
 
 
-def question_ids() -> list[str]:
-    """The ids of the ten questions, in course order."""
-    return list(QUESTIONS)
+def question_ids(which: str = "all") -> list[str]:
+    """The question ids in course order: ``"all"`` (default), ``"articles"`` (Q1-Q10) or ``"extras"``."""
+    if which not in ("all", "articles", "extras"):
+        raise ValueError(f"which must be 'all', 'articles' or 'extras', got {which!r}")
+    return [qid for qid, q in QUESTIONS.items()
+            if which == "all" or (which == "articles") == (q.source != "extra")]
 
 
 def _get(question_id) -> Question:
@@ -346,48 +740,108 @@ def _get(question_id) -> Question:
 
 
 def ask(question_id: str) -> str:
-    """The question's text, with lettered choices for multiple-choice questions."""
+    """The question's text, with lettered choices and how to answer."""
     q = _get(question_id)
     lines = [q.text] + [f"  {chr(65 + i)}) {c}" for i, c in enumerate(q.choices)]
-    if q.choices:
-        lines.append("Answer with a letter.")
+    if q.kind == "choice":
+        lines.append("Answer with one letter.")
+    elif q.kind == "multi":
+        lines.append('Select all that apply: answer with letters, e.g. "AC".')
     return "\n".join(lines)
 
 
 def answer(question_id: str):
-    """The expected answer, computed now (a number, a list of numbers, or a letter)."""
+    """The expected answer, computed now: a number, a list of numbers, or the key's letters ("ABC")."""
     return _get(question_id).expected()
 
 
+# --- reading an answer -----------------------------------------------------------------------------
+
+_SEPARATORS = re.compile(r"[\s,;/+&().]+")
+
+
+def _letters(given, q: Question) -> set[str]:
+    """The set of letters in ``given`` ("AB", "a, b", ["A", "B"], {"B", "A"}), validated against ``q``."""
+    allowed = [chr(65 + i) for i in range(len(q.choices))]
+    parts = [given] if isinstance(given, str) else given
+    if not isinstance(given, (str, list, tuple, set, frozenset)) or not all(isinstance(p, str) for p in parts):
+        raise TypeError(
+            f"answer to {q.id!r} must be letters from {', '.join(allowed)} as a str (\"AC\", \"a, c\") or a "
+            f"list/set of str; got {given!r}"
+        )
+    chosen = {c for p in parts for c in _SEPARATORS.sub("", p).upper()}
+    bad = sorted(chosen - set(allowed))
+    if bad or not chosen:
+        raise ValueError(
+            f"answer to {q.id!r} must be made of the letters {', '.join(allowed)}; got {given!r}"
+            + (f" (not a choice: {', '.join(bad)})" if bad else " (no letter)")
+        )
+    if q.kind == "choice" and len(chosen) > 1:
+        raise ValueError(f"{q.id!r} has exactly one right answer: give one letter, got {given!r}")
+    return chosen
+
+
+def _is_real_scalar(x) -> bool:
+    return isinstance(x, (numbers.Real, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
 def _as_numbers(x, name) -> list[float]:
-    try:
-        values = [float(v) for v in to_numpy(x).reshape(-1)]
-    except (TypeError, ValueError):
-        values = None
-    if values is None or isinstance(x, (str, bool)):
-        raise TypeError(f"answer to {name!r} must be a number or a list of numbers, got {x!r}")
-    return values
+    """Real numbers only: int/float/NumPy real scalars, 0-d/1-d real arrays, or lists/tuples of scalars."""
+    rule = (f"answer to {name!r} must be a real number (int, float, NumPy scalar or array) or a list of them; "
+            f"strings, bytes and booleans are not numbers here")
+    if hasattr(x, "detach"):  # a PyTorch tensor: leave autograd (a tensor requiring grad has no buffer)
+        x = x.detach()
+        x = x.cpu() if hasattr(x, "cpu") else x
+    if isinstance(x, (list, tuple)):
+        items = [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in x]
+        if not all(_is_real_scalar(v) for v in items):
+            raise TypeError(f"{rule}; got {x!r}")
+        return [float(v) for v in items]
+    if _is_real_scalar(x):
+        return [float(x)]
+    if isinstance(x, (str, bytes, bytearray, bool, np.bool_)) or not hasattr(x, "shape"):
+        raise TypeError(f"{rule}; got {x!r}")
+    arr = to_numpy(x)
+    if arr.dtype.kind not in "iuf" or arr.ndim > 1:
+        raise TypeError(f"{rule}; got an array of dtype {arr.dtype} and shape {arr.shape}")
+    return [float(v) for v in arr.reshape(-1)]
+
+
+def _explain_options(q: Question, chosen: set[str], key: set[str]) -> str:
+    lines = []
+    for letter in sorted(chosen ^ key):
+        note = q.notes[ord(letter) - 65]()
+        if letter in chosen:
+            lines.append(f"- {letter} (you chose it) is wrong: {note}")
+        else:
+            lines.append(f"- {letter} (you left it out) is right: {note}")
+    return "\n".join(lines)
 
 
 def check(question_id: str, given) -> Verdict:
-    """Compare ``given`` with the computed answer; the :class:`Verdict` says right/wrong and explains."""
+    """Compare ``given`` with the computed answer; the :class:`Verdict` says right/wrong and explains.
+
+    ``given=None`` is "not answered yet". See the module docstring for the accepted answer forms.
+    """
     q = _get(question_id)
+    if given is None:
+        how = "one letter" if q.kind == "choice" else "letters" if q.kind == "multi" else "a number"
+        return Verdict(question_id, False, None,
+                       f"Not answered yet: replace None with your answer ({how}) and run the cell again.",
+                       answered=False)
     expected = q.expected()
-    if q.kind == "choice":
-        letters = [chr(65 + i) for i in range(len(q.choices))]
-        if not isinstance(given, str) or given.strip().upper() not in letters:
-            raise ValueError(
-                f"answer to {question_id!r} must be one of the letters {', '.join(letters)}; got {given!r}"
-            )
-        correct = given.strip().upper() == expected
-    else:
-        values = _as_numbers(given, question_id)
-        target = [expected] if q.kind == "number" else list(expected)
-        if len(values) != len(target):
-            raise ValueError(
-                f"answer to {question_id!r} must have {len(target)} number(s), got {len(values)}"
-            )
-        correct = all(
-            math.isclose(v, t, rel_tol=q.rtol, abs_tol=q.atol) for v, t in zip(values, target, strict=True)
-        )
+    if q.kind in ("choice", "multi"):
+        chosen, key = _letters(given, q), set(expected)
+        correct = chosen == key
+        why = _explain_options(q, chosen, key) if not correct else "\n" + "\n".join(
+            f"- {letter} is right: {q.notes[ord(letter) - 65]()}" for letter in sorted(key))
+        why = why if correct else f"Option by option:\n{why}"
+        return Verdict(question_id, correct, expected, why)
+    values = _as_numbers(given, question_id)
+    target = [expected] if q.kind == "number" else list(expected)
+    if len(values) != len(target):
+        raise ValueError(f"answer to {question_id!r} must have {len(target)} number(s), got {len(values)}")
+    correct = all(
+        math.isclose(v, t, rel_tol=q.rtol, abs_tol=q.atol) for v, t in zip(values, target, strict=True)
+    )
     return Verdict(question_id, correct, expected, q.explain())

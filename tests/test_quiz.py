@@ -1,28 +1,207 @@
-"""Tests for quiz.py: each computed answer against an independent hand computation, the checker's
-verdicts (right, wrong, within tolerance), and its errors for unknown questions and malformed answers."""
+"""Tests for quiz.py: the articles' ten questions with their keys, every other answer rejected with an
+option-by-option explanation, the answer formats, the numeric-answer rule, and the computed claims
+behind the explanations checked against independent hand computations."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attention_from_scratch import quiz
 
+# The answer keys of article 002_…txt's quiz (Q1-Q10), typed from the article, not from quiz.py.
+ARTICLE_KEYS = {
+    "q1_score_matrix": "A",
+    "q2_why_divide": "A",
+    "q3_forget_scaling": "B",
+    "q4_formula": "A",
+    "q5_mask_fill": "C",
+    "q6_additive_drawback": "A",
+    "q7_steps": "ABC",
+    "q8_scale_factor": "AB",
+    "q9_shapes": "A",
+    "q10_matmul": "AB",
+}
+MULTI_SELECT = {"q7_steps", "q8_scale_factor", "q10_matmul"}  # the article's three 多选题
 
-def test_there_are_ten_questions_with_text():
-    ids = quiz.question_ids()
-    assert len(ids) == 10 and len(set(ids)) == 10
-    for qid in ids:
-        text = quiz.ask(qid)
-        assert text.strip().endswith(("?", "letter.", "enough)."))
+
+def _subsets(letters="ABCD"):
+    return ["".join(c) for r in range(1, len(letters) + 1) for c in itertools.combinations(letters, r)]
+
+
+# --- the question list -------------------------------------------------------------------------
+
+
+def test_question_ids_list_the_articles_ten_then_the_extras():
+    articles, extras = quiz.question_ids("articles"), quiz.question_ids("extras")
+    assert articles == list(ARTICLE_KEYS)
+    assert len(extras) == 10 and not set(extras) & set(articles)
+    assert quiz.question_ids() == articles + extras
+    for number, qid in enumerate(articles, start=1):
+        assert quiz.QUESTIONS[qid].source == f"article 002, Q{number}"
+        assert quiz.ask(qid).startswith(f"Q{number}. ")
+    with pytest.raises(ValueError, match="which must be 'all', 'articles' or 'extras', got 'mine'"):
+        quiz.question_ids("mine")
+
+
+def test_every_question_has_text_and_matching_choices_and_notes():
+    for qid in quiz.question_ids():
         q = quiz.QUESTIONS[qid]
-        assert q.kind in ("number", "vector", "choice")
-        assert (q.kind == "choice") == bool(q.choices)
+        assert q.kind in ("number", "vector", "choice", "multi")
+        assert (q.kind in ("choice", "multi")) == bool(q.choices)
+        assert len(q.notes) == len(q.choices)  # one explanation per option
+        text = quiz.ask(qid)
+        assert q.text in text
+        if q.kind == "multi":
+            assert text.endswith('Select all that apply: answer with letters, e.g. "AC".')
+        if q.kind == "choice":
+            assert text.endswith("Answer with one letter.")
 
 
-# --- computed answers against independent hand computations ----------------------------------------
+def test_article_keys_and_kinds():
+    for qid, key in ARTICLE_KEYS.items():
+        assert quiz.answer(qid) == key
+        assert quiz.QUESTIONS[qid].kind == ("multi" if qid in MULTI_SELECT else "choice")
+
+
+# --- accepting the key in any form, rejecting everything else ----------------------------------
+
+
+@pytest.mark.parametrize("qid", list(ARTICLE_KEYS))
+def test_the_key_is_accepted_in_any_order_case_and_format(qid):
+    key = ARTICLE_KEYS[qid]
+    forms = [key, key.lower(), " ".join(key), ", ".join(key.lower()), f" {key} ", list(key), tuple(key),
+             set(key), frozenset(key.lower()), {c.lower() for c in key}]
+    for p in itertools.permutations(key):
+        forms += ["".join(p), "; ".join(p).lower(), "/".join(f"{c})" for c in p), list(p)]  # ... "B)/A)"
+    for form in forms:
+        verdict = quiz.check(qid, form)
+        assert verdict.correct, (qid, form)
+        assert str(verdict).startswith("Right.")
+
+
+@settings(max_examples=60, deadline=None)
+@given(qid=st.sampled_from(sorted(MULTI_SELECT)), data=st.data())
+def test_multi_select_keys_accepted_whatever_the_separators(qid, data):
+    key = ARTICLE_KEYS[qid]
+    letters = data.draw(st.permutations(list(key)))
+    cased = [c.lower() if data.draw(st.booleans()) else c for c in letters]
+    seps = data.draw(st.lists(st.sampled_from(["", " ", ",", ", ", ";", " / ", "+"]), min_size=len(key) - 1,
+                              max_size=len(key) - 1))
+    text = cased[0] + "".join(s + c for s, c in zip(seps, cased[1:], strict=True))
+    assert quiz.check(qid, text).correct
+
+
+@pytest.mark.parametrize("qid", list(ARTICLE_KEYS))
+def test_every_other_answer_is_rejected_option_by_option(qid):
+    key = set(ARTICLE_KEYS[qid])
+    answers = _subsets() if qid in MULTI_SELECT else list("ABCD")
+    assert len(answers) == (15 if qid in MULTI_SELECT else 4)
+    for chosen in answers:
+        if set(chosen) == key:
+            continue
+        verdict = quiz.check(qid, chosen)
+        assert not verdict.correct and verdict.answered
+        text = str(verdict)
+        assert text.startswith(f"Not quite: the answer is {ARTICLE_KEYS[qid]}. Option by option:")
+        for letter in "ABCD":
+            wrongly_chosen = f"- {letter} (you chose it) is wrong: "
+            missed = f"- {letter} (you left it out) is right: "
+            assert (wrongly_chosen in text) == (letter in set(chosen) - key), (qid, chosen, letter)
+            assert (missed in text) == (letter in key - set(chosen)), (qid, chosen, letter)
+
+
+def test_single_choice_questions_refuse_several_letters():
+    with pytest.raises(ValueError, match="'q4_formula' has exactly one right answer: give one letter, got 'AB'"):
+        quiz.check("q4_formula", "AB")
+    with pytest.raises(ValueError, match="exactly one right answer"):
+        quiz.check("why_scale", ["A", "C"])
+
+
+def test_malformed_letter_answers():
+    with pytest.raises(ValueError, match=r"made of the letters A, B, C, D; got 'AE' \(not a choice: E\)"):
+        quiz.check("q7_steps", "AE")
+    with pytest.raises(ValueError, match=r"\(no letter\)"):
+        quiz.check("q7_steps", " , ")
+    with pytest.raises(ValueError, match=r"\(no letter\)"):
+        quiz.check("q7_steps", [])
+    with pytest.raises(TypeError, match="must be letters from A, B, C, D as a str"):
+        quiz.check("q7_steps", 2)
+    with pytest.raises(TypeError, match="must be letters"):
+        quiz.check("q7_steps", b"AB")
+    with pytest.raises(TypeError, match="must be letters"):
+        quiz.check("q7_steps", ["A", 1])
+
+
+@pytest.mark.parametrize("qid", ["q1_score_matrix", "q10_matmul", "dot_product", "softmax_123"])
+def test_none_means_not_answered_and_reveals_nothing(qid):
+    verdict = quiz.check(qid, None)
+    assert not verdict.answered and not verdict.correct and verdict.expected is None
+    assert str(verdict).startswith("Not answered yet: replace None with your answer")
+    assert "run the cell again" in str(verdict)
+    assert "the answer is" not in str(verdict)
+
+
+# --- the computed claims in the explanations, checked independently ------------------------------
+
+
+def _note(qid, letter):
+    return quiz.QUESTIONS[qid].notes[ord(letter) - 65]()
+
+
+def test_q4_sigmoid_rows_do_not_sum_to_one_and_swapped_products_fail_on_shapes():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((4, 16)), rng.standard_normal((4, 16)), rng.standard_normal((4, 8))
+    assert not np.allclose((1 / (1 + np.exp(-q @ k.T / 4))).sum(axis=1), 1.0)  # independent of quiz.py
+    with pytest.raises(ValueError):
+        _ = q @ v.T  # Q Vᵀ: (4, 16) @ (8, 4)
+    with pytest.raises(ValueError):
+        _ = (q.T @ k) @ v  # QᵀK (16, 16) @ V (4, 8)
+    sums = _note("q4_formula", "C").split("sum to [")[1].split("]")[0]
+    assert all(abs(float(s) - 1) > 0.1 for s in sums.split(", "))
+    assert "raises ValueError (16 and 8 differ)" in _note("q4_formula", "B")
+    assert "raises ValueError (16 and 4 differ" in _note("q4_formula", "D")
+    assert "equals the package's attention (largest difference less than 1e-12)" in _note("q4_formula", "A")
+
+
+def test_q9_explanations_show_each_shape_rule():
+    assert "raises ValueError: q and k must have the same d_k" in _note("q9_shapes", "D")
+    assert "gives scores (4, 6)" in _note("q9_shapes", "B")  # T != S works
+    assert "give scores (2, 3, 4, 6)" in _note("q9_shapes", "C")  # leading axes broadcast
+
+
+def test_q10_time_and_memory_still_grow_like_n_squared():
+    # the (n, n) float64 weights and the multiply-adds n·n·(d_k + d_v) at n = 256 and 512, by hand
+    assert f"{256 * 256 * 8:,} bytes at n = 256, {512 * 512 * 8:,} at n = 512 (x4)" in _note("q10_matmul", "D")
+    c = _note("q10_matmul", "C")
+    assert f"from {256 * 256:,} to {512 * 512:,}" in c and f"from {256 * 256 * 32:,} to {512 * 512 * 32:,}" in c
+    assert "x4, not x2" in c
+    assert "equal attention_backward (largest difference less than 1e-12)" in _note("q10_matmul", "B")
+
+
+def test_mask_fill_weights_match_the_formula():
+    w = lambda fill: math.exp(fill) / (math.exp(-2) + math.exp(-1) + math.exp(fill))  # noqa: E731
+    assert f"gets weight {w(0.0):.4f}" in _note("q5_mask_fill", "A")
+    assert f"gets weight {w(1.0):.4f}" in _note("q5_mask_fill", "B")
+    assert f"gets weight {w(-1.5):.4f}" in _note("q5_mask_fill", "D")
+    assert "gets weight 0.0 exactly" in _note("q5_mask_fill", "C")
+    assert "uniform weights [0.3333, 0.3333, 0.3333]" in _note("q5_mask_fill", "C")  # the -1e9 caveat
+
+
+def test_other_article_notes_quote_the_right_numbers():
+    assert f"holds {4 * 512 * 512:,} weights" in _note("q2_why_divide", "B")
+    assert "(3, 5)" in _note("q1_score_matrix", "A") and "(3, 6)" in _note("q1_score_matrix", "C")
+    assert "largest difference less than 1e-12" in _note("q7_steps", "D")
+    assert "give scores (3, 7)" in _note("q6_additive_drawback", "B")
+    assert f"{256 * 256 * 64:,} numbers" in _note("q6_additive_drawback", "A")
+
+
+# --- the extra questions --------------------------------------------------------------------------
 
 
 def test_dot_product_answer_is_17():
@@ -51,18 +230,9 @@ def test_mla_cache_answer_is_576():
     assert "40,960" in quiz.check("mla_cache", 576).explanation  # 128 heads x (192 for K + 128 for V)
 
 
-@pytest.mark.parametrize("qid", ["why_scale", "mask_minus_inf", "complexity", "flash_avoids", "qkv"])
-def test_choice_answers_are_letters_of_existing_choices(qid):
-    letter = quiz.answer(qid)
-    assert letter in [chr(65 + i) for i in range(len(quiz.QUESTIONS[qid].choices))]
-
-
-def test_choice_answers_point_at_the_right_idea():
-    pick = {
-        qid: quiz.QUESTIONS[qid].choices[ord(quiz.answer(qid)) - 65]
-        for qid in quiz.question_ids()
-        if quiz.QUESTIONS[qid].kind == "choice"
-    }
+def test_extra_choice_answers_point_at_the_right_idea():
+    pick = {qid: quiz.QUESTIONS[qid].choices[ord(quiz.answer(qid)) - 65]
+            for qid in quiz.question_ids("extras") if quiz.QUESTIONS[qid].kind == "choice"}
     assert "variance" in pick["why_scale"]
     assert "exp(-inf) = 0" in pick["mask_minus_inf"]
     assert pick["complexity"] == "O(n²)"
@@ -70,9 +240,18 @@ def test_choice_answers_point_at_the_right_idea():
     assert "projections" in pick["qkv"]
 
 
+@pytest.mark.parametrize("qid", ["why_scale", "mask_minus_inf", "complexity", "flash_avoids", "qkv"])
+def test_extra_choice_questions_explain_each_wrong_letter(qid):
+    key = quiz.answer(qid)
+    for letter in "ABCD":
+        if letter != key:
+            text = str(quiz.check(qid, letter.lower()))
+            assert f"- {letter} (you chose it) is wrong: " in text and f"- {key} (you left it out) is right: " in text
+
+
 def test_explanations_quote_computed_numbers():
-    assert "0.0900" in quiz.check("mask_minus_inf", "C").explanation  # softmax([2, 1, 0])[2] = 1/(e²+e+1)
-    assert 1 / (math.e**2 + math.e + 1) == pytest.approx(0.0900, abs=5e-5)
+    assert "0.09003" in quiz.check("mask_minus_inf", "C").explanation  # softmax([2, 1, 0])[2] = 1/(e²+e+1)
+    assert 1 / (math.e**2 + math.e + 1) == pytest.approx(0.09003, abs=5e-6)
     # with negative allowed scores a 0 fill is the row's largest score: softmax([-2, -1, 0])[2] = 1/(e⁻²+e⁻¹+1)
     assert "0.6652" in quiz.check("mask_minus_inf", "C").explanation
     assert 1 / (math.exp(-2) + math.exp(-1) + 1) == pytest.approx(0.6652, abs=5e-5)
@@ -80,7 +259,7 @@ def test_explanations_quote_computed_numbers():
     assert "17" in quiz.check("dot_product", 17).explanation
 
 
-# --- the checker ---------------------------------------------------------------------------------
+# --- numeric answers: one rule ---------------------------------------------------------------------
 
 
 def test_check_right_and_wrong_numbers():
@@ -89,7 +268,20 @@ def test_check_right_and_wrong_numbers():
     assert right.correct and not wrong.correct
     assert str(right).startswith("Right.")
     assert str(wrong).startswith("Not quite: the answer is 17.")
-    assert quiz.check("dot_product", np.float32(17.0)).correct
+
+
+@pytest.mark.parametrize("given", [17, 17.0, np.int64(17), np.float32(17.0), np.array(17.0), np.array([17]),
+                                   [17], (np.float64(17.0),), [np.array(17.0)]])
+def test_real_numbers_in_any_numeric_form_are_accepted(given):
+    assert quiz.check("dot_product", given).correct
+
+
+@pytest.mark.parametrize("given", ["17", b"17", bytearray(b"17"), True, np.bool_(True), [True], [np.bool_(True)],
+                                   np.array(True), np.array([True]), 17 + 0j, np.array(17 + 0j), ["17"], [[17]],
+                                   {17}, np.array([[17.0]])])
+def test_strings_bytes_booleans_and_other_non_reals_are_refused(given):
+    with pytest.raises(TypeError, match=r"must be a real number .* strings, bytes and booleans are not numbers"):
+        quiz.check("dot_product", given)
 
 
 def test_check_uses_the_tolerance():
@@ -97,27 +289,34 @@ def test_check_uses_the_tolerance():
     assert quiz.check("softmax_123", np.array([0.0900, 0.2447, 0.6652])).correct
     assert not quiz.check("softmax_123", [0.1, 0.2, 0.7]).correct
     assert quiz.check("score_variance", 63.0).correct  # a Monte Carlo estimate within 5%
-    assert not quiz.check(
-        "score_variance", 8.0
-    ).correct  # sqrt(d_k) is the standard deviation, not the variance
+    assert not quiz.check("score_variance", 8.0).correct  # sqrt(d_k) is the standard deviation
 
 
-def test_check_choices_accept_any_case_and_spaces():
-    assert quiz.check("why_scale", " b ").correct
-    assert not quiz.check("why_scale", "A").correct
-    assert "Not quite: the answer is B." in str(quiz.check("why_scale", "A"))
+def test_array_api_arrays_are_read():
+    xp = pytest.importorskip("array_api_strict")
+    assert quiz.check("dot_product", xp.asarray(17.0)).correct
+    assert quiz.check("softmax_123", xp.asarray([0.09, 0.245, 0.665])).correct
+
+
+def test_torch_tensors_that_require_grad_are_read_without_buffer_error():
+    torch = pytest.importorskip("torch")
+    assert quiz.check("dot_product", torch.tensor(17.0, requires_grad=True)).correct
+    assert quiz.check("softmax_123", torch.tensor([0.09, 0.245, 0.665], requires_grad=True)).correct
+    assert not quiz.check("dot_product", torch.tensor(16, dtype=torch.int64)).correct
+    with pytest.raises(TypeError, match="must be a real number"):
+        quiz.check("dot_product", torch.tensor(True))
 
 
 def test_check_bad_input():
-    with pytest.raises(ValueError, match="unknown question_id 'nope'; expected one of: dot_product"):
+    with pytest.raises(ValueError, match="unknown question_id 'nope'; expected one of: q1_score_matrix"):
         quiz.check("nope", 1)
     with pytest.raises(ValueError, match="unknown question_id"):
         quiz.ask("nope")
-    with pytest.raises(ValueError, match="must be one of the letters A, B, C, D; got 'E'"):
+    with pytest.raises(ValueError, match=r"must be made of the letters A, B, C, D; got 'E' \(not a choice: E\)"):
         quiz.check("why_scale", "E")
-    with pytest.raises(ValueError, match="one of the letters"):
+    with pytest.raises(TypeError, match="must be letters"):
         quiz.check("why_scale", 2)
-    with pytest.raises(TypeError, match="must be a number or a list of numbers, got 'seventeen'"):
+    with pytest.raises(TypeError, match=r"must be a real number \(int, .* or a list of them; .* got 'seventeen'"):
         quiz.check("dot_product", "seventeen")
     with pytest.raises(ValueError, match=r"must have 3 number\(s\), got 2"):
         quiz.check("softmax_123", [0.5, 0.5])
