@@ -1,0 +1,162 @@
+"""Training the capstone Transformer: Adam, a plain loop, and synthetic tasks that need attention.
+
+Adam (Kingma & Ba 2015, Algorithm 1) keeps two running averages per parameter, of the gradient and
+of its square, and steps by their ratio:
+
+    m ← β1 m + (1 - β1) g,    v ← β2 v + (1 - β2) g²
+    m̂ = m / (1 - β1^t),       v̂ = v / (1 - β2^t)          (bias correction: m, v start at 0)
+    θ ← θ - lr · m̂ / (sqrt(v̂) + eps)
+
+The tasks are small enough to learn in seconds on a CPU, and each can only be solved by attention:
+
+* **copy / induction**: L distinct random tokens, then the same L tokens again. In the second half
+  each next token is predictable, but only by finding the earlier occurrence of the current token
+  and reading the token after it -- the "induction head" of Olsson et al. 2022 (a previous-token head
+  in one layer plus a head that matches on it in the next).
+* **reversal**: L tokens, a separator, then the L tokens in reverse order.
+
+Everything is seeded: the same seed gives the same batches and, on one machine, the same loss curve.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .backend import check_positive_int, to_device, to_numpy
+
+__all__ = ["Adam", "CopyTask", "ReversalTask", "TrainingHistory", "evaluate", "train"]
+
+
+class Adam:
+    """Adam with bias correction over a dict of parameters, updated in place of the dict's entries."""
+
+    def __init__(self, params: dict, *, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+        self.params, self.lr, (self.beta1, self.beta2), self.eps = params, float(lr), betas, float(eps)
+        self.m = {name: p * 0.0 for name, p in params.items()}  # first moment, on each parameter's device
+        self.v = {name: p * 0.0 for name, p in params.items()}  # second moment
+        self.t = 0
+
+    def step(self, grads: dict):
+        """One update ``θ ← θ - lr · m̂ / (sqrt(v̂) + eps)`` for every parameter, from ``grads``."""
+        self.t += 1
+        c1, c2 = 1.0 - self.beta1**self.t, 1.0 - self.beta2**self.t  # bias corrections
+        for name, g in grads.items():
+            self.m[name] = self.beta1 * self.m[name] + (1.0 - self.beta1) * g
+            self.v[name] = self.beta2 * self.v[name] + (1.0 - self.beta2) * g * g
+            m_hat, v_hat = self.m[name] / c1, self.v[name] / c2
+            self.params[name] = self.params[name] - self.lr * m_hat / ((v_hat) ** 0.5 + self.eps)
+
+
+@dataclass
+class TrainingHistory:
+    """What :func:`train` returns: the loss of every step and the wall-clock seconds taken."""
+
+    loss: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, log_every=None):
+    """Train ``model`` with Adam for ``steps`` steps on ``batches`` -> :class:`TrainingHistory`.
+
+    ``batches``: an iterator of token arrays ``(B, T)`` (next-token targets) or of pairs ``(tokens,
+    targets)``, e.g. ``task.batches(batch_size, seed=0)``. ``warmup`` ramps the learning rate
+    linearly over the first steps; ``log_every=n`` prints the loss every n steps.
+    """
+    steps = check_positive_int(steps, "steps")
+    optimizer, history, t0 = Adam(model.params, lr=lr, betas=betas, eps=eps), TrainingHistory(), time.perf_counter()
+    batches = iter(batches)
+    for step in range(steps):
+        batch = next(batches)
+        tokens, targets = batch if isinstance(batch, tuple) else (batch, None)
+        loss, grads = model.loss_and_grads(tokens, targets)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"the loss became {loss} at step {step}; try a smaller lr")
+        optimizer.lr = lr * min(1.0, (step + 1) / warmup) if warmup else lr
+        optimizer.step(grads)
+        history.loss.append(loss)
+        if log_every and (step % log_every == 0 or step == steps - 1):
+            print(f"step {step:4d}  loss {loss:.4f}")
+    history.seconds = time.perf_counter() - t0
+    return history
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """L distinct random tokens, then the same L again (induction): ``(B, 2L)`` sequences.
+
+    ``length`` is L, or a pair ``(low, high)``: then each batch draws its own L in low..high, so the
+    model cannot memorise "look L - 1 back" and must find the earlier copy of the current token.
+    """
+
+    vocab_size: int
+    length: int | tuple = 8
+
+    def sample_length(self, rng):
+        low, high = (self.length, self.length) if isinstance(self.length, int) else self.length
+        return int(rng.integers(low, high + 1))
+
+    def sample(self, rng, batch_size, length):
+        """Host tokens ``(B, 2L)`` and the predictable mask of the targets ``(B, 2L - 1)``."""
+        if length > self.vocab_size:
+            raise ValueError(f"length {length} > vocab_size {self.vocab_size}: tokens must be distinct")
+        first = np.argsort(rng.random((batch_size, self.vocab_size)), axis=1)[:, :length]  # distinct
+        tokens = np.concatenate([first, first], axis=1)  # (B, L) -> (B, 2L)
+        # target t is token t + 1; once token L (the first repeat) is seen, tokens L+1.. follow by induction
+        predictable = np.arange(2 * length - 1) >= length
+        return tokens, np.broadcast_to(predictable, (batch_size, 2 * length - 1))
+
+    def loss_floor(self, length):
+        """The best possible mean next-token loss on a (2L)-sequence: only the first L - 1 are unknown.
+
+        Target t < L - 1 is one of the V - t - 1 tokens not yet seen (ln of that, for a perfect model);
+        target L - 1 is the first repeat (ln(V - L + 1)... unless L is fixed, then 0; we count it as
+        unknown, a lower bound either way -- it is the bound that matters for the causal ablation).
+        """
+        unknown = sum(math.log(self.vocab_size - t - 1) for t in range(length - 1))
+        return unknown / (2 * length - 1)
+
+    def batches(self, batch_size, *, seed=0, xp=None, device=None):
+        """An endless, seeded stream of token batches ``(B, 2L)`` on ``xp`` / ``device``."""
+        rng = np.random.default_rng(seed)
+        while True:
+            tokens, _ = self.sample(rng, batch_size, self.sample_length(rng))
+            yield tokens if xp is None else to_device(tokens, xp, device)
+
+
+@dataclass(frozen=True)
+class ReversalTask(CopyTask):
+    """L distinct tokens, a separator (token V - 1), then the L tokens reversed: ``(B, 2L + 1)``."""
+
+    def sample(self, rng, batch_size, length):
+        if length > self.vocab_size - 1:
+            raise ValueError(f"length {length} > vocab_size - 1 = {self.vocab_size - 1}")
+        first = np.argsort(rng.random((batch_size, self.vocab_size - 1)), axis=1)[:, :length]
+        sep = np.full((batch_size, 1), self.vocab_size - 1)
+        tokens = np.concatenate([first, sep, first[:, ::-1]], axis=1)  # (B, 2L + 1)
+        predictable = np.arange(2 * length) >= length  # every target after the separator
+        return tokens, np.broadcast_to(predictable, (batch_size, 2 * length))
+
+
+def evaluate(model, task, *, n_sequences=256, seed=12345, generate=False):
+    """Accuracy on the predictable targets of ``n_sequences`` fresh sequences (a float in [0, 1]).
+
+    ``generate=False`` scores the argmax of the logits given the true prefix (teacher forcing);
+    ``generate=True`` feeds the model its own greedy outputs from the end of the first half (what
+    a user would see), which exposes a model that learned to read the answer instead of predicting it.
+    """
+    check_positive_int(n_sequences, "n_sequences")
+    rng = np.random.default_rng(seed)
+    length = task.sample_length(rng)
+    tokens, predictable = task.sample(rng, n_sequences, length)
+    first = int(np.argmax(predictable[0]))  # index of the first predictable target
+    if generate:
+        prompt = tokens[:, : first + 1]  # every token up to the first predictable target's input
+        out = model.generate(prompt, tokens.shape[1] - first - 1)
+        guess = np.asarray(to_numpy(out))[:, first + 1 :]
+    else:
+        guess = np.argmax(to_numpy(model.logits(tokens[:, :-1])), axis=-1)[:, first:]
+    return float(np.mean(guess == tokens[:, first + 1 :]))
