@@ -134,7 +134,9 @@ class Transformer:
         elif backend_name(get_namespace(tokens)) != backend_name(xp):
             raise TypeError(f"{name} must be on the model's backend {backend_name(xp)}, got {type(tokens).__name__}")
         if not xp.isdtype(tokens.dtype, "integral") or tokens.ndim != 2 or 0 in tokens.shape:
-            raise ValueError(f"{name} must be a non-empty (B, T) integer array, got {tokens.dtype} {tuple(tokens.shape)}")
+            raise ValueError(
+                f"{name} must be a non-empty (B, T) integer array, got {tokens.dtype} {tuple(tokens.shape)}"
+            )
         low, high = int(xp.min(tokens)), int(xp.max(tokens))
         if high >= self.config.vocab_size or (low < 0 and not allow_negative):
             raise ValueError(f"{name} must lie in 0..vocab_size-1 = {self.config.vocab_size - 1}, got {low}..{high}")
@@ -254,7 +256,9 @@ class Transformer:
         else:
             targets = self._tokens(targets, "targets", allow_negative=True)
             if targets.shape != tokens.shape:
-                raise ValueError(f"targets must have the tokens' shape {tuple(tokens.shape)}, got {tuple(targets.shape)}")
+                raise ValueError(
+                    f"targets must have the tokens' shape {tuple(tokens.shape)}, got {tuple(targets.shape)}"
+                )
         logits, (onehot, blocks, norm_f, h) = self._forward(tokens)
         loss, ce = L.cross_entropy_forward(logits, targets, xp)
         # backward, the forward in reverse
