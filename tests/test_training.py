@@ -50,26 +50,24 @@ def test_reversal_task():
 CONFIG = {"vocab_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_len": 16}
 
 
-def test_sdpa_and_flash_train_the_same_curve():
+def test_sdpa_and_flash_train_the_same_curve_deterministically():
     task = CopyTask(8, 5)
     curves = []
-    for attention in ("sdpa", "flash"):
+    for attention in ("sdpa", "flash", "sdpa"):
         model = Transformer(TransformerConfig(**CONFIG, attention=attention, block_size=4), seed=0)
         curves.append(train(model, task.batches(8, seed=0), steps=15, lr=1e-2).loss)
     assert curves[0][-1] < curves[0][0]
     np.testing.assert_allclose(curves[1], curves[0], rtol=1e-9)
+    assert curves[2] == curves[0]  # the same seed on one machine: the same curve
 
 
-def test_training_is_deterministic_and_learns_the_copy_task():
+def test_a_short_run_learns_the_copy_task():
     task = CopyTask(8, 5)
-    runs = []
-    for _ in range(2):
-        model = Transformer(TransformerConfig(**CONFIG), seed=1)
-        runs.append(train(model, task.batches(32, seed=1), steps=250, lr=1e-2, warmup=10))
-    assert runs[0].loss == runs[1].loss  # same seed, same machine: the same curve
-    assert runs[0].seconds < 20
+    model = Transformer(TransformerConfig(**CONFIG), seed=1)
+    history = train(model, task.batches(32, seed=1), steps=250, lr=1e-2, warmup=10)
+    assert history.seconds < 20
     # the first half is unpredictable, so the mean loss cannot go below the floor; it gets close
-    assert task.loss_floor(5) - 1e-3 < np.mean(runs[0].loss[-10:]) < task.loss_floor(5) + 0.15
+    assert task.loss_floor(5) - 1e-3 < np.mean(history.loss[-10:]) < task.loss_floor(5) + 0.15
     assert evaluate(model, task) >= 0.99  # stated: >= 99% of the predictable half after 250 steps
     assert evaluate(model, task, generate=True) >= 0.99
 
@@ -80,7 +78,8 @@ def test_train_refuses_bad_steps_and_reports_divergence():
         train(model, CopyTask(8, 5).batches(4), steps=0, lr=1e-2)
 
     class Diverged:  # a model whose loss has become NaN
-        params = {"w": np.zeros(2)}
+        def __init__(self):
+            self.params = {"w": np.zeros(2)}
 
         def loss_and_grads(self, tokens, targets=None):
             return math.nan, {"w": np.zeros(2)}
