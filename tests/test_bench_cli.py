@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from attention_from_scratch.__main__ import BENCHMARKS, run_bench
+from attention_from_scratch.bench import BENCHMARKS, run_bench
 
 matplotlib.use("Agg")
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"

@@ -10,6 +10,7 @@ import array_api_strict
 import pytest
 
 from attention_from_scratch import __main__ as cli
+from attention_from_scratch import tour
 from attention_from_scratch.backend import gpu_available
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def test_tour_sub_command_is_the_default(capsys):
 
 def test_foundation_sections_use_only_the_array_api_standard(capsys):
     # array-api-strict refuses anything outside the standard: the tour then runs on CuPy too
-    by_name = {fn.__name__: fn for _, fn in cli.TOUR_SECTIONS}
+    by_name = {fn.__name__: fn for _, fn in tour.TOUR_SECTIONS}
     for name in FOUNDATION_SECTIONS:
         by_name[name](array_api_strict)
     assert f"{17 / math.sqrt(30 * 14):.4f}" in capsys.readouterr().out
@@ -90,3 +91,38 @@ def test_tour_as_a_subprocess_exits_zero_quickly():
     assert res.returncode == 0, res.stderr
     assert res.stderr == ""  # no warnings leak out of the tour
     assert "All checks passed." in res.stdout
+
+
+def test_every_command_is_dispatched_to_its_module(monkeypatch):
+    # each row's "module:function" is called with the parsed arguments, and its exit status returned
+    import importlib
+
+    seen = {}
+    for name, (_, options, target) in cli.COMMANDS.items():
+        module, function = target.split(":")
+        mod = importlib.import_module(f"attention_from_scratch.{module}")
+        assert callable(getattr(mod, function)), target
+        monkeypatch.setattr(mod, function, lambda args, name=name: seen.setdefault(name, args) and 7)
+        assert cli.main([name]) == 7
+        for option, kwargs in options.items():
+            assert getattr(seen[name], option.lstrip("-").replace("-", "_")) == kwargs["default"]
+    assert set(seen) == set(cli.COMMANDS)
+    seen.clear()
+    assert cli.main([]) == 7 and cli.DEFAULT_COMMAND in seen  # no sub-command: the default one
+
+
+@pytest.mark.parametrize("argv", [["--backend", "cupy", "tour"], ["tour", "--backend", "cupy"], ["--backend", "cupy"]])
+def test_backend_choice_reaches_the_tour_wherever_it_is_given(argv, monkeypatch):
+    chosen = []
+    monkeypatch.setattr(tour, "run_tour", lambda backend: chosen.append(backend) or 0)
+    assert cli.main(argv) == 0
+    assert chosen == ["cupy"]
+
+
+def test_figures_command_prints_the_paths_it_writes(tmp_path, monkeypatch, capsys):
+    from attention_from_scratch import plots
+
+    monkeypatch.setattr(plots, "FIGURES", {"one.png": lambda: plots.plt.figure(figsize=(1, 1))})
+    assert cli.main(["figures", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == [str(tmp_path / "one.png")]
+    assert (tmp_path / "one.png").read_bytes().startswith(b"\x89PNG")

@@ -1,14 +1,21 @@
-"""The figures command writes every registered figure, and writes the same bytes twice."""
+"""The figures command writes every registered figure, and writes the same bytes twice.
+
+Also: the figures are assembled from the part modules' FIGURES, the heatmap shows the weights it is
+given, and the examples that notebooks share with the figures compute what they say.
+"""
 
 import hashlib
+import importlib
 
 import matplotlib
+import numpy as np
 import pytest
 
 matplotlib.use("Agg")  # no display needed; also what the figures command uses on a headless machine
 
-from attention_from_scratch import plotting
+from attention_from_scratch import examples, plots
 from attention_from_scratch.__main__ import main
+from attention_from_scratch.plots.heatmaps import plot_attention_weights
 
 
 def _digests(folder):
@@ -25,10 +32,10 @@ def two_runs(tmp_path_factory):
 
 def test_figures_command_writes_every_listed_figure(two_runs):
     first, _ = two_runs
-    assert plotting.FIGURES, "no figures are registered"
+    assert plots.FIGURES, "no figures are registered"
     written = {p.name for p in first.iterdir()}
-    assert written == set(plotting.FIGURES)
-    for name in plotting.FIGURES:
+    assert written == set(plots.FIGURES)
+    for name in plots.FIGURES:
         data = (first / name).read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n"), f"{name} is not a PNG"
         assert len(data) > 5_000, f"{name} is suspiciously small ({len(data)} bytes)"
@@ -39,21 +46,69 @@ def test_figures_are_deterministic(two_runs):
     assert _digests(first) == _digests(second)
 
 
-def test_part1_figures_are_registered():
-    # the notebooks 01-06 refer to these files by name
+def test_figures_are_the_union_of_the_parts():
+    parts = [importlib.import_module(f"attention_from_scratch.plots.{name}") for name in plots.PARTS]
+    names = [name for part in parts for name in part.FIGURES]
+    assert len(names) == len(set(names)) == len(plots.FIGURES)
+    assert set(names) == set(plots.FIGURES)
+    # the notebooks 01-07 refer to these files by name
+    part1 = importlib.import_module("attention_from_scratch.plots.part1")
     for name in ["01_dot_product_geometry.png", "03_softmax_sharpness.png", "05_cat_eats_fish_weights.png",
-                 "06_causal_mask.png"]:
-        assert name in plotting.PART1_FIGURES and name in plotting.FIGURES
+                 "06_causal_mask.png", "07_mha_heads.png"]:
+        assert name in part1.FIGURES
+
+
+def test_two_parts_registering_one_file_is_refused(monkeypatch):
+    monkeypatch.setattr(importlib.import_module("attention_from_scratch.plots.part2"), "FIGURES",
+                        {"01_dot_product_geometry.png": None})
+    with pytest.raises(ValueError, match=r"01_dot_product_geometry\.png"):
+        plots._collect(("part1", "part2"))
 
 
 def test_attention_heatmap_shows_the_weights():
-    import numpy as np
-
     w = np.array([[0.25, 0.75], [1.0, 0.0]])
-    fig = plotting.plot_attention_weights(w, ["a", "b"])
+    fig = plot_attention_weights(w, ["a", "b"])
     ax = fig.axes[0]
     texts = sorted(t.get_text() for t in ax.texts)
     assert texts == ["0.00", "0.25", "0.75", "1.00"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
     np.testing.assert_array_equal(ax.images[0].get_array(), w)
-    plotting.plt.close(fig)
+    matplotlib.pyplot.close(fig)
+
+
+def _softmax_rows(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_cat_eats_fish_weights_by_hand():
+    ex = examples.CAT_EATS_FISH
+    x, w_q, w_k = (np.array(ex[n]) for n in ("x", "w_q", "w_k"))
+    expected = _softmax_rows((x @ w_q) @ (x @ w_k).T / np.sqrt(2))
+    np.testing.assert_allclose(examples.cat_eats_fish_weights(), expected, rtol=1e-12)
+
+
+def test_head_weights_match_a_loop_over_heads():
+    tokens, x, w_q, w_k = examples.mha_head_example()
+    weights = examples.head_weights(x[None], w_q, w_k, 2)  # (B, H, T, S)
+    assert weights.shape == (1, 2, len(tokens), len(tokens))
+    for h in range(2):
+        cols = slice(8 * h, 8 * h + 8)  # head h's columns of W_Q and W_K
+        expected = _softmax_rows((x @ w_q[:, cols]) @ (x @ w_k[:, cols]).T / np.sqrt(8))
+        np.testing.assert_allclose(weights[0, h], expected, rtol=1e-12, atol=1e-300)
+    # head 0 follows the previous token (the first token, having none, looks at itself)
+    assert list(weights[0, 0].argmax(-1)) == [0, 0, 1, 2, 3]
+
+
+def test_cross_attention_head0_aligns_meanings():
+    weights = examples.cross_attention_weights()  # (B, H, T_dec, S_enc)
+    assert weights.shape == (1, 2, 4, 3)
+    assert list(weights[0, 0, 1:].argmax(-1)) == [0, 1, 2]  # cat -> māo, eats -> chī, fish -> yú
+    np.testing.assert_allclose(weights[0, 0, 0], 1 / 3, rtol=1e-12)  # "the" has no counterpart
+
+
+def test_additive_scores_do_not_grow_with_dk():
+    small, large = examples.additive_score_stats(16), examples.additive_score_stats(1024)
+    # the score is bounded by |v_a|_1 whatever d_k; the dot product's std would grow 8x (sqrt(1024/16))
+    assert large[0] < 2 * small[0]
+    assert 1 / 16 < large[1] < 0.3
