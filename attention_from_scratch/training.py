@@ -28,8 +28,21 @@ import numpy as np
 
 from .backend import check_positive_int, to_device, to_numpy
 from .flash import _one_blas_thread
+from .transformer import Transformer, TransformerConfig
 
-__all__ = ["Adam", "CopyTask", "ReversalTask", "TrainingHistory", "evaluate", "train"]
+__all__ = [
+    "RECIPES",
+    "SCALE_SEEDS",
+    "Adam",
+    "CopyTask",
+    "ReversalTask",
+    "TrainingHistory",
+    "evaluate",
+    "fit",
+    "induction_score",
+    "previous_token_score",
+    "train",
+]
 
 
 class Adam:
@@ -128,12 +141,21 @@ class CopyTask:
         unknown = sum(math.log(self.vocab_size - t - 1) for t in range(length - 1))
         return unknown / (2 * length - 1)
 
-    def batches(self, batch_size, *, seed=0, xp=None, device=None):
-        """An endless, seeded stream of token batches ``(B, 2L)`` on ``xp`` / ``device``."""
+    def batches(self, batch_size, *, seed=0, full_sequence=False, xp=None, device=None):
+        """An endless, seeded stream of token batches ``(B, 2L)`` on ``xp`` / ``device``.
+
+        ``full_sequence=True`` yields ``(tokens, targets)`` instead: the model reads all 2L tokens and
+        target t is token t + 1, the last position having none (-1, not counted). For a causal model
+        this is the same training; without the mask, every counted target is then inside the input.
+        """
         rng = np.random.default_rng(seed)
         while True:
             tokens, _ = self.sample(rng, batch_size, self.sample_length(rng))
-            yield tokens if xp is None else to_device(tokens, xp, device)
+            if full_sequence:
+                targets = np.concatenate([tokens[:, 1:], np.full((batch_size, 1), -1)], axis=1)
+                yield tuple(x if xp is None else to_device(x, xp, device) for x in (tokens, targets))
+            else:
+                yield tokens if xp is None else to_device(tokens, xp, device)
 
 
 @dataclass(frozen=True)
@@ -169,3 +191,52 @@ def evaluate(model, task, *, n_sequences=256, seed=12345, generate=False):
     else:
         guess = np.argmax(to_numpy(model.logits(tokens[:, :-1])), axis=-1)[:, first:]
     return float(np.mean(guess == tokens[:, first + 1 :]))
+
+
+def fit(task, config, *, steps, lr, batch_size=32, warmup=0, seed=0, full_sequence=False):
+    """Build ``Transformer(config, seed=seed)`` and train it on ``task``: ``(model, history)``."""
+    model = Transformer(config, seed=seed)
+    batches = task.batches(batch_size, seed=seed, full_sequence=full_sequence)
+    return model, train(model, batches, steps=steps, lr=lr, warmup=warmup)
+
+
+def previous_token_score(weights):
+    """Mean attention weight of each query on the key just before it: ``(..., T, T) -> (...)``.
+
+    1 for a perfect previous-token head (query i reads key i - 1), about 2/T for uniform attention.
+    """
+    xp_weights = to_numpy(weights)
+    t = xp_weights.shape[-1]
+    return np.mean(xp_weights[..., np.arange(1, t), np.arange(0, t - 1)], axis=-1)
+
+
+def induction_score(weights, length):
+    """Mean weight of the second-half queries on the key after their token's first occurrence.
+
+    On a copy sequence ``x_0..x_(L-1), x_0..x_(L-1)``, query i >= L holds x_(i-L), whose first
+    occurrence is at i - L; the token to predict sits just after it, at key i - L + 1. An induction
+    head puts its weight there: a stripe parallel to the diagonal, L - 1 to its left.
+    """
+    w = to_numpy(weights)
+    rows = np.arange(length, 2 * length - 1)  # the last query has no next token to find
+    return np.mean(w[..., rows, rows - length + 1], axis=-1)
+
+
+# The runs of notebook 15 and its figures (``fit(**RECIPES[name])``), chosen to finish in seconds on a CPU.
+_COPY = {"task": CopyTask(8, 5), "steps": 250, "lr": 1e-2, "warmup": 10, "full_sequence": True}
+_SMALL = {"vocab_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_len": 16}
+RECIPES = {
+    # induction: L varies per batch (4..12), so only "find the earlier copy" works, not "look L - 1 back"
+    "induction": {"task": CopyTask(16, (4, 12)), "steps": 600, "lr": 1e-2, "warmup": 30,
+                  "config": TransformerConfig(16, 32, 2, 2, 64, 24)},
+    "copy": _COPY | {"config": TransformerConfig(**_SMALL)},
+    "no_mask": _COPY | {"config": TransformerConfig(**_SMALL, causal=False)},
+    "flash": _COPY | {"steps": 40, "config": TransformerConfig(**_SMALL, attention="flash", block_size=4)},
+}
+SCALE_SEEDS = (0, 1)
+for _scale in (True, False):  # one head of d_k = 64: unscaled scores have a standard deviation of ~8
+    for _seed in SCALE_SEEDS:
+        RECIPES[f"scale_{_scale}_{_seed}"] = {
+            "task": CopyTask(12, 6), "steps": 150, "lr": 5e-3, "warmup": 20, "seed": _seed,
+            "config": TransformerConfig(12, 64, 1, 2, 128, 16, scale=_scale),
+        }
