@@ -8,7 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from attention_from_scratch.training import Adam, CopyTask, ReversalTask, evaluate, train
+from attention_from_scratch.training import (
+    Adam,
+    CopyTask,
+    ReversalTask,
+    evaluate,
+    induction_score,
+    previous_token_score,
+    train,
+)
 from attention_from_scratch.transformer import Transformer, TransformerConfig
 
 
@@ -86,3 +94,16 @@ def test_train_refuses_bad_steps_and_reports_divergence():
 
     with pytest.raises(FloatingPointError, match="smaller lr"):
         train(Diverged(), CopyTask(8, 5).batches(4), steps=5, lr=1e-2)
+
+
+def test_head_scores_on_built_patterns():
+    t, length = 8, 4
+    previous = np.eye(t, k=-1)  # query i attends to key i - 1
+    previous[0, 0] = 1.0
+    assert previous_token_score(previous) == pytest.approx(1.0)
+    assert previous_token_score(np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]) < 0.5  # causal uniform
+    stripe = np.zeros((t, t))
+    for i in range(length, 2 * length - 1):
+        stripe[i, i - length + 1] = 1.0  # the key after the earlier copy of token i - length
+    assert induction_score(stripe, length) == pytest.approx(1.0)
+    assert induction_score(previous, length) == pytest.approx(0.0)

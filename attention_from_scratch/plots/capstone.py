@@ -87,7 +87,7 @@ def plot_learned_heads(model=None, tokens=None, length=8):
                                title=f"learned {what}: layer {layer}, head {head}\n(score {score:.2f})")
     axes[2].plot(np.arange(length - 1) + 1, np.arange(length, 2 * length - 1), "o", mfc="none", mec="tab:red",
                  ms=13, label="key after the earlier copy of the query's token")
-    axes[2].legend(loc="lower left", fontsize=8)
+    axes[2].legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -122,10 +122,13 @@ def plot_ablation_causal(runs=None, task=None):
     names = ["scored on the true sequence", "generated"]
     for n, (causal, color) in enumerate(((True, "tab:blue"), (False, "tab:red"))):
         accs = [evaluate(runs[causal][0], task, generate=g) for g in (False, True)]
-        ax2.bar(np.arange(2) + 0.38 * n, accs, 0.38, color=color, label="causal mask" if causal else "no mask")
+        x = np.arange(2) + 0.38 * n
+        ax2.bar(x, accs, 0.38, color=color, label="causal mask" if causal else "no mask")
+        for xi, a in zip(x, accs, strict=True):
+            ax2.text(xi, a + 0.01, f"{a:.0%}", ha="center", va="bottom", fontsize=9)
     ax2.set_xticks(np.arange(2) + 0.19, names)
-    ax2.set(ylim=(0, 1.05), ylabel="accuracy on the predictable half", title="What a user sees")
-    ax2.legend(fontsize=8)
+    ax2.set(ylim=(0, 1.15), ylabel="accuracy on the predictable half", title="What a user sees")
+    ax2.legend(fontsize=8, loc="upper center")
     fig.tight_layout()
     return fig
 
@@ -142,11 +145,11 @@ def plot_ablation_flash(sdpa=None, flash=None):
     ax1.set(xlabel="training step", ylabel="loss", title="Same seed, two attention kernels")
     ax1.legend(fontsize=8)
     diff = np.abs(np.asarray(flash) - sdpa) / sdpa
-    ax2.semilogy(np.maximum(diff, 1e-17), "o", ms=3, color="tab:gray")
+    ax2.semilogy(np.maximum(diff, 1e-17), "o", ms=3, color="tab:gray", label="steps with equal losses: drawn at 1e-17")
     ax2.axhline(1e-9, color="tab:red", ls="--", lw=1, label="tested bound 1e-9")
     ax2.set(xlabel="training step", ylabel="|flash - sdpa| / sdpa", title="Relative difference (float64)",
             ylim=(1e-17, 1e-6))
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 
