@@ -51,7 +51,7 @@ def plot_training_loss(history=None, task=None):
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     ax.plot(history.loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
     ax.plot(_smooth(history.loss), color="tab:blue", label="running mean (10 steps)")
-    ax.axhline(floor, color="gray", ls="--", lw=1, label=f"floor: the unpredictable first half ({floor:.2f})")
+    ax.axhline(floor, color="gray", ls="--", lw=1, label=f"floor (a lower bound): the unpredictable first half ({floor:.2f})")
     guess = np.log(task.vocab_size)
     ax.axhline(guess, color="gray", ls=":", lw=1, label=f"guessing: ln V = {guess:.2f}")
     ax.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="A 2-layer Transformer learns induction")
@@ -127,8 +127,8 @@ def plot_ablation_causal(runs=None, task=None):
         for xi, a in zip(x, accs, strict=True):
             ax2.text(xi, a + 0.01, f"{a:.0%}", ha="center", va="bottom", fontsize=9)
     ax2.set_xticks(np.arange(2) + 0.19, names)
-    ax2.set(ylim=(0, 1.15), ylabel="accuracy on the predictable half", title="What a user sees")
-    ax2.legend(fontsize=8, loc="upper center")
+    ax2.set(ylim=(0, 1.3), ylabel="accuracy on the predictable half", title="What a user sees")
+    ax2.legend(fontsize=8, loc="upper center", ncol=2)
     fig.tight_layout()
     return fig
 
