@@ -276,21 +276,12 @@ class Transformer:
         return loss, {name: grads[name] for name in p}
 
     def attention_weights(self, tokens):
-        """The attention weights of every layer, ``[(B, H, T, T)] * n_layers`` (computed with sdpa)."""
-        xp, p, c = self.xp, self.params, self.config
-        tokens = self._tokens(tokens)
-        x = L.one_hot(tokens, c.vocab_size, xp, self.dtype) @ p["embed"]
-        if c.positions == "learned":
-            x = x + p["pos"][: tokens.shape[1], :]
+        """The attention weights of every layer, ``[(B, H, T, T)] * n_layers`` (recomputed with sdpa)."""
+        blocks = self._forward(self._tokens(tokens))[1][1]
         maps = []
-        for i in range(c.n_layers):
-            h = L.rms_norm_forward(x, p[f"{i}.attn_norm"], xp)[0]
-            q = self._rope(_split(h @ p[f"{i}.w_q"], c.n_heads, xp), 0)  # (B, H, T, d_k)
-            k = self._rope(_split(h @ p[f"{i}.w_k"], c.kv_heads, xp), 0)  # (B, H_kv, T, d_k)
-            k = xp.reshape(xp.broadcast_to(k[:, :, None], (k.shape[0], c.kv_heads, c.n_heads // c.kv_heads,
-                                                           *k.shape[2:])), q.shape)  # (B, H, T, d_k)
-            maps.append(scaled_dot_product_attention(q, k, k, **self._attn_opts())[1])
-            x = self._block_forward(i, x)[0]
+        for _, (_, q, k, v, _, _, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
+            w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
+            maps.append(self.xp.reshape(w, (w.shape[0], self.config.n_heads, *w.shape[-2:])))  # -> (B, H, T, S)
         return maps
 
     def generate(self, prompt, n_new):

@@ -93,6 +93,21 @@ def test_forward_equals_a_second_formulation(n_kv_heads):
     np.testing.assert_allclose(model.logits(TOKENS), _reference_logits(model, TOKENS), atol=5e-3)
 
 
+def test_attention_weights_of_the_first_layer_by_hand():
+    config = TransformerConfig(**TINY, positions="learned")
+    model = Transformer(config, seed=11)
+    p = model.params
+    x = rms_norm(p["embed"][TOKENS] + p["pos"][: TOKENS.shape[1]], p["0.attn_norm"])  # (B, T, d_model)
+    q = (x @ p["0.w_q"]).reshape(2, 8, 2, 4).transpose(0, 2, 1, 3)  # (B, T, H·d_k) -> (B, H, T, d_k)
+    k = (x @ p["0.w_k"]).reshape(2, 8, 2, 4).transpose(0, 2, 1, 3)
+    scores = np.where(np.tril(np.ones((8, 8), bool)), q @ k.transpose(0, 1, 3, 2) / 2.0, -np.inf)  # sqrt(4) = 2
+    expected = np.exp(scores - scores.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    weights = model.attention_weights(TOKENS)
+    assert len(weights) == 2 and weights[1].shape == (2, 2, 8, 8)
+    np.testing.assert_allclose(weights[0], expected, rtol=1e-12, atol=1e-15)
+
+
 def test_loss_is_the_mean_negative_log_likelihood():
     model = Transformer(TransformerConfig(**TINY), seed=6)
     logits = model.logits(TOKENS[:, :-1])

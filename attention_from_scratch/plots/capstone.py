@@ -51,7 +51,8 @@ def plot_training_loss(history=None, task=None):
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     ax.plot(history.loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
     ax.plot(_smooth(history.loss), color="tab:blue", label="running mean (10 steps)")
-    ax.axhline(floor, color="gray", ls="--", lw=1, label=f"floor (a lower bound): the unpredictable first half ({floor:.2f})")
+    ax.axhline(floor, color="gray", ls="--", lw=1,
+               label=f"floor (a lower bound): the unpredictable first half ({floor:.2f})")
     guess = np.log(task.vocab_size)
     ax.axhline(guess, color="gray", ls=":", lw=1, label=f"guessing: ln V = {guess:.2f}")
     ax.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="A 2-layer Transformer learns induction")
