@@ -107,3 +107,15 @@ def test_head_scores_on_built_patterns():
         stripe[i, i - length + 1] = 1.0  # the key after the earlier copy of token i - length
     assert induction_score(stripe, length) == pytest.approx(1.0)
     assert induction_score(previous, length) == pytest.approx(0.0)
+
+
+def test_training_runs_on_every_backend(xp):
+    """Three Adam steps on each backend and device give NumPy float64's losses (causal=False: see
+    test_transformer.test_backends_agree for the causal mask's device bug)."""
+    config = TransformerConfig(**CONFIG, causal=False)
+    task = CopyTask(8, 3)
+    ref = train(Transformer(config, seed=2), task.batches(4, seed=2), steps=3, lr=1e-2).loss
+    model = Transformer(config, seed=2, xp=xp.ns, device=xp.device, dtype=xp.dtype)
+    losses = train(model, task.batches(4, seed=2, xp=xp.ns, device=xp.device), steps=3, lr=1e-2).loss
+    np.testing.assert_allclose(losses, ref, rtol=1e-4 if xp.dtype_name == "float32" else 1e-10)
+    assert all(p.dtype == xp.dtype for p in model.params.values())
