@@ -31,29 +31,42 @@ Tiles: for each batch/head index and each block of ``block_q`` queries, loop ove
 ``block_k`` keys. ``causal=True`` (bottom-right aligned, as in ``attention.py``: query i sits at
 position S - T + i) skips key blocks wholly in the queries' future and masks only the blocks on the
 diagonal. On a GPU each (batch·head, query block) tile runs on its own multiprocessor; here
-``workers=N`` runs them on N threads (NumPy releases the GIL inside matmul and exp).
+``workers=N`` runs them on N threads (NumPy releases the GIL inside matmul and exp). The backward
+pass is in ``flash_backward.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from .attention import _check_qkv, _full_mask, _scale, _sum_to_shape
-from .backend import as_float, broadcast_shapes, check_positive_int, get_namespace
+from array_api_compat import device as device_of
+
+from .attention import _check_qkv, _full_mask, _scale
+from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, get_namespace
+from .blas import one_blas_thread
 from .softmax import safe_shift
 
-__all__ = ["flash_attention", "flash_attention_backward", "online_softmax_merge", "softmax_state"]
+__all__ = [
+    "CPU_BLOCK_SIZE",
+    "GPU_BLOCK_SIZE",
+    "default_block_size",
+    "flash_attention",
+    "online_softmax_merge",
+    "softmax_state",
+]
 
-# The default is the package contract's 128, a typical GPU tile. On a CPU, NumPy pays Python's per-tile
-# overhead (~20 array calls per tile), so larger blocks are faster: a 512 x 512 float32 tile of scores
-# (1 MiB) still lives in cache, 64-128 measured 1.5-7x slower than 512, and 512-1024 are within noise of
-# each other. The benchmarks pass block_size=CPU_BLOCK_SIZE; benchmarks/bench_flash.py measures the sweep.
-DEFAULT_BLOCK_SIZE = 128
+# block_size=None picks the measured best tile for the inputs' backend (default_block_size):
+# - CPU (NumPy, array-api-strict, anything not on a GPU): 512. NumPy pays Python's per-tile overhead
+#   (~20 array calls per tile), so large tiles win while a tile of scores still fits in cache (512 x 512
+#   float32 = 1 MiB). Measured with benchmarks/bench_flash.py at (B, H, T, d) = (1, 8, 2048, 64), float32,
+#   workers=2, 2 cores: 128 takes ~2x the time of 512, 1024 is within noise of 512, 2048 is slower; with
+#   512, flash takes 0.2-0.5x plain attention's time (README's block-size table).
+# - GPU (CuPy, PyTorch CUDA): 128, FlashAttention-2's typical tile for d = 64, sized for a GPU's
+#   on-chip memory. NOT measured here (no GPU): bench_backends.py on a GPU is the check.
 CPU_BLOCK_SIZE = 512
+GPU_BLOCK_SIZE = 128
 
 
 def softmax_state(scores, v):
@@ -88,8 +101,17 @@ def online_softmax_merge(a, b):
     return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
 
 
-def _check_blocks(block_size):
-    """``block_size`` as ``(block_q, block_k)``; an int is used for both, a list or tuple of two is a pair."""
+def default_block_size(x) -> int:
+    """The tile side ``block_size=None`` means for array ``x``: GPU_BLOCK_SIZE on a GPU, else CPU_BLOCK_SIZE."""
+    on_gpu = backend_name(get_namespace(x)) == "cupy" or "cuda" in str(device_of(x)).lower()
+    return GPU_BLOCK_SIZE if on_gpu else CPU_BLOCK_SIZE
+
+
+def _check_blocks(block_size, q):
+    """``block_size`` as ``(block_q, block_k)``; None is :func:`default_block_size` of ``q``, an int is
+    used for both, a list or tuple of two is a pair."""
+    if block_size is None:
+        block_size = default_block_size(q)
     pair = tuple(block_size) if isinstance(block_size, (tuple, list)) else (block_size, block_size)
     what = "block_size (an int or a pair (block_q, block_k))"
     if len(pair) != 2:
@@ -104,8 +126,9 @@ def _check_workers(workers):
 
 def _prepare(q, k, v, mask, causal, scale, block_size, xp):
     """Validated inputs plus the broadcast leading shape of q, k, v and mask."""
-    block_q, block_k = _check_blocks(block_size)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
+    block_q, block_k = _check_blocks(block_size, q)
+    causal = check_flag(causal, "causal")
     mask = _full_mask(mask, False, n_q, n_k, xp)  # checks shape/dtype only; causal is done per tile
     shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]] + ([mask.shape[:-2]] if mask is not None else [])
     lead = broadcast_shapes(*shapes, names=("q batch dims", "k batch dims", "v batch dims", "mask dims"))
@@ -121,32 +144,35 @@ def _pick(x, idx):
     return x[(*(i if n > 1 else 0 for i, n in zip(idx, lead, strict=True)), ...)]
 
 
-def _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp):
+def _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, device):
     """The mask of tile (queries i0:i1, keys j0:j1): boolean (True = attend), additive float, or None.
 
     ``mask`` is a 2-D slice with size-1 axes where it broadcasts; ``offset = S - T`` aligns causal
-    masking bottom-right. A tile wholly on or below the diagonal needs no causal mask.
+    masking bottom-right. A tile wholly on or below the diagonal needs no causal mask. New arrays are
+    made on ``device``, the inputs' device.
     """
     tile = None
     if mask is not None:
         rows = mask[i0:i1, :] if mask.shape[0] > 1 else mask
         tile = rows[:, j0:j1] if mask.shape[1] > 1 else rows  # (bq or 1, bk or 1)
     if causal and j1 - 1 > i0 + offset:  # the tile's first query cannot see its last key
-        future_ok = xp.arange(j0, j1)[None, :] <= xp.arange(i0, i1)[:, None] + offset  # (bq, bk)
+        keys, queries = xp.arange(j0, j1, device=device), xp.arange(i0, i1, device=device)
+        future_ok = keys[None, :] <= queries[:, None] + offset  # (bq, bk)
         if tile is None:
             tile = future_ok
         elif tile.dtype == xp.bool:
             tile = tile & future_ok
         else:
-            tile = xp.where(future_ok, tile, xp.asarray(-math.inf, dtype=tile.dtype))
+            tile = xp.where(future_ok, tile, xp.asarray(-math.inf, dtype=tile.dtype, device=device))
     return tile
 
 
 def _masked(scores, tile, xp):
+    """``scores`` with the tile's mask applied: blocked entries -inf (boolean) or the mask added (float)."""
     if tile is None:
         return scores
     if tile.dtype == xp.bool:
-        return xp.where(tile, scores, xp.asarray(-math.inf, dtype=scores.dtype))
+        return xp.where(tile, scores, xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores)))
     return scores + xp.astype(tile, scores.dtype)
 
 
@@ -158,10 +184,11 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
     n_q, n_k = q.shape[0], k.shape[0]
     offset = n_k - n_q
     q = q[i0:i1, :] * scale  # (bq, d_k), scaled once instead of every (bq, bk) tile
+    on = device_of(q)  # every new array lives beside the inputs (a second GPU, a strict test device)
     # the empty state: nothing seen yet
-    m = xp.full((i1 - i0, 1), -math.inf, dtype=q.dtype)
-    l = xp.zeros((i1 - i0, 1), dtype=q.dtype)
-    acc = xp.zeros((i1 - i0, v.shape[-1]), dtype=q.dtype)
+    m = xp.full((i1 - i0, 1), -math.inf, dtype=q.dtype, device=on)
+    l = xp.zeros((i1 - i0, 1), dtype=q.dtype, device=on)
+    acc = xp.zeros((i1 - i0, v.shape[-1]), dtype=q.dtype, device=on)
     # causal: keys after position offset + (i1 - 1) are in the future of every query in the block
     k_end = max(0, min(n_k, offset + i1)) if causal else n_k
     for j0 in range(0, k_end, block_k):
@@ -169,7 +196,7 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
         # 1) scores of this tile only: (bq, d_k) @ (d_k, bk) -> (bq, bk)
         scores = q @ k[j0:j1, :].mT
         # 2) blocked entries -> -inf (the mask sliced to this tile, causal only on the diagonal)
-        scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp), xp)
+        scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
         # 3) + 4) this tile's (max, sum, weighted values), folded into the running ones
         m, l, acc = online_softmax_merge((m, l, acc), softmax_state(scores, v[j0:j1, :]))
     # normalise once at the end; rows with nothing to attend to: output 0, lse -inf (never 0/0)
@@ -179,29 +206,8 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
     return acc / l, lse
 
 
-@functools.cache
-def _blas_controller():
-    """threadpoolctl's view of the loaded BLAS libraries, or None when threadpoolctl is not installed."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
-
-
-def _one_blas_thread():
-    """Limit BLAS to one thread while tiles run; a no-op without the optional ``threadpoolctl``.
-
-    A tile's matmuls are small (block_q x d_k x block_k), too small for a multi-threaded BLAS to pay
-    off, and on a busy machine its spinning threads make them far slower. The parallelism is across
-    tiles instead (``workers``), as on a GPU.
-    """
-    controller = _blas_controller()
-    return contextlib.nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
-
-
 def flash_attention(
-    q, k, v, mask=None, *, causal=False, scale=None, block_size=DEFAULT_BLOCK_SIZE, workers=None,
+    q, k, v, mask=None, *, causal=False, scale=None, block_size=None, workers=None,
     return_lse=False,
 ):
     """Tiled attention with the online softmax: equal to ``scaled_dot_product_attention(...)[0]``.
@@ -210,21 +216,24 @@ def flash_attention(
     broadcast. ``mask`` (boolean, True = may attend, or additive float) broadcasts to ``(..., T, S)``
     and is sliced per tile; ``causal=True`` is bottom-right aligned and skips future key blocks.
     ``block_size`` is an int or ``(block_q, block_k)``; any size works, including ones that do not
-    divide T or S. Only ``(block_q, block_k)`` scores exist at a time, never ``(T, S)``. A row with
-    nothing to attend to gives 0. ``workers=N`` runs the (batch·head, query block) tiles on N threads;
-    with or without workers, BLAS is held to one thread per tile (if ``threadpoolctl`` is installed).
-    ``return_lse=True`` also returns ``lse (..., T)``, the log-sum-exp of each row of scaled,
-    masked scores (-inf for a fully masked row), which :func:`flash_attention_backward` needs.
+    divide T or S. None (the default) is the measured best for the inputs' backend,
+    :func:`default_block_size`: 512 on a CPU, 128 on a GPU. Only ``(block_q, block_k)`` scores exist
+    at a time, never ``(T, S)``. A row with nothing to attend to gives 0. ``workers=N`` runs the
+    (batch·head, query block) tiles on N threads; with or without workers, BLAS is held to one thread
+    while tiles run (if ``threadpoolctl`` is installed; see ``blas.py``). ``return_lse=True`` also
+    returns ``lse (..., T)``, the log-sum-exp of each row of scaled, masked scores (-inf for a fully
+    masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs.
 
     Dao et al. 2022 (FlashAttention, Algorithm 1); Dao 2023 (FlashAttention-2, §3.1.1).
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
     workers = _check_workers(workers)
+    return_lse = check_flag(return_lse, "return_lse")
     n_q = q.shape[-2]
     if math.prod(lead) == 0:  # an empty batch: an empty result, as scaled_dot_product_attention gives
-        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype)
-        return (out, xp.zeros((*lead, n_q), dtype=q.dtype)) if return_lse else out
+        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype, device=device_of(q))
+        return (out, xp.zeros((*lead, n_q), dtype=q.dtype, device=device_of(q))) if return_lse else out
     starts = range(0, n_q, block_q)
     tasks = list(itertools.product(itertools.product(*(range(n) for n in lead)), starts))
 
@@ -235,7 +244,7 @@ def flash_attention(
             causal=causal, scale=scale, block_k=block_k, xp=xp,
         )
 
-    with _one_blas_thread():
+    with one_blas_thread():
         if workers is None:
             results = [run(t) for t in tasks]
         else:
@@ -251,78 +260,11 @@ def flash_attention(
     return out, xp.reshape(lse, (*lead, n_q))  # (N, T, 1) -> (..., T)
 
 
-def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, block_k, xp):
-    """dq, dk, dv of one (batch, head): q ``(T, d_k)``, k ``(S, d_k)``, v ``(S, d_v)``, d_out ``(T, d_v)``,
-    big_d and lse ``(T, 1)``. Outer loop over key blocks, inner over query blocks, as in FA-2."""
-    n_q, n_k = q.shape[0], k.shape[0]
-    offset = n_k - n_q
-    starts = range(0, n_q, block_q)
-    dq = [xp.zeros((min(i0 + block_q, n_q) - i0, q.shape[1]), dtype=q.dtype) for i0 in starts]
-    dk, dv = [], []
-    for j0 in range(0, n_k, block_k):
-        j1 = min(j0 + block_k, n_k)
-        k_j, v_j = k[j0:j1, :], v[j0:j1, :]
-        dk_j = xp.zeros((j1 - j0, k.shape[1]), dtype=q.dtype)
-        dv_j = xp.zeros((j1 - j0, v.shape[1]), dtype=q.dtype)
-        for b, i0 in enumerate(starts):
-            i1 = min(i0 + block_q, n_q)
-            if causal and offset + i1 - 1 < j0:  # key block wholly in these queries' future
-                continue
-            q_i, do_i = q[i0:i1, :], d_out[i0:i1, :]
-            scores = (q_i @ k_j.mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
-            scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp), xp)
-            weights = xp.exp(scores - lse[i0:i1, :])  # (bq, bk): the forward's softmax, rebuilt
-            dv_j = dv_j + weights.mT @ do_i  # (bk, bq) @ (bq, d_v) -> (bk, d_v)
-            ds = weights * (do_i @ v_j.mT - big_d[i0:i1, :])  # (bq, bk)
-            dq[b] = dq[b] + (ds @ k_j) * scale  # (bq, bk) @ (bk, d_k) -> (bq, d_k)
-            dk_j = dk_j + (ds.mT @ q_i) * scale  # (bk, bq) @ (bq, d_k) -> (bk, d_k)
-        dk.append(dk_j)
-        dv.append(dv_j)
-    return xp.concat(dq, axis=0), xp.concat(dk, axis=0), xp.concat(dv, axis=0)
+def __getattr__(name):
+    """``flash.flash_attention_backward`` still works: the backward pass lives in ``flash_backward.py``,
+    which imports this module's tile helpers (importing it here, lazily, avoids a circular import)."""
+    if name == "flash_attention_backward":
+        from .flash_backward import flash_attention_backward
 
-
-def flash_attention_backward(
-    q, k, v, out, d_out, lse, mask=None, *, causal=False, scale=None, block_size=DEFAULT_BLOCK_SIZE
-):
-    """Gradients ``(dq, dk, dv)`` from tiles rebuilt with the saved ``lse``; equal to ``attention_backward``.
-
-    out ``(..., T, d_v)`` and lse ``(..., T)`` come from ``flash_attention(..., return_lse=True)``;
-    d_out = dL/d out. FlashAttention-2's backward (Dao 2023, §3.1.2, Algorithm 2): with
-    ``D = rowsum(dO ∘ O)``, for each key block j and each query block i,
-
-        weights = exp(scores_ij - lse_i)         (recomputed, never stored)
-        dv_j   += weightsᵀ dO_i
-        ds      = weights ∘ (dO_i v_jᵀ - D_i)
-        dq_i   += scale · ds k_j,     dk_j += scale · dsᵀ q_i
-
-    Memory stays O(block_q · block_k) per tile. Gradients of broadcast inputs are summed over the
-    broadcast axes, as in ``attention_backward``.
-    """
-    xp = get_namespace(q, k, v, out, d_out, lse, mask)
-    q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
-    out, d_out, lse = as_float(out, xp, "out"), as_float(d_out, xp, "d_out"), as_float(lse, xp, "lse")
-    n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
-    wanted = {"out": (*lead, n_q, d_v), "d_out": (*lead, n_q, d_v), "lse": (*lead, n_q)}
-    for x, (name, want) in zip((out, d_out, lse), wanted.items(), strict=True):
-        if tuple(x.shape) != want:
-            raise ValueError(f"{name} must have shape {want} (as from flash_attention), got {tuple(x.shape)}")
-    # D_i = rowsum(dO ∘ O) = rowsum(dP ∘ P): softmax's backward needs only this (T, 1) vector
-    big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
-    lse = lse[..., None]  # (..., T) -> (..., T, 1)
-    lse = xp.where(lse == -math.inf, xp.zeros_like(lse), lse)  # fully masked rows: exp(-inf - 0) = 0
-    if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
-        return xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
-    grads = []
-    with _one_blas_thread():
-        for idx in itertools.product(*(range(n) for n in lead)):
-            grads.append(
-                _backward_one(
-                    *(_pick(x, idx) for x in (q, k, v, mask, d_out, big_d, lse)),
-                    causal=causal, scale=scale, block_q=block_q, block_k=block_k, xp=xp,
-                )
-            )
-    dqs, dks, dvs = zip(*grads, strict=True)
-    dq = xp.reshape(xp.stack(dqs), (*lead, n_q, q.shape[-1]))  # (N, T, d_k) -> (..., T, d_k)
-    dk = xp.reshape(xp.stack(dks), (*lead, n_k, k.shape[-1]))  # (N, S, d_k) -> (..., S, d_k)
-    dv = xp.reshape(xp.stack(dvs), (*lead, n_k, d_v))  # (N, S, d_v) -> (..., S, d_v)
-    return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
+        return flash_attention_backward
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ from _timing import median_times, print_table, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.backend import gpu_available, namespace_for, to_device
-from attention_from_scratch.flash import CPU_BLOCK_SIZE, flash_attention
+from attention_from_scratch.flash import flash_attention
 
 D_K = 64
 
@@ -57,7 +57,7 @@ def attention_rows(backends, sizes, n_heads, repeat):
         for name, xp in backends.items():
             q, k, v = (to_device(x, xp) for x in host)
             # plain attention holds two (H, n, n) float32 buffers: skip it beyond 2 x 1 GiB
-            fns = {"flash": _timed(xp, lambda q=q, k=k, v=v: flash_attention(q, k, v, block_size=CPU_BLOCK_SIZE))}
+            fns = {"flash": _timed(xp, lambda q=q, k=k, v=v: flash_attention(q, k, v))}  # block_size=None: per backend
             if 4 * n_heads * n * n <= 2**30:
                 fns["plain"] = _timed(xp, lambda q=q, k=k, v=v: scaled_dot_product_attention(q, k, v)[0])
             for variant, t in median_times(fns, repeat=repeat).items():

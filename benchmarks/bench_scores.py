@@ -18,7 +18,6 @@ one core and the comparison is about the algorithm, not about how many cores are
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
@@ -28,17 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, write_figure
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
+from attention_from_scratch.blas import one_blas_thread
 from attention_from_scratch.similarity import pairwise_additive, pairwise_dot
 
 D = 64
-
-
-def _one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def scores_sweep(sizes, repeat):
@@ -104,7 +96,7 @@ def main(quick: bool = False, figures_dir=None):
     score_sizes = [128, 256, 512] if quick else [128, 256, 512, 1024, 2048]
     loop_sizes = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128]
     print(f"Dot-product vs additive scores (T = S = n, d = d_a = {D}, float32, 1 BLAS thread); median s")
-    with _one_blas_thread():
+    with one_blas_thread():
         score_rows = scores_sweep(score_sizes, repeat=5 if quick else 9)
         loop_rows = loop_sweep(loop_sizes, repeat=3 if quick else 5)
     print_table(

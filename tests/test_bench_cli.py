@@ -58,7 +58,7 @@ def test_benchmark_figures_draw_from_measured_rows():
         for n in ns
     ]
     times = {"plain": 1.0, "128": 1.5, "128 w2": 0.8, "512": 0.9, "512 w2": 0.5}
-    fig = flash.plot(rows, [128, 512], times, 2048)
+    fig = flash.plot(rows, [128, 512], times, (8, 2048))
     assert len(fig.axes) == 3 and len(fig.axes[0].lines) == 6
     scores = _load("bench_scores")
     fig = scores.plot([{"n": 8, "dot": 1e-5, "additive": 1e-3}], [{"n": 4, "loop": 1e-2, "vectorised": 1e-5}])

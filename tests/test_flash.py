@@ -4,7 +4,11 @@ states, SciPy's logsumexp, finite differences, and a closed-form tile count for 
 from __future__ import annotations
 
 import math
+import os
+import signal
+import threading
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -13,8 +17,10 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
 from scipy.special import softmax as scipy_softmax
 
-from attention_from_scratch import flash
+from attention_from_scratch import flash, flash_backward
 from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
+from attention_from_scratch.backend import to_numpy
+from attention_from_scratch.blas import blas_threads, one_blas_thread
 from attention_from_scratch.flash import (
     flash_attention,
     flash_attention_backward,
@@ -32,15 +38,21 @@ def _qkv(xp, lead, n_q, n_k, d_k=4, d_v=3, seed=0):
     )
 
 
+def _plain(q, k, v, mask=None, **kwargs):
+    """The reference: plain attention's output, computed on the host (NumPy) from copies of the inputs."""
+    host = [None if x is None else to_numpy(x) for x in (q, k, v, mask)]
+    return scaled_dot_product_attention(*host, **kwargs)[0]
+
+
 # --- forward equals plain attention ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (9, 5), (1, 6)])
-@pytest.mark.parametrize("block_size", [1, 3, (2, 4), 64])
+@pytest.mark.parametrize("block_size", [1, 3, (2, 4), 64, None])
 def test_equals_plain_attention(xp, n_q, n_k, causal, block_size):
     q, k, v = _qkv(xp, (2, 2), n_q, n_k)
-    expected, _ = scaled_dot_product_attention(q, k, v, causal=causal)
+    expected = _plain(q, k, v, causal=causal)
     out = flash_attention(q, k, v, causal=causal, block_size=block_size)
     assert out.dtype == xp.dtype and tuple(out.shape) == (2, 2, n_q, 3)
     xp.assert_close(out, expected)
@@ -52,21 +64,21 @@ def test_boolean_mask_broadcast_and_sliced_per_tile(xp, causal):
     rng = np.random.default_rng(5)
     for shape in [(2, 1, 6, 8), (6, 8), (2, 3, 1, 8), (6, 1)]:
         mask = xp.asarray(rng.random(shape) > 0.4)
-        expected, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+        expected = _plain(q, k, v, mask, causal=causal)
         xp.assert_close(flash_attention(q, k, v, mask, causal=causal, block_size=(4, 3)), expected)
 
 
 def test_padding_mask(xp):
     q, k, v = _qkv(xp, (3,), 5, 7)
-    mask = padding_mask(xp.asarray(np.array([7, 2, 4]), dtype=np.int64), 7, xp=xp.ns)  # (B, 1, S)
-    expected, _ = scaled_dot_product_attention(q, k, v, mask)
+    mask = xp.asarray(padding_mask(np.array([7, 2, 4]), 7))  # (B, 1, S), moved to the inputs' device
+    expected = _plain(q, k, v, mask)
     xp.assert_close(flash_attention(q, k, v, mask, block_size=3), expected)
 
 
 def test_additive_float_mask(xp):
     q, k, v = _qkv(xp, (), 4, 6)
     additive = xp.asarray(np.where(np.random.default_rng(1).random((4, 6)) > 0.5, 0.0, -np.inf))
-    expected, _ = scaled_dot_product_attention(q, k, v, additive, causal=True)
+    expected = _plain(q, k, v, additive, causal=True)
     xp.assert_close(flash_attention(q, k, v, additive, causal=True, block_size=2), expected)
 
 
@@ -79,7 +91,7 @@ def test_fully_masked_rows_give_zero_and_lse_minus_inf(xp):
     assert np.all(xp.np(out)[0, 1] == 0)
     assert xp.np(lse)[0, 1] == -math.inf
     assert np.all(np.isfinite(np.delete(xp.np(lse).ravel(), 1)))
-    xp.assert_close(out, scaled_dot_product_attention(q, k, v, xp.asarray(allowed))[0])
+    xp.assert_close(out, _plain(q, k, v, allowed))
     # causal with more queries than keys: the first T - S queries see nothing
     out = flash_attention(q, k[..., :2, :], v[..., :2, :], causal=True, block_size=1)
     assert np.all(xp.np(out)[:, :2] == 0)
@@ -146,7 +158,7 @@ def test_causal_skips_key_blocks_in_the_future(monkeypatch):
 
 def test_causal_backward_skips_key_blocks_in_the_future(monkeypatch):
     tiles, masked = [], flash._masked
-    monkeypatch.setattr(flash, "_masked", lambda s, tile, xp: tiles.append(s.shape) or masked(s, tile, xp))
+    monkeypatch.setattr(flash_backward, "_masked", lambda s, tile, xp: tiles.append(s.shape) or masked(s, tile, xp))
     q, k, v = (np.random.default_rng(s).standard_normal((16, 4)) for s in range(3))
     out, lse = flash_attention(q, k, v, causal=True, block_size=4, return_lse=True)
     tiles.clear()
@@ -222,7 +234,7 @@ def test_backward_equals_attention_backward(xp, n_q, n_k, causal):
     d_out = xp.randn(2, n_q, 3, seed=9)
     out, lse = flash_attention(q, k, v, mask, causal=causal, block_size=(3, 2), return_lse=True)
     grads = flash_attention_backward(q, k, v, out, d_out, lse, mask, causal=causal, block_size=(2, 3))
-    expected = attention_backward(q, k, v, d_out, mask, causal=causal)
+    expected = attention_backward(*(to_numpy(x) for x in (q, k, v, d_out, mask)), causal=causal)  # on the host
     for got, want in zip(grads, expected, strict=True):
         assert got.dtype == xp.dtype
         xp.assert_close(got, want, rtol=10 * xp.rtol, atol=10 * xp.atol)
@@ -274,7 +286,131 @@ def test_workers_equal_serial(xp):
     xp.assert_close(lse2, lse, rtol=1e-12 if xp.dtype_name == "float64" else 1e-6)
 
 
+def _blas_or_skip():
+    """The BLAS thread counts now; skips when there is nothing to observe (no threadpoolctl, no BLAS, or 1 thread)."""
+    pytest.importorskip("threadpoolctl")
+    original = blas_threads()
+    if not original or max(original) < 2:
+        pytest.skip(f"BLAS thread counts {original}: a limit to one thread cannot be observed")
+    return original
+
+
+def test_blas_limit_survives_calls_that_finish_in_either_order():
+    """The crossover that leaked: A in, B in, A out, B out. A per-call save/restore leaves 1 thread."""
+    from threadpoolctl import threadpool_limits
+
+    original = _blas_or_skip()
+    for first_out in ("a", "b"):
+        held = {"a": one_blas_thread(), "b": one_blas_thread()}
+        held["a"].__enter__()
+        held["b"].__enter__()
+        assert all(n == 1 for n in blas_threads())
+        held[first_out].__exit__(None, None, None)
+        assert all(n == 1 for n in blas_threads()), "released while another caller still holds it"
+        held["b" if first_out == "a" else "a"].__exit__(None, None, None)
+        assert blas_threads() == original
+    with pytest.raises(RuntimeError), one_blas_thread():  # an exception inside releases it too
+        raise RuntimeError
+    assert blas_threads() == original
+    # and this thread can still set its own limit afterwards (the control was handed back)
+    with threadpool_limits(limits=1, user_api="blas"):
+        assert all(n == 1 for n in blas_threads())
+    assert blas_threads() == original
+
+
+def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
+    """Two threads each run flash_attention(workers=2); A's call ends while B's is still inside its tiles."""
+    original = _blas_or_skip()
+    both_inside, a_done = threading.Barrier(2, timeout=10), threading.Event()
+    seen, real = [], flash.softmax_state
+
+    def tile(scores, v):  # the first tile of each call waits for the other call; B then waits for A's end
+        n_rows = scores.shape[0]  # A has 8 queries, B has 9: one query block each
+        if n_rows not in seen:
+            seen.append(n_rows)
+            both_inside.wait()
+            if n_rows == 9:
+                assert a_done.wait(timeout=10)
+                seen.append(("B after A", tuple(blas_threads())))
+        return real(scores, v)
+
+    monkeypatch.setattr(flash, "softmax_state", tile)
+    rng = np.random.default_rng(0)
+    inputs = {n: [rng.standard_normal((n, 4)) for _ in range(3)] for n in (8, 9)}
+    results = {}
+
+    def call(n):
+        results[n] = flash_attention(*inputs[n], block_size=(16, 4), workers=2)
+        if n == 8:
+            a_done.set()
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in (8, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert ("B after A", tuple(1 for _ in original)) in seen  # B still held the limit after A finished
+    assert blas_threads() == original, "BLAS left at one thread after overlapping calls"
+    for n in (8, 9):
+        np.testing.assert_allclose(results[n], _plain(*inputs[n]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_flash_in_a_forked_child_does_not_hang():
+    """The BLAS-control thread does not survive fork: the child must not wait for it."""
+    q = np.random.default_rng(0).standard_normal((6, 4))
+    expected = flash_attention(q, q, q, block_size=2)  # the parent has used (and started) the control thread
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded process, fork() may deadlock"
+        pid = os.fork()
+    if pid == 0:  # the child: exit 0 if flash works, 1 if wrong, killed by the alarm if it hangs
+        signal.alarm(20)
+        ok = np.allclose(flash_attention(q, q, q, block_size=2, workers=2), expected)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
+
+
+# --- the default block size ---------------------------------------------------------------------------
+
+
+def test_default_block_size_is_the_backends_measured_best(xp, monkeypatch):
+    q = xp.randn(3, 2)
+    assert flash.default_block_size(q) == flash.CPU_BLOCK_SIZE == 512  # NumPy and array-api-strict: CPU
+    monkeypatch.setattr(flash, "backend_name", lambda ns: "cupy")
+    assert flash.default_block_size(q) == flash.GPU_BLOCK_SIZE == 128
+
+
+def test_no_block_size_tiles_with_the_default_and_equals_plain_attention(monkeypatch):
+    rng = np.random.default_rng(7)
+    n = flash.CPU_BLOCK_SIZE + 77  # two query blocks and two key blocks, the second partial
+    q, k, v = rng.standard_normal((n, 8)), rng.standard_normal((n, 8)), rng.standard_normal((n, 5))
+    tiles = []
+    monkeypatch.setattr(flash, "softmax_state", lambda s, v: tiles.append(s.shape) or softmax_state(s, v))
+    out = flash_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(out, _plain(q, k, v, causal=True), rtol=1e-12, atol=1e-12)
+    assert sorted(tiles) == sorted([(512, 512), (77, 512), (77, 77)])  # causal: the future tile is skipped
+    assert np.array_equal(out, flash_attention(q, k, v, causal=True, block_size=flash.CPU_BLOCK_SIZE))
+    out, lse = flash_attention(q, k, v, causal=True, return_lse=True)
+    grads = flash_attention_backward(q, k, v, out, np.ones_like(out), lse, causal=True)
+    expected = attention_backward(q, k, v, np.ones_like(out), causal=True)
+    for got, want in zip(grads, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
+
+
 # --- bad input ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("flag", "value"), [("return_lse", "no"), ("causal", "yes"), ("return_lse", 1),
+                                             ("causal", None)])
+def test_flags_must_be_booleans(flag, value):
+    q = np.ones((4, 2))
+    with pytest.raises(TypeError, match=rf"{flag} must be True or False, got {value!r}"):
+        flash_attention(q, q, q, **{flag: value})
+    if flag == "causal":
+        out, lse = flash_attention(q, q, q, return_lse=True)
+        with pytest.raises(TypeError, match=rf"causal must be True or False, got {value!r}"):
+            flash_attention_backward(q, q, q, out, out, lse, causal=value)
 
 
 def test_bad_input_is_refused_clearly():
@@ -309,14 +445,14 @@ def test_1d_0d_masks_float_01_masks_and_empty_batches(xp):
     rng = np.random.default_rng(40)
     q, k, v = (xp.asarray(rng.standard_normal(s)) for s in ((2, 4, 3), (2, 5, 3), (2, 5, 2)))
     row = np.array([True, False, True, True, False])
-    ref = scaled_dot_product_attention(q, k, v, xp.asarray(row[None, :]))[0]
+    ref = _plain(q, k, v, row[None, :])
     xp.assert_close(flash_attention(q, k, v, xp.asarray(row), block_size=2), ref)
     everything = xp.asarray(np.array(True))
-    xp.assert_close(flash_attention(q, k, v, everything, block_size=2), scaled_dot_product_attention(q, k, v)[0])
+    xp.assert_close(flash_attention(q, k, v, everything, block_size=2), _plain(q, k, v))
     with pytest.raises(ValueError, match=r"mask is a float array with values > 0 or NaN"):
         flash_attention(q, k, v, xp.asarray(np.ones((4, 5))))
     e = xp.asarray(np.ones((0, 4, 3)))
-    assert tuple(flash_attention(e, e, e).shape) == tuple(scaled_dot_product_attention(e, e, e)[0].shape) == (0, 4, 3)
+    assert tuple(flash_attention(e, e, e).shape) == tuple(_plain(e, e, e).shape) == (0, 4, 3)
     out, lse = flash_attention(e, e, e, return_lse=True)
     grads = flash_attention_backward(e, e, e, out, out, lse)
     assert [tuple(g.shape) for g in grads] == [(0, 4, 3)] * 3

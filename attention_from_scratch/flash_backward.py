@@ -1,0 +1,99 @@
+"""FlashAttention's backward pass: gradients from tiles rebuilt with the forward's log-sum-exp.
+
+The forward pass (``flash.py``) saves only ``out`` and the per-row ``lse = m + log l``; any tile's
+weights come back as ``exp(scores - lse)``, so the backward pass, like the forward, never holds the
+(T, S) matrix. FlashAttention-2 (Dao 2023, §3.1.2, Algorithm 2): outer loop over key blocks, inner
+over query blocks. Tiles are sliced and masked by the same helpers as the forward pass.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from array_api_compat import device as device_of
+
+from .attention import _sum_to_shape
+from .backend import as_float, get_namespace
+from .blas import one_blas_thread
+from .flash import _masked, _pick, _prepare, _tile_mask
+
+__all__ = ["flash_attention_backward"]
+
+
+def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, block_k, xp):
+    """dq, dk, dv of one (batch, head): q ``(T, d_k)``, k ``(S, d_k)``, v ``(S, d_v)``, d_out ``(T, d_v)``,
+    big_d and lse ``(T, 1)``. Outer loop over key blocks, inner over query blocks, as in FA-2."""
+    n_q, n_k = q.shape[0], k.shape[0]
+    offset = n_k - n_q
+    starts, on = range(0, n_q, block_q), device_of(q)  # new arrays live on the inputs' device
+    dq = [xp.zeros((min(i0 + block_q, n_q) - i0, q.shape[1]), dtype=q.dtype, device=on) for i0 in starts]
+    dk, dv = [], []
+    for j0 in range(0, n_k, block_k):
+        j1 = min(j0 + block_k, n_k)
+        k_j, v_j = k[j0:j1, :], v[j0:j1, :]
+        dk_j = xp.zeros((j1 - j0, k.shape[1]), dtype=q.dtype, device=on)
+        dv_j = xp.zeros((j1 - j0, v.shape[1]), dtype=q.dtype, device=on)
+        for b, i0 in enumerate(starts):
+            i1 = min(i0 + block_q, n_q)
+            if causal and offset + i1 - 1 < j0:  # key block wholly in these queries' future
+                continue
+            q_i, do_i = q[i0:i1, :], d_out[i0:i1, :]
+            scores = (q_i @ k_j.mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
+            scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
+            weights = xp.exp(scores - lse[i0:i1, :])  # (bq, bk): the forward's softmax, rebuilt
+            dv_j = dv_j + weights.mT @ do_i  # (bk, bq) @ (bq, d_v) -> (bk, d_v)
+            ds = weights * (do_i @ v_j.mT - big_d[i0:i1, :])  # (bq, bk)
+            dq[b] = dq[b] + (ds @ k_j) * scale  # (bq, bk) @ (bk, d_k) -> (bq, d_k)
+            dk_j = dk_j + (ds.mT @ q_i) * scale  # (bk, bq) @ (bq, d_k) -> (bk, d_k)
+        dk.append(dk_j)
+        dv.append(dv_j)
+    return xp.concat(dq, axis=0), xp.concat(dk, axis=0), xp.concat(dv, axis=0)
+
+
+def flash_attention_backward(
+    q, k, v, out, d_out, lse, mask=None, *, causal=False, scale=None, block_size=None
+):
+    """Gradients ``(dq, dk, dv)`` from tiles rebuilt with the saved ``lse``; equal to ``attention_backward``.
+
+    out ``(..., T, d_v)`` and lse ``(..., T)`` come from ``flash_attention(..., return_lse=True)``;
+    d_out = dL/d out. FlashAttention-2's backward (Dao 2023, §3.1.2, Algorithm 2): with
+    ``D = rowsum(dO ∘ O)``, for each key block j and each query block i,
+
+        weights = exp(scores_ij - lse_i)         (recomputed, never stored)
+        dv_j   += weightsᵀ dO_i
+        ds      = weights ∘ (dO_i v_jᵀ - D_i)
+        dq_i   += scale · ds k_j,     dk_j += scale · dsᵀ q_i
+
+    ``block_size`` as in ``flash_attention`` (None: the backend's measured default). Memory stays
+    O(block_q · block_k) per tile. Gradients of broadcast inputs are summed over the
+    broadcast axes, as in ``attention_backward``.
+    """
+    xp = get_namespace(q, k, v, out, d_out, lse, mask)
+    q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
+    out, d_out, lse = as_float(out, xp, "out"), as_float(d_out, xp, "d_out"), as_float(lse, xp, "lse")
+    n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
+    wanted = {"out": (*lead, n_q, d_v), "d_out": (*lead, n_q, d_v), "lse": (*lead, n_q)}
+    for x, (name, want) in zip((out, d_out, lse), wanted.items(), strict=True):
+        if tuple(x.shape) != want:
+            raise ValueError(f"{name} must have shape {want} (as from flash_attention), got {tuple(x.shape)}")
+    # D_i = rowsum(dO ∘ O) = rowsum(dP ∘ P): softmax's backward needs only this (T, 1) vector
+    big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
+    lse = lse[..., None]  # (..., T) -> (..., T, 1)
+    lse = xp.where(lse == -math.inf, xp.zeros_like(lse), lse)  # fully masked rows: exp(-inf - 0) = 0
+    if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
+        return xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
+    grads = []
+    with one_blas_thread():
+        for idx in itertools.product(*(range(n) for n in lead)):
+            grads.append(
+                _backward_one(
+                    *(_pick(x, idx) for x in (q, k, v, mask, d_out, big_d, lse)),
+                    causal=causal, scale=scale, block_q=block_q, block_k=block_k, xp=xp,
+                )
+            )
+    dqs, dks, dvs = zip(*grads, strict=True)
+    dq = xp.reshape(xp.stack(dqs), (*lead, n_q, q.shape[-1]))  # (N, T, d_k) -> (..., T, d_k)
+    dk = xp.reshape(xp.stack(dks), (*lead, n_k, k.shape[-1]))  # (N, S, d_k) -> (..., S, d_k)
+    dv = xp.reshape(xp.stack(dvs), (*lead, n_k, d_v))  # (N, S, d_v) -> (..., S, d_v)
+    return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
