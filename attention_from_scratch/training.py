@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .backend import check_positive_int, to_device, to_numpy
-from .flash import _one_blas_thread
+from .blas import one_blas_thread
 from .transformer import Transformer, TransformerConfig
 
 __all__ = [
@@ -86,7 +86,7 @@ def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, 
     # one BLAS thread: these matmuls are tiny, and a multi-threaded BLAS spends longer waking threads
     # than multiplying (measured 2-3x slower on a busy 2-core machine); it also makes the losses
     # independent of the thread count
-    with _one_blas_thread():
+    with one_blas_thread():
         _loop(model, batches, optimizer, history, steps, lr, warmup, log_every)
     history.seconds = time.perf_counter() - t0
     return history

@@ -30,7 +30,8 @@ import array_api_compat
 from . import layers as L
 from .attention import attention_backward, scaled_dot_product_attention
 from .backend import backend_name, check_flag, check_positive_int, get_namespace, random_normal, to_device
-from .flash import flash_attention, flash_attention_backward
+from .flash import flash_attention
+from .flash_backward import flash_attention_backward
 from .rope import apply_rope, rope_frequencies
 
 __all__ = ["Transformer", "TransformerConfig"]
