@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("part1", "part2")
+PARTS = ("part1", "part2", "capstone")
 
 
 def save_figure(fig, path) -> Path:
