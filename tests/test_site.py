@@ -1,0 +1,274 @@
+"""The course's website, built as README says and read in a real browser (headless Chromium).
+
+The site is built once per session into a temporary folder with the documented command (warnings are
+errors), served on 127.0.0.1 by a thread, and then:
+
+* every page is crawled over HTTP: each internal link, image, script and stylesheet answers 200, and
+  each ``#anchor`` exists on its page; every notebook of ``notebooks/`` is reached from the index;
+* no page asks the internet for anything (no external ``src``, script or stylesheet; in the browser,
+  every request goes to 127.0.0.1), so the site works offline -- MathJax included;
+* in Chromium, the index and three notebook pages (the one with the most display math, the one with
+  the most figures, and the last one) show no console error, every ``<img>`` loaded, every formula
+  typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook.
+
+Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax, Selenium) or Debian's
+``chromium`` / ``chromium-driver`` is missing. Screenshots go to a temporary folder, or to
+``$SITE_SCREENSHOTS`` when set, to be looked at.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+# README, "Read it as a website" (the output folder differs: a temporary one)
+BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs"]
+
+for _module in ("sphinx", "myst_nb", "sphinx_book_theme", "selenium", "sphinx-mathjax-offline"):
+    if importlib.util.find_spec(_module) is None:
+        pytest.skip(f"the docs extra is not installed ({_module} missing): pip install -e '.[docs]'",
+                    allow_module_level=True)
+if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+    pytest.skip(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver",
+                allow_module_level=True)
+
+
+class _Page(HTMLParser):
+    """The URLs one HTML page refers to, split by kind, and the ids it defines."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.resources, self.ids = [], [], set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        elif tag == "link" and a.get("href"):
+            self.resources.append(a["href"])
+        elif tag in ("img", "script", "iframe", "source", "video", "audio") and a.get("src"):
+            self.resources.append(a["src"])
+
+
+def _parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    return page
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Build the site with README's command into a temporary folder; return that folder."""
+    out = tmp_path_factory.mktemp("site") / "html"
+    done = subprocess.run([*BUILD, str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"the site did not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    assert "warning" not in done.stderr.lower(), done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def crawl(base_url):
+    """Every page reachable from the index: {url: parsed page}; and {url: HTTP status} of all it refers to."""
+    pages, status, todo = {}, {}, [base_url + "index.html"]
+    while todo:
+        url = todo.pop()
+        if url in pages:
+            continue
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            pages[url] = page = _parse(reply.read().decode("utf-8"))
+        for ref in page.links + page.resources:
+            target = urldefrag(urljoin(url, ref))[0].split("?")[0]
+            if not target.startswith(base_url):
+                continue
+            if target not in status:
+                try:
+                    with urllib.request.urlopen(target, timeout=10) as reply:
+                        status[target] = reply.status
+                except urllib.error.HTTPError as err:
+                    status[target] = err.code
+            if target.endswith(".html") and ref in page.links and status[target] == 200:
+                todo.append(target)
+    return pages, status
+
+
+def test_internal_links_resolve(crawl, base_url):
+    pages, status = crawl
+    broken = {url: code for url, code in status.items() if code != 200}
+    assert not broken, f"internal links that do not answer 200: {broken}"
+    missing_anchors = []
+    for url, page in pages.items():
+        for ref in page.links:
+            target, anchor = urldefrag(urljoin(url, ref))
+            if anchor and target in pages and anchor not in pages[target].ids:
+                missing_anchors.append(f"{url} -> {ref}")
+    assert not missing_anchors, f"links to anchors that do not exist: {missing_anchors}"
+    for name in ("quiz.html", "api/index.html"):
+        assert base_url + name in pages
+
+
+def test_every_notebook_is_reached_from_the_index(crawl, base_url):
+    pages, _ = crawl
+    assert NOTEBOOKS, "no notebooks found"
+    missing = [nb.name for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in pages]
+    assert not missing, f"notebooks with no page reachable from the index: {missing}"
+
+
+def test_nothing_is_fetched_from_the_internet(site):
+    external = []
+    for path in site.rglob("*.html"):
+        for ref in _parse(path.read_text(encoding="utf-8")).resources:
+            if urlparse(ref).scheme in ("http", "https") or ref.startswith("//"):
+                external.append(f"{path.relative_to(site)}: {ref}")
+    assert not external, f"pages load resources from the internet: {external}"
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def _markdown(nb: Path) -> str:
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    return "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def _n_figures(nb: Path) -> int:
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    return sum("image/png" in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+
+
+def _pages_to_open() -> dict[str, str]:
+    """The index and three notebooks: the most display math, the most figures, the last in the course."""
+    math = max(NOTEBOOKS, key=lambda nb: _markdown(nb).count("$$"))
+    figures = max(NOTEBOOKS, key=_n_figures)
+    last = NOTEBOOKS[-1]
+    chosen = {"index": "index.html"}
+    for role, nb in (("math", math), ("figures", figures), ("last", last)):
+        chosen[role] = f"notebooks/{nb.stem}.html"
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # this machine's network is closed: no background connections, a fresh profile, no sandbox as root
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    folder = Path(os.environ["SITE_SCREENSHOTS"]) if os.environ.get("SITE_SCREENSHOTS") else None
+    folder = folder or tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+_WAIT_FOR_MATH = """
+const done = arguments[arguments.length - 1];
+const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    ? MathJax.startup.promise.then(() => done(true), () => done(false)) : done(null);
+if (document.querySelector('.math') && !window.MathJax) { setTimeout(wait, 2000); } else { wait(); }
+"""
+
+_PAGE_FACTS = """
+const imgs = [...document.images];
+const maths = [...document.querySelectorAll('span.math, div.math')];
+const body = document.body.cloneNode(true);
+body.querySelectorAll('pre, code, script, style, .highlight').forEach(e => e.remove());
+const nav = [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map(a => a.href);
+return {
+  images: imgs.length,
+  broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+  math: maths.length,
+  untypeset: maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 60)),
+  typeset: document.querySelectorAll('mjx-container').length,
+  tex_errors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent.slice(0, 80)),
+  raw_dollars: body.innerText.includes('$$'),
+  nav: nav,
+};
+"""
+
+
+@pytest.mark.parametrize("role", ["index", "math", "figures", "last"])
+def test_page_in_chromium(role, browser, base_url, shots):
+    path = _pages_to_open()[role]
+    browser.get_log("browser"), browser.get_log("performance")  # start each page with empty logs
+    browser.get(base_url + path)
+    # scroll to the bottom and back, so that anything loaded lazily is loaded
+    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.set_script_timeout(30)
+    typeset = browser.execute_async_script(_WAIT_FOR_MATH)
+    facts = browser.execute_script(_PAGE_FACTS)
+    stem = Path(path).stem
+    browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
+    if facts["images"]:  # a second screenshot at the first figure
+        browser.execute_script("document.images[document.images.length > 1 ? 1 : 0].scrollIntoView()")
+        browser.save_screenshot(str(shots / f"{role}_{stem}_figure.png"))
+
+    severe = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, f"{path}: console errors {severe}"
+    requests = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
+    urls = {m["params"]["request"]["url"] for m in requests if m["method"] == "Network.requestWillBeSent"}
+    # the network only (chrome:// and data: are the browser's own); the server is base_url
+    outside = sorted(u for u in urls if urlparse(u).scheme in ("http", "https", "ws", "wss", "ftp")
+                     and not u.startswith(base_url))
+    assert base_url + path in urls, "the request log is empty: this check would see nothing"
+    assert not outside, f"{path}: the browser asked the internet for {outside}"
+
+    assert not facts["broken_images"], f"{path}: images that did not load {facts['broken_images']}"
+    assert not facts["raw_dollars"], f"{path}: raw $$ left in the page's text"
+    if facts["math"]:
+        assert typeset is True, f"{path}: MathJax did not load or did not finish"
+        assert facts["typeset"] >= facts["math"] and not facts["untypeset"], facts["untypeset"]
+        assert not facts["tex_errors"], f"{path}: TeX errors {facts['tex_errors']}"
+    if role == "math":
+        assert facts["typeset"] > 0, f"{path}: the notebook with the most display math shows none"
+    if role == "figures":
+        assert facts["images"] >= _n_figures(REPO / "notebooks" / f"{stem}.ipynb") > 0
+    if role == "index":
+        missing = [nb.stem for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in facts["nav"]]
+        assert not missing, f"the index's navigation does not link {missing}"
