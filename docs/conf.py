@@ -11,6 +11,7 @@ by a reader's browser.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -67,9 +68,57 @@ html_theme_options = {
     "use_fullscreen_button": False,
     "use_repository_button": False,  # no repository URL: links to the internet are not needed to read
     "navigation_with_keys": False,
+    "navbar_persistent": [],  # the sidebar has the search field; no second one in a header bar
 }
 # pydata-sphinx-theme (under the book theme): an empty mode makes it log a console error on a first visit
 html_context = {"default_mode": "light"}
 html_favicon = "_static/favicon.svg"  # without one, browsers ask for /favicon.ico and log a 404
 html_last_updated_fmt = None
 html_copy_source = False
+
+
+# --- docstrings: written as plain text for help(); two things reST would misread ------------------
+# |a| (a norm) is reST's substitution syntax, and a line indented under a paragraph line with no blank
+# line between is reST's "Unexpected indentation". Escape the bars, add the blank line. Literal
+# blocks (after "::"), doctest lines and ``inline literals`` are left alone.
+_ITEM = re.compile(r"^(\.\. |:|[*+-] |\d+[.)] |>>>|\.\.\.)")
+
+
+def _escape_bars(line: str) -> str:
+    parts = line.split("``")
+    return "``".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
+
+
+def plain_text_docstring(app, what, name, obj, options, lines):
+    out, literal_indent, opened, prev = [], None, [], None  # prev: the last non-blank line kept
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if not line.strip():
+            out.append(line)
+            continue
+        if literal_indent is not None and indent > literal_indent:
+            out.append(line)  # inside a literal block
+            continue
+        literal_indent = None
+        stripped = line.strip()
+        if prev is not None and out and out[-1].strip():
+            prev_indent = len(prev) - len(prev.lstrip())
+            if indent > prev_indent and not prev.rstrip().endswith(":") and not _ITEM.match(prev.strip()):
+                out.append("")  # an indented block under a plain paragraph line: a block quote
+                opened.append(indent)
+            elif opened and indent < opened[-1]:
+                out.append("")  # the block quote ends
+        while opened and indent < opened[-1]:
+            opened.pop()
+        out.append(line if stripped.startswith((">>>", "...")) else _escape_bars(line))
+        if stripped.endswith("::"):
+            literal_indent = indent
+        prev = line
+    lines[:] = out
+
+
+def setup(app):
+    # MathJax on every page, not only on pages with math of their own: the sidebar's notebook titles
+    # hold math ("Why divide by $\sqrt{d_k}$?") and would show raw TeX on the other pages
+    app.set_html_assets_policy("always")
+    app.connect("autodoc-process-docstring", plain_text_docstring, priority=600)  # after napoleon (500)

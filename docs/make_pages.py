@@ -9,7 +9,7 @@ incremental build re-reads only what changed.
     index.md        README.md, its repo-relative links rewritten to work on the site, then the toctrees
     notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
     quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
-    api/*.md        one autodoc page per module
+    api/*.rst       one autodoc page per module
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
             return f"[`{m.group(1)}`](notebooks/{m.group(1)}.ipynb)" if m.group(1) in nb_names else m.group(0)
 
         def mod(m: re.Match) -> str:
-            return f"[`{m.group(1)}.py`](api/{m.group(1)}.md)" if m.group(1) in module_names else m.group(0)
+            return f"[`{m.group(1)}.py`](api/{m.group(1)}.rst)" if m.group(1) in module_names else m.group(0)
 
         # only a backticked name that is not already inside a link: not preceded by '[' nor followed by ']'
         line = re.sub(r"(?<!\[)`(\d\d_[A-Za-z0-9_]+)`(?!\])", nb, line)
@@ -149,14 +149,16 @@ def quiz_page() -> str:
 
 
 def api_pages(module_names: list[str]) -> dict[str, str]:
+    """reStructuredText pages: autodoc writes reST, which a MyST (Markdown) page would show raw."""
     pages = {
-        "index.md": "# API reference\n\nOne page per module, generated from the modules' docstrings.\n\n"
-        "```{toctree}\n:maxdepth: 1\n\n" + "\n".join(module_names) + "\n```\n"
+        "index.rst": "API reference\n=============\n\nOne page per module, generated from the modules' "
+        "docstrings.\n\n.. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {m}\n" for m in module_names)
     }
     for name in module_names:
-        pages[f"{name}.md"] = (
-            f"# `{name}`\n\n```{{automodule}} attention_from_scratch.{name}\n:members:\n"
-            ":show-inheritance:\n```\n"
+        title = f"``{name}``"
+        pages[f"{name}.rst"] = (
+            f"{title}\n{'=' * len(title)}\n\n.. automodule:: attention_from_scratch.{name}\n"
+            "   :members:\n   :show-inheritance:\n"
         )
     return pages
 

@@ -12,7 +12,8 @@ errors), served on 127.0.0.1 by a thread, and then:
   typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook.
 
 Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax, Selenium) or Debian's
-``chromium`` / ``chromium-driver`` is missing. Screenshots go to a temporary folder, or to
+``chromium`` / ``chromium-driver`` is missing -- except under ``REQUIRE_SITE_TEST=1`` (CI's newest leg),
+where a missing tool fails the run rather than hiding the test. Screenshots go to a temporary folder, or to
 ``$SITE_SCREENSHOTS`` when set, to be looked at.
 """
 
@@ -41,13 +42,19 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 # README, "Read it as a website" (the output folder differs: a temporary one)
 BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs"]
 
+
+def _skip_or_fail(reason: str) -> None:
+    """Skip; but where CI promises the tools (REQUIRE_SITE_TEST=1, .ci/run's newest leg), fail instead."""
+    if os.environ.get("REQUIRE_SITE_TEST") == "1":
+        pytest.fail(f"REQUIRE_SITE_TEST=1 but {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
 for _module in ("sphinx", "myst_nb", "sphinx_book_theme", "selenium", "sphinx-mathjax-offline"):
     if importlib.util.find_spec(_module) is None:
-        pytest.skip(f"the docs extra is not installed ({_module} missing): pip install -e '.[docs]'",
-                    allow_module_level=True)
+        _skip_or_fail(f"the docs extra is not installed ({_module} missing): pip install -e '.[docs]'")
 if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    pytest.skip(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver",
-                allow_module_level=True)
+    _skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver")
 
 
 class _Page(HTMLParser):
@@ -168,11 +175,11 @@ def _n_figures(nb: Path) -> int:
 
 
 def _pages_to_open() -> dict[str, str]:
-    """The index and three notebooks: the most display math, the most figures, the last in the course."""
+    """The index, three notebooks (the most display math, the most figures, the last), the quiz, an API page."""
     math = max(NOTEBOOKS, key=lambda nb: _markdown(nb).count("$$"))
     figures = max(NOTEBOOKS, key=_n_figures)
     last = NOTEBOOKS[-1]
-    chosen = {"index": "index.html"}
+    chosen = {"index": "index.html", "quiz": "quiz.html", "api": "api/similarity.html"}
     for role, nb in (("math", math), ("figures", figures), ("last", last)):
         chosen[role] = f"notebooks/{nb.stem}.html"
     return chosen
@@ -213,7 +220,7 @@ const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise
 if (document.querySelector('.math') && !window.MathJax) { setTimeout(wait, 2000); } else { wait(); }
 """
 
-_PAGE_FACTS = """
+_PAGE_FACTS = r"""
 const imgs = [...document.images];
 const maths = [...document.querySelectorAll('span.math, div.math')];
 const body = document.body.cloneNode(true);
@@ -227,12 +234,13 @@ return {
   typeset: document.querySelectorAll('mjx-container').length,
   tex_errors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent.slice(0, 80)),
   raw_dollars: body.innerText.includes('$$'),
+  raw_rest: /^\s*\.\. [a-z:]+::/m.test(body.innerText),
   nav: nav,
 };
 """
 
 
-@pytest.mark.parametrize("role", ["index", "math", "figures", "last"])
+@pytest.mark.parametrize("role", ["index", "math", "figures", "last", "quiz", "api"])
 def test_page_in_chromium(role, browser, base_url, shots):
     path = _pages_to_open()[role]
     browser.get_log("browser"), browser.get_log("performance")  # start each page with empty logs
@@ -261,6 +269,7 @@ def test_page_in_chromium(role, browser, base_url, shots):
 
     assert not facts["broken_images"], f"{path}: images that did not load {facts['broken_images']}"
     assert not facts["raw_dollars"], f"{path}: raw $$ left in the page's text"
+    assert not facts["raw_rest"], f"{path}: a reST directive shown as text (autodoc in a Markdown page?)"
     if facts["math"]:
         assert typeset is True, f"{path}: MathJax did not load or did not finish"
         assert facts["typeset"] >= facts["math"] and not facts["untypeset"], facts["untypeset"]
@@ -272,3 +281,17 @@ def test_page_in_chromium(role, browser, base_url, shots):
     if role == "index":
         missing = [nb.stem for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in facts["nav"]]
         assert not missing, f"the index's navigation does not link {missing}"
+
+
+def test_quiz_page_follows_the_quiz_module(site):
+    import html
+
+    from attention_from_scratch import quiz
+
+    # Sphinx typesets quotes ("smartquotes"): compare with straight ones
+    text = html.unescape((site / "quiz.html").read_text(encoding="utf-8")).replace("\u2019", "'")
+    for qid in quiz.question_ids():
+        assert f"{qid}" in text, f"quiz question {qid!r} is missing from the site"
+        first_words = quiz.ask(qid).splitlines()[0][:40]
+        assert first_words in text, f"the text of {qid!r} is not on the quiz page: {first_words!r}"
+    assert text.count("<summary>Answer</summary>") == len(quiz.question_ids())
