@@ -74,7 +74,9 @@ html_theme_options = {
 html_context = {"default_mode": "light"}
 html_favicon = "_static/favicon.svg"  # without one, browsers ask for /favicon.ico and log a 404
 html_last_updated_fmt = None
-html_copy_source = False
+# the download button offers each page's source: a notebook downloads as the .ipynb itself
+html_copy_source = True
+html_sourcelink_suffix = ""
 
 
 # --- docstrings: written as plain text for help(); two things reST would misread ------------------

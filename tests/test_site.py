@@ -86,6 +86,9 @@ class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest's output clean
         pass
 
+    def list_directory(self, path):  # a link to a folder with no index.html is broken, not a listing
+        self.send_error(404, "no index.html in this folder")
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
@@ -252,6 +255,8 @@ def test_page_in_chromium(role, browser, base_url, shots):
     typeset = browser.execute_async_script(_WAIT_FOR_MATH)
     facts = browser.execute_script(_PAGE_FACTS)
     stem = Path(path).stem
+    if role == "quiz":  # show the answers in the screenshot
+        browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
     browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
     if facts["images"]:  # a second screenshot at the first figure
         browser.execute_script("document.images[document.images.length > 1 ? 1 : 0].scrollIntoView()")
@@ -295,3 +300,41 @@ def test_quiz_page_follows_the_quiz_module(site):
         first_words = quiz.ask(qid).splitlines()[0][:40]
         assert first_words in text, f"the text of {qid!r} is not on the quiz page: {first_words!r}"
     assert text.count("<summary>Answer</summary>") == len(quiz.question_ids())
+
+
+def _make_pages():
+    spec = importlib.util.spec_from_file_location("make_pages", REPO / "docs" / "make_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_links_are_rewritten_for_the_site():
+    pages = _make_pages()
+    first = NOTEBOOKS[0].stem
+    text = "\n".join([
+        "![plain vs flash](figures/bench_flash.png) and [the script](benchmarks/bench_flash.py)",
+        f"[a notebook](notebooks/{first}.ipynb), [web](https://example.org/x), [here](#the-course)",
+        f"| `{first}` | `softmax.py` | `not_a_module.py` | [`{first}`](notebooks/{first}.ipynb) |",
+        "```bash",
+        f"see `{first}` and ![x](figures/a.png)",
+        "```",
+    ])
+    out = pages.rewrite_readme(text, REPO, ["softmax"]).splitlines()
+    assert out[0] == "![plain vs flash](../figures/bench_flash.png) and [the script](../benchmarks/bench_flash.py)"
+    assert out[1] == f"[a notebook](notebooks/{first}.ipynb), [web](https://example.org/x), [here](#the-course)"
+    assert out[2] == (f"| [`{first}`](notebooks/{first}.ipynb) | [`softmax.py`](api/softmax.rst) | "
+                      f"`not_a_module.py` | [`{first}`](notebooks/{first}.ipynb) |")
+    assert out[3:] == ["```bash", f"see `{first}` and ![x](figures/a.png)", "```"]  # code is left alone
+
+
+def test_notebook_copies_keep_their_relative_links(tmp_path):
+    pages = _make_pages()
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
+        "![f](../figures/a.png) [next](02_x.ipynb) <img src=\"../figures/b.png\"> [w](https://x.org)"]}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "01_x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    pages.copy_notebook(tmp_path / "01_x.ipynb", tmp_path / "copy" / "01_x.ipynb")
+    source = json.loads((tmp_path / "copy" / "01_x.ipynb").read_text(encoding="utf-8"))["cells"][0]["source"]
+    assert source == ("![f](../../figures/a.png) [next](02_x.ipynb) <img src=\"../../figures/b.png\"> "
+                      "[w](https://x.org)")
