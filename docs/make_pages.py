@@ -20,8 +20,6 @@ import pkgutil
 import re
 from pathlib import Path
 
-GENERATED = ["index.md", "quiz.md", "notebooks", "api"]  # docs/.gitignore lists the same names
-
 # a Markdown link or image target: ](target) ; group 1 is the target, up to a space or ')'
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _HTML_SRC = re.compile(r'(src|href)="([^"]+)"')
