@@ -11,7 +11,6 @@ by a reader's browser.
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ sys.path.insert(0, str(REPO))  # document this checkout's package, whatever else
 sys.path.insert(0, str(DOCS))
 
 import make_pages  # noqa: E402  (needs the paths above)
+from docstrings import plain_text_docstring  # noqa: E402
 
 import attention_from_scratch  # noqa: E402
 
@@ -33,7 +33,7 @@ release = version = attention_from_scratch.__version__
 
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 root_doc = "index"
-exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py", "README.md"]
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py"]
 
 # --- notebooks: show the stored outputs (the ones nbval checks); never execute -----------------------
 nb_execution_mode = "off"
@@ -77,46 +77,6 @@ html_last_updated_fmt = None
 # the download button offers each page's source: a notebook downloads as the .ipynb itself
 html_copy_source = True
 html_sourcelink_suffix = ""
-
-
-# --- docstrings: written as plain text for help(); two things reST would misread ------------------
-# |a| (a norm) is reST's substitution syntax, and a line indented under a paragraph line with no blank
-# line between is reST's "Unexpected indentation". Escape the bars, add the blank line. Literal
-# blocks (after "::"), doctest lines and ``inline literals`` are left alone.
-_ITEM = re.compile(r"^(\.\. |:|[*+-] |\d+[.)] |>>>|\.\.\.)")
-
-
-def _escape_bars(line: str) -> str:
-    parts = line.split("``")
-    return "``".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
-
-
-def plain_text_docstring(app, what, name, obj, options, lines):
-    out, literal_indent, opened, prev = [], None, [], None  # prev: the last non-blank line kept
-    for line in lines:
-        indent = len(line) - len(line.lstrip())
-        if not line.strip():
-            out.append(line)
-            continue
-        if literal_indent is not None and indent > literal_indent:
-            out.append(line)  # inside a literal block
-            continue
-        literal_indent = None
-        stripped = line.strip()
-        if prev is not None and out and out[-1].strip():
-            prev_indent = len(prev) - len(prev.lstrip())
-            if indent > prev_indent and not prev.rstrip().endswith(":") and not _ITEM.match(prev.strip()):
-                out.append("")  # an indented block under a plain paragraph line: a block quote
-                opened.append(indent)
-            elif opened and indent < opened[-1]:
-                out.append("")  # the block quote ends
-        while opened and indent < opened[-1]:
-            opened.pop()
-        out.append(line if stripped.startswith((">>>", "...")) else _escape_bars(line))
-        if stripped.endswith("::"):
-            literal_indent = indent
-        prev = line
-    lines[:] = out
 
 
 def setup(app):

@@ -338,3 +338,53 @@ def test_notebook_copies_keep_their_relative_links(tmp_path):
     source = json.loads((tmp_path / "copy" / "01_x.ipynb").read_text(encoding="utf-8"))["cells"][0]["source"]
     assert source == ("![f](../../figures/a.png) [next](02_x.ipynb) <img src=\"../../figures/b.png\"> "
                       "[w](https://x.org)")
+
+
+def _docstrings():
+    spec = importlib.util.spec_from_file_location("docstrings", REPO / "docs" / "docstrings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rest_problems(text: str) -> list[str]:
+    """What docutils itself reports (warnings and errors) when it parses ``text`` as reST."""
+    import io
+
+    from docutils.core import publish_doctree
+
+    stream = io.StringIO()
+    publish_doctree(text, settings_overrides={"warning_stream": stream, "report_level": 2, "halt_level": 5})
+    return stream.getvalue().splitlines()
+
+
+def test_plain_text_docstrings_become_valid_rest():
+    lines = [
+        "Ways to score: |a| |b| cos θ, but ``x | y`` is code.",
+        "",
+        "One forward pass:",
+        "",
+        "    x = E[tokens]          (B, T, d_model)",
+        "    repeat n_layers times:",
+        "        x = x + |W| x",
+        "    logits = x W_out",
+        "",
+        "mean entropy in nats, the size of the gradient that",
+        "    flows back through softmax",
+        "* a list item whose text",
+        "      goes on here",
+        "back to a paragraph.",
+        "",
+        "    >>> abs(-1) | 0",
+    ]
+    assert len(_rest_problems("\n".join(lines))) > 0  # as written, reST misreads it
+    out = list(lines)
+    _docstrings().plain_text_docstring(None, "module", "m", None, {}, out)
+    assert not _rest_problems("\n".join(out)), "\n".join(out)
+    assert out[0] == "Ways to score: \\|a\\| \\|b\\| cos θ, but ``x | y`` is code."
+    assert out[2] == "One forward pass::"  # the display below it is a literal block, shown as written
+    assert out[4:8] == lines[4:8]  # bars inside the literal block are not escaped
+    assert "mean entropy in nats, the size of the gradient that" in out
+    assert "flows back through softmax" in out  # the hanging indent continues its paragraph
+    assert "  goes on here" in out  # aligned with the list item's text
+    assert out[-1] == "    >>> abs(-1) | 0"  # doctest lines are code
