@@ -42,9 +42,13 @@ def notebooks(repo: Path) -> list[Path]:
 
 
 def modules(package: str = "attention_from_scratch") -> list[str]:
-    """Every public module of the package (``__main__`` and ``_private`` ones left out), sorted."""
+    """Every public module of the package, sub-packages' modules included (``plots.part1``), sorted.
+
+    ``__main__`` and any ``_private`` module are left out.
+    """
     pkg = __import__(package)
-    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
+    names = (m.name.removeprefix(package + ".") for m in pkgutil.walk_packages(pkg.__path__, package + "."))
+    return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
 
 
 def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
