@@ -1,0 +1,86 @@
+"""Sphinx configuration of the course's website (see README, "Read it as a website").
+
+Build it, warnings as errors, with:  python -m sphinx -W --keep-going -b html docs docs/_build/html
+
+The site is built offline: the notebooks are shown with the outputs stored in them (never re-executed),
+MathJax is served from the site itself (copied from the ``sphinx-mathjax-offline`` package), and the
+theme's assets come with ``sphinx-book-theme``; nothing is fetched from the internet, by the build or
+by a reader's browser.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+REPO = DOCS.parent
+sys.path.insert(0, str(REPO))  # document this checkout's package, whatever else is installed
+sys.path.insert(0, str(DOCS))
+
+import make_pages  # noqa: E402  (needs the paths above)
+from docstrings import plain_text_docstring  # noqa: E402
+
+import attention_from_scratch  # noqa: E402
+
+make_pages.generate(DOCS)
+
+project = "attention_from_scratch"
+author = "the attention_from_scratch authors"
+copyright = "the attention_from_scratch authors"
+release = version = attention_from_scratch.__version__
+
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+root_doc = "index"
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py"]
+
+# --- notebooks: show the stored outputs (the ones nbval checks); never execute -----------------------
+nb_execution_mode = "off"
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3  # README's and the notebooks' #section links resolve
+nb_merge_streams = True
+
+# --- API reference from docstrings ------------------------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_default_options = {"undoc-members": False}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = True
+
+# --- math: MathJax 3 from this site, not a CDN ------------------------------------------------------
+_mathjax = importlib.util.find_spec("sphinx-mathjax-offline")  # the package's folder has a '-' in its name
+if _mathjax is None or not _mathjax.submodule_search_locations:
+    raise RuntimeError(
+        "MathJax for offline use is missing: install the docs extra, pip install -e \".[docs]\" "
+        "(it brings sphinx-mathjax-offline, which holds MathJax 3)"
+    )
+# docs/_static (the favicon) and the package's static/ folder, whose mathjax/ lands in _static/mathjax/
+html_static_path = ["_static", str(Path(next(iter(_mathjax.submodule_search_locations))) / "static")]
+mathjax_path = "mathjax/tex-chtml.js"  # relative to _static/, where html_static_path copies mathjax/
+
+# --- theme ------------------------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = "attention_from_scratch"
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,  # no repository URL: links to the internet are not needed to read
+    "navigation_with_keys": False,
+    "navbar_persistent": [],  # the sidebar has the search field; no second one in a header bar
+}
+# pydata-sphinx-theme (under the book theme): an empty mode makes it log a console error on a first visit
+html_context = {"default_mode": "light"}
+html_favicon = "_static/favicon.svg"  # without one, browsers ask for /favicon.ico and log a 404
+html_last_updated_fmt = None
+# the download button offers each page's source: a notebook downloads as the .ipynb itself
+html_copy_source = True
+html_sourcelink_suffix = ""
+
+
+def setup(app):
+    # MathJax on every page, not only on pages with math of their own: the sidebar's notebook titles
+    # hold math ("Why divide by $\sqrt{d_k}$?") and would show raw TeX on the other pages
+    app.set_html_assets_policy("always")
+    app.connect("autodoc-process-docstring", plain_text_docstring, priority=600)  # after napoleon (500)

@@ -1,0 +1,193 @@
+"""Write the site's generated pages into docs/ before Sphinx reads them (called by conf.py).
+
+Nothing here is a list that can go stale: the notebooks are every ``notebooks/*.ipynb`` in file-name
+order (the ``NN_`` prefix is the course order), the API pages are every module of the package, and
+the quiz page is drawn from ``attention_from_scratch.quiz`` at build time. The generated files are
+git-ignored (docs/.gitignore); a file is rewritten only when its text changes, so Sphinx's
+incremental build re-reads only what changed.
+
+    index.md        README.md, its repo-relative links rewritten to work on the site, then the toctrees
+    notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
+    quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
+    api/*.rst       one autodoc page per module
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import pkgutil
+import re
+from pathlib import Path
+
+# a Markdown link or image target: ](target) ; group 1 is the target, up to a space or ')'
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_HTML_SRC = re.compile(r'(src|href)="([^"]+)"')
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` unless the file already holds it (keeps mtimes, so Sphinx rebuilds only changes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _is_relative(target: str) -> bool:
+    return not re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target)
+
+
+def notebooks(repo: Path) -> list[Path]:
+    """Every notebook of the course, in course order (their names start with a two-digit number)."""
+    return sorted((repo / "notebooks").glob("*.ipynb"))
+
+
+def modules(package: str = "attention_from_scratch") -> list[str]:
+    """Every public module of the package, sub-packages' modules included (``plots.part1``), sorted.
+
+    ``__main__`` and any ``_private`` module are left out.
+    """
+    pkg = __import__(package)
+    names = (m.name.removeprefix(package + ".") for m in pkgutil.walk_packages(pkg.__path__, package + "."))
+    return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
+
+
+def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
+    """README.md as the site's front page: links that are relative to the repo made relative to docs/.
+
+    ``notebooks/X.ipynb`` stays (docs/notebooks/ holds the copies, so it becomes a page link);
+    ``figures/x.png`` and any other file of the repo become ``../figures/x.png`` (an image, or a
+    download link). Outside code blocks, a notebook named in backticks (`` `05_masking` ``) and a module
+    (`` `mla.py` ``) become links to their pages.
+    """
+    nb_names = {p.stem for p in notebooks(repo)}
+
+    def fix_target(match: re.Match) -> str:
+        target = match.group(1)
+        if not _is_relative(target) or target.startswith("notebooks/"):
+            return match.group(0)
+        return f"](../{target})"
+
+    def link_names(line: str) -> str:
+        def nb(m: re.Match) -> str:
+            return f"[`{m.group(1)}`](notebooks/{m.group(1)}.ipynb)" if m.group(1) in nb_names else m.group(0)
+
+        def mod(m: re.Match) -> str:
+            return f"[`{m.group(1)}.py`](api/{m.group(1)}.rst)" if m.group(1) in module_names else m.group(0)
+
+        # only a backticked name that is not already inside a link: not preceded by '[' nor followed by ']'
+        line = re.sub(r"(?<!\[)`(\d\d_[A-Za-z0-9_]+)`(?!\])", nb, line)
+        return re.sub(r"(?<!\[)`([a-z_][a-z0-9_]*)\.py`(?!\])", mod, line)
+
+    out, in_code = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code:
+            line = link_names(_LINK.sub(fix_target, line))
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def index_page(repo: Path, module_names: list[str]) -> str:
+    readme = rewrite_readme((repo / "README.md").read_text(encoding="utf-8"), repo, module_names)
+    return readme + (
+        "\n```{toctree}\n:caption: The course\n:maxdepth: 1\n:glob:\n\nnotebooks/*\n```\n"
+        "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\nquiz\napi/index\n```\n"
+    )
+
+
+# an HTML anchor alone on its line, <a id="name"></a>: Jupyter jumps to it, Sphinx cannot link to it
+_HTML_ANCHOR = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*$', re.MULTILINE)
+
+
+def copy_notebook(src: Path, dest: Path) -> None:
+    """Copy a stored notebook for the site, adjusting its Markdown.
+
+    A ``../path`` link gets one more ``../`` (the copy sits one folder deeper), and an HTML anchor alone
+    on its line becomes a MyST target ``(name)=``, so that links to ``#name`` (from this notebook,
+    another one or README) resolve on the site as they do in Jupyter.
+    """
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = _HTML_ANCHOR.sub(lambda m: f"({m.group(1)})=", "".join(cell["source"]))
+        source = _LINK.sub(lambda m: f"](../{m.group(1)})" if m.group(1).startswith("../") else m.group(0), source)
+        source = _HTML_SRC.sub(
+            lambda m: f'{m.group(1)}="../{m.group(2)}"' if m.group(2).startswith("../") else m.group(0), source
+        )
+        cell["source"] = source
+    _write(dest, json.dumps(nb, ensure_ascii=False, indent=1) + "\n")
+
+
+def _md_escape(text: str) -> str:
+    """Backslash-escape Markdown's special characters, so quiz text shows as written."""
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
+
+
+def _show(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(f"{float(v):.4g}" for v in value) + "]"
+    return f"{float(value):.6g}"
+
+
+def quiz_page() -> str:
+    from attention_from_scratch import quiz
+
+    parts = [
+        "# The quiz\n",
+        "Every question below comes from `attention_from_scratch.quiz`, and every answer is computed by the "
+        "package when this page is built. Try each one before opening its answer. In Python the same "
+        "questions check your answer and explain it:\n",
+        "```python\nfrom attention_from_scratch import quiz\n"
+        "print(quiz.ask(\"dot_product\"))\nprint(quiz.check(\"dot_product\", 17))\n```\n",
+    ]
+    for n, qid in enumerate(quiz.question_ids(), start=1):
+        lines = quiz.ask(qid).splitlines()
+        expected = quiz.answer(qid)
+        verdict = quiz.check(qid, expected)
+        assert verdict.correct, f"quiz {qid!r}: its own answer is not accepted"
+        parts.append(f"## {n}. `{qid}`\n")
+        parts.append("\\\n".join(_md_escape(line.strip()) for line in lines) + "\n")
+        parts.append(
+            "<details><summary>Answer</summary>\n"
+            f"<p><strong>{html.escape(_show(expected))}</strong></p>\n"
+            f"<p>{html.escape(verdict.explanation)}</p>\n</details>\n"
+        )
+    return "\n".join(parts)
+
+
+def api_pages(module_names: list[str]) -> dict[str, str]:
+    """reStructuredText pages: autodoc writes reST, which a MyST (Markdown) page would show raw."""
+    pages = {
+        "index.rst": "API reference\n=============\n\nOne page per module, generated from the modules' "
+        "docstrings.\n\n.. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {m}\n" for m in module_names)
+    }
+    for name in module_names:
+        title = f"``{name}``"
+        pages[f"{name}.rst"] = (
+            f"{title}\n{'=' * len(title)}\n\n.. automodule:: attention_from_scratch.{name}\n"
+            "   :members:\n   :show-inheritance:\n"
+        )
+    return pages
+
+
+def generate(docs: Path) -> None:
+    """Write every generated page under ``docs`` and remove generated files that no longer have a source."""
+    repo = docs.parent
+    module_names = modules()
+    _write(docs / "index.md", index_page(repo, module_names))
+    _write(docs / "quiz.md", quiz_page())
+    wanted = {docs / "notebooks" / p.name for p in notebooks(repo)}
+    for src in notebooks(repo):
+        copy_notebook(src, docs / "notebooks" / src.name)
+    pages = api_pages(module_names)
+    for name, text in pages.items():
+        _write(docs / "api" / name, text)
+    wanted |= {docs / "api" / name for name in pages}
+    for folder in ("notebooks", "api"):
+        for stale in (docs / folder).iterdir():
+            if stale not in wanted:
+                stale.unlink()

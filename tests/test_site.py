@@ -1,0 +1,390 @@
+"""The course's website, built as README says and read in a real browser (headless Chromium).
+
+The site is built once per session into a temporary folder with the documented command (warnings are
+errors), served on 127.0.0.1 by a thread, and then:
+
+* every page is crawled over HTTP: each internal link, image, script and stylesheet answers 200, and
+  each ``#anchor`` exists on its page; every notebook of ``notebooks/`` is reached from the index;
+* no page asks the internet for anything (no external ``src``, script or stylesheet; in the browser,
+  every request goes to 127.0.0.1), so the site works offline -- MathJax included;
+* in Chromium, the index and three notebook pages (the one with the most display math, the one with
+  the most figures, and the last one) show no console error, every ``<img>`` loaded, every formula
+  typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook.
+
+Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax, Selenium) or Debian's
+``chromium`` / ``chromium-driver`` is missing -- except under ``REQUIRE_SITE_TEST=1`` (CI's newest leg),
+where a missing tool fails the run rather than hiding the test. Screenshots go to a temporary folder, or to
+``$SITE_SCREENSHOTS`` when set, to be looked at.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlparse
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+# README, "Read it as a website" (the output folder differs: a temporary one)
+BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs"]
+
+
+def _skip_or_fail(reason: str) -> None:
+    """Skip; but where CI promises the tools (REQUIRE_SITE_TEST=1, .ci/run's newest leg), fail instead."""
+    if os.environ.get("REQUIRE_SITE_TEST") == "1":
+        pytest.fail(f"REQUIRE_SITE_TEST=1 but {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+for _module in ("sphinx", "myst_nb", "sphinx_book_theme", "selenium", "sphinx-mathjax-offline"):
+    if importlib.util.find_spec(_module) is None:
+        _skip_or_fail(f"the docs extra is not installed ({_module} missing): pip install -e '.[docs]'")
+if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+    _skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver")
+
+
+class _Page(HTMLParser):
+    """The URLs one HTML page refers to, split by kind, and the ids it defines."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.resources, self.ids = [], [], set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        elif tag == "link" and a.get("href"):
+            self.resources.append(a["href"])
+        elif tag in ("img", "script", "iframe", "source", "video", "audio") and a.get("src"):
+            self.resources.append(a["src"])
+
+
+def _parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    return page
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+    def list_directory(self, path):  # a link to a folder with no index.html is broken, not a listing
+        self.send_error(404, "no index.html in this folder")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Build the site with README's command into a temporary folder; return that folder."""
+    out = tmp_path_factory.mktemp("site") / "html"
+    done = subprocess.run([*BUILD, str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"the site did not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    assert "warning" not in done.stderr.lower(), done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def crawl(base_url):
+    """Every page reachable from the index: {url: parsed page}; and {url: HTTP status} of all it refers to."""
+    pages, status, todo = {}, {}, [base_url + "index.html"]
+    while todo:
+        url = todo.pop()
+        if url in pages:
+            continue
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            pages[url] = page = _parse(reply.read().decode("utf-8"))
+        for ref in page.links + page.resources:
+            target = urldefrag(urljoin(url, ref))[0].split("?")[0]
+            if not target.startswith(base_url):
+                continue
+            if target not in status:
+                try:
+                    with urllib.request.urlopen(target, timeout=10) as reply:
+                        status[target] = reply.status
+                except urllib.error.HTTPError as err:
+                    status[target] = err.code
+            if target.endswith(".html") and ref in page.links and status[target] == 200:
+                todo.append(target)
+    return pages, status
+
+
+def test_internal_links_resolve(crawl, base_url):
+    pages, status = crawl
+    broken = {url: code for url, code in status.items() if code != 200}
+    assert not broken, f"internal links that do not answer 200: {broken}"
+    missing_anchors = []
+    for url, page in pages.items():
+        for ref in page.links:
+            target, anchor = urldefrag(urljoin(url, ref))
+            if anchor and target in pages and anchor not in pages[target].ids:
+                missing_anchors.append(f"{url} -> {ref}")
+    assert not missing_anchors, f"links to anchors that do not exist: {missing_anchors}"
+    for name in ("quiz.html", "api/index.html"):
+        assert base_url + name in pages
+
+
+def test_every_notebook_is_reached_from_the_index(crawl, base_url):
+    pages, _ = crawl
+    assert NOTEBOOKS, "no notebooks found"
+    missing = [nb.name for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in pages]
+    assert not missing, f"notebooks with no page reachable from the index: {missing}"
+
+
+def test_nothing_is_fetched_from_the_internet(site):
+    external = []
+    for path in site.rglob("*.html"):
+        for ref in _parse(path.read_text(encoding="utf-8")).resources:
+            if urlparse(ref).scheme in ("http", "https") or ref.startswith("//"):
+                external.append(f"{path.relative_to(site)}: {ref}")
+    assert not external, f"pages load resources from the internet: {external}"
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def _markdown(nb: Path) -> str:
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    return "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def _n_figures(nb: Path) -> int:
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    return sum("image/png" in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+
+
+def _pages_to_open() -> dict[str, str]:
+    """The index, three notebooks (the most display math, the most figures, the last), the quiz, an API page."""
+    math = max(NOTEBOOKS, key=lambda nb: _markdown(nb).count("$$"))
+    figures = max(NOTEBOOKS, key=_n_figures)
+    last = NOTEBOOKS[-1]
+    chosen = {"index": "index.html", "quiz": "quiz.html", "api": "api/similarity.html"}
+    for role, nb in (("math", math), ("figures", figures), ("last", last)):
+        chosen[role] = f"notebooks/{nb.stem}.html"
+    return chosen
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # this machine's network is closed: no background connections, a fresh profile, no sandbox as root
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    folder = Path(os.environ["SITE_SCREENSHOTS"]) if os.environ.get("SITE_SCREENSHOTS") else None
+    folder = folder or tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+_WAIT_FOR_MATH = """
+const done = arguments[arguments.length - 1];
+const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    ? MathJax.startup.promise.then(() => done(true), () => done(false)) : done(null);
+if (document.querySelector('.math') && !window.MathJax) { setTimeout(wait, 2000); } else { wait(); }
+"""
+
+_PAGE_FACTS = r"""
+const imgs = [...document.images];
+const maths = [...document.querySelectorAll('span.math, div.math')];
+const body = document.body.cloneNode(true);
+body.querySelectorAll('pre, code, script, style, .highlight').forEach(e => e.remove());
+const nav = [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map(a => a.href);
+return {
+  images: imgs.length,
+  broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+  math: maths.length,
+  untypeset: maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 60)),
+  typeset: document.querySelectorAll('mjx-container').length,
+  tex_errors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent.slice(0, 80)),
+  raw_dollars: body.innerText.includes('$$'),
+  raw_rest: /^\s*\.\. [a-z:]+::/m.test(body.innerText),
+  nav: nav,
+};
+"""
+
+
+@pytest.mark.parametrize("role", ["index", "math", "figures", "last", "quiz", "api"])
+def test_page_in_chromium(role, browser, base_url, shots):
+    path = _pages_to_open()[role]
+    browser.get_log("browser"), browser.get_log("performance")  # start each page with empty logs
+    browser.get(base_url + path)
+    # scroll to the bottom and back, so that anything loaded lazily is loaded
+    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.set_script_timeout(30)
+    typeset = browser.execute_async_script(_WAIT_FOR_MATH)
+    facts = browser.execute_script(_PAGE_FACTS)
+    stem = Path(path).stem
+    if role == "quiz":  # show the answers in the screenshot
+        browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
+    if facts["images"]:  # a second screenshot at the first figure
+        browser.execute_script("document.images[document.images.length > 1 ? 1 : 0].scrollIntoView()")
+        browser.save_screenshot(str(shots / f"{role}_{stem}_figure.png"))
+
+    severe = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, f"{path}: console errors {severe}"
+    requests = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
+    urls = {m["params"]["request"]["url"] for m in requests if m["method"] == "Network.requestWillBeSent"}
+    # the network only (chrome:// and data: are the browser's own); the server is base_url
+    outside = sorted(u for u in urls if urlparse(u).scheme in ("http", "https", "ws", "wss", "ftp")
+                     and not u.startswith(base_url))
+    assert base_url + path in urls, "the request log is empty: this check would see nothing"
+    assert not outside, f"{path}: the browser asked the internet for {outside}"
+
+    assert not facts["broken_images"], f"{path}: images that did not load {facts['broken_images']}"
+    assert not facts["raw_dollars"], f"{path}: raw $$ left in the page's text"
+    assert not facts["raw_rest"], f"{path}: a reST directive shown as text (autodoc in a Markdown page?)"
+    if facts["math"]:
+        assert typeset is True, f"{path}: MathJax did not load or did not finish"
+        assert facts["typeset"] >= facts["math"] and not facts["untypeset"], facts["untypeset"]
+        assert not facts["tex_errors"], f"{path}: TeX errors {facts['tex_errors']}"
+    if role == "math":
+        assert facts["typeset"] > 0, f"{path}: the notebook with the most display math shows none"
+    if role == "figures":
+        assert facts["images"] >= _n_figures(REPO / "notebooks" / f"{stem}.ipynb") > 0
+    if role == "index":
+        missing = [nb.stem for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in facts["nav"]]
+        assert not missing, f"the index's navigation does not link {missing}"
+
+
+def test_quiz_page_follows_the_quiz_module(site):
+    import html
+
+    from attention_from_scratch import quiz
+
+    # Sphinx typesets quotes ("smartquotes"): compare with straight ones
+    text = html.unescape((site / "quiz.html").read_text(encoding="utf-8")).replace("\u2019", "'")
+    for qid in quiz.question_ids():
+        assert f"{qid}" in text, f"quiz question {qid!r} is missing from the site"
+        first_words = quiz.ask(qid).splitlines()[0][:40]
+        assert first_words in text, f"the text of {qid!r} is not on the quiz page: {first_words!r}"
+    assert text.count("<summary>Answer</summary>") == len(quiz.question_ids())
+
+
+def _make_pages():
+    spec = importlib.util.spec_from_file_location("make_pages", REPO / "docs" / "make_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_links_are_rewritten_for_the_site():
+    pages = _make_pages()
+    first = NOTEBOOKS[0].stem
+    text = "\n".join([
+        "![plain vs flash](figures/bench_flash.png) and [the script](benchmarks/bench_flash.py)",
+        f"[a notebook](notebooks/{first}.ipynb), [web](https://example.org/x), [here](#the-course)",
+        f"| `{first}` | `softmax.py` | `not_a_module.py` | [`{first}`](notebooks/{first}.ipynb) |",
+        "```bash",
+        f"see `{first}` and ![x](figures/a.png)",
+        "```",
+    ])
+    out = pages.rewrite_readme(text, REPO, ["softmax"]).splitlines()
+    assert out[0] == "![plain vs flash](../figures/bench_flash.png) and [the script](../benchmarks/bench_flash.py)"
+    assert out[1] == f"[a notebook](notebooks/{first}.ipynb), [web](https://example.org/x), [here](#the-course)"
+    assert out[2] == (f"| [`{first}`](notebooks/{first}.ipynb) | [`softmax.py`](api/softmax.rst) | "
+                      f"`not_a_module.py` | [`{first}`](notebooks/{first}.ipynb) |")
+    assert out[3:] == ["```bash", f"see `{first}` and ![x](figures/a.png)", "```"]  # code is left alone
+
+
+def test_notebook_copies_keep_their_relative_links(tmp_path):
+    pages = _make_pages()
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
+        "![f](../figures/a.png) [next](02_x.ipynb) <img src=\"../figures/b.png\"> [w](https://x.org)"]}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "01_x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    pages.copy_notebook(tmp_path / "01_x.ipynb", tmp_path / "copy" / "01_x.ipynb")
+    source = json.loads((tmp_path / "copy" / "01_x.ipynb").read_text(encoding="utf-8"))["cells"][0]["source"]
+    assert source == ("![f](../../figures/a.png) [next](02_x.ipynb) <img src=\"../../figures/b.png\"> "
+                      "[w](https://x.org)")
+
+
+def _docstrings():
+    spec = importlib.util.spec_from_file_location("docstrings", REPO / "docs" / "docstrings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rest_problems(text: str) -> list[str]:
+    """What docutils itself reports (warnings and errors) when it parses ``text`` as reST."""
+    import io
+
+    from docutils.core import publish_doctree
+
+    stream = io.StringIO()
+    publish_doctree(text, settings_overrides={"warning_stream": stream, "report_level": 2, "halt_level": 5})
+    return stream.getvalue().splitlines()
+
+
+def test_plain_text_docstrings_become_valid_rest():
+    lines = [
+        "Ways to score: |a| |b| cos θ, but ``x | y`` is code.",
+        "",
+        "One forward pass:",
+        "",
+        "    x = E[tokens]          (B, T, d_model)",
+        "    repeat n_layers times:",
+        "        x = x + |W| x",
+        "    logits = x W_out",
+        "",
+        "mean entropy in nats, the size of the gradient that",
+        "    flows back through softmax",
+        "* a list item whose text",
+        "      goes on here",
+        "back to a paragraph.",
+        "",
+        "    >>> abs(-1) | 0",
+    ]
+    assert len(_rest_problems("\n".join(lines))) > 0  # as written, reST misreads it
+    out = list(lines)
+    _docstrings().plain_text_docstring(None, "module", "m", None, {}, out)
+    assert not _rest_problems("\n".join(out)), "\n".join(out)
+    assert out[0] == "Ways to score: \\|a\\| \\|b\\| cos θ, but ``x | y`` is code."
+    assert out[2] == "One forward pass::"  # the display below it is a literal block, shown as written
+    assert out[4:8] == lines[4:8]  # bars inside the literal block are not escaped
+    assert "mean entropy in nats, the size of the gradient that" in out
+    assert "flows back through softmax" in out  # the hanging indent continues its paragraph
+    assert "  goes on here" in out  # aligned with the list item's text
+    assert out[-1] == "    >>> abs(-1) | 0"  # doctest lines are code
