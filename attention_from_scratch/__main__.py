@@ -4,6 +4,7 @@
     python -m attention_from_scratch tour --backend cupy
     python -m attention_from_scratch figures [--out figures/]
     python -m attention_from_scratch bench           # quick versions of the benchmarks
+    python -m attention_from_scratch student OUTDIR  # notebooks to hand out: no worked solutions, no outputs
 
 Every number the tour prints is computed by the package and checked (an assertion) before it is
 printed, so a wrong number stops the tour instead of teaching something false.
@@ -123,11 +124,18 @@ def main(argv=None) -> int:
     )
     fig.add_argument("--out", default="figures", help="output folder (default: figures/)")
     sub.add_parser("bench", help="run quick versions of all benchmarks (< 60 s)")
+    student = sub.add_parser("student", help="write copies of the notebooks without worked solutions and outputs")
+    student.add_argument("outdir", help="folder for the student copies (created if missing)")
+    student.add_argument("--notebooks", default=None, help="course notebooks to copy (default: the repo's notebooks/)")
     args = parser.parse_args(argv)
     if args.command == "figures":
         return run_figures(args.out)
     if args.command == "bench":
         return run_bench()
+    if args.command == "student":
+        from .student import main as run_student
+
+        return run_student(args)
     return run_tour(args.backend)
 
 
