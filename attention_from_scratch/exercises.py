@@ -98,7 +98,7 @@ def _run(ex: Exercise, fn) -> Verdict:
         except Exception as err:  # the student's bug, reported in one line instead of a traceback wall
             message = str(err).strip().splitlines()[0] if str(err).strip() else ""
             lines = [head, inputs, f"  {fn_name} raised {type(err).__name__}: {message}"]
-            hint = _hint_for_error(ex, case, err, n)
+            hint = _hint_for_error(ex, case, err, n, fn_name)
             lines += [f"  hint: {hint}"] if hint else []
             return Verdict(ex.name, False, "\n".join(lines))
         problem = _compare(ex, case, expected, got)
@@ -157,6 +157,8 @@ def _compare(ex: Exercise, case: Case, expected, got):
         return [f"  expected a tuple ({', '.join(ex.outputs)}), got {_describe_value(got)}"]
     for name, e, g in zip(ex.outputs, _parts(ex, expected), parts, strict=True):
         label = "" if len(ex.outputs) == 1 else f"{name}: "
+        if g is None:
+            return [f"  {label}got None: did you forget to `return` the result?"]
         try:
             g = np.asarray(g)
         except Exception:
@@ -253,8 +255,10 @@ def _hint(ex: Exercise, case: Case, expected, got):
     return None
 
 
-def _hint_for_error(ex: Exercise, case: Case, err: Exception, n: int):
+def _hint_for_error(ex: Exercise, case: Case, err: Exception, n: int, fn_name: str):
     text = str(err)
+    if isinstance(err, TypeError) and "positional argument" in text:
+        return f"check the signature: the checker calls {fn_name}({', '.join(ex.arg_names)})"
     specific = ex.error_hint(case, err) if ex.error_hint else None
     if specific:
         return specific

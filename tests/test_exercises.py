@@ -306,6 +306,21 @@ def test_report_shows_expected_and_got_in_plain_words():
     assert "expected [[1 1 1 1 1 1]]" in report and "got      [[1 0 0 0 0 0]]" in report
 
 
+def test_forgotten_return_and_wrong_signature():
+    def my_softmax(x):
+        np.exp(x)
+
+    report = exercises.check("softmax", my_softmax, quiet=True).report
+    assert "got None: did you forget to `return` the result?" in report
+
+    def my_attention(q, k, v):
+        return q, q
+
+    report = exercises.check("attention", my_attention, quiet=True).report
+    assert "my_attention raised TypeError" in report
+    assert "hint: check the signature: the checker calls my_attention(q, k, v, mask)" in report
+
+
 def test_wrong_output_structure_is_reported():
     report = exercises.check("attention", lambda q, k, v, mask=None: q, quiet=True).report
     assert "expected a tuple (out, weights), got an array of shape (3, 4)" in report
