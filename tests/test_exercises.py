@@ -412,3 +412,15 @@ def test_notebook_solution_block_is_the_tested_solution(name):
     assert source.startswith("<details>") and source.rstrip().endswith("</details>")
     code = re.search(r"```python\n(.*?)```", source, re.S).group(1)
     assert code == inspect.getsource(SOLUTIONS[name]), f"{notebook}: the solution of {name} differs from tests/"
+
+
+def test_solutions_use_numpy_only():
+    """A worked solution that called the package would test nothing: the solutions import NumPy alone."""
+    import ast
+
+    import exercise_solutions
+
+    tree = ast.parse(inspect.getsource(exercise_solutions))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported == {"numpy"}
