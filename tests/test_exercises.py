@@ -424,3 +424,60 @@ def test_solutions_use_numpy_only():
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported == {"numpy"}
+
+
+# --- other correct formulations pass too (the tolerance is not tuned to one way of computing) ---------
+
+
+def softmax_via_logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.exp(x - (m + np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))))
+
+
+def attention_einsum(q, k, v, mask=None):
+    scores = np.einsum("...td,...sd->...ts", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(m), m, 0))
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return np.einsum("...ts,...sd->...td", weights, v), weights
+
+
+def rope_complex(x, positions):
+    """DeepSeek's reference: pairs as complex numbers times e^(i m θ)."""
+    d = x.shape[-1]
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    rotation = np.exp(1j * np.outer(positions, theta)).astype(np.complex64 if x.dtype == np.float32 else np.complex128)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * rotation
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape).astype(x.dtype)
+
+
+def merge_via_logsumexp(a, b):
+    """Through the log-sum-exp of each state: lse = m + log l, then l = e^(lse - m)."""
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = np.maximum(m_a, m_b)
+    safe = np.where(np.isneginf(m), 0.0, m)
+    with np.errstate(divide="ignore"):
+        w_a, w_b = np.exp(m_a + np.log(l_a) - safe), np.exp(m_b + np.log(l_b) - safe)
+    scale_a = np.divide(w_a, l_a, out=np.zeros_like(w_a), where=l_a > 0)
+    scale_b = np.divide(w_b, l_b, out=np.zeros_like(w_b), where=l_b > 0)
+    return m, w_a + w_b, scale_a * acc_a + scale_b * acc_b
+
+
+def info_nce_log_softmax(q, k, t):
+    logits = q @ k.T / t
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return -np.trace(log_probs) / len(q)
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [("softmax", softmax_via_logsumexp), ("attention", attention_einsum), ("rope", rope_complex),
+     ("online_softmax_merge", merge_via_logsumexp), ("info_nce", info_nce_log_softmax)],
+)
+def test_other_correct_formulations_pass(name, fn):
+    verdict = exercises.check(name, fn, quiet=True)
+    assert verdict.passed, verdict.report
