@@ -21,6 +21,8 @@ from .softmax import softmax
 
 @dataclass(frozen=True)
 class Case:
+    """One input to try: a plain-words ``label``, the ``args`` passed to the student's function, their float dtype."""
+
     label: str
     args: tuple
     dtype: type = np.float64
@@ -28,6 +30,8 @@ class Case:
 
 @dataclass(frozen=True)
 class Exercise:
+    """An exercise: the student's function name, where it is taught, argument and output names, cases, reference."""
+
     name: str
     fn_name: str
     notebook: str

@@ -166,7 +166,7 @@ def _compare(ex: Exercise, case: Case, expected, got):
         e = np.asarray(e)
         if g.shape != e.shape:
             return [f"  {label}expected shape {e.shape}, got shape {g.shape}"]
-        if e.ndim and e.dtype != g.dtype and (e.dtype == bool or e.dtype == np.float32):
+        if e.ndim and e.dtype != g.dtype and (e.dtype == bool or e.dtype.kind == "f"):
             return [f"  {label}expected dtype {e.dtype}, got {g.dtype}" + _dtype_hint(e, g)]
         if not _close(e, g, _rtol(case)):
             return _difference(label, e, g)
@@ -177,7 +177,9 @@ def _dtype_hint(e, g) -> str:
     if e.dtype == np.float32:
         return ("\n  hint: float32 in, float32 out: a NumPy float64 (np.sqrt(d_k), np.zeros without dtype=, np.cos of "
                 "float64 angles) promotes the result; use d_k ** 0.5, or cast with .astype(x.dtype)")
-    return "\n  hint: return a boolean array (True = may attend), not numbers"
+    if e.dtype == bool:
+        return "\n  hint: return a boolean array (True = may attend), not numbers"
+    return f"\n  hint: {e.dtype} in, {e.dtype} out: compute in the inputs' dtype (no .astype({g.dtype}), no dtype=...)"
 
 
 def _difference(label, e, g):

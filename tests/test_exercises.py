@@ -321,6 +321,12 @@ def test_forgotten_return_and_wrong_signature():
     assert "hint: check the signature: the checker calls my_attention(q, k, v, mask)" in report
 
 
+def test_float64_must_stay_float64():
+    report = exercises.check("softmax", lambda x: softmax_via_logsumexp(x).astype(np.float32), quiet=True).report
+    assert "case 1 of 8" in report and "expected dtype float64, got float32" in report
+    assert "hint: float64 in, float64 out" in report
+
+
 def test_wrong_output_structure_is_reported():
     report = exercises.check("attention", lambda q, k, v, mask=None: q, quiet=True).report
     assert "expected a tuple (out, weights), got an array of shape (3, 4)" in report
