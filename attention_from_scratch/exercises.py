@@ -101,13 +101,19 @@ def _run(ex: Exercise, fn) -> Verdict:
             hint = _hint_for_error(ex, case, err, n, fn_name)
             lines += [f"  hint: {hint}"] if hint else []
             return Verdict(ex.name, False, "\n".join(lines))
-        problem = _compare(ex, case, expected, got)
+        try:
+            problem = _compare(ex, case, expected, got)
+        except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
+            problem = [f"  could not compare the answer with the expected one ({type(err).__name__}: {err})"]
         if problem is None:
             continue
         lines = [head, inputs, *problem]
         if warned:
             lines.append("  NumPy warned: " + "; ".join(warned))
-        hint = None if "hint:" in problem[-1] else _hint(ex, case, expected, got)
+        try:
+            hint = None if "hint:" in problem[-1] else _hint(ex, case, expected, got)
+        except Exception:  # a hint is a bonus; never let looking for one hide the report
+            hint = None
         lines += [f"  hint: {hint}"] if hint else []
         return Verdict(ex.name, False, "\n".join(lines))
     covered = "; ".join(c.label for c in cases)
@@ -137,10 +143,9 @@ def _close(expected, got, rtol) -> bool:
         return False
     if expected.dtype == bool or got.dtype == bool:
         return bool(np.array_equal(expected, got))
-    try:
-        e, g = expected.astype(np.float64), got.astype(np.float64)
-    except (TypeError, ValueError):
+    if got.dtype.kind not in "iuf":  # complex, strings, objects: not a real-valued answer
         return False
+    e, g = expected.astype(np.float64), got.astype(np.float64)
     fe, fg = np.isfinite(e), np.isfinite(g)
     if not np.array_equal(fe, fg) or not np.array_equal(e[~fe], g[~fg], equal_nan=True):
         return False
@@ -166,6 +171,8 @@ def _compare(ex: Exercise, case: Case, expected, got):
         e = np.asarray(e)
         if g.shape != e.shape:
             return [f"  {label}expected shape {e.shape}, got shape {g.shape}"]
+        if g.dtype.kind not in "biuf":
+            return [f"  {label}expected real numbers ({e.dtype}), got an array of dtype {g.dtype}"]
         if e.ndim and e.dtype != g.dtype and (e.dtype == bool or e.dtype.kind == "f"):
             return [f"  {label}expected dtype {e.dtype}, got {g.dtype}" + _dtype_hint(e, g)]
         if not _close(e, g, _rtol(case)):

@@ -327,6 +327,13 @@ def test_float64_must_stay_float64():
     assert "hint: float64 in, float64 out" in report
 
 
+def test_odd_answers_are_reported_not_raised():
+    report = exercises.check("rope", lambda x, p: x + 0j, quiet=True).report
+    assert "\n  expected real numbers (float64), got an array of dtype complex128" in report
+    report = exercises.check("softmax", lambda x: "weights", quiet=True).report
+    assert "FAILED on case 1 of 8" in report and "expected shape (3,), got shape ()" in report
+
+
 def test_wrong_output_structure_is_reported():
     report = exercises.check("attention", lambda q, k, v, mask=None: q, quiet=True).report
     assert "expected a tuple (out, weights), got an array of shape (3, 4)" in report
