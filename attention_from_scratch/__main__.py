@@ -4,9 +4,10 @@
     python -m attention_from_scratch tour --backend cupy
     python -m attention_from_scratch figures [--out figures/]
     python -m attention_from_scratch bench           # quick versions of the benchmarks
+    python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module (``tour.py``,
-``plots/``, ``bench.py``), imported only when that command runs.
+``plots/``, ``bench.py``, ``student.py``), imported only when that command runs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ COMMANDS = {
                 "benchmarks/", {"--out": {"default": "figures", "help": "output folder (default: figures/)"}},
                 "plots:main"),
     "bench": ("run quick versions of all benchmarks (< 60 s)", {}, "bench:main"),
+    "student": ("write copies of the notebooks without worked solutions and outputs, to hand out",
+                {"outdir": {"help": "folder for the student copies (created if missing)"},
+                 "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"}},
+                "student:main"),
 }
 DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accepted before one too
 

@@ -1,0 +1,125 @@
+"""Worked solutions of the notebooks' coding exercises, one function per exercise, in plain NumPy.
+
+This file is the single source of the solutions: the notebooks' collapsed "A worked solution" blocks are
+rendered from it (by the exercise-insertion script), ``test_exercises.py`` checks that every notebook block
+equals the function here, and that each function passes ``exercises.check``. None calls the package's own
+function for the thing being exercised. ``SOLUTIONS`` maps an exercise name to its function.
+"""
+
+import numpy as np
+
+
+def my_softmax(x):
+    """Softmax over the last axis of x (..., n): e^(x - max) / sum e^(x - max), row by row."""
+    m = np.max(x, axis=-1, keepdims=True)  # (..., 1): each row's own max
+    e = np.exp(x - m)  # every exponent <= 0: no overflow, and the largest term is exactly 1
+    return e / np.sum(e, axis=-1, keepdims=True)  # (..., n) / (..., 1)
+
+
+def my_attention(q, k, v, mask=None):
+    """softmax(q kᵀ / √d_k) v; q (..., T, d_k), k (..., S, d_k), v (..., S, d_v); mask True = may attend."""
+    d_k = q.shape[-1]  # a Python int, so d_k**0.5 is a Python float and float32 stays float32
+    scores = q @ np.swapaxes(k, -1, -2) / d_k**0.5  # (..., T, d_k) @ (..., d_k, S) -> (..., T, S)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)  # a blocked key gets e^(−∞) = 0
+    m = np.max(scores, axis=-1, keepdims=True)  # (..., T, 1)
+    m = np.where(np.isneginf(m), 0.0, m)  # a fully masked row: shift by 0, so its e^(−∞) terms stay 0
+    e = np.exp(scores - m)
+    total = np.sum(e, axis=-1, keepdims=True)  # (..., T, 1); 0 for a fully masked row
+    weights = e / np.where(total > 0, total, 1.0)  # that row: weights 0 instead of 0/0 = nan
+    return weights @ v, weights  # (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
+
+
+def my_causal_mask(n_q, n_k):
+    """Boolean (n_q, n_k), True = may attend; query i sits at position n_k − n_q + i (bottom-right aligned)."""
+    i = np.arange(n_q)[:, None]  # (T, 1): query index
+    j = np.arange(n_k)[None, :]  # (1, S): key position
+    return j <= i + (n_k - n_q)  # (T, S): key j is not in query i's future
+
+
+def my_split_heads(x, n_heads):
+    """(B, T, d_model) -> (B, H, T, d_k), d_k = d_model / H; head h gets features h·d_k … (h+1)·d_k − 1."""
+    b, t, d_model = x.shape
+    x = x.reshape(b, t, n_heads, d_model // n_heads)  # (B, T, H·d_k) -> (B, T, H, d_k)
+    return x.transpose(0, 2, 1, 3)  # (B, T, H, d_k) -> (B, H, T, d_k)
+
+
+def my_merge_heads(x):
+    """(B, H, T, d_k) -> (B, T, H·d_k): the inverse of my_split_heads (concatenate the heads)."""
+    b, h, t, d_k = x.shape
+    x = x.transpose(0, 2, 1, 3)  # (B, H, T, d_k) -> (B, T, H, d_k)
+    return x.reshape(b, t, h * d_k)  # (B, T, H, d_k) -> (B, T, H·d_k)
+
+
+def my_decode_step(q, k_new, v_new, k_cache, v_cache):
+    """One decoding step: append the new token's key and value to the cache, then attend over all of it.
+
+    q, k_new (B, H, 1, d_k), v_new (B, H, 1, d_v), k_cache (B, H, S, d_k), v_cache (B, H, S, d_v) ->
+    out (B, H, 1, d_v) and the caches grown to S + 1 tokens.
+    """
+    k_cache = np.concatenate([k_cache, k_new], axis=-2)  # (B, H, S + 1, d_k): the new token last
+    v_cache = np.concatenate([v_cache, v_new], axis=-2)  # (B, H, S + 1, d_v)
+    # no mask: the newest token may see every cached token and itself
+    scores = q @ np.swapaxes(k_cache, -1, -2) / q.shape[-1] ** 0.5  # (B, H, 1, S + 1)
+    e = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+    weights = e / np.sum(e, axis=-1, keepdims=True)
+    return weights @ v_cache, k_cache, v_cache  # (B, H, 1, S + 1) @ (B, H, S + 1, d_v) -> (B, H, 1, d_v)
+
+
+def my_rope(x, positions):
+    """Rotate consecutive pairs (x_2i, x_2i+1) of x (..., T, d) by the angle positions[t]·θ_i, θ_i = 10000^(−2i/d)."""
+    d = x.shape[-1]
+    theta = 10000.0 ** (-2.0 * np.arange(d // 2) / d)  # (d/2,): pair i's frequency
+    angles = positions[:, None] * theta[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # keep float32 float32
+    x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., T, d/2): first and second of each pair
+    out = np.empty_like(x)
+    out[..., 0::2] = x_even * cos - x_odd * sin  # the 2-D rotation [[cos, −sin], [sin, cos]]
+    out[..., 1::2] = x_even * sin + x_odd * cos
+    return out
+
+
+def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
+    """MLA scores without rebuilding the keys: q^C·(W_UK c) = (q^C W_UK)·c, plus the shared RoPE part q^R·k^R.
+
+    q_nope (B, H, T, d_h), q_pe (B, H, T, d_r), c_kv (B, S, d_c), k_pe (B, S, d_r), w_uk (H, d_h, d_c)
+    -> scores (B, H, T, S), unscaled.
+    """
+    q_latent = q_nope @ w_uk  # (B, H, T, d_h) @ (H, d_h, d_c) -> (B, H, T, d_c): W_UK absorbed into the query
+    c_t = np.swapaxes(c_kv, -1, -2)[:, None, :, :]  # (B, S, d_c) -> (B, 1, d_c, S): shared by every head
+    k_pe_t = np.swapaxes(k_pe, -1, -2)[:, None, :, :]  # (B, S, d_r) -> (B, 1, d_r, S): one k^R for all heads
+    return q_latent @ c_t + q_pe @ k_pe_t  # (B, H, T, S)
+
+
+def my_merge(a, b):
+    """Merge online-softmax states a = (m_a, l_a, acc_a) and b of two disjoint key blocks into their union's.
+
+    m, l (..., T, 1), acc (..., T, d_v); m = max(m_a, m_b), l = e^(m_a − m) l_a + e^(m_b − m) l_b, acc alike.
+    """
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = np.maximum(m_a, m_b)
+    shift = np.where(np.isneginf(m), 0.0, m)  # both blocks empty: shift by 0, avoiding −∞ − (−∞) = nan
+    alpha, beta = np.exp(m_a - shift), np.exp(m_b - shift)  # <= 1: rescale each sum to the new max
+    return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
+
+
+def my_info_nce(q, k, temperature):
+    """InfoNCE of N pairs (q_i, k_i), q and k (N, d): mean_i [logsumexp_j(q_i·k_j / τ) − q_i·k_i / τ]."""
+    logits = (q @ k.T) / temperature  # (N, d) @ (d, N) -> (N, N): row i scores query i against every key
+    m = np.max(logits, axis=-1, keepdims=True)  # (N, 1): subtract before exp, so a small τ cannot overflow
+    lse = m[:, 0] + np.log(np.sum(np.exp(logits - m), axis=-1))  # (N,)
+    return np.mean(lse - np.diagonal(logits))  # the positive k_i sits on the diagonal
+
+
+SOLUTIONS = {
+    "softmax": my_softmax,
+    "attention": my_attention,
+    "causal_mask": my_causal_mask,
+    "split_heads": my_split_heads,
+    "merge_heads": my_merge_heads,
+    "kv_decode_step": my_decode_step,
+    "rope": my_rope,
+    "mla_absorbed_scores": my_absorbed_scores,
+    "online_softmax_merge": my_merge,
+    "info_nce": my_info_nce,
+}

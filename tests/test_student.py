@@ -1,0 +1,67 @@
+"""Instructor mode: `python -m attention_from_scratch student OUTDIR` hands out notebooks without solutions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attention_from_scratch.__main__ import main
+from attention_from_scratch.student import student_notebook, write_student_notebooks
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+FAST_NOTEBOOK = "06_masking.ipynb"  # a notebook with a coding exercise that executes in a few seconds
+
+
+def _tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def test_student_notebook_drops_solutions_and_outputs():
+    nb = json.loads((NOTEBOOKS / FAST_NOTEBOOK).read_text(encoding="utf-8"))
+    copy = student_notebook(nb)
+    solutions = [c for c in nb["cells"] if "solution" in _tags(c)]
+    assert solutions, "the course notebook has a worked solution to remove"
+    assert len(copy["cells"]) == len(nb["cells"]) - len(solutions)
+    assert not any("solution" in _tags(c) for c in copy["cells"])
+    code = [c for c in copy["cells"] if c["cell_type"] == "code"]
+    assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    stub = [c for c in code if "exercise-causal_mask" in _tags(c)]
+    assert "raise NotImplementedError" in "".join(stub[0]["source"])  # the stub stays, for the student to fill
+    assert any(c["outputs"] for c in nb["cells"] if c["cell_type"] == "code"), "the original is left alone"
+
+
+def test_cli_writes_every_notebook(tmp_path, capsys):
+    out = tmp_path / "handout"
+    assert main(["student", str(out)]) == 0
+    written = sorted(p.name for p in out.glob("*.ipynb"))
+    assert written == sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    assert f"{len(written)} student notebooks written" in capsys.readouterr().out
+    for path in out.glob("*.ipynb"):
+        text = path.read_text(encoding="utf-8")
+        nb = json.loads(text)
+        assert not any("solution" in _tags(c) for c in nb["cells"]), path.name
+        assert "A worked solution" not in text
+
+
+def test_cli_refuses_to_overwrite_the_course(capsys):
+    assert main(["student", str(NOTEBOOKS)]) == 2
+    assert "must differ from the course's notebooks folder" in capsys.readouterr().err
+
+
+def test_missing_notebooks_folder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no notebooks/ folder"):
+        write_student_notebooks(tmp_path / "out", tmp_path / "nowhere")
+
+
+def test_student_copy_runs_top_to_bottom(tmp_path):
+    """The handed-out notebook executes without error; the untouched stub's check says "not implemented yet"."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    write_student_notebooks(tmp_path, NOTEBOOKS)
+    nb = nbformat.read(tmp_path / FAST_NOTEBOOK, as_version=4)
+    where = {"metadata": {"path": str(tmp_path)}}
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3", resources=where).execute()
+    checks = [c for c in nb.cells if "exercise-causal_mask" in _tags(c) and "exercises.check" in c.source]
+    printed = "".join(o.get("text", "") for o in checks[0].outputs)
+    assert printed == "causal_mask: not implemented yet: write `my_causal_mask` above, then run this cell\n"
+    assert not any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
