@@ -424,7 +424,9 @@ def test_notebook_solution_block_is_the_tested_solution(name):
     assert notebook == exercises.EXERCISES[name].notebook
     assert source.startswith("<details>") and source.rstrip().endswith("</details>")
     code = re.search(r"```python\n(.*?)```", source, re.S).group(1)
-    assert code == inspect.getsource(SOLUTIONS[name]), f"{notebook}: the solution of {name} differs from tests/ (run python tools/insert_exercises.py)"
+    assert code == inspect.getsource(SOLUTIONS[name]), (
+        f"{notebook}: the solution of {name} differs from tests/ (run python tools/insert_exercises.py)"
+    )
 
 
 def test_solutions_use_numpy_only():
