@@ -59,7 +59,7 @@ def _is_python_data(x) -> bool:
 
 def backend_name(xp) -> str:
     """A short human name for a namespace: 'numpy', 'cupy', 'array_api_strict', ..."""
-    name = getattr(xp, "__name__", repr(xp))
+    name = getattr(xp, "__name__", None) or repr(xp)
     for short in ("numpy", "cupy", "array_api_strict", "torch", "jax", "dask"):
         if short in name:
             return short
@@ -86,7 +86,7 @@ def get_namespace(*arrays):
                 f"expected an array (NumPy, CuPy or another Array-API array), a list or a number; "
                 f"got {type(a).__name__}"
             ) from err
-    names = sorted({backend_name(s) for s in spaces})
+    names = sorted({backend_name(s) for s in spaces}) if any(s is not spaces[0] for s in spaces) else []
     if len(names) > 1:
         raise TypeError(
             f"arrays from different backends were mixed: {', '.join(names)}. Move them to one backend "
@@ -156,6 +156,10 @@ def as_common_float(xp, *arrays, names=None):
     arrays are cast to it, and to float64 when no input is floating. Booleans are refused (see
     :func:`as_float`). ``names`` (one per array) go into error messages. Returns a tuple.
     """
+    dtype = getattr(arrays[0], "dtype", None) if arrays else None
+    if dtype is not None and all(hasattr(x, "dtype") and x.dtype == dtype for x in arrays[1:]):
+        if not any(_is_python_data(x) for x in arrays) and xp.isdtype(dtype, "real floating"):
+            return arrays  # the common case: already one floating dtype
     names = names or [f"arrays[{i}]" for i in range(len(arrays))]
     device = device_of(*arrays)
     xs = []
