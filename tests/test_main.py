@@ -103,9 +103,11 @@ def test_every_command_is_dispatched_to_its_module(monkeypatch):
         mod = importlib.import_module(f"attention_from_scratch.{module}")
         assert callable(getattr(mod, function)), target
         monkeypatch.setattr(mod, function, lambda args, name=name: seen.setdefault(name, args) and 7)
-        assert cli.main([name]) == 7
+        positional = [option for option in options if not option.startswith("-")]  # e.g. student's OUTDIR
+        assert cli.main([name, *(f"value-of-{option}" for option in positional)]) == 7
         for option, kwargs in options.items():
-            assert getattr(seen[name], option.lstrip("-").replace("-", "_")) == kwargs["default"]
+            expected = kwargs["default"] if option.startswith("-") else f"value-of-{option}"
+            assert getattr(seen[name], option.lstrip("-").replace("-", "_")) == expected
     assert set(seen) == set(cli.COMMANDS)
     seen.clear()
     assert cli.main([]) == 7 and cli.DEFAULT_COMMAND in seen  # no sub-command: the default one

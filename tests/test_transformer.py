@@ -160,13 +160,8 @@ def test_layer_backwards_match_finite_differences():
 
 @pytest.mark.parametrize("attention", ["sdpa", "flash"])
 @pytest.mark.parametrize("causal", [True, False])
-def test_backends_agree(xp, attention, causal, request):
+def test_backends_agree(xp, attention, causal):
     """Loss, gradients and generation on every backend (and device) equal NumPy float64's."""
-    if xp.device is not None and causal and attention == "sdpa":
-        request.applymarker(pytest.mark.xfail(  # another module's bug, reported; the model's own code passes
-            raises=ValueError, strict=False,
-            reason="masking.causal_mask builds its aranges on the default device (the core branch fixes it)",
-        ))
     config = TransformerConfig(**TINY, attention=attention, causal=causal, n_kv_heads=1)
     ref = Transformer(config, seed=10)
     model = Transformer(config, seed=10, xp=xp.ns, device=xp.device, dtype=xp.dtype)
