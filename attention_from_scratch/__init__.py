@@ -14,6 +14,7 @@ from .multihead import KVCache, MultiHeadAttention
 from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
+from .transformer import Transformer, TransformerConfig
 
 __version__ = "0.1.0"
 
@@ -23,6 +24,8 @@ __all__ = [
     "MLAConfig",
     "MultiHeadAttention",
     "MultiHeadLatentAttention",
+    "Transformer",
+    "TransformerConfig",
     "additive_attention",
     "apply_mask",
     "apply_rope",

@@ -241,15 +241,16 @@ def to_device(x, xp, device=None):
     return xp.asarray(x) if device is None else xp.asarray(x, device=device)
 
 
-def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1.0):
+def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1.0, device=None):
     """Standard-normal draws of ``shape`` times ``scale`` from ``default_rng(seed)``, moved to ``xp``.
 
-    ``dtype`` is a dtype of ``xp`` (default float64). The draw is always float64 on the host and then
-    cast, so float32 and float64 runs see the same numbers up to rounding.
+    ``dtype`` is a dtype of ``xp`` (default float64); ``device`` a device of ``xp`` (default: its default
+    device). The draw is always float64 on the host and then cast, so float32 and float64 runs, and CPU
+    and GPU runs, see the same numbers up to rounding.
     """
     xp = get_namespace() if xp is None else check_namespace(xp)
     host = np.random.default_rng(seed).standard_normal(shape) * scale
-    out = to_device(host, xp)
+    out = to_device(host, xp, device)
     return out if dtype is None else xp.astype(out, dtype)
 
 

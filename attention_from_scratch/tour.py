@@ -277,15 +277,9 @@ def _tour_kv_cache(xp):
 def _tour_applications(xp):
     import math
 
-    from .applications import (
-        fit_matrix_factorization,
-        hashed_bag_of_words,
-        info_nce,
-        info_nce_backward,
-        synthetic_ratings,
-        top_k,
-    )
+    from .applications import hashed_bag_of_words, info_nce, info_nce_backward, top_k
     from .backend import random_normal
+    from .recommender import fit_matrix_factorization, synthetic_ratings
 
     docs = ["attention divides scores by the square root of d_k", "a recipe for tomato soup",
             "the kv cache stores keys and values"]

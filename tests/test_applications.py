@@ -12,16 +12,8 @@ from array_api_compat import device
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention_from_scratch.applications import (
-    fit_matrix_factorization,
-    hashed_bag_of_words,
-    idf_weights,
-    info_nce,
-    info_nce_backward,
-    mf_loss_and_grad,
-    synthetic_ratings,
-    top_k,
-)
+from attention_from_scratch.applications import hashed_bag_of_words, idf_weights, info_nce, info_nce_backward, top_k
+from attention_from_scratch.recommender import fit_matrix_factorization, mf_loss_and_grad, synthetic_ratings
 
 # --- retrieval -------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """backend.py: namespaces, host<->device, the RNG helper, and the mixed-backend error."""
 
+import array_api_compat
 import array_api_strict
 import numpy as np
 import pytest
@@ -79,8 +80,10 @@ def test_to_numpy_and_to_device_round_trip(xp):
 
 def test_random_normal_is_the_host_draw_moved(xp):
     expected = np.random.default_rng(7).standard_normal((3, 4)) * 2.0
-    got = random_normal((3, 4), seed=7, xp=xp.ns, dtype=xp.dtype, scale=2.0)
+    got = random_normal((3, 4), seed=7, xp=xp.ns, dtype=xp.dtype, scale=2.0, device=xp.device)
     assert got.dtype == xp.dtype
+    if xp.device is not None:  # placed where asked, so it meets the case's other arrays
+        assert array_api_compat.device(got) == xp.device
     np.testing.assert_allclose(to_numpy(got), expected, rtol=xp.rtol)
     # the same seed gives the same numbers on every backend
     np.testing.assert_array_equal(
@@ -145,9 +148,10 @@ def test_check_positive_int_minimum():
 def test_numpy_integers_are_accepted_everywhere():
     """np.int64(8) is an integer: every size argument of the package takes it (finding 7)."""
     from attention_from_scratch import MultiHeadAttention, causal_mask, flash_attention, padding_mask
-    from attention_from_scratch.applications import hashed_bag_of_words, synthetic_ratings, top_k
+    from attention_from_scratch.applications import hashed_bag_of_words, top_k
     from attention_from_scratch.kv_cache import mha_values_per_token
     from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
+    from attention_from_scratch.recommender import synthetic_ratings
     from attention_from_scratch.rope import rope_frequencies
     from attention_from_scratch.scaling import dot_product_variance
 

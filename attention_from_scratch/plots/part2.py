@@ -150,7 +150,7 @@ def plot_flash_tiling(n: int = 16, block: int = 4):
 
 def plot_mf_training():
     """Matrix factorisation on synthetic ratings: training loss per step, and predicted vs true unseen ratings."""
-    from ..applications import fit_matrix_factorization, synthetic_ratings
+    from ..recommender import fit_matrix_factorization, synthetic_ratings
 
     ratings, observed, truth = synthetic_ratings(30, 20, 3, density=0.3, seed=0)
     model = fit_matrix_factorization(ratings, observed, rank=3, steps=300, seed=0)
