@@ -31,7 +31,8 @@ EXERCISES = {
         ("softmax", """Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one
 distribution per row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The
 checker below compares it with the package's `softmax` on rows with batch dimensions, float32 and float64,
-huge scores, `-inf` entries and a single score, and tells you what went wrong on the first case that fails.""",
+huge scores, `-inf` entries (in rows with at least one finite score) and a single score, and tells you what
+went wrong on the first case that fails.""",
          '''def my_softmax(x):
     """Softmax over the last axis of x (..., n); each row sums to 1, even for huge scores."""
     raise NotImplementedError  # delete this line and write your code'''),
