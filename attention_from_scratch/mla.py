@@ -215,16 +215,16 @@ class MultiHeadLatentAttention:
         q_latent = q_nope @ w_uk
         q = xp.concat([q_latent, q_pe], axis=-1)  # (B, H, T, d_c + d_r): scores against [c_KV; k^R] at once
         # 2) every head attends over the same cached rows (keys = rows, values = their c_KV part), so the
-        #    heads are just more query rows: one (H·T, d_c + d_r) @ (d_c + d_r, S) product, not H small ones
+        #    heads are just more query rows: one (H·T, d_c + d_r) @ (d_c + d_r, S) product per sequence, not H
+        #    small ones. Kept 3-D: NumPy's matmul on 4-D stacks of this shape is many times slower.
         b, h, t, _ = q.shape
         s = rows.shape[1]
-        q = xp.reshape(q, (b, 1, h * t, q.shape[-1]))  # (B, H, T, d_c + d_r) -> (B, 1, H·T, d_c + d_r)
-        rows = rows[:, None, :, :]  # (B, S, d_c + d_r) -> (B, 1, S, d_c + d_r)
+        q = xp.reshape(q, (b, h * t, q.shape[-1]))  # (B, H, T, d_c + d_r) -> (B, H·T, d_c + d_r)
         causal = causal_mask(t, s, xp=xp, device=device_of(q))  # (T, S), on q's device
         causal = xp.broadcast_to(causal[None, :, :], (h, t, s))  # row (h, t) sees keys 0..S-T+t
         o_latent, _ = scaled_dot_product_attention(
             q, rows, rows[..., : cfg.kv_lora_rank], xp.reshape(causal, (h * t, s)), scale=cfg.softmax_scale
-        )  # (B, 1, H·T, d_c): each head's weighted sum of latents
+        )  # (B, H·T, d_c): each head's weighted sum of latents
         o_latent = xp.reshape(o_latent, (b, h, t, cfg.kv_lora_rank))  # -> (B, H, T, d_c)
         # 3) apply W_UV after the sum: (B, H, T, d_c) @ (H, d_c, d_v) -> (B, H, T, d_v)
         return o_latent @ w_uv.mT

@@ -74,7 +74,8 @@ concatenated token by token (what goes into $W_O$).""",
 its key and value to the cache, then let its query attend (scaled dot-product, no mask) over **all** cached tokens.
 Shapes: `q`, `k_new` `(B, H, 1, d_k)`, `v_new` `(B, H, 1, d_v)`, `k_cache` `(B, H, S, d_k)`, `v_cache`
 `(B, H, S, d_v)`. Return `(out, k_cache, v_cache)`, `out` `(B, H, 1, d_v)` and the caches grown to $S+1$
-tokens. The checker also starts from an empty cache ($S = 0$).""",
+tokens. The checker also starts from an empty cache ($S = 0$), and has a float32 case: keep float32 inputs
+float32 (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a float64 and turns the scores float64).""",
          '''def my_decode_step(q, k_new, v_new, k_cache, v_cache):
     """Append the new key/value to the cache, attend over it; return (out, k_cache, v_cache)."""
     raise NotImplementedError  # delete this line and write your code'''),
