@@ -2,30 +2,57 @@
 
     python -m attention_from_scratch student OUTDIR
 
-writes every ``notebooks/*.ipynb`` to ``OUTDIR`` with the cells tagged ``solution`` removed (the
-collapsed worked solutions of the "Write it yourself" coding exercises) and every output and execution
-count cleared, so students start from blank cells. The stubs still raise ``NotImplementedError`` and the
-check cells say "not implemented yet", so a student copy runs top to bottom without an error.
+writes every ``notebooks/*.ipynb`` to ``OUTDIR`` without the answers: the cells tagged ``solution`` (the
+collapsed worked solutions of the "Write it yourself" coding exercises) and ``answer-key`` (notebook 13's
+computed quiz key) are removed, every collapsed ``<details><summary>Solutions</summary> ... </details>``
+block is cut out of the markdown cells (the rest of the cell, e.g. the "Next:" link, stays), and every
+output and execution count is cleared, so students start from blank cells. The stubs still raise
+``NotImplementedError`` and the check cells say "not implemented yet", so a student copy runs top to bottom
+without an error.
 Notebooks are plain JSON (nbformat 4): no Jupyter package is needed to write them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-__all__ = ["SOLUTION_TAG", "student_notebook", "write_student_notebooks"]
+__all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "strip_solution_blocks", "student_notebook", "write_student_notebooks"]
 
 SOLUTION_TAG = "solution"
+ANSWER_KEY_TAG = "answer-key"
+REMOVED_TAGS = frozenset({SOLUTION_TAG, ANSWER_KEY_TAG})
+
+# a collapsed block whose summary names a solution: "Solutions", "A worked solution (try it yourself first)"
+_SOLUTION_BLOCK = re.compile(
+    r"<details>\s*<summary>[^<]*solution[^<]*</summary>.*?</details>[ \t]*\n*", re.IGNORECASE | re.DOTALL
+)
+
+
+def strip_solution_blocks(markdown: str) -> str:
+    """``markdown`` without its ``<details><summary>…Solution…</summary> … </details>`` blocks."""
+    return _SOLUTION_BLOCK.sub("", markdown)
 
 
 def student_notebook(nb: dict) -> dict:
-    """A copy of notebook ``nb`` (parsed JSON) without solution cells, outputs or execution counts."""
+    """A copy of notebook ``nb`` (parsed JSON) without solutions, answer key, outputs or execution counts.
+
+    Cells tagged ``solution`` or ``answer-key`` go; markdown cells lose their collapsed solution blocks
+    (a cell left empty by that goes too); every other cell is kept unchanged but for its outputs.
+    """
     out = json.loads(json.dumps(nb))  # a deep copy; the caller's notebook is left alone
     cells = []
     for cell in out.get("cells", []):
-        if SOLUTION_TAG in cell.get("metadata", {}).get("tags", []):
+        if REMOVED_TAGS & set(cell.get("metadata", {}).get("tags", [])):
             continue
+        if cell.get("cell_type") == "markdown":
+            source = "".join(cell.get("source", []))
+            stripped = strip_solution_blocks(source)
+            if stripped != source:
+                if not stripped.strip():
+                    continue
+                cell["source"] = stripped.rstrip("\n").splitlines(keepends=True)
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
             cell.get("metadata", {}).pop("execution", None)
@@ -78,5 +105,8 @@ def main(args) -> int:
         return 2
     for path in paths:
         print(path)
-    print(f"{len(paths)} student notebooks written to {args.outdir} (worked solutions removed, outputs cleared)")
+    print(
+        f"{len(paths)} student notebooks written to {args.outdir} "
+        "(worked solutions, Solutions blocks and answer key removed, outputs cleared)"
+    )
     return 0

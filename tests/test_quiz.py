@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_from_scratch import quiz
+from attention_from_scratch.backend import random_normal, to_numpy
 
 # The answer keys of article 002_…txt's quiz (Q1-Q10), typed from the article, not from quiz.py.
 ARTICLE_KEYS = {
@@ -238,6 +239,23 @@ def test_extra_choice_answers_point_at_the_right_idea():
     assert pick["complexity"] == "O(n²)"
     assert "n x n" in pick["flash_avoids"]
     assert "projections" in pick["qkv"]
+
+
+def test_qkv_raw_embeddings_note_is_its_own_and_computed():
+    """Option A (X used three times) gets its own note: symmetric scores and self-attention, computed here too."""
+    raw_note, key_note = _note("qkv", "A"), _note("qkv", "B")
+    assert raw_note != key_note and "attends mostly to itself" in raw_note and "projections" in key_note
+    x = np.asarray(to_numpy(random_normal((4, 8), seed=0)))  # the note's tokens, recomputed without quiz.py
+    s = x @ x.T / np.sqrt(8)
+    w = np.exp(s - s.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    own = int(np.sum(w.argmax(axis=1) == np.arange(4)))
+    assert "the diagonal weights are [" + ", ".join(f"{v:.4g}" for v in w.diagonal()) + "]" in raw_note
+    assert f"the largest of the row in {own} of 4 rows" in raw_note and own == 4
+
+
+def test_q6_option_c_cites_britz():
+    assert "Vaswani et al. (2017, §3.2.1), citing Britz et al. (2017), report" in _note("q6_additive_drawback", "C")
 
 
 @pytest.mark.parametrize("qid", ["why_scale", "mask_minus_inf", "complexity", "flash_avoids", "qkv"])

@@ -1,12 +1,13 @@
 """Instructor mode: `python -m attention_from_scratch student OUTDIR` hands out notebooks without solutions."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from attention_from_scratch.__main__ import main
-from attention_from_scratch.student import student_notebook, write_student_notebooks
+from attention_from_scratch.student import strip_solution_blocks, student_notebook, write_student_notebooks
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 FAST_NOTEBOOK = "06_masking.ipynb"  # a notebook with a coding exercise that executes in a few seconds
@@ -65,3 +66,37 @@ def test_student_copy_runs_top_to_bottom(tmp_path):
     printed = "".join(o.get("text", "") for o in checks[0].outputs)
     assert printed == "causal_mask: not implemented yet: write `my_causal_mask` above, then run this cell\n"
     assert not any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def _source(cell):
+    return "".join(cell["source"])
+
+
+def test_student_copies_hold_no_answers(tmp_path):
+    """No collapsed solution block and no answer key in any copy; every other cell is kept unchanged."""
+    write_student_notebooks(tmp_path, NOTEBOOKS)
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        copy = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
+        text = "\n".join(_source(c) for c in copy["cells"])
+        assert "<details>" not in text and "</summary>" not in text, path.name
+        assert "answer key, computed" not in text and "quiz.answer(" not in text, path.name
+        kept = [c for c in nb["cells"] if not {"solution", "answer-key"} & set(_tags(c))]
+        assert [c["id"] for c in copy["cells"]] == [c["id"] for c in kept], path.name  # no other cell lost
+        for old, new in zip(kept, copy["cells"], strict=True):
+            if "<details>" in _source(old):  # only the block goes: the text around it (e.g. "Next:") stays
+                before, _, rest = _source(old).partition("<details>")
+                after = rest.rpartition("</details>")[2]
+                assert _source(new).strip() == re.sub(r"\n{3,}", "\n\n", (before + after).strip()), path.name
+            else:
+                assert _source(new) == _source(old), path.name
+    quiz_nb = json.loads((NOTEBOOKS / "13_misconceptions_and_quiz.ipynb").read_text(encoding="utf-8"))
+    key = [c for c in quiz_nb["cells"] if "answer-key" in _tags(c)]
+    assert len(key) == 2 and "quiz.answer(" in _source(key[1]), "notebook 13's answer key is tagged"
+
+
+def test_strip_solution_blocks_keeps_the_rest():
+    md = "Text.\n\n<details><summary>Solutions</summary>\n\n1. $42$\n</details>\n\nNext: [14](14_gpu.ipynb)."
+    assert strip_solution_blocks(md) == "Text.\n\nNext: [14](14_gpu.ipynb)."
+    other = "<details><summary>Why?</summary>\nbecause\n</details>"
+    assert strip_solution_blocks(other) == other  # a collapsed block that is not a solution stays
