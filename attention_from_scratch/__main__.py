@@ -30,7 +30,7 @@ COMMANDS = {
                 "benchmarks/", {"--out": {"default": "figures", "help": "output folder (default: figures/)"}},
                 "plots:main"),
     "bench": ("run quick versions of all benchmarks (< 60 s)", {}, "bench:main"),
-    "student": ("write copies of the notebooks without worked solutions and outputs, to hand out",
+    "student": ("write copies of the notebooks without solutions, answer keys and outputs, to hand out",
                 {"outdir": {"help": "folder for the student copies (created if missing)"},
                  "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"}},
                 "student:main"),
