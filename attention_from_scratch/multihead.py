@@ -71,6 +71,11 @@ def _split_heads(x, n_heads, xp):
     return xp.permute_dims(x, (0, 2, 1, 3))  # (B, T, H, d_k) -> (B, H, T, d_k)
 
 
+def _merge_heads(x, xp):
+    b, h, t, d = x.shape
+    return xp.reshape(xp.permute_dims(x, (0, 2, 1, 3)), (b, t, h * d))  # (B, H, T, d_k) -> (B, T, H·d_k)
+
+
 class MultiHeadAttention:
     """Multi-head attention with optional grouped-query heads, bias and a KV cache.
 

@@ -16,6 +16,11 @@ The tasks are small enough to learn in seconds on a CPU, and each can only be so
 * **reversal**: L tokens, a separator, then the L tokens in reverse order.
 
 Everything is seeded: the same seed gives the same batches and, on one machine, the same loss curve.
+
+Host and device: the model runs on any backend (``Transformer(..., xp=...)``), but this module uses
+NumPy (``np.*``) on purpose for the host-side work around it -- generating the task's tokens (moved to
+the model's device by ``batches(xp=...)``) and scoring a model's outputs in :func:`evaluate` and the
+head scores (copied back with ``to_numpy``). That data is tiny; the training arithmetic is not here.
 """
 
 from __future__ import annotations
@@ -231,9 +236,9 @@ RECIPES = {
                   "config": TransformerConfig(16, 32, 2, 2, 64, 24)},
     "copy": _COPY | {"config": TransformerConfig(**_SMALL)},
     "no_mask": _COPY | {"config": TransformerConfig(**_SMALL, causal=False)},
-    "flash": _COPY | {"steps": 40, "config": TransformerConfig(**_SMALL, attention="flash", block_size=4)},
+    "flash": _COPY | {"steps": 20, "config": TransformerConfig(**_SMALL, attention="flash", block_size=4)},
 }
-SCALE_SEEDS = (0, 1)
+SCALE_SEEDS = (0,)  # one seed keeps notebook 15 fast; seed 1 gives the same picture (1.32 vs 2.27)
 for _scale in (True, False):  # one head of d_k = 64: unscaled scores have a standard deviation of ~8
     for _seed in SCALE_SEEDS:
         RECIPES[f"scale_{_scale}_{_seed}"] = {

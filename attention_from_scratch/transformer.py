@@ -30,8 +30,10 @@ import array_api_compat
 from . import layers as L
 from .attention import attention_backward, scaled_dot_product_attention
 from .backend import backend_name, check_flag, check_positive_int, get_namespace, random_normal, to_device
+from .caches import KVCache
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
+from .multihead import _merge_heads, _split_heads
 from .rope import apply_rope, rope_frequencies
 
 __all__ = ["Transformer", "TransformerConfig"]
@@ -52,11 +54,13 @@ class TransformerConfig:
     attention: str = "sdpa"  # "sdpa" (attention.py) or "flash" (flash.py, tiled, same numbers)
     scale: bool = True  # divide scores by sqrt(d_k); False is the ablation of notebook 03's argument
     causal: bool = True  # mask the future; False lets a position read the token it must predict
-    block_size: int = 64  # FlashAttention's tile (queries and keys) when attention="flash"
+    block_size: int | None = None  # FlashAttention's tile when attention="flash"; None = measured best
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "block_size"):
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
             check_positive_int(getattr(self, name), name)
+        if self.block_size is not None:
+            check_positive_int(self.block_size, "block_size")
         kv = self.n_heads if self.n_kv_heads is None else check_positive_int(self.n_kv_heads, "n_kv_heads")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
@@ -91,16 +95,6 @@ class TransformerConfig:
                 f"{i}.w_1": (c.d_model, c.d_ff), f"{i}.w_2": (c.d_ff, c.d_model),
             }
         return shapes | {"final_norm": (c.d_model,), "unembed": (c.d_model, c.vocab_size)}
-
-
-def _split(x, n, xp):
-    b, t, _ = x.shape
-    return xp.permute_dims(xp.reshape(x, (b, t, n, -1)), (0, 2, 1, 3))  # (B, T, n·d_k) -> (B, n, T, d_k)
-
-
-def _merge(x, xp):
-    b, n, t, d = x.shape
-    return xp.reshape(xp.permute_dims(x, (0, 2, 1, 3)), (b, t, n * d))  # (B, n, T, d_k) -> (B, T, n·d_k)
 
 
 class Transformer:
@@ -161,22 +155,18 @@ class Transformer:
         xp, p, c = self.xp, self.params, self.config
         b, t, _ = h.shape
         g = c.n_heads // c.kv_heads  # query heads per key/value head
-        q = self._rope(_split(h @ p[f"{i}.w_q"], c.n_heads, xp), start)  # (B, H, T, d_k)
-        k = self._rope(_split(h @ p[f"{i}.w_k"], c.kv_heads, xp), start)  # (B, H_kv, T, d_k)
-        v = _split(h @ p[f"{i}.w_v"], c.kv_heads, xp)  # (B, H_kv, T, d_k)
+        q = self._rope(_split_heads(h @ p[f"{i}.w_q"], c.n_heads, xp), start)  # (B, H, T, d_k)
+        k = self._rope(_split_heads(h @ p[f"{i}.w_k"], c.kv_heads, xp), start)  # (B, H_kv, T, d_k)
+        v = _split_heads(h @ p[f"{i}.w_v"], c.kv_heads, xp)  # (B, H_kv, T, d_k)
         if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
-            if i in kv_cache:
-                k, v = (xp.concat([kv_cache[i][j], x], axis=2) for j, x in enumerate((k, v)))
-            kv_cache[i] = (k, v)
-        s = k.shape[2]
+            k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
         q = xp.reshape(q, (b, c.kv_heads, g, t, c.d_k))  # (B, H, T, d_k) -> (B, H_kv, g, T, d_k)
         k, v = k[:, :, None, ...], v[:, :, None, ...]  # (B, H_kv, 1, S, d_k): shared by the g heads
         if c.attention == "flash":
             o, lse = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
         else:
             o, lse = scaled_dot_product_attention(q, k, v, **self._attn_opts())[0], None
-        o = _merge(xp.reshape(o, (b, c.n_heads, t, c.d_k)), xp)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k)
-        assert s == (t if kv_cache is None else start + t)
+        o = _merge_heads(xp.reshape(o, (b, c.n_heads, t, c.d_k)), xp)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k)
         return o @ p[f"{i}.w_o"], (h, q, k, v, o, lse, start)
 
     def _attention_backward(self, i, cache, da):
@@ -185,9 +175,9 @@ class Transformer:
         h, q, k, v, o, lse, start = cache
         b, t, _ = h.shape
         do, dw_o = L.linear_backward(o, p[f"{i}.w_o"], da, xp)  # (B, T, H·d_k)
-        do = xp.reshape(_split(do, c.n_heads, xp), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
+        do = xp.reshape(_split_heads(do, c.n_heads, xp), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
         if c.attention == "flash":
-            o5 = xp.reshape(_split(o, c.n_heads, xp), q.shape)  # the forward's output, as flash saw it
+            o5 = xp.reshape(_split_heads(o, c.n_heads, xp), q.shape)  # the forward's output, as flash saw it
             dq, dk, dv = flash_attention_backward(q, k, v, o5, do, lse, **self._attn_opts(), block_size=c.block_size)
         else:
             dq, dk, dv = attention_backward(q, k, v, do, **self._attn_opts())
@@ -195,7 +185,7 @@ class Transformer:
         dk = self._rope(dk[:, :, 0, ...], start, -1)  # (B, H_kv, 1, S, d_k) -> (B, H_kv, S, d_k), group-summed
         dh, grads = 0.0, {f"{i}.w_o": dw_o}
         for name, d in (("w_q", dq), ("w_k", dk), ("w_v", dv[:, :, 0, ...])):
-            dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], _merge(d, xp), xp)
+            dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], _merge_heads(d, xp), xp)
             dh = dh + dh_part  # h feeds all three projections: their gradients add
         return dh, grads
 
@@ -298,11 +288,12 @@ class Transformer:
         n_new = check_positive_int(n_new, "n_new", minimum=0)
         if tokens.shape[1] + n_new > self.config.max_len:
             raise ValueError(f"prompt length {tokens.shape[1]} + n_new={n_new} exceeds max_len={self.config.max_len}")
-        kv_cache, new = ({}, tokens) if self.config.causal else (None, tokens)
+        c = self.config
+        kv_cache, new = [KVCache(c.max_len) for _ in range(c.n_layers)] if c.causal else None, tokens
         for _ in range(n_new):
-            start = tokens.shape[1] - new.shape[1] if self.config.causal else 0
+            start = tokens.shape[1] - new.shape[1] if c.causal else 0
             logits = self._forward(new, start, kv_cache)[0]  # (B, T_new, V)
             nxt = xp.argmax(logits[:, -1, :], axis=-1)[:, None]  # (B, 1): greedy
             tokens = xp.concat([tokens, xp.astype(nxt, xp.int64)], axis=1)
-            new = nxt if self.config.causal else tokens
+            new = nxt if c.causal else tokens
         return tokens

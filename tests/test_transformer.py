@@ -139,6 +139,14 @@ def test_cached_generation_equals_the_full_pass(options):
     np.testing.assert_array_equal(out, expected)
 
 
+def test_flash_with_the_default_tile_equals_sdpa():
+    assert TransformerConfig(**(TINY | {"block_size": None})).block_size is None  # the contract's default
+    flash = Transformer(TransformerConfig(**(TINY | {"block_size": None}), attention="flash"), seed=2)
+    sdpa = Transformer(TransformerConfig(**TINY), seed=2)
+    np.testing.assert_allclose(flash.logits(TOKENS), sdpa.logits(TOKENS), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(flash.loss_and_grads(TOKENS)[0], sdpa.loss_and_grads(TOKENS)[0], rtol=1e-12)
+
+
 def test_layer_backwards_match_finite_differences():
     rng = np.random.default_rng(9)
     x, g, dy = rng.standard_normal((3, 5)), rng.standard_normal(5), rng.standard_normal((3, 5))
