@@ -27,7 +27,8 @@ Answers. ``check(id, answer)`` returns a :class:`Verdict` (``.correct``, ``print
 Every number in an answer or an explanation is computed by the package when you ask (``dot``,
 ``softmax``, ``scaled_dot_product_attention``, ``MLAConfig`` ...), never typed in here, so the quiz
 stays right if the code it quizzes on is right -- and the tests check both. Those computations and the
-text of every option's note are in ``_quiz_notes.py``; this module holds the questions and the checker.
+text of every option's note are in ``_quiz_notes.py`` (shared helpers, the extra questions) and
+``_quiz_notes_articles.py`` (the article's ten); this module holds the questions and the checker.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ from ._quiz_notes import (
     _head_dim,
     _mask_fill,
     _mla_values,
+    _note_not_cosine,
+    _note_qkv_raw,
+    _score_variance,
+    _show,
+    _softmax_123,
+)
+from ._quiz_notes_articles import (
     _note_additive_any_length,
     _note_additive_any_size,
     _note_additive_cost,
@@ -68,10 +76,8 @@ from ._quiz_notes import (
     _note_no_parameters,
     _note_no_positions,
     _note_no_shape_change,
-    _note_not_cosine,
     _note_not_values,
     _note_parallel,
-    _note_qkv_raw,
     _note_qt_k,
     _note_qv_swap,
     _note_rows_sum_to_one,
@@ -86,9 +92,6 @@ from ._quiz_notes import (
     _note_variance,
     _note_weighted_sum,
     _order_note,
-    _score_variance,
-    _show,
-    _softmax_123,
 )
 from .backend import to_numpy
 
