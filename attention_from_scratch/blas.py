@@ -1,20 +1,13 @@
 """Hold BLAS to one thread while tiled code runs, safely when several threads do it at once.
 
-Why: a FlashAttention tile's matmuls are small (block_q x d_k x block_k), too small for a
-multi-threaded BLAS to pay off, and on a busy machine its spinning threads make them far slower; the
-parallelism is across tiles instead (``workers=``), as on a GPU. The limit is optional at run time:
-without ``threadpoolctl`` installed, :func:`one_blas_thread` does nothing.
-
-A BLAS thread count is process-wide, so the limit is too. Saving and restoring it per call is wrong
-when calls overlap: A saves N and sets 1, B saves 1, A restores N, B restores 1 -- and BLAS stays at
-one thread for the rest of the process. Here the first caller in sets the limit and the last one out
-restores it (a reference count under a lock), whatever the order in which overlapping calls finish.
-While any caller holds it, every thread of the process sees one BLAS thread.
-
-Which thread sets it matters too: for OpenBLAS with its own (pthreads) pool, threadpoolctl >= 3.8
-lets only one "controlling" thread change the count and silently ignores the others. So every set and
-restore runs on one small thread of this module, which gives control back after restoring. If another
-thread controls BLAS at that moment (the caller's own ``threadpool_limits`` block), its choice stands.
+A tile's matmuls are too small for a multi-threaded BLAS to pay off (on a busy machine its spinning
+threads make them far slower); the parallelism is across tiles instead (``workers=``). Without the
+optional ``threadpoolctl``, :func:`one_blas_thread` does nothing. A process-wide count (OpenBLAS with
+pthreads): the first overlapping caller sets the limit and the last one out restores it (a
+count under a lock), always from one helper thread, since threadpoolctl >= 3.8 lets only one thread
+set OpenBLAS's count. A BLAS built with OpenMP (threadpoolctl then calls ``omp_set_num_threads``): the
+limit holds only in the thread that sets it, so each caller and each tile worker (:func:`limit_worker_thread`)
+sets its own.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["blas_threads", "one_blas_thread"]
+__all__ = ["blas_threads", "limit_worker_thread", "one_blas_thread"]
 
 _lock = threading.Lock()
 _holders = 0  # callers inside one_blas_thread() right now
@@ -50,23 +43,50 @@ def _controller():
         from threadpoolctl import ThreadpoolController
     except ImportError:
         return None
-    return ThreadpoolController()
+    return ThreadpoolController().select(user_api="blas")
 
 
 def blas_threads() -> list[int]:
-    """The thread count of each loaded BLAS library (empty without threadpoolctl or a BLAS)."""
+    """The thread count of each loaded BLAS library as the calling thread sees it (empty without
+    threadpoolctl or a BLAS)."""
+    controller = _controller()
+    return [] if controller is None else [lib.num_threads for lib in controller.lib_controllers]
+
+
+def _threading_layer(lib) -> str | None:
+    """threadpoolctl's name of a BLAS library's threading layer ("openmp", "pthreads", ...), None if unknown."""
+    return getattr(lib, "threading_layer", None)
+
+
+def _blas_by_scope():
+    """(per_thread, shared): the loaded BLAS libraries whose thread count belongs to the calling thread
+    (OpenMP threading layer) and those whose count is process-wide, each a threadpoolctl controller or None."""
     controller = _controller()
     if controller is None:
-        return []
-    return [lib.num_threads for lib in controller.select(user_api="blas").lib_controllers]
+        return None, None
+    return _split(controller, tuple(_threading_layer(lib) == "openmp" for lib in controller.lib_controllers))
+
+
+@functools.cache
+def _split(controller, openmp: tuple[bool, ...]):
+    """(per_thread, shared) for the libraries flagged OpenMP in ``openmp`` (cached: one split per layout)."""
+    paths = {True: [], False: []}
+    for lib, is_openmp in zip(controller.lib_controllers, openmp, strict=True):
+        paths[is_openmp].append(lib.filepath)
+    return tuple(controller.select(filepath=paths[k]) if paths[k] else None for k in (True, False))
 
 
 def _on_control_thread(fn):
-    """Run ``fn()`` on this module's BLAS-control thread and return its result (call under ``_lock``)."""
+    """Run ``fn()`` on this module's BLAS-control thread and return its result (call under ``_lock``).
+    During interpreter shutdown no new thread can start: then ``fn()`` runs on the calling thread."""
     global _control
     if _control is None:
         _control = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attention_from_scratch-blas")
-    return _control.submit(fn).result()
+    try:
+        future = _control.submit(fn)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+        return fn()
+    return future.result()
 
 
 def _restore(limiter):
@@ -80,14 +100,9 @@ def _restore(limiter):
 
 
 @contextlib.contextmanager
-def one_blas_thread():
-    """Context manager: BLAS runs on one thread inside; the original counts come back when the last
-    overlapping caller leaves (a no-op without the optional ``threadpoolctl``)."""
+def _shared_limit(controller):
+    """One BLAS thread for process-wide pools: the first overlapping caller sets it, the last one restores it."""
     global _holders, _limiter
-    controller = _controller()
-    if controller is None:
-        yield
-        return
     with _lock:
         if _holders == 0:
             _limiter = _on_control_thread(lambda: controller.limit(limits=1, user_api="blas"))
@@ -100,3 +115,26 @@ def one_blas_thread():
             if _holders == 0:
                 _on_control_thread(functools.partial(_restore, _limiter))
                 _limiter = None
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """Context manager: BLAS runs on one thread inside; the original counts come back when the last
+    overlapping caller leaves (a no-op without the optional ``threadpoolctl``). For a BLAS built with
+    OpenMP this limits the calling thread only: worker threads call :func:`limit_worker_thread`."""
+    per_thread, shared = _blas_by_scope()
+    with contextlib.ExitStack() as stack:
+        if per_thread is not None:
+            stack.enter_context(per_thread.limit(limits=1, user_api="blas"))
+        if shared is not None:
+            stack.enter_context(_shared_limit(shared))
+        yield
+
+
+def limit_worker_thread():
+    """``ThreadPoolExecutor(initializer=...)`` for threads that run BLAS inside :func:`one_blas_thread`:
+    a BLAS built with OpenMP gets one thread in this worker for the worker's life (a pool made for one
+    call, as ``flash_attention``'s). Process-wide pools need nothing here: the caller's limit covers them."""
+    per_thread, _ = _blas_by_scope()
+    if per_thread is not None:
+        per_thread.limit(limits=1, user_api="blas")  # not restored: the worker ends with its pool

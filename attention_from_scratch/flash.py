@@ -45,7 +45,7 @@ from array_api_compat import device as device_of
 
 from .attention import _check_qkv, _full_mask, _scale
 from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, get_namespace
-from .blas import one_blas_thread
+from .blas import limit_worker_thread, one_blas_thread
 from .softmax import safe_shift
 
 __all__ = [
@@ -250,7 +250,7 @@ def flash_attention(
         if workers is None:
             results = [run(t) for t in tasks]
         else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            with ThreadPoolExecutor(max_workers=workers, initializer=limit_worker_thread) as pool:
                 results = list(pool.map(run, tasks))
     # reassemble: query blocks along T, then the (batch, head) rows along the leading dims
     rows = [results[r : r + len(starts)] for r in range(0, len(results), len(starts))]
@@ -263,8 +263,8 @@ def flash_attention(
 
 
 def __getattr__(name):
-    """``flash.flash_attention_backward`` still works: the backward pass lives in ``flash_backward.py``,
-    which imports this module's tile helpers (importing it here, lazily, avoids a circular import)."""
+    """``flash.flash_attention_backward`` (notebook 11 imports it from here): the backward pass lives in
+    ``flash_backward.py``, which imports this module's tile helpers (so this import is lazy: no cycle)."""
     if name == "flash_attention_backward":
         from .flash_backward import flash_attention_backward
 

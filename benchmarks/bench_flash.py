@@ -156,7 +156,7 @@ def main(quick: bool = False, figures_dir=None):
     _print_sweep(rows)
     _check_targets(rows)
     print(f"\nBlock size (B=1, H={block_shape[0]}, n={block_shape[1]}, d=64); median seconds; flash/plain")
-    block_times = block_sweep(*block_shape, blocks, repeat=3)
+    block_times = block_sweep(*block_shape, blocks, repeat=repeat)
     base = block_times["plain"]
     print_table(
         ["block_size", "1 thread s", "ratio", "2 workers s", "ratio"],

@@ -125,16 +125,9 @@ def _md_escape(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
 
 
-def _show(value) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(f"{float(v):.4g}" for v in value) + "]"
-    return f"{float(value):.6g}"
-
-
 def quiz_page() -> str:
     from attention_from_scratch import quiz
+    from attention_from_scratch.quiz import _show  # the answers as the quiz itself prints them
 
     parts = [
         "# The quiz\n",

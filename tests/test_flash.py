@@ -3,12 +3,17 @@ states, SciPy's logsumexp, finite differences, and a closed-form tile count for 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +22,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
 from scipy.special import softmax as scipy_softmax
 
-from attention_from_scratch import flash, flash_backward
+from attention_from_scratch import blas, flash, flash_backward
 from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
 from attention_from_scratch.backend import to_numpy
 from attention_from_scratch.blas import blas_threads, one_blas_thread
@@ -353,6 +358,76 @@ def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
     assert blas_threads() == original, "BLAS left at one thread after overlapping calls"
     for n in (8, 9):
         np.testing.assert_allclose(results[n], _plain(*inputs[n]), rtol=1e-12, atol=1e-12)
+
+
+def test_openmp_blas_is_limited_in_every_thread_that_runs_tiles(monkeypatch):
+    """OpenBLAS built with OpenMP: a limit holds only in the thread that sets it (threadpoolctl calls
+    omp_set_num_threads), so the caller and each tile worker set their own; the helper thread is unused."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not blas.blas_threads():
+        pytest.skip("no BLAS library found by threadpoolctl")
+    limited, tile_threads, real = [], set(), flash.softmax_state
+
+    class Spy:  # stands for threadpoolctl's limiter: records who set the limit and whether it was restored
+        def __init__(self, limits, user_api):
+            assert (limits, user_api) == (1, "blas")
+            self.event = [threading.current_thread().name, "set"]
+            limited.append(self.event)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.event[1] = "restored"
+
+    def tile(scores, v):
+        tile_threads.add(threading.current_thread().name)
+        return real(scores, v)
+
+    monkeypatch.setattr(blas, "_threading_layer", lambda lib: "openmp")
+    monkeypatch.setattr(threadpoolctl.ThreadpoolController, "limit", lambda _, **kw: Spy(**kw))
+    monkeypatch.setattr(blas, "_shared_limit", None)  # not called: no library has a process-wide pool
+    monkeypatch.setattr(flash, "softmax_state", tile)
+    q = np.random.default_rng(0).standard_normal((3, 8, 4))
+    me = threading.current_thread().name
+    serial = flash_attention(q, q, q, block_size=2)
+    assert limited == [[me, "restored"]] and tile_threads == {me}
+    limited.clear(), tile_threads.clear()
+    threaded = flash_attention(q, q, q, block_size=2, workers=2)
+    assert limited[0] == [me, "restored"]  # the caller, limited and restored
+    workers = {name for name, _ in limited[1:]}
+    assert me not in tile_threads and tile_threads <= workers  # every thread that ran a tile was limited
+    np.testing.assert_array_equal(threaded, serial)
+
+
+def test_blas_limit_during_interpreter_shutdown():
+    """A non-daemon thread that runs flash_attention after the main thread has finished: no new thread can
+    start then (concurrent.futures refuses), so the limit is set on the calling thread instead of failing."""
+    script = textwrap.dedent("""
+        import json, threading, time
+        import numpy as np
+        from attention_from_scratch.blas import blas_threads, one_blas_thread
+        from attention_from_scratch.flash import flash_attention
+
+        def late():
+            time.sleep(0.5)  # the main thread has ended: the interpreter is shutting down
+            q = np.random.default_rng(0).standard_normal((6, 4))
+            before = blas_threads()
+            with one_blas_thread():
+                inside = blas_threads()
+            flash_attention(q, q, q, block_size=2)
+            print(json.dumps([before, inside, blas_threads()]))
+
+        threading.Thread(target=late).start()
+    """)
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False,
+                         cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    before, inside, after = json.loads(res.stdout)
+    assert after == before
+    if blas.blas_threads() and max(before) > 1:  # threadpoolctl and a multi-threaded BLAS: the limit was set
+        assert inside == [1] * len(before)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

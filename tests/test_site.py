@@ -1,7 +1,9 @@
 """The course's website, built as README says and read in a real browser (headless Chromium).
 
 The site is built once per session into a temporary folder with the documented command (warnings are
-errors), served on 127.0.0.1 by a thread, and then:
+errors) -- or, when ``$SITE_DIR`` is set, the site already built there is tested (CI builds it with
+README's command just before, and this test does not build it a second time). It is served on 127.0.0.1
+by a thread, and then:
 
 * every page is crawled over HTTP: each internal link, image, script and stylesheet answers 200, and
   each ``#anchor`` exists on its page; every notebook of ``notebooks/`` is reached from the index;
@@ -92,7 +94,12 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Build the site with README's command into a temporary folder; return that folder."""
+    """The built site's folder: ``$SITE_DIR`` when set (already built), else README's command builds it
+    into a temporary folder."""
+    if os.environ.get("SITE_DIR"):
+        out = Path(os.environ["SITE_DIR"]).resolve()
+        assert (out / "index.html").is_file(), f"SITE_DIR={out} holds no built site (no index.html)"
+        return out
     out = tmp_path_factory.mktemp("site") / "html"
     done = subprocess.run([*BUILD, str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"the site did not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
