@@ -1,10 +1,16 @@
 """KV-cache accounting: DeepSeek-V3's numbers by hand, the articles' simplifications, and real caches."""
 
+import math
+
 import numpy as np
 import pytest
 
+from attention_from_scratch.backend import random_normal
 from attention_from_scratch.kv_cache import (
+    arithmetic_intensity,
     bytes_per_token,
+    decode_bytes_read,
+    decode_flops,
     deepseek_v3_numbers,
     gqa_values_per_token,
     mha_values_per_token,
@@ -81,3 +87,51 @@ def test_measured_mha_and_gqa_caches_equal_formula():
         cache = mha.new_cache()
         mha(np.ones((1, 6, 16)), causal=True, cache=cache)
         assert cache.nbytes / len(cache) == gqa_values_per_token(n_kv_heads, 4) * 8
+
+
+V3 = MLAConfig()
+
+
+# --- decode traffic -----------------------------------------------------------------------------------
+
+
+def test_decode_numbers_for_deepseek_v3_by_hand():
+    s = 1000
+    assert decode_bytes_read(V3, "mla", s) == s * (512 + 64) * 61 * 2
+    assert decode_bytes_read(V3, "mha", s) == s * 128 * (192 + 128) * 61 * 2
+    assert decode_flops(V3, "mha", s) == 2 * s * 128 * (192 + 128) * 61
+    assert decode_flops(V3, "mla", s) == 2 * s * 128 * (512 + 64 + 512) * 61
+    # GQA / MQA read fewer bytes but every query head still does its own multiply-adds
+    assert decode_flops(V3, "gqa", s, n_kv_heads=8) == decode_flops(V3, "mqa", s) == decode_flops(V3, "mha", s)
+    assert arithmetic_intensity(V3, "mha") == 1.0  # one multiply-add (2 FLOPs) per 2-byte value
+    assert arithmetic_intensity(V3, "gqa", n_kv_heads=8) == 16.0
+    assert arithmetic_intensity(V3, "mqa") == 128.0
+    assert math.isclose(arithmetic_intensity(V3, "mla"), 2 * 128 * 1088 / (576 * 2))
+
+
+def test_decode_bytes_equal_what_a_filled_cache_holds():
+    small = MLAConfig(dim=64, n_heads=4, q_lora_rank=24, kv_lora_rank=16, qk_nope_head_dim=8,
+                      qk_rope_head_dim=4, v_head_dim=8, n_layers=1, max_seq_len=64, original_seq_len=64)
+    layer = MultiHeadLatentAttention(small, seed=0)
+    cache = layer.new_cache(batch_size=1)
+    layer(random_normal((1, 9, small.dim), seed=1), cache=cache)
+    assert decode_bytes_read(small, "mla", 9, element_size=8) == cache.nbytes
+    mha = MultiHeadAttention(small.dim, small.n_heads, seed=0)  # d_k = d_v = 16
+    kv = mha.new_cache()
+    mha(random_normal((1, 9, small.dim), seed=1), cache=kv, causal=True)
+    # the same count for MHA: a config whose heads are 12 + 4 = 16 wide for keys and 16 for values
+    widths = MLAConfig(**{**small.__dict__, "qk_nope_head_dim": 12, "v_head_dim": 16})
+    assert decode_bytes_read(widths, "mha", 9, element_size=8) == kv.nbytes == 9 * 4 * (16 + 16) * 8
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_decode_refuses_bad_context(bad):
+    with pytest.raises(ValueError, match="context_len"):
+        decode_bytes_read(V3, "mla", bad)
+    with pytest.raises(ValueError, match="context_len"):
+        decode_flops(V3, "mla", bad)
+
+
+def test_decode_refuses_bad_kind():
+    with pytest.raises(ValueError, match="kind"):
+        decode_flops(V3, "flash", 10)

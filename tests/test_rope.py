@@ -2,6 +2,7 @@
 
 import math
 
+import array_api_compat
 import numpy as np
 import pytest
 from hypothesis import given
@@ -13,6 +14,7 @@ from attention_from_scratch.rope import (
     pairs_to_halves,
     rope_frequencies,
     rotate_half_rope,
+    sinusoidal_positions,
     yarn_correction_range,
     yarn_mscale,
 )
@@ -203,3 +205,32 @@ def test_yarn_betas_need_0_lt_slow_le_fast(fast, slow):
         rope_frequencies(64, max_seq_len=16384, beta_fast=fast, beta_slow=slow)
     with pytest.raises(error, match=r"MLAConfig\.beta_slow"):
         MLAConfig(beta_fast=fast, beta_slow=slow)
+
+
+# --- sinusoidal positions (Vaswani et al. §3.5) -------------------------------------------------------
+
+
+def test_sinusoidal_equals_scalar_loop(xp):
+    n, d = 7, 10
+    got = sinusoidal_positions(n, d, xp=xp.ns, device=xp.device)
+    if xp.device is not None:
+        assert array_api_compat.device(got) == xp.device
+    expected = np.empty((n, d))
+    for pos in range(n):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)  # the paper's pos / 10000^(2i/d_model)
+            expected[pos, 2 * i], expected[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
+    np.testing.assert_allclose(xp.np(got), expected, rtol=1e-13, atol=1e-15)
+
+
+@given(st.integers(0, 300), st.integers(0, 300), st.sampled_from([2, 8, 64]))
+def test_sinusoidal_dot_depends_only_on_offset(m, n, d):
+    pe = sinusoidal_positions(max(m, n) + 1, d)
+    expected = sum(math.cos((m - n) * t) for t in rope_frequencies(d))  # sin·sin + cos·cos = cos(a - b)
+    assert math.isclose(float(pe[m] @ pe[n]), expected, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("n, d", [(0, 4), (3, 5), (3, 0), (2.0, 4)])
+def test_sinusoidal_refuses_bad_sizes(n, d):
+    with pytest.raises(ValueError, match=r"n_positions|d must"):
+        sinusoidal_positions(n, d)
