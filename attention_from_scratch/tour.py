@@ -11,14 +11,20 @@ Array API standard; the tests run them on array-api-strict).
 
 from __future__ import annotations
 
+import math
 import sys
+import unicodedata
+import warnings
+
+import numpy as np
+
+from .backend import random_normal, to_numpy
 
 TOUR_SECTIONS = []  # (title, function(xp)) in course order; filled by @section below
 
 
 def section(title):
     """Decorator: append the decorated ``function(xp)`` to :data:`TOUR_SECTIONS` under ``title``."""
-
     def register(fn):
         TOUR_SECTIONS.append((title, fn))
         return fn
@@ -46,23 +52,16 @@ def run_tour(backend: str = "numpy") -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------------------------
-# Tour sections. Each takes the namespace xp, computes, asserts, prints. Keep each one short.
-# ---------------------------------------------------------------------------------------------
+# --- tour sections: each takes the namespace xp, computes, asserts, prints; keep each one short ---
+
 
 def _fmt(x, digits: int = 4) -> str:
     """An array (any backend) or number, rounded for printing."""
-    import numpy as np
-
-    from .backend import to_numpy
-
     return np.array2string(to_numpy(x), precision=digits, suppress_small=True, floatmode="fixed")
 
 
 def _pad(text: str, width: int, right: bool = True) -> str:
     """Pad to a *display* width: CJK characters take two terminal columns."""
-    import unicodedata
-
     shown = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
     fill = " " * max(width - shown, 0)
     return fill + text if right else text + fill
@@ -79,8 +78,6 @@ def _label(zh: str, en: str) -> str:
 
 @section("The dot product: a·b = sum_i a_i b_i = |a| |b| cos θ")
 def _tour_dot(xp):
-    import math
-
     from .similarity import angle, cosine_similarity, dot
 
     a = xp.asarray([1.0, 2.0, 3.0, 4.0])
@@ -96,8 +93,6 @@ def _tour_dot(xp):
 
 @section("Norms via the self dot product: |a| = sqrt(a·a)")
 def _tour_norm(xp):
-    import math
-
     from .similarity import dot, euclidean_distance, norm
 
     a = xp.asarray([1.0, 2.0, 3.0, 4.0])
@@ -114,8 +109,6 @@ def _tour_norm(xp):
 
 @section("Why divide by sqrt(d_k): Var(q·k) = d_k for unit-variance entries")
 def _tour_variance(xp):
-    import math
-
     from .scaling import dot_product_variance
 
     n = 10_000
@@ -133,10 +126,6 @@ def _tour_variance(xp):
 
 @section("Softmax saturates: [1, 2, 3] vs [10, 20, 30], and why we subtract the max")
 def _tour_softmax(xp):
-    import math
-    import warnings
-
-    from .backend import to_numpy
     from .softmax import naive_softmax, softmax
 
     small = softmax(xp.asarray([1.0, 2.0, 3.0]))
@@ -159,7 +148,6 @@ def _tour_softmax(xp):
 @section("Attention on three tokens: 猫吃鱼, 'the cat eats fish'")
 def _tour_three_tokens(xp):
     from .attention import attention_loop, scaled_dot_product_attention
-    from .backend import random_normal, to_numpy
 
     d_model, d_k = 4, 4
     tokens = [_label("猫", "cat"), _label("吃", "eats"), _label("鱼", "fish")]
@@ -177,22 +165,17 @@ def _tour_three_tokens(xp):
     print("   " + " " * width + "".join(_pad(t, width) for t in tokens))
     for name, row in zip(tokens, w, strict=True):
         print("   " + _pad(name, width, right=False) + "".join(f"{p:>{width}.4f}" for p in row))
-    print("   (random, untrained W_Q, W_K, W_V: the pattern means nothing yet; equal to the looped version")
-    print("    to 1e-12; out = weights V mixes the value vectors)")
+    print("   (untrained random W_Q, W_K, W_V: the pattern means nothing yet; the loop agrees to 1e-12)")
 
 
 @section("A causal mask: no peeking at the future, and why blocked scores are -inf, not 0")
 def _tour_causal(xp):
-    import math
-
-    from .backend import to_numpy
     from .masking import apply_mask, causal_mask
     from .softmax import softmax
 
     mask = causal_mask(4, xp=xp)
     m = to_numpy(mask)
-    for i in range(4):
-        assert all(m[i, j] == (j <= i) for j in range(4))
+    assert all(m[i, j] == (j <= i) for i in range(4) for j in range(4))
     print("   causal_mask(4), 1 = may attend:")
     for row in m:
         print("     " + " ".join(str(int(b)) for b in row))
@@ -210,7 +193,6 @@ def _tour_causal(xp):
 
 @section("Multi-head attention: h heads of d_k = d_model / h, decoding with a KV cache")
 def _tour_multihead(xp):
-    from .backend import random_normal
     from .multihead import KVCache, MultiHeadAttention
 
     mha = MultiHeadAttention(d_model=16, n_heads=4, seed=0, xp=xp)  # 4 heads of d_k = 4
@@ -228,7 +210,6 @@ def _tour_multihead(xp):
 @section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
 def _tour_flash(xp):
     from .attention import scaled_dot_product_attention
-    from .backend import random_normal
     from .flash import flash_attention
 
     q, k, v = (random_normal((2, 40, 8), seed=s, xp=xp) for s in range(3))  # (B, T, d_k)
@@ -245,7 +226,6 @@ def _tour_flash(xp):
 
 @section("KV cache: MHA vs MLA")
 def _tour_kv_cache(xp):
-    from .backend import random_normal
     from .kv_cache import bytes_per_token, deepseek_v3_numbers
     from .mla import MLAConfig, MultiHeadLatentAttention
 
@@ -272,13 +252,9 @@ def _tour_kv_cache(xp):
           f"= 10 x (16 + 4) x 8; softmax scale of DeepSeek-V3 = {MLAConfig().softmax_scale:.6f}")
 
 
-
 @section("Beyond attention: retrieval, InfoNCE and a recommender, all dot products")
 def _tour_applications(xp):
-    import math
-
     from .applications import hashed_bag_of_words, info_nce, info_nce_backward, top_k
-    from .backend import random_normal
     from .recommender import fit_matrix_factorization, synthetic_ratings
 
     docs = ["attention divides scores by the square root of d_k", "a recipe for tomato soup",
@@ -306,6 +282,18 @@ def _tour_applications(xp):
     assert model.losses[-1] < model.losses[0] and rmse < 0.5 * rmse_mean
     print(f"   matrix factorisation: RMSE on unseen ratings {rmse:.3f} vs {rmse_mean:.3f} for the mean")
 
+
+
+@section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy")
+def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 15 runs the model on other backends
+    from .training import RECIPES, evaluate, fit
+
+    recipe = RECIPES["copy"]  # 5 random tokens, then the same 5 again: only attention can predict them
+    model, history = fit(**recipe)
+    accuracy = evaluate(model, recipe["task"], generate=True)
+    assert accuracy >= 0.99 and history.loss[-1] < history.loss[0] / 2
+    print(f"   {recipe['steps']} Adam steps, loss {history.loss[0]:.2f} -> {history.loss[-1]:.2f}; "
+          f"the generated copies are {accuracy:.0%} right")
 
 def main(args) -> int:
     """The ``tour`` sub-command: ``args.backend`` is "numpy" or "cupy"."""
