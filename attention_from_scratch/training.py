@@ -46,6 +46,7 @@ __all__ = [
     "fit",
     "induction_score",
     "previous_token_score",
+    "strongest_heads",
     "train",
 ]
 
@@ -226,6 +227,14 @@ def induction_score(weights, length):
     rows = np.arange(length, 2 * length - 1)  # the last query has no next token to find
     return np.mean(w[..., rows, rows - length + 1], axis=-1)
 
+
+
+def strongest_heads(model, tokens, length):
+    """``(layer, head, score)`` of the best previous-token head and of the best induction head."""
+    maps = model.attention_weights(tokens)  # [(B, H, T, T)] per layer
+    prev = [(i, h, float(s)) for i, w in enumerate(maps) for h, s in enumerate(previous_token_score(w).mean(0))]
+    ind = [(i, h, float(s)) for i, w in enumerate(maps) for h, s in enumerate(induction_score(w, length).mean(0))]
+    return max(prev, key=lambda r: r[2]), max(ind, key=lambda r: r[2]), maps
 
 # The runs of notebook 15 and its figures (``fit(**RECIPES[name])``), chosen to finish in seconds on a CPU.
 _COPY = {"task": CopyTask(8, 5), "steps": 250, "lr": 1e-2, "warmup": 10, "full_sequence": True}

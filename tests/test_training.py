@@ -15,6 +15,7 @@ from attention_from_scratch.training import (
     evaluate,
     induction_score,
     previous_token_score,
+    strongest_heads,
     train,
 )
 from attention_from_scratch.transformer import Transformer, TransformerConfig
@@ -107,6 +108,15 @@ def test_head_scores_on_built_patterns():
         stripe[i, i - length + 1] = 1.0  # the key after the earlier copy of token i - length
     assert induction_score(stripe, length) == pytest.approx(1.0)
     assert induction_score(previous, length) == pytest.approx(0.0)
+
+    class Built:  # a stand-in model: layer 0's head 1 is the previous-token head, layer 1's head 0 the stripe
+        def attention_weights(self, tokens):
+            uniform = np.full((t, t), 1 / t)
+            return [np.stack([uniform, previous])[None], np.stack([stripe, uniform])[None]]  # [(B, H, T, T)]
+
+    (layer_p, head_p, score_p), (layer_i, head_i, score_i), _ = strongest_heads(Built(), None, length)
+    assert (layer_p, head_p, layer_i, head_i) == (0, 1, 1, 0)
+    assert score_p == pytest.approx(1.0) and score_i == pytest.approx(1.0)
 
 
 def test_training_runs_on_every_backend(xp):

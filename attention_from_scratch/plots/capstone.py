@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..examples import head_weights, mha_head_example
-from ..training import RECIPES, SCALE_SEEDS, evaluate, fit, induction_score, previous_token_score
+from ..training import RECIPES, SCALE_SEEDS, evaluate, fit, strongest_heads
 from .heatmaps import plot_attention_weights
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "plot_ablation_scale",
     "plot_learned_heads",
     "plot_training_loss",
-    "strongest_heads",
 ]
 
 
@@ -59,14 +58,6 @@ def plot_training_loss(history=None, task=None):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def strongest_heads(model, tokens, length):
-    """``(layer, head, score)`` of the best previous-token head and of the best induction head."""
-    maps = model.attention_weights(tokens)  # [(B, H, T, T)] per layer
-    prev = [(i, h, float(s)) for i, w in enumerate(maps) for h, s in enumerate(previous_token_score(w).mean(0))]
-    ind = [(i, h, float(s)) for i, w in enumerate(maps) for h, s in enumerate(induction_score(w, length).mean(0))]
-    return max(prev, key=lambda r: r[2]), max(ind, key=lambda r: r[2]), maps
 
 
 def plot_learned_heads(model=None, tokens=None, length=8):
