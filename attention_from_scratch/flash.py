@@ -46,6 +46,7 @@ from array_api_compat import device as device_of
 from .attention import _check_qkv, _full_mask, _scale
 from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, get_namespace
 from .blas import limit_worker_thread, one_blas_thread
+from .masking import _matmul_skipping_zeros
 from .softmax import safe_shift
 
 __all__ = [
@@ -71,18 +72,21 @@ CPU_BLOCK_SIZE = 512
 GPU_BLOCK_SIZE = 128
 
 
-def softmax_state(scores, v):
+def softmax_state(scores, v, *, v_is_finite=False):
     """The online-softmax state ``(m, l, acc)`` of one block of keys.
 
     scores ``(..., T, S_b)`` (masked entries ``-inf``), v ``(..., S_b, d_v)`` ->
     m ``(..., T, 1)`` = rowmax(scores), l ``(..., T, 1)`` = Σ_j exp(scores_j - m),
     acc ``(..., T, d_v)`` = Σ_j exp(scores_j - m) v_j. A fully masked row has m = -inf, l = 0, acc = 0.
+    ``v_is_finite=True`` (the caller checked) skips the per-block NaN/inf check of ``v``.
     """
     xp = get_namespace(scores, v)
     m = xp.max(scores, axis=-1, keepdims=True)  # (..., T, 1)
     weights = xp.exp(scores - safe_shift(m, xp))  # (..., T, S_b), un-normalised: every exponent <= 0
     l = xp.sum(weights, axis=-1, keepdims=True)  # (..., T, 1)
-    return m, l, weights @ v  # (..., T, S_b) @ (..., S_b, d_v) -> (..., T, d_v)
+    # (..., T, S_b) @ (..., S_b, d_v) -> (..., T, d_v); a blocked key (weight 0) is skipped even when its
+    # value holds NaN or inf, as in scaled_dot_product_attention (a plain matmul when v is finite)
+    return m, l, (weights @ v if v_is_finite else _matmul_skipping_zeros(weights, v, xp))
 
 
 def online_softmax_merge(a, b):
@@ -173,9 +177,21 @@ def _masked(scores, tile, xp):
     """``scores`` with the tile's mask applied: blocked entries -inf (boolean) or the mask added (float)."""
     if tile is None:
         return scores
+    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores))
     if tile.dtype == xp.bool:
-        return xp.where(tile, scores, xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores)))
-    return scores + xp.astype(tile, scores.dtype)
+        return xp.where(tile, scores, minus_inf)
+    # where, not only +: a blocked key whose score is NaN (a NaN key) must still give -inf
+    return xp.where(tile == -math.inf, minus_inf, scores + xp.astype(tile, scores.dtype))
+
+
+def _finite_keys(k, xp):
+    """``(k, None)`` when k (S, d_k) is finite, else (k with NaN/inf entries zeroed, ``usable`` (S,) bool):
+    scores are then computed from finite numbers (no inf · 0 in the matmul) and the caller sets the
+    scores of unusable keys to NaN, as ``scaled_dot_product_attention`` does."""
+    finite = xp.isfinite(k)
+    if bool(xp.all(finite)):
+        return k, None
+    return xp.where(finite, k, xp.zeros_like(k)), xp.all(finite, axis=-1)
 
 
 def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
@@ -193,14 +209,18 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
     acc = xp.zeros((i1 - i0, v.shape[-1]), dtype=q.dtype, device=on)
     # causal: keys after position offset + (i1 - 1) are in the future of every query in the block
     k_end = max(0, min(n_k, offset + i1)) if causal else n_k
+    k, usable = _finite_keys(k, xp)
+    v_is_finite = bool(xp.all(xp.isfinite(v)))  # one check here instead of one per tile
     for j0 in range(0, k_end, block_k):
         j1 = min(j0 + block_k, k_end)
         # 1) scores of this tile only: (bq, d_k) @ (d_k, bk) -> (bq, bk)
         scores = q @ k[j0:j1, :].mT
+        if usable is not None:  # a key holding NaN or inf scores NaN (then -inf if the mask blocks it)
+            scores = xp.where(usable[None, j0:j1], scores, xp.full_like(scores, math.nan))
         # 2) blocked entries -> -inf (the mask sliced to this tile, causal only on the diagonal)
         scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
         # 3) + 4) this tile's (max, sum, weighted values), folded into the running ones
-        m, l, acc = online_softmax_merge((m, l, acc), softmax_state(scores, v[j0:j1, :]))
+        m, l, acc = online_softmax_merge((m, l, acc), softmax_state(scores, v[j0:j1, :], v_is_finite=v_is_finite))
     # normalise once at the end; rows with nothing to attend to: output 0, lse -inf (never 0/0)
     empty = l == 0
     l = xp.where(empty, xp.ones_like(l), l)

@@ -16,7 +16,8 @@ from array_api_compat import device as device_of
 from .attention import _sum_to_shape
 from .backend import as_float, get_namespace
 from .blas import one_blas_thread
-from .flash import _masked, _pick, _prepare, _tile_mask
+from .flash import _finite_keys, _masked, _pick, _prepare, _tile_mask
+from .masking import _matmul_skipping_zeros
 
 __all__ = ["flash_attention_backward"]
 
@@ -29,6 +30,9 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
     starts, on = range(0, n_q, block_q), device_of(q)  # new arrays live on the inputs' device
     dq = [xp.zeros((min(i0 + block_q, n_q) - i0, q.shape[1]), dtype=q.dtype, device=on) for i0 in starts]
     dk, dv = [], []
+    # a blocked key (weight 0) must not matter even if it holds NaN or inf: checked once, handled per tile
+    finite = bool(xp.all(xp.isfinite(k))) and bool(xp.all(xp.isfinite(v)))
+    k_clean, usable = _finite_keys(k, xp)
     for j0 in range(0, n_k, block_k):
         j1 = min(j0 + block_k, n_k)
         k_j, v_j = k[j0:j1, :], v[j0:j1, :]
@@ -39,12 +43,18 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
             if causal and offset + i1 - 1 < j0:  # key block wholly in these queries' future
                 continue
             q_i, do_i = q[i0:i1, :], d_out[i0:i1, :]
-            scores = (q_i @ k_j.mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
+            scores = (q_i @ k_clean[j0:j1, :].mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
+            if usable is not None:  # as in the forward: a key holding NaN or inf scores NaN
+                scores = xp.where(usable[None, j0:j1], scores, xp.full_like(scores, math.nan))
             scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
             weights = xp.exp(scores - lse[i0:i1, :])  # (bq, bk): the forward's softmax, rebuilt
             dv_j = dv_j + weights.mT @ do_i  # (bk, bq) @ (bq, d_v) -> (bk, d_v)
-            ds = weights * (do_i @ v_j.mT - big_d[i0:i1, :])  # (bq, bk)
-            dq[b] = dq[b] + (ds @ k_j) * scale  # (bq, bk) @ (bk, d_k) -> (bq, d_k)
+            dp = do_i @ v_j.mT if finite else _matmul_skipping_zeros(do_i, v_j.mT, xp)  # (bq, bk)
+            diff = dp - big_d[i0:i1, :]  # (bq, bk)
+            if not finite:  # 0 · NaN = NaN: a key of weight 0 gets ds = 0 and is skipped in ds @ k_j
+                diff = xp.where(weights == 0, xp.zeros_like(diff), diff)
+            ds = weights * diff
+            dq[b] = dq[b] + _matmul_skipping_zeros(ds, k_j, xp) * scale  # (bq, bk) @ (bk, d_k) -> (bq, d_k)
             dk_j = dk_j + (ds.mT @ q_i) * scale  # (bk, bq) @ (bq, d_k) -> (bk, d_k)
         dk.append(dk_j)
         dv.append(dv_j)

@@ -225,9 +225,9 @@ def _matmul_skipping_zeros(a, b, xp):
     (with the sign of ``a_ij · b_jc``), or NaN for a NaN or for +inf meeting -inf.
     """
     finite = xp.isfinite(b)
+    if bool(xp.all(finite)):  # the usual case: one plain matmul, no copy of b
+        return a @ b
     out = a @ xp.where(finite, b, xp.zeros_like(b))
-    if bool(xp.all(finite)):
-        return out
     pos, neg = xp.astype(a > 0, a.dtype), xp.astype(a < 0, a.dtype)  # the entries that are used
 
     def hits(x, bad):  # (..., T, n): does a used entry of x meet a bad entry of b?

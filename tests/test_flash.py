@@ -154,7 +154,7 @@ def test_never_materialises_the_score_matrix():
 
 def test_causal_skips_key_blocks_in_the_future(monkeypatch):
     calls = []
-    monkeypatch.setattr(flash, "softmax_state", lambda s, v: calls.append(s.shape) or softmax_state(s, v))
+    monkeypatch.setattr(flash, "softmax_state", lambda s, v, **kw: calls.append(s.shape) or softmax_state(s, v, **kw))
     q, k, v = (np.random.default_rng(s).standard_normal((16, 4)) for s in range(3))
     flash_attention(q, k, v, causal=True, block_size=4)
     assert len(calls) == 4 * 5 // 2  # lower triangle of a 4 x 4 grid of tiles, diagonal included
@@ -331,7 +331,7 @@ def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
     both_inside, a_done = threading.Barrier(2, timeout=10), threading.Event()
     seen, real = [], flash.softmax_state
 
-    def tile(scores, v):  # the first tile of each call waits for the other call; B then waits for A's end
+    def tile(scores, v, **kw):  # the first tile of each call waits for the other call; B then waits for A's end
         n_rows = scores.shape[0]  # A has 8 queries, B has 9: one query block each
         if n_rows not in seen:
             seen.append(n_rows)
@@ -339,7 +339,7 @@ def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
             if n_rows == 9:
                 assert a_done.wait(timeout=10)
                 seen.append(("B after A", tuple(blas_threads())))
-        return real(scores, v)
+        return real(scores, v, **kw)
 
     monkeypatch.setattr(flash, "softmax_state", tile)
     rng = np.random.default_rng(0)
@@ -382,9 +382,9 @@ def test_openmp_blas_is_limited_in_every_thread_that_runs_tiles(monkeypatch):
         def __exit__(self, *exc):
             self.event[1] = "restored"
 
-    def tile(scores, v):
+    def tile(scores, v, **kw):
         tile_threads.add(threading.current_thread().name)
-        return real(scores, v)
+        return real(scores, v, **kw)
 
     monkeypatch.setattr(blas, "_threading_layer", lambda lib: "openmp")
     monkeypatch.setattr(threadpoolctl.ThreadpoolController, "limit", lambda _, **kw: Spy(**kw))
@@ -463,7 +463,7 @@ def test_no_block_size_tiles_with_the_default_and_equals_plain_attention(monkeyp
     n = flash.CPU_BLOCK_SIZE + 77  # two query blocks and two key blocks, the second partial
     q, k, v = rng.standard_normal((n, 8)), rng.standard_normal((n, 8)), rng.standard_normal((n, 5))
     tiles = []
-    monkeypatch.setattr(flash, "softmax_state", lambda s, v: tiles.append(s.shape) or softmax_state(s, v))
+    monkeypatch.setattr(flash, "softmax_state", lambda s, v, **kw: tiles.append(s.shape) or softmax_state(s, v, **kw))
     out = flash_attention(q, k, v, causal=True)
     np.testing.assert_allclose(out, _plain(q, k, v, causal=True), rtol=1e-12, atol=1e-12)
     assert sorted(tiles) == sorted([(512, 512), (77, 512), (77, 77)])  # causal: the future tile is skipped
@@ -585,3 +585,34 @@ def test_tile_sram_bytes_by_hand():
 def test_io_refuses_bad_sizes(args):
     with pytest.raises(ValueError):
         attention_io_bytes(*args)
+
+
+# --- a blocked key never matters, whatever it holds (as in scaled_dot_product_attention) -------------
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("kind", ["bool", "float", "causal"])
+def test_garbage_in_a_blocked_key_changes_nothing(bad, kind):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 2, 6, 4)) for _ in range(3))
+    if kind == "causal":  # queries at positions 3, 4, 5: key 5 is in the future of the first two
+        q, mask, kw, rows = q[..., :3, :], None, {"causal": True}, slice(0, 2)
+    else:
+        keep = np.ones((6, 6), dtype=bool)
+        keep[:, 5] = False  # key 5 is blocked for every query
+        mask, kw, rows = (keep if kind == "bool" else np.where(keep, 0.0, -math.inf)), {}, slice(None)
+    clean_k, clean_v = k.copy(), v.copy()
+    k[..., 5, :], v[..., 5, :] = bad, bad
+    d_out = rng.standard_normal(q.shape)
+    # the reference: the same call with key 5 holding ordinary numbers (no warning may be raised either)
+    ref, ref_lse = flash_attention(q, clean_k, clean_v, mask, block_size=2, return_lse=True, **kw)
+    out, lse = flash_attention(q, k, v, mask, block_size=2, return_lse=True, **kw)
+    np.testing.assert_allclose(out[..., rows, :], ref[..., rows, :], rtol=1e-12)
+    dq, dk, dv = flash_attention_backward(q, k, v, out, d_out, lse, mask, block_size=2, **kw)
+    d_ref = flash_attention_backward(q, clean_k, clean_v, ref, d_out, ref_lse, mask, block_size=2, **kw)
+    np.testing.assert_allclose(dq[..., rows, :], d_ref[0][..., rows, :], rtol=1e-12)
+    if kind != "causal":  # every query's gradients, and the other keys', ignore the blocked key entirely
+        np.testing.assert_allclose(dk[..., :5, :], d_ref[1][..., :5, :], rtol=1e-12)
+        np.testing.assert_allclose(dv[..., :5, :], d_ref[2][..., :5, :], rtol=1e-12)
+    # and flash still equals scaled_dot_product_attention on these inputs
+    np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask, **kw)[0], rtol=1e-12)
