@@ -275,4 +275,5 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     if v.ndim < 2 or v.shape[-2] != n_k:
         raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
     mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], array_api_compat.device(scores))
-    return _attend(lambda keys: scores, k, v, mask, xp)  # keys: k, or k with its NaN/inf set to 0
+    # the fast path works in place on `scores`; a fallback (non-finite output) needs fresh scores
+    return _attend(lambda keys: scores if keys is k else pairwise_additive(q, keys, w_q, w_k, v_a), k, v, mask, xp)

@@ -738,3 +738,18 @@ def test_matmul_skipping_zeros_equals_the_sum_over_nonzero_terms(seed):
         warnings.simplefilter("error")  # the helper itself never computes inf - inf or 0 · inf
         got = _matmul_skipping_zeros(a, b, get_namespace(a))
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
+
+
+def test_additive_attention_a_nan_query_leaves_the_other_rows_alone():
+    # a NaN in query 0 makes the output non-finite, so attention falls back to its slow path: that path
+    # must start from fresh scores, not from the ones the fast path already masked and shifted in place
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)), rng.standard_normal((4, 2))
+    w_q, w_k, v_a = rng.standard_normal((4, 5)), rng.standard_normal((4, 5)), rng.standard_normal(5)
+    mask = np.array([0.0, -1.0, -2.0, -math.inf])  # an additive float mask: it must be added only once
+    clean_out, clean_w = additive_attention(q, k, v, w_q, w_k, v_a, mask=mask)
+    q[0, 0] = math.nan
+    out, weights = additive_attention(q, k, v, w_q, w_k, v_a, mask=mask)
+    assert np.isnan(out[0]).all()
+    np.testing.assert_allclose(weights[1:], clean_w[1:], rtol=1e-12)
+    np.testing.assert_allclose(out[1:], clean_out[1:], rtol=1e-12)
