@@ -162,14 +162,12 @@ def nt_xent(z, *, temperature: float = 0.1):
     article 000 (Σ_{k≠i}): k ≠ i drops only the anchor's similarity with itself; the positive stays in
     the denominator, and the other 2N - 2 views (both views of other items) are the negatives.
     """
-    import array_api_compat
-
     xp = get_namespace(z)
     z = as_float(z, xp, "z")
     if z.ndim != 2 or z.shape[0] < 2 or z.shape[0] % 2:
         raise ValueError(f"z must have shape (2N, d) with N >= 1 (rows i and i + N paired), got {tuple(z.shape)}")
     t = _check_temperature(temperature)
-    n2, dev = z.shape[0], array_api_compat.device(z)
+    n2, dev = z.shape[0], device_of(z)
     logits = (z @ z.mT) / t  # (2N, d) @ (d, 2N) -> (2N, 2N)
     self_pair = xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N) the k = i terms
     logits = xp.where(self_pair, xp.asarray(-math.inf, dtype=z.dtype, device=dev), logits)

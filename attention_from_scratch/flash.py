@@ -282,16 +282,6 @@ def flash_attention(
     return out, xp.reshape(lse, (*lead, n_q))  # (N, T, 1) -> (..., T)
 
 
-def __getattr__(name):
-    """``flash.flash_attention_backward`` (notebook 11 imports it from here): the backward pass lives in
-    ``flash_backward.py``, which imports this module's tile helpers (so this import is lazy: no cycle)."""
-    if name == "flash_attention_backward":
-        from .flash_backward import flash_attention_backward
-
-        return flash_attention_backward
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def attention_io_bytes(n: int, d: int, block_q: int | None = None, *, element_size: int = 4) -> int:
     """Bytes moved between slow memory (GPU HBM) and fast memory (SRAM) by one head, n queries and keys.
 

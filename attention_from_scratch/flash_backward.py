@@ -18,6 +18,7 @@ from .backend import as_float, get_namespace
 from .blas import one_blas_thread
 from .flash import _finite_keys, _masked, _pick, _prepare, _tile_mask
 from .masking import _matmul_skipping_zeros
+from .softmax import safe_shift
 
 __all__ = ["flash_attention_backward"]
 
@@ -90,7 +91,7 @@ def flash_attention_backward(
     # D_i = rowsum(dO ∘ O) = rowsum(dP ∘ P): softmax's backward needs only this (T, 1) vector
     big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
     lse = lse[..., None]  # (..., T) -> (..., T, 1)
-    lse = xp.where(lse == -math.inf, xp.zeros_like(lse), lse)  # fully masked rows: exp(-inf - 0) = 0
+    lse = safe_shift(lse, xp)  # fully masked rows (lse = -inf) shift by 0: exp(-inf - 0) = 0
     if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
         return xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
     grads = []

@@ -58,7 +58,7 @@ from .caches import LatentCache
 from .masking import causal_mask
 from .mla_checkpoint import check_state_dict
 from .mla_config import MLAConfig, mla_parameter_count, mla_weight_shapes
-from .multihead import check_float_dtype, check_param
+from .multihead import _merge_heads, _split_heads, check_float_dtype, check_param
 from .rope import apply_rope, rope_frequencies
 
 __all__ = ["LatentCache", "MLAConfig", "MultiHeadLatentAttention", "mla_parameter_count", "rms_norm"]
@@ -163,15 +163,13 @@ class MultiHeadLatentAttention:
     def queries(self, x, start: int):
         """``q^C`` (B, H, T, d_h) and rotated ``q^R`` (B, H, T, d_r) of the tokens at start..start+T-1."""
         xp, cfg = get_namespace(x), self.config
-        b, t, _ = x.shape
         if cfg.q_lora_rank:
             c_q = x @ self._w("wq_a", x).mT  # W_DQ: (B, T, dim) -> (B, T, d_c')
             c_q = rms_norm(c_q, self._w("q_norm", x), cfg.eps)
             q = c_q @ self._w("wq_b", x).mT  # W_UQ, W_QR: (B, T, d_c') -> (B, T, H·(d_h + d_r))
         else:
             q = x @ self._w("wq", x).mT  # (B, T, dim) -> (B, T, H·(d_h + d_r))
-        q = xp.reshape(q, (b, t, cfg.n_heads, cfg.qk_head_dim))  # -> (B, T, H, d_h + d_r)
-        q = xp.permute_dims(q, (0, 2, 1, 3))  # (B, T, H, d_h + d_r) -> (B, H, T, d_h + d_r)
+        q = _split_heads(q, cfg.n_heads, xp)  # (B, T, H·(d_h + d_r)) -> (B, H, T, d_h + d_r)
         q_nope, q_pe = q[..., : cfg.qk_nope_head_dim], q[..., cfg.qk_nope_head_dim :]
         return q_nope, apply_rope(q_pe, start, freqs=self.freqs)
 
@@ -188,8 +186,7 @@ class MultiHeadLatentAttention:
         xp, cfg = get_namespace(c_kv), self.config
         b, s, _ = c_kv.shape
         kv = c_kv @ self._w("wkv_b", c_kv).mT  # W_UK, W_UV: (B, S, d_c) -> (B, S, H·(d_h + d_v))
-        kv = xp.reshape(kv, (b, s, cfg.n_heads, -1))  # -> (B, S, H, d_h + d_v)
-        kv = xp.permute_dims(kv, (0, 2, 1, 3))  # (B, S, H, d_h + d_v) -> (B, H, S, d_h + d_v)
+        kv = _split_heads(kv, cfg.n_heads, xp)  # (B, S, H·(d_h + d_v)) -> (B, H, S, d_h + d_v)
         k_nope, v = kv[..., : cfg.qk_nope_head_dim], kv[..., cfg.qk_nope_head_dim :]
         # one k^R for all heads: (B, S, d_r) -> (B, H, S, d_r)
         k_pe = xp.broadcast_to(k_pe[:, None, :, :], (b, cfg.n_heads, s, cfg.qk_rope_head_dim))
@@ -232,8 +229,7 @@ class MultiHeadLatentAttention:
     def output(self, o):
         """Merge heads and apply W_O: (B, H, T, d_v) -> (B, T, dim)."""
         xp = get_namespace(o)
-        b, h, t, d_v = o.shape
-        o = xp.reshape(xp.permute_dims(o, (0, 2, 1, 3)), (b, t, h * d_v))  # (B, H, T, d_v) -> (B, T, H·d_v)
+        o = _merge_heads(o, xp)  # (B, H, T, d_v) -> (B, T, H·d_v)
         return o @ self._w("wo", o).mT  # (B, T, H·d_v) @ (H·d_v, dim) -> (B, T, dim)
 
     def __call__(self, x, *, cache: LatentCache | None = None, mode: str = "naive"):

@@ -191,7 +191,7 @@ class MultiHeadAttention:
         out, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
         # 4) merge heads and mix them with W_O
         out = xp.reshape(out, (b, h, t, self.d_k))  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k)
-        out = xp.reshape(xp.permute_dims(out, (0, 2, 1, 3)), (b, t, h * self.d_k))  # -> (B, T, H·d_k)
+        out = _merge_heads(out, xp)  # (B, H, T, d_k) -> (B, T, H·d_k)
         return self._project(out, "o", params, xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
 
     def _group_mask(self, mask, b, t, s, xp):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from array_api_compat import device as device_of
 
-from .backend import as_float, check_positive_int, get_namespace, random_normal, to_device
+from .backend import as_float, check_positive_int, get_namespace, random_normal
 
 __all__ = ["MatrixFactorization", "fit_matrix_factorization", "mf_loss_and_grad", "synthetic_ratings"]
 
@@ -30,8 +30,7 @@ def _is_real(value) -> bool:
 
 def _draw(shape, seed, xp, device, scale=1.0, dtype=None):
     """Seeded normal draws made on the host (the same on every backend), then placed on ``device``."""
-    out = to_device(random_normal(shape, seed=seed, scale=scale), xp, device)
-    return out if dtype is None else xp.astype(out, dtype)
+    return random_normal(shape, seed=seed, scale=scale, xp=xp, device=device, dtype=dtype)
 
 
 def synthetic_ratings(

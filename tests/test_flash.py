@@ -29,11 +29,11 @@ from attention_from_scratch.blas import blas_threads, one_blas_thread
 from attention_from_scratch.flash import (
     attention_io_bytes,
     flash_attention,
-    flash_attention_backward,
     online_softmax_merge,
     softmax_state,
     tile_sram_bytes,
 )
+from attention_from_scratch.flash_backward import flash_attention_backward
 from attention_from_scratch.masking import padding_mask
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (0/0, log 0) anywhere
