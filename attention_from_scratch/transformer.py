@@ -33,7 +33,7 @@ from .backend import backend_name, check_flag, check_positive_int, get_namespace
 from .caches import KVCache
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
-from .multihead import _merge_heads, _split_heads
+from .multihead import _merge_heads, _split_heads, check_float_dtype
 from .rope import apply_rope, rope_frequencies
 
 __all__ = ["Transformer", "TransformerConfig"]
@@ -110,13 +110,13 @@ class Transformer:
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
         self.config, self.xp = config, get_namespace() if xp is None else xp
         self.dtype = self.xp.float64 if dtype is None else dtype
+        check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
         self.params = {}
-        for i, (name, shape) in enumerate(config.param_shapes().items()):
-            if name.endswith("norm"):
-                host = random_normal(shape, seed=(seed, i), scale=0.0) + 1.0
-            else:  # one independent stream per tensor
-                host = random_normal(shape, seed=(seed, i), scale=1.0 if name in ("embed", "pos") else shape[0] ** -0.5)
-            self.params[name] = self.xp.astype(to_device(host, self.xp, device), self.dtype)
+        for i, (name, shape) in enumerate(config.param_shapes().items()):  # one independent stream per tensor
+            norm = name.endswith("norm")  # norm gains start at 1 (0 · draw + 1)
+            scale = 0.0 if norm else 1.0 if name in ("embed", "pos") else shape[0] ** -0.5
+            w = random_normal(shape, seed=(seed, i), scale=scale, xp=self.xp, device=device, dtype=self.dtype)
+            self.params[name] = w + 1.0 if norm else w
         self.device = array_api_compat.device(self.params["embed"])
         self._freqs = to_device(rope_frequencies(config.d_k), self.xp, self.device)  # (d_k/2,)
 

@@ -200,3 +200,9 @@ def test_bad_inputs_are_refused_with_clear_messages():
         model.generate([[1, 2, 3]], 8)
     with pytest.raises(TypeError, match="TransformerConfig"):
         Transformer({"vocab_size": 7})
+
+
+def test_an_integer_dtype_is_refused():
+    # astype(int) would truncate N(0, 1/fan_in) weights to zeros and train nothing, silently
+    with pytest.raises(TypeError, match="real floating dtype"):
+        Transformer(TransformerConfig(**TINY), dtype=np.int32)
