@@ -42,6 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_numpy
+from .i18n import check_lang
+from .quiz_zh import QUIZ_ZH
 from .quiz_notes import (
     _D_K,
     _dot_value,
@@ -130,12 +132,15 @@ class Verdict:
     expected: object
     explanation: str
     answered: bool = True
+    lang: str = "en"
 
     def __str__(self) -> str:
         if not self.answered:
             return self.explanation
         head = "Right." if self.correct else f"Not quite: the answer is {_show(self.expected)}."
-        return f"{head}{'' if self.explanation.startswith(chr(10)) else ' '}{self.explanation}"
+        head = QUIZ_ZH.translate(head, self.lang)
+        sep = "" if self.explanation.startswith(chr(10)) or self.lang == "zh" else " "
+        return f"{head}{sep}{self.explanation}"
 
 
 # --- the questions: article 002's ten (Q1-Q10), then the course's extras ---------------------------
@@ -324,14 +329,14 @@ def _get(question_id) -> Question:
     return QUESTIONS[question_id]
 
 
-def ask(question_id: str) -> str:
-    """The question's text, with lettered choices and how to answer."""
-    q = _get(question_id)
-    lines = [q.text] + [f"  {chr(65 + i)}) {c}" for i, c in enumerate(q.choices)]
+def ask(question_id: str, lang: str = "en") -> str:
+    """The question's text, with lettered choices and how to answer; ``lang="zh"``: in Chinese."""
+    q, tr = _get(question_id), lambda text: QUIZ_ZH.translate(text, check_lang(lang))
+    lines = [tr(q.text)] + [f"  {chr(65 + i)}) {tr(c)}" for i, c in enumerate(q.choices)]
     if q.kind == "choice":
-        lines.append("Answer with one letter.")
+        lines.append(tr("Answer with one letter."))
     elif q.kind == "multi":
-        lines.append('Select all that apply: answer with letters, e.g. "AC".')
+        lines.append(tr('Select all that apply: answer with letters, e.g. "AC".'))
     return "\n".join(lines)
 
 
@@ -392,36 +397,37 @@ def _as_numbers(x, name) -> list[float]:
     return [float(v) for v in arr.reshape(-1)]
 
 
-def _explain_options(q: Question, chosen: set[str], key: set[str]) -> str:
+def _explain_options(q: Question, chosen: set[str], key: set[str], tr) -> str:
     lines = []
     for letter in sorted(chosen ^ key):
-        note = q.notes[ord(letter) - 65]()
+        note = tr(q.notes[ord(letter) - 65]())
         if letter in chosen:
-            lines.append(f"- {letter} (you chose it) is wrong: {note}")
+            lines.append(tr(f"- {letter} (you chose it) is wrong: ") + note)
         else:
-            lines.append(f"- {letter} (you left it out) is right: {note}")
+            lines.append(tr(f"- {letter} (you left it out) is right: ") + note)
     return "\n".join(lines)
 
 
-def check(question_id: str, given) -> Verdict:
+def check(question_id: str, given, lang: str = "en") -> Verdict:
     """Compare ``given`` with the computed answer; the :class:`Verdict` says right/wrong and explains.
 
     ``given=None`` is "not answered yet". See the module docstring for the accepted answer forms.
+    ``lang="zh"``: the verdict and every explanation in Chinese (the numbers are the same computation).
     """
-    q = _get(question_id)
+    q, tr = _get(question_id), lambda text: QUIZ_ZH.translate(text, check_lang(lang))
     if given is None:
         how = "one letter" if q.kind == "choice" else "letters" if q.kind == "multi" else "a number"
         return Verdict(question_id, False, None,
-                       f"Not answered yet: replace None with your answer ({how}) and run the cell again.",
-                       answered=False)
+                       tr(f"Not answered yet: replace None with your answer ({how}) and run the cell again."),
+                       answered=False, lang=lang)
     expected = q.expected()
     if q.kind in ("choice", "multi"):
         chosen, key = _letters(given, q), set(expected)
         correct = chosen == key
-        why = _explain_options(q, chosen, key) if not correct else "\n" + "\n".join(
-            f"- {letter} is right: {q.notes[ord(letter) - 65]()}" for letter in sorted(key))
-        why = why if correct else f"Option by option:\n{why}"
-        return Verdict(question_id, correct, expected, why)
+        why = _explain_options(q, chosen, key, tr) if not correct else "\n" + "\n".join(
+            tr(f"- {letter} is right: ") + tr(q.notes[ord(letter) - 65]()) for letter in sorted(key))
+        why = why if correct else tr("Option by option:") + f"\n{why}"
+        return Verdict(question_id, correct, expected, why, lang=lang)
     values = _as_numbers(given, question_id)
     target = [expected] if q.kind == "number" else list(expected)
     if len(values) != len(target):
@@ -429,4 +435,4 @@ def check(question_id: str, given) -> Verdict:
     correct = all(
         math.isclose(v, t, rel_tol=q.rtol, abs_tol=q.atol) for v, t in zip(values, target, strict=True)
     )
-    return Verdict(question_id, correct, expected, q.explain())
+    return Verdict(question_id, correct, expected, tr(q.explain()), lang=lang)

@@ -1,0 +1,286 @@
+"""Build the Chinese notebooks from the English ones and their per-cell catalogs; report what is stale.
+
+    python tools/build_translations.py            # build notebooks/zh/*.ipynb; list missing/stale cells
+    python tools/build_translations.py --check    # build nothing; exit 1 if a built notebook would change
+    python tools/build_translations.py --update 03_scaling_by_sqrt_dk   # refresh that catalog (see below)
+
+English is the source of truth. ``translations/zh/NN_topic.md`` is the catalog of notebook
+``notebooks/NN_topic.ipynb``: one section per markdown cell, headed by a comment that names the cell's
+nbformat id and the SHA-256 (first 16 hex digits) of the English source it translates::
+
+    <!-- cell c03 en:5f1c0e8a9b2d4c71 -->
+    中文的 Markdown……
+
+A catalog covers a notebook completely or it is wrong: the notebook ``notebooks/zh/NN_topic.ipynb`` is
+the English notebook with each markdown cell's source replaced by its Chinese text -- code cells, their
+outputs, every cell's id and metadata and the notebook's metadata are copied unchanged. A markdown cell
+is *missing* when no section of the catalog carries its English hash, and *stale* when the section
+with its id translates an older English text (or is flagged ``todo``/``stale``). Any missing or stale
+cell stops the build of that notebook and is reported by notebook and cell id; tests/test_translations.py
+fails on the same report. A notebook without a catalog is "not yet translated" (README.zh.md lists them).
+
+Relative links are rewritten for the folder one level deeper: ``../x`` becomes ``../../x``, a link to a
+sibling notebook that has a Chinese edition stays, one that has none points to ``../NN_x.ipynb`` (the
+English), and ``README.md`` becomes ``README.zh.md``.
+
+After editing an English markdown cell, run ``--update NN_topic``: every changed cell's section is
+flagged ``stale`` under its new hash, with the English diff (old -> new, read from git history)
+printed; every new cell gets a section holding its English text, flagged ``todo``. Translate, delete
+the flag word, and run the build again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LANGS = ("zh",)
+_HEADER = re.compile(r"^<!-- cell (\S+) en:([0-9a-f]{16})(?: (todo|stale))? -->[ \t]*$", re.MULTILINE)
+_LINK = re.compile(r"(\]\(|(?:src|href)=\")([^)\s\"]+)")
+
+
+def english_hash(source: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a cell's English source (UTF-8)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+def cell_source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+@dataclass
+class Section:
+    cell_id: str
+    en: str
+    flag: str | None
+    text: str
+
+
+@dataclass
+class Report:
+    """What is wrong with one notebook's translation: ``missing`` and ``stale`` cell ids, unused sections."""
+
+    notebook: str
+    missing: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.stale)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.notebook}: cell {c} has no translation (missing)" for c in self.missing]
+        out += [f"{self.notebook}: cell {c}'s translation is stale (its English changed)" for c in self.stale]
+        out += [f"{self.notebook}: catalog section {c} translates no current cell (unused)" for c in self.unused]
+        return out
+
+
+def parse_catalog(text: str) -> list[Section]:
+    """The sections of a catalog file, in order (text between one header and the next, stripped)."""
+    heads = list(_HEADER.finditer(text))
+    if text[: heads[0].start() if heads else len(text)].strip():
+        raise ValueError("a catalog starts with a '<!-- cell ID en:HASH -->' header")
+    sections = []
+    for i, h in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        sections.append(Section(h.group(1), h.group(2), h.group(3), text[h.end():end].strip("\n")))
+    return sections
+
+
+def format_catalog(sections: list[Section]) -> str:
+    parts = []
+    for s in sections:
+        flag = f" {s.flag}" if s.flag else ""
+        parts.append(f"<!-- cell {s.cell_id} en:{s.en}{flag} -->\n{s.text}\n")
+    return "\n".join(parts)
+
+
+def catalog_path(stem: str, lang: str = "zh") -> Path:
+    return REPO / "translations" / lang / f"{stem}.md"
+
+
+def english_notebooks() -> list[Path]:
+    return sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def translated_stems(lang: str = "zh") -> list[str]:
+    """The notebooks that have a catalog (the Chinese edition), in course order."""
+    return sorted(p.stem for p in (REPO / "translations" / lang).glob("[0-9][0-9]_*.md"))
+
+
+def untranslated_stems(lang: str = "zh") -> list[str]:
+    done = set(translated_stems(lang))
+    return [p.stem for p in english_notebooks() if p.stem not in done]
+
+
+def _markdown_cells(nb: dict):
+    return [c for c in nb["cells"] if c["cell_type"] == "markdown"]
+
+
+def check_catalog(stem: str, nb: dict, sections: list[Section]) -> Report:
+    report = Report(f"{stem}.ipynb")
+    valid = {s.en for s in sections if not s.flag}
+    by_id = {s.cell_id for s in sections}
+    used = set()
+    for cell in _markdown_cells(nb):
+        h = english_hash(cell_source(cell))
+        if h in valid:
+            used.add(h)
+        elif cell["id"] in by_id:
+            report.stale.append(cell["id"])
+        else:
+            report.missing.append(cell["id"])
+    current_ids = {c["id"] for c in _markdown_cells(nb)}
+    report.unused = [s.cell_id for s in sections
+                     if not s.flag and s.en not in used and s.cell_id not in current_ids]
+    return report
+
+
+def _fix_links(text: str, translated: set[str]) -> str:
+    def fix(m: re.Match) -> str:
+        target = m.group(2)
+        if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target):
+            return m.group(0)
+        path, _, anchor = target.partition("#")
+        anchor = f"#{anchor}" if anchor else ""
+        if path.startswith("../"):
+            path = "../" + path
+            path = path.replace("README.md", "README.zh.md") if path.endswith("README.md") else path
+        elif path.endswith(".ipynb") and "/" not in path and Path(path).stem not in translated:
+            path = "../" + path
+        return f"{m.group(1)}{path}{anchor}"
+
+    return _LINK.sub(fix, text)
+
+
+def build_notebook(nb: dict, sections: list[Section], translated: set[str]) -> dict:
+    """The Chinese notebook: ``nb`` with each markdown cell's source replaced (everything else copied)."""
+    text = {s.en: s.text for s in sections if not s.flag}
+    out = json.loads(json.dumps(nb))
+    for cell in out["cells"]:
+        if cell["cell_type"] == "markdown":
+            zh = _fix_links(text[english_hash(cell_source(cell))], translated)
+            cell["source"] = zh.splitlines(keepends=True)
+    return out
+
+
+def dumps(nb: dict) -> str:
+    """The layout tools/execute_notebooks.py writes (indent 1, UTF-8 kept), so diffs stay small."""
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def build_all(lang: str = "zh", write: bool = True):
+    """Build every translated notebook. Returns (reports, {stem: built text}, [stems whose file differs])."""
+    translated = set(translated_stems(lang))
+    reports, built, changed = [], {}, []
+    for stem in sorted(translated):
+        english = REPO / "notebooks" / f"{stem}.ipynb"
+        if not english.exists():
+            reports.append(Report(f"{stem}.ipynb", missing=["(the English notebook is gone)"]))
+            continue
+        nb = load(english)
+        sections = parse_catalog(catalog_path(stem, lang).read_text(encoding="utf-8"))
+        report = check_catalog(stem, nb, sections)
+        reports.append(report)
+        if not report.ok:
+            continue
+        built[stem] = dumps(build_notebook(nb, sections, translated))
+        target = REPO / "notebooks" / lang / f"{stem}.ipynb"
+        if not target.exists() or target.read_text(encoding="utf-8") != built[stem]:
+            changed.append(stem)
+            if write:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(built[stem], encoding="utf-8")
+    return reports, built, changed
+
+
+def _old_english(stem: str, cell_id: str, en: str) -> str | None:
+    """The English source of ``cell_id`` whose hash is ``en``, from the notebook's git history."""
+    rel = f"notebooks/{stem}.ipynb"
+    try:
+        commits = subprocess.run(["git", "-C", str(REPO), "log", "--format=%H", "--all", "--", rel],
+                                 capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    for commit in commits:
+        shown = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:{rel}"], capture_output=True, text=True)
+        if shown.returncode:
+            continue
+        for cell in _markdown_cells(json.loads(shown.stdout)):
+            src = cell_source(cell)
+            if english_hash(src) == en:
+                return src
+    return None
+
+
+def update_catalog(stem: str, lang: str = "zh") -> list[str]:
+    """Rewrite ``stem``'s catalog in the English cell order, flagging changed and new cells; print diffs."""
+    nb = load(REPO / "notebooks" / f"{stem}.ipynb")
+    path = catalog_path(stem, lang)
+    old = parse_catalog(path.read_text(encoding="utf-8")) if path.exists() else []
+    by_hash = {s.en: s for s in old if not s.flag}
+    by_id = {s.cell_id: s for s in old}
+    new, notes = [], []
+    for cell in _markdown_cells(nb):
+        src, cid = cell_source(cell), cell["id"]
+        h = english_hash(src)
+        if h in by_hash:
+            s = by_hash[h]
+            new.append(Section(cid, h, None, s.text))
+        elif cid in by_id:
+            s = by_id[cid]
+            was = _old_english(stem, cid, s.en)
+            diff = ("\n".join(difflib.unified_diff((was or "").splitlines(), src.splitlines(), "old English",
+                                                   "new English", lineterm="")) if was is not None
+                    else "(the old English is not in git history)")
+            notes.append(f"--- {stem} cell {cid}: stale\n{diff}")
+            new.append(Section(cid, h, "stale", s.text))
+        else:
+            notes.append(f"--- {stem} cell {cid}: new (English copied, flagged todo)")
+            new.append(Section(cid, h, "todo", src))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(format_catalog(new), encoding="utf-8")
+    return notes
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; fail if a built notebook differs")
+    parser.add_argument("--update", nargs="+", metavar="NN_topic", help="refresh these catalogs (see --help)")
+    parser.add_argument("--lang", default="zh", choices=LANGS)
+    args = parser.parse_args(argv)
+    if args.update:
+        for stem in args.update:
+            for note in update_catalog(Path(stem).stem, args.lang):
+                print(note)
+        return 0
+    reports, built, changed = build_all(args.lang, write=not args.check)
+    problems = [line for r in reports for line in r.lines()]
+    for line in problems:
+        print(line)
+    for stem in changed:
+        print(f"notebooks/{args.lang}/{stem}.ipynb {'differs from its build' if args.check else 'written'}")
+    stray = sorted(p.stem for p in (REPO / "notebooks" / args.lang).glob("*.ipynb")
+                   if p.stem not in translated_stems(args.lang))
+    for stem in stray:
+        print(f"notebooks/{args.lang}/{stem}.ipynb has no catalog: delete it")
+    print(f"{len(built)} notebooks built; not yet translated: {', '.join(untranslated_stems(args.lang)) or 'none'}")
+    return 1 if any(not r.ok for r in reports) or stray or (args.check and changed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
