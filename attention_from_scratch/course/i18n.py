@@ -4,7 +4,8 @@ The quiz, the exercise checkers and the tour compose their English text from com
 :class:`Catalog` translates such text after the fact: each entry maps an English *template* to a
 Chinese one, and a ``{name}`` in a template stands for any text (a number, a shape, a name), carried
 over into the Chinese. A placeholder whose name ends in ``_t`` is itself translated by the catalog
-(a case label inside a report line, a hint after ``hint:``)::
+(a case label inside a report line, a hint after ``hint:``), one ending in ``_l`` is a list ``a; b``
+whose items are::
 
     "{name}: FAILED on case {n} of {total} ({label_t})"  ->  "{name}：第 {n} 个用例（共 {total} 个）未通过（{label_t}）"
 
@@ -26,6 +27,11 @@ __all__ = ["LANGS", "Catalog", "check_lang"]
 LANGS = ("en", "zh")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _neutral(text: str) -> bool:
+    """No English word in it: only numbers, symbols, dtypes, nan/inf and short names such as d_k, H, τ."""
+    return not re.search(r"[a-z]{3,}", re.sub(r"float\d+|\b(?:nan|inf)\b|[A-Za-z]+_\w*", "", text))
 
 
 def _skeleton(text: str) -> str:
@@ -53,7 +59,7 @@ def _pattern(template: str) -> re.Pattern:
     parts, pos = [], 0
     for m in _PLACEHOLDER.finditer(template):
         parts.append(re.escape(template[pos:m.start()]))
-        parts.append(f"(?P<{m.group(1)}>.+?)")
+        parts.append(f"(?P<{m.group(1)}>.*?)")
         pos = m.end()
     parts.append(re.escape(template[pos:]))
     return re.compile("".join(parts), re.DOTALL)
@@ -82,8 +88,8 @@ class Catalog:
         return literal, [(en, _pattern(en), zh) for en, zh in patterns]
 
     def translate(self, text: str, lang: str = "zh") -> str:
-        if check_lang(lang) == "en" or not re.search(r"[A-Za-z]", text):
-            return text  # English, or no word to translate ("0", "[0.25 0.75]")
+        if check_lang(lang) == "en" or _neutral(text):
+            return text  # English, or no word to translate ("0", "[0.25 nan]", "(B, H) = (2, 3)", "float32")
         literal, patterns = self._compiled
         hits = literal.get(_skeleton(text))
         if hits:
@@ -94,10 +100,17 @@ class Catalog:
             m = pattern.fullmatch(text)
             if m:
                 self.used.add(en)
-                values = {k: (self.translate(v, lang) if k.endswith("_t") else v) for k, v in m.groupdict().items()}
+                values = {k: self._value(k, v, lang) for k, v in m.groupdict().items()}
                 return _PLACEHOLDER.sub(lambda p: values[p.group(1)], zh)
         self.misses.add(text)
         return text
+
+    def _value(self, name: str, value: str, lang: str) -> str:
+        if name.endswith("_t"):
+            return self.translate(value, lang)
+        if name.endswith("_l"):  # a list "a; b; c", each item translated
+            return "；".join(self.translate(v, lang) for v in value.split("; "))
+        return value
 
     def translate_lines(self, text: str, lang: str = "zh") -> str:
         """Each line on its own; lines without a letter (numbers, matrices, blank) are kept as they are."""
@@ -107,5 +120,5 @@ class Catalog:
         for line in text.split("\n"):
             body = line.lstrip(" ")
             indent = line[: len(line) - len(body)]
-            out.append(line if not re.search(r"[A-Za-z]", body) else indent + self.translate(body, lang))
+            out.append(indent + self.translate(body, lang))
         return "\n".join(out)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..i18n import check_lang
 from .applications import INFO_NCE
 from .attention import ATTENTION
 from .cases import Case, Exercise
@@ -64,18 +65,24 @@ def names() -> list[str]:
     return list(EXERCISES)
 
 
-def check(name: str, fn, *, quiet: bool = False) -> Verdict:
+def check(name: str, fn, *, quiet: bool = False, lang: str = "en") -> Verdict:
     """Run ``fn`` on every case of exercise ``name``; print the report (unless ``quiet``) and return a Verdict.
 
     The report names the first failing case: its inputs, what was expected, what came back, and a
     hint when the mistake is a known one. A function that raises is reported with its exception in
-    one line; a stub raising ``NotImplementedError`` is "not implemented yet".
+    one line; a stub raising ``NotImplementedError`` is "not implemented yet". ``lang="zh"``: the report
+    in Chinese (the same cases and numbers; exception messages and array values stay as they are).
     """
+    check_lang(lang)
     if name not in EXERCISES:
         raise ValueError(f"no exercise named {name!r}; the exercises are: {', '.join(EXERCISES)}")
     if not callable(fn):
         raise TypeError(f"fn must be your function (e.g. my_{name}), got {type(fn).__name__}")
     verdict = _run(EXERCISES[name], fn)
+    if lang != "en":
+        from .zh import EXERCISES_ZH
+
+        verdict = Verdict(verdict.name, verdict.passed, EXERCISES_ZH.translate_lines(verdict.report, lang))
     if not quiet:
         print(verdict.report)
     return verdict
