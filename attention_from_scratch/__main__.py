@@ -2,9 +2,11 @@
 
     python -m attention_from_scratch                  # the tour (same as `tour`)
     python -m attention_from_scratch tour --backend cupy
+    python -m attention_from_scratch --lang zh        # the tour in Chinese (中文)
     python -m attention_from_scratch figures [--out figures/]
     python -m attention_from_scratch bench           # quick versions of the benchmarks
     python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
+    python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
 machinery (``course/tour.py``, ``course/plots/``, ``course/bench.py``, ``course/student.py``), imported only
@@ -23,17 +25,21 @@ _BACKEND = {
     "help": "array backend: numpy (CPU, default) or cupy (needs a CUDA GPU and the cuda12/cuda13 extra)",
 }
 
+_LANG = {"choices": ["en", "zh"], "default": "en", "help": "language: en (English, default) or zh (中文)"}
+
 # name -> (help, {option: argparse keyword arguments}, "module:function" called with the parsed arguments
 # and returning the exit status). Adding a sub-command is one row here.
 COMMANDS = {
-    "tour": ("print one checked computation per concept (the default)", {"--backend": _BACKEND}, "course.tour:main"),
+    "tour": ("print one checked computation per concept (the default)", {"--backend": _BACKEND, "--lang": _LANG},
+             "course.tour:main"),
     "figures": ("regenerate the course figures (PNG) that the notebooks draw; benchmark figures come from "
                 "benchmarks/", {"--out": {"default": "figures", "help": "output folder (default: figures/)"}},
                 "course.plots:main"),
     "bench": ("run quick versions of all benchmarks (< 60 s)", {}, "course.bench:main"),
     "student": ("write copies of the notebooks without solutions, answer keys and outputs, to hand out",
                 {"outdir": {"help": "folder for the student copies (created if missing)"},
-                 "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"}},
+                 "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"},
+                 "--lang": {**_LANG, "help": "en (default) or zh: the Chinese notebooks, notebooks/zh/"}},
                 "course.student:main"),
 }
 DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accepted before one too

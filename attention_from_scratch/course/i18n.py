@@ -31,7 +31,8 @@ _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 
 def _neutral(text: str) -> bool:
     """No English word in it: only numbers, symbols, dtypes, nan/inf and short names such as d_k, H, τ."""
-    return not re.search(r"[a-z]{3,}", re.sub(r"float\d+|\b(?:nan|inf)\b|[A-Za-z]+_\w*", "", text))
+    return not re.search(r"[a-z]{2,}", re.sub(r"float\d+|\b(?:nan|inf|exp|log|sqrt|max|cos|sin)\b|[A-Za-z]+_\w*",
+                                              "", text))
 
 
 def _skeleton(text: str) -> str:

@@ -32,10 +32,19 @@ def section(title):
     return register
 
 
-def run_tour(backend: str = "numpy") -> int:
-    """Run every section on ``backend`` ("numpy" or "cupy"); 0 when all checks pass, 2 without the backend."""
-    from ..backend import backend_name, namespace_for
+def run_tour(backend: str = "numpy", lang: str = "en") -> int:
+    """Run every section on ``backend`` ("numpy" or "cupy"); 0 when all checks pass, 2 without the backend.
 
+    ``lang="zh"`` prints the tour in Chinese: each section's English lines, translated (``tour_zh.py``).
+    """
+    import contextlib
+    import io
+
+    from ..backend import backend_name, namespace_for
+    from .i18n import check_lang
+    from .tour_zh import TOUR_ZH
+
+    tr = lambda text: TOUR_ZH.translate_lines(text, check_lang(lang))  # noqa: E731
     try:
         xp = namespace_for(backend)
     except RuntimeError as err:
@@ -43,12 +52,19 @@ def run_tour(backend: str = "numpy") -> int:
         return 2
     if hasattr(sys.stdout, "reconfigure"):  # a terminal without UTF-8 shows '?' for θ, ², 猫, not a crash
         sys.stdout.reconfigure(errors="replace")
-    print(f"attention_from_scratch tour -- backend: {backend_name(xp)}\n")
+    print(tr(f"attention_from_scratch tour -- backend: {backend_name(xp)}") + "\n")
     for n, (title, fn) in enumerate(TOUR_SECTIONS, start=1):
-        print(f"{n}. {title}")
-        fn(xp)
+        print(f"{n}. {tr(title)}")
+        if lang == "en":
+            fn(xp)
+        else:
+            out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # a UTF-8 "terminal": 猫 is printable
+            with contextlib.redirect_stdout(out):
+                fn(xp)
+            out.seek(0)
+            print(tr(out.read().rstrip("\n")))
         print()
-    print("All checks passed.")
+    print(tr("All checks passed."))
     return 0
 
 
@@ -297,5 +313,5 @@ def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 19 runs the 
           f"the generated copies are {accuracy:.0%} right")
 
 def main(args) -> int:
-    """The ``tour`` sub-command: ``args.backend`` is "numpy" or "cupy"."""
-    return run_tour(getattr(args, "backend", "numpy"))
+    """The ``tour`` sub-command: ``args.backend`` is "numpy" or "cupy", ``args.lang`` "en" or "zh"."""
+    return run_tour(getattr(args, "backend", "numpy"), getattr(args, "lang", "en"))
