@@ -1,6 +1,7 @@
 """Instructor mode: copies of the course notebooks to hand out, without the worked solutions.
 
     python -m attention_from_scratch student OUTDIR
+    python -m attention_from_scratch student OUTDIR --lang zh    # from the Chinese notebooks, notebooks/zh/
 
 writes every ``notebooks/*.ipynb`` to ``OUTDIR`` without the answers: the cells tagged ``solution`` (the
 collapsed worked solutions of the "Write it yourself" coding exercises) and ``answer-key`` (notebook 16's
@@ -24,9 +25,10 @@ SOLUTION_TAG = "solution"
 ANSWER_KEY_TAG = "answer-key"
 REMOVED_TAGS = frozenset({SOLUTION_TAG, ANSWER_KEY_TAG})
 
-# a collapsed block whose summary names a solution: "Solutions", "A worked solution (try it yourself first)"
+# a collapsed block whose summary names a solution: "Solutions", "A worked solution (try it yourself first)",
+# and in the Chinese notebooks "参考答案" / "参考解答"
 _SOLUTION_BLOCK = re.compile(
-    r"<details>\s*<summary>[^<]*solution[^<]*</summary>.*?</details>[ \t]*\n*", re.IGNORECASE | re.DOTALL
+    r"<details>\s*<summary>[^<]*(?:solution|答案|解答)[^<]*</summary>.*?</details>[ \t]*\n*", re.IGNORECASE | re.DOTALL
 )
 
 
@@ -61,17 +63,22 @@ def student_notebook(nb: dict) -> dict:
     return out
 
 
-def _course_notebooks() -> Path:
-    return Path(__file__).resolve().parents[2] / "notebooks"
+def _course_notebooks(lang: str = "en") -> Path:
+    root = Path(__file__).resolve().parents[2] / "notebooks"
+    return root if lang == "en" else root / lang
 
 
-def write_student_notebooks(out_dir, notebooks_dir=None) -> list[Path]:
+def write_student_notebooks(out_dir, notebooks_dir=None, lang: str = "en") -> list[Path]:
     """Write student copies of every ``*.ipynb`` in ``notebooks_dir`` (default: the course's) to ``out_dir``.
+
+    ``lang="zh"`` (with no ``notebooks_dir``) copies the Chinese edition, ``notebooks/zh/``.
 
     Returns the paths written. Refuses to write into the folder it reads from, which would delete the
     worked solutions and stored outputs of the course itself.
     """
-    src = _course_notebooks() if notebooks_dir is None else Path(notebooks_dir)
+    from .i18n import check_lang
+
+    src = _course_notebooks(check_lang(lang)) if notebooks_dir is None else Path(notebooks_dir)
     if not src.is_dir():
         raise FileNotFoundError(
             f"no notebooks/ folder at {src}: the notebooks are part of the source repository, not of the "
@@ -99,7 +106,7 @@ def main(args) -> int:
     import sys
 
     try:
-        paths = write_student_notebooks(args.outdir, getattr(args, "notebooks", None))
+        paths = write_student_notebooks(args.outdir, getattr(args, "notebooks", None), getattr(args, "lang", "en"))
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
