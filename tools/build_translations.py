@@ -19,6 +19,9 @@ with its id translates an older English text (or is flagged ``todo``/``stale``).
 cell stops the build of that notebook and is reported by notebook and cell id; tests/test_translations.py
 fails on the same report. A notebook without a catalog is "not yet translated" (README.zh.md lists them).
 
+It also rewrites README.zh.md's two generated lists (between ``<!-- notebooks -->`` and
+``<!-- untranslated -->`` and their closing tags): the Chinese notebooks and those not yet translated.
+
 Relative links are rewritten for the folder one level deeper: ``../x`` becomes ``../../x``, a link to a
 sibling notebook that has a Chinese edition stays, one that has none points to ``../NN_x.ipynb`` (the
 English), and ``README.md`` becomes ``README.zh.md``.
@@ -208,6 +211,19 @@ def build_all(lang: str = "zh", write: bool = True):
     return reports, built, changed
 
 
+def readme_text(text: str, built: dict[str, str], lang: str = "zh") -> str:
+    """README.zh.md with its two generated lists: the Chinese notebooks (their titles) and the untranslated ones."""
+    rows = []
+    for stem, nb_text in sorted(built.items()):
+        first = cell_source(json.loads(nb_text)["cells"][0]).strip().splitlines()[0]
+        rows.append(f"- [{first.lstrip('# ').strip()}](notebooks/{lang}/{stem}.ipynb)")
+    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang)] or ["- (none)"]
+    for tag, lines in (("notebooks", rows), ("untranslated", todo)):
+        block = f"<!-- {tag} -->\n" + "\n".join(lines) + f"\n<!-- /{tag} -->"
+        text = re.sub(rf"<!-- {tag} -->\n.*?<!-- /{tag} -->", lambda _m, b=block: b, text, flags=re.DOTALL)
+    return text
+
+
 def _old_english(stem: str, cell_id: str, en: str) -> str | None:
     """The English source of ``cell_id`` whose hash is ``en``, from the notebook's git history."""
     rel = f"notebooks/{stem}.ipynb"
@@ -273,7 +289,16 @@ def main(argv=None) -> int:
     for line in problems:
         print(line)
     for stem in changed:
-        print(f"notebooks/{args.lang}/{stem}.ipynb {'differs from its build' if args.check else 'written'}")
+        if not stem.startswith("README"):
+            print(f"notebooks/{args.lang}/{stem}.ipynb {'differs from its build' if args.check else 'written'}")
+    readme = REPO / f"README.{args.lang}.md"
+    if readme.exists() and not any(not r.ok for r in reports):
+        new = readme_text(readme.read_text(encoding="utf-8"), built, args.lang)
+        if new != readme.read_text(encoding="utf-8"):
+            changed.append(readme.name)
+            print(f"{readme.name}'s notebook lists {'are out of date' if args.check else 'rewritten'}")
+            if not args.check:
+                readme.write_text(new, encoding="utf-8")
     stray = sorted(p.stem for p in (REPO / "notebooks" / args.lang).glob("*.ipynb")
                    if p.stem not in translated_stems(args.lang))
     for stem in stray:

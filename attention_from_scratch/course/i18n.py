@@ -102,7 +102,7 @@ class Catalog:
             if m:
                 self.used.add(en)
                 values = {k: self._value(k, v, lang) for k, v in m.groupdict().items()}
-                return _PLACEHOLDER.sub(lambda p: values[p.group(1)], zh)
+                return _PLACEHOLDER.sub(lambda p, values=values: values[p.group(1)], zh)
         self.misses.add(text)
         return text
 

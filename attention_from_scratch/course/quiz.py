@@ -43,7 +43,6 @@ import numpy as np
 
 from ..backend import to_numpy
 from .i18n import check_lang
-from .quiz_zh import QUIZ_ZH
 from .quiz_notes import (
     _D_K,
     _dot_value,
@@ -96,6 +95,7 @@ from .quiz_notes_articles import (
     _note_weighted_sum,
     _order_note,
 )
+from .quiz_zh import QUIZ_ZH
 
 __all__ = ["QUESTIONS", "Question", "Verdict", "answer", "ask", "check", "question_ids"]
 

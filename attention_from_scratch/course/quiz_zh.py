@@ -343,8 +343,8 @@ _EXTRAS = {
         "头数相同的标准 MHA 要为 128 个头缓存 K 和 V，共 40,960 个数值——多 71 倍。",
 }
 
-# formulas and orders of growth read the same in both languages
+# formulas read the same in both languages ("-inf", "O(n²)" have no word, so they are left as they are)
 _SAME = ["softmax(QKᵀ / sqrt(d_k)) V", "softmax(QVᵀ / sqrt(d_k)) K", "sigmoid(QKᵀ / sqrt(d_k)) V",
-         "softmax(QᵀK / sqrt(d_k)) V", "-inf", "O(n)", "O(n log n)", "O(n²)", "O(n³)"]
+         "softmax(QᵀK / sqrt(d_k)) V"]
 
 QUIZ_ZH = Catalog({**_FRAME, **_QUESTIONS, **_EXTRAS, **{s: s for s in _SAME}})

@@ -109,7 +109,6 @@ _LABELS = {
     "N = 4 pairs, d = 8, τ = 1": "N = 4 对，d = 8，τ = 1",
     "unit vectors, τ = 0.001: logits up to 1000": "单位向量，τ = 0.001：logits 最大可达 1000",
     "one pair (N = 1)": "只有一对（N = 1）",
-    "positions 0..3": "位置 0..3",
 }
 
 # the hints of the mistake models and symptom checks (exercises/*.py)
