@@ -2,6 +2,9 @@
 
 Build it, warnings as errors, with:  python -m sphinx -W --keep-going -b html docs docs/_build/html
 
+The same command builds the Chinese site (docs/zh/conf.py) into docs/_build/html/zh/ once the English
+one is done; every page of both links to its counterpart in the other language.
+
 The site is built offline: the notebooks are shown with the outputs stored in them (never re-executed),
 MathJax is served from the site itself (copied from the ``sphinx-mathjax-offline`` package), and the
 theme's assets come with ``sphinx-book-theme``; nothing is fetched from the internet, by the build or
@@ -33,7 +36,7 @@ release = version = attention_from_scratch.__version__
 
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 root_doc = "index"
-exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py"]
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py", "zh"]  # zh/: the Chinese site
 
 # --- notebooks: show the stored outputs (the ones nbval checks); never execute -----------------------
 nb_execution_mode = "off"
@@ -55,11 +58,15 @@ if _mathjax is None or not _mathjax.submodule_search_locations:
         "(it brings sphinx-mathjax-offline, which holds MathJax 3)"
     )
 # docs/_static (the favicon) and the package's static/ folder, whose mathjax/ lands in _static/mathjax/
-html_static_path = ["_static", str(Path(next(iter(_mathjax.submodule_search_locations))) / "static")]
+html_static_path = [str(DOCS / "_static"), str(Path(next(iter(_mathjax.submodule_search_locations))) / "static")]
 mathjax_path = "mathjax/tex-chtml.js"  # relative to _static/, where html_static_path copies mathjax/
 
 # --- theme ------------------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
+templates_path = [str(DOCS / "_templates")]
+# the language switch (English · 中文) at the top of every page's sidebar, then the theme's own parts
+html_sidebars = {"**": ["navbar-logo.html", "lang-switch.html", "icon-links.html", "search-button-field.html",
+                        "sbt-sidebar-nav.html"]}
 html_title = "attention_from_scratch"
 html_theme_options = {
     "home_page_in_toc": True,
@@ -72,14 +79,41 @@ html_theme_options = {
 }
 # pydata-sphinx-theme (under the book theme): an empty mode makes it log a console error on a first visit
 html_context = {"default_mode": "light"}
-html_favicon = "_static/favicon.svg"  # without one, browsers ask for /favicon.ico and log a 404
+html_favicon = str(DOCS / "_static" / "favicon.svg")  # without one, browsers ask for /favicon.ico and log a 404
 html_last_updated_fmt = None
 # the download button offers each page's source: a notebook downloads as the .ipynb itself
 html_copy_source = True
 html_sourcelink_suffix = ""
 
 
+SITE_LANG = "en"  # docs/zh/conf.py sets "zh"
+
+
+def _lang_switch(app, pagename, templatename, context, doctree):
+    """``lang_switch``: the other language's URL for this page, relative to it (its index if it has none)."""
+    other = "zh" if SITE_LANG == "en" else "en"
+    target = pagename if pagename in make_pages.site_pages(REPO, other) else "index"
+    up = "../" * pagename.count("/")
+    context["lang_switch"] = {"lang": SITE_LANG,
+                              "href": f"{up}zh/{target}.html" if other == "zh" else f"{up}../{target}.html"}
+
+
+def _build_chinese_site(app, exception):
+    """After the English site, build the Chinese one into <outdir>/zh with the same strictness (-W)."""
+    if exception is not None or SITE_LANG != "en" or app.builder.name != "html":
+        return
+    import subprocess
+
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS / "zh"),
+               str(Path(app.outdir) / "zh")]
+    done = subprocess.run(command, cwd=REPO)
+    if done.returncode:
+        raise RuntimeError(f"the Chinese site (docs/zh) did not build: {' '.join(command)} exited {done.returncode}")
+
+
 def setup(app):
+    app.connect("html-page-context", _lang_switch)
+    app.connect("build-finished", _build_chinese_site)
     # MathJax on every page, not only on pages with math of their own: the sidebar's notebook titles
     # hold math ("Why divide by $\sqrt{d_k}$?") and would show raw TeX on the other pages
     app.set_html_assets_policy("always")

@@ -10,6 +10,12 @@ incremental build re-reads only what changed.
     notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
     quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
     api/*.rst       one autodoc page per module
+
+and, for the Chinese site (``generate_zh``, called by docs/zh/conf.py), under docs/zh/:
+
+    index.md        README.zh.md, its links rewritten the same way, then the toctree of the Chinese notebooks
+    notebooks/*.ipynb  copies of notebooks/zh/*.ipynb (the built Chinese edition)
+    quiz.md         the quiz in Chinese (``quiz.ask``/``quiz.check`` with ``lang="zh"``)
 """
 
 from __future__ import annotations
@@ -36,9 +42,18 @@ def _is_relative(target: str) -> bool:
     return not re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target)
 
 
-def notebooks(repo: Path) -> list[Path]:
-    """Every notebook of the course, in course order (their names start with a two-digit number)."""
-    return sorted((repo / "notebooks").glob("*.ipynb"))
+def notebooks(repo: Path, lang: str = "en") -> list[Path]:
+    """Every notebook of the course, in course order (their names start with a two-digit number).
+
+    ``lang="zh"``: the Chinese edition's, ``notebooks/zh/*.ipynb``.
+    """
+    return sorted((repo / "notebooks" / ("" if lang == "en" else lang)).glob("*.ipynb"))
+
+
+def site_pages(repo: Path, lang: str) -> set[str]:
+    """The page names (Sphinx's ``pagename``) that the site of ``lang`` has, for the language switch."""
+    common = {"index", "quiz", "search", "genindex"}
+    return common | {f"notebooks/{p.stem}" for p in notebooks(repo, lang)}
 
 
 def modules(package: str = "attention_from_scratch") -> list[str]:
@@ -125,27 +140,35 @@ def _md_escape(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
 
 
-def quiz_page() -> str:
+_QUIZ_INTRO = {
+    "en": ("# The quiz\n", "Every question below comes from `attention_from_scratch.course.quiz`, and every answer is "
+           "computed by the package when this page is built. Try each one before opening its answer. In Python the "
+           "same questions check your answer and explain it:\n", "", "Answer"),
+    "zh": ("# 测验\n", "下面每一道题都来自 `attention_from_scratch.course.quiz`，每个答案都在构建本页时由本包现场计算。"
+           "先自己试一试，再展开答案。在 Python 里，同样的题目会检查你的答案并给出讲解：\n", ', lang="zh"', "答案"),
+}
+
+
+def quiz_page(lang: str = "en") -> str:
     from attention_from_scratch.course import quiz
     from attention_from_scratch.course.quiz import _show  # the answers as the quiz itself prints them
 
+    title, intro, arg, answer = _QUIZ_INTRO[lang]
     parts = [
-        "# The quiz\n",
-        "Every question below comes from `attention_from_scratch.course.quiz`, and every answer is computed by the "
-        "package when this page is built. Try each one before opening its answer. In Python the same "
-        "questions check your answer and explain it:\n",
-        "```python\nfrom attention_from_scratch.course import quiz\n"
-        "print(quiz.ask(\"dot_product\"))\nprint(quiz.check(\"dot_product\", 17))\n```\n",
+        title,
+        intro,
+        f"```python\nfrom attention_from_scratch.course import quiz\n"
+        f"print(quiz.ask(\"dot_product\"{arg}))\nprint(quiz.check(\"dot_product\", 17{arg}))\n```\n",
     ]
     for n, qid in enumerate(quiz.question_ids(), start=1):
-        lines = quiz.ask(qid).splitlines()
+        lines = quiz.ask(qid, lang=lang).splitlines()
         expected = quiz.answer(qid)
-        verdict = quiz.check(qid, expected)
+        verdict = quiz.check(qid, expected, lang=lang)
         assert verdict.correct, f"quiz {qid!r}: its own answer is not accepted"
         parts.append(f"## {n}. `{qid}`\n")
         parts.append("\\\n".join(_md_escape(line.strip()) for line in lines) + "\n")
         parts.append(
-            "<details><summary>Answer</summary>\n"
+            f"<details><summary>{answer}</summary>\n"
             f"<p><strong>{html.escape(_show(expected))}</strong></p>\n"
             f"<p>{html.escape(verdict.explanation)}</p>\n</details>\n"
         )
@@ -202,3 +225,51 @@ def generate(docs: Path) -> None:
         for stale in (docs / folder).iterdir():
             if stale not in wanted:
                 stale.unlink()
+
+
+_EN_NOTEBOOK = re.compile(r"\[([^\]]*)\]\((?:\.\./)*(?:notebooks/)?(\d\d_[A-Za-z0-9_]+)\.ipynb(#[^)\s]*)?\)")
+
+
+def _to_english_page(text: str, up: str, translated: set[str]) -> str:
+    """Links to notebooks without a Chinese edition become plain HTML links to the English site's page."""
+    def fix(m: re.Match) -> str:
+        if m.group(2) in translated and not m.group(0).startswith(f"[{m.group(1)}](../"):
+            return m.group(0)
+        return f'<a href="{up}notebooks/{m.group(2)}.html{m.group(3) or ""}">{m.group(1)}</a>'
+    return _EN_NOTEBOOK.sub(fix, text)
+
+
+def index_page_zh(repo: Path) -> str:
+    """README.zh.md as the Chinese site's front page, then the toctrees (the API reference is the English one)."""
+    translated = {p.stem for p in notebooks(repo, "zh")}
+    text = (repo / "README.zh.md").read_text(encoding="utf-8")
+    text = re.sub(r"^\[English\]\(README\.md\) · 中文$", "", text, flags=re.MULTILINE)  # the switch says it
+    text = _to_english_page(text.replace("](notebooks/zh/", "](notebooks/"), "../", translated)
+    text = _LINK.sub(lambda m: f"](../../{m.group(1)})" if _is_relative(m.group(1)) and not
+                     m.group(1).startswith("notebooks/") else m.group(0), text)
+    return text + (
+        "\nAPI 参考（英文，由模块的文档字符串生成）：<a href=\"../api/index.html\">API reference</a>。\n"
+        "\n```{toctree}\n:caption: 课程\n:maxdepth: 1\n:glob:\n\nnotebooks/*\n```\n"
+        "\n```{toctree}\n:caption: 参考\n:maxdepth: 1\n\nquiz\n```\n"
+    )
+
+
+def generate_zh(site: Path) -> None:
+    """Write the Chinese site's generated pages under ``site`` (docs/zh/), removing stale copies."""
+    repo = site.parents[1]
+    _write(site / "index.md", index_page_zh(repo))
+    _write(site / "quiz.md", quiz_page("zh"))
+    wanted = {site / "notebooks" / p.name for p in notebooks(repo, "zh")}
+    translated = {p.stem for p in notebooks(repo, "zh")}
+    for src in notebooks(repo, "zh"):
+        nb = json.loads(src.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:  # a link to an untranslated notebook (../NN_x.ipynb) goes to the English page
+            if cell["cell_type"] == "markdown":
+                cell["source"] = _to_english_page("".join(cell["source"]), "../../", translated)
+        _write(site / "notebooks" / f".{src.name}", json.dumps(nb, ensure_ascii=False, indent=1) + "\n")
+        copy_notebook(site / "notebooks" / f".{src.name}", site / "notebooks" / src.name)
+        (site / "notebooks" / f".{src.name}").unlink()
+    (site / "notebooks").mkdir(exist_ok=True)
+    for stale in (site / "notebooks").iterdir():
+        if stale not in wanted:
+            stale.unlink()

@@ -9,6 +9,8 @@ by a thread, and then:
   each ``#anchor`` exists on its page; every notebook of ``notebooks/`` is reached from the index;
 * no page asks the internet for anything (no external ``src``, script or stylesheet; in the browser,
   every request goes to 127.0.0.1), so the site works offline -- MathJax included;
+* the Chinese site (built by the same command into ``zh/``) is crawled with it, through the language
+  switch that every page of both sites carries; every Chinese notebook is reached;
 * in Chromium, the index and three notebook pages (the one with the most display math, the one with
   the most figures, and the last one) show no console error, every ``<img>`` loaded, every formula
   typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook.
@@ -40,6 +42,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+NOTEBOOKS_ZH = sorted((REPO / "notebooks" / "zh").glob("*.ipynb"))  # the Chinese site's (docs/_build/html/zh/)
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 # README, "Read it as a website" (the output folder differs: a temporary one)
@@ -66,6 +69,7 @@ class _Page(HTMLParser):
     def __init__(self):
         super().__init__()
         self.links, self.resources, self.ids = [], [], set()
+        self.switch = None  # the language switch's link, if the page has one
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -73,6 +77,8 @@ class _Page(HTMLParser):
             self.ids.add(a["id"])
         if tag == "a" and a.get("href"):
             self.links.append(a["href"])
+            if a.get("hreflang"):
+                self.switch = a["href"]
         elif tag == "link" and a.get("href"):
             self.resources.append(a["href"])
         elif tag in ("img", "script", "iframe", "source", "video", "audio") and a.get("src"):
@@ -164,6 +170,19 @@ def test_every_notebook_is_reached_from_the_index(crawl, base_url):
     assert not missing, f"notebooks with no page reachable from the index: {missing}"
 
 
+def test_every_chinese_notebook_is_reached_and_every_page_switches_language(crawl, base_url):
+    pages, _ = crawl
+    assert NOTEBOOKS_ZH, "no Chinese notebooks (notebooks/zh/) found"
+    missing = [nb.name for nb in NOTEBOOKS_ZH if f"{base_url}zh/notebooks/{nb.stem}.html" not in pages]
+    assert not missing, f"Chinese notebooks with no page reachable from the index: {missing}"
+    assert base_url + "zh/index.html" in pages and base_url + "zh/quiz.html" in pages
+    no_switch = [url for url, page in pages.items() if page.switch is None]
+    assert not no_switch, f"pages without the language switch: {no_switch}"
+    for nb in NOTEBOOKS_ZH:  # a notebook's switch leads to the same notebook in the other language
+        en, zh = f"{base_url}notebooks/{nb.stem}.html", f"{base_url}zh/notebooks/{nb.stem}.html"
+        assert urljoin(en, pages[en].switch) == zh and urljoin(zh, pages[zh].switch) == en
+
+
 def test_nothing_is_fetched_from_the_internet(site):
     external = []
     for path in site.rglob("*.html"):
@@ -192,6 +211,9 @@ def _pages_to_open() -> dict[str, str]:
     chosen = {"index": "index.html", "quiz": "quiz.html", "api": "api/similarity.html"}
     for role, nb in (("math", math), ("figures", figures), ("last", last)):
         chosen[role] = f"notebooks/{nb.stem}.html"
+    chosen["zh_index"], chosen["zh_quiz"] = "zh/index.html", "zh/quiz.html"
+    if NOTEBOOKS_ZH:  # the Chinese notebook with the most display math
+        chosen["zh_math"] = f"zh/notebooks/{max(NOTEBOOKS_ZH, key=lambda nb: _markdown(nb).count('$$')).stem}.html"
     return chosen
 
 
@@ -246,11 +268,12 @@ return {
   raw_dollars: body.innerText.includes('$$'),
   raw_rest: /^\s*\.\. [a-z:]+::/m.test(body.innerText),
   nav: nav,
+  chinese: /[\u4e00-\u9fff]/.test(body.innerText),
 };
 """
 
 
-@pytest.mark.parametrize("role", ["index", "math", "figures", "last", "quiz", "api"])
+@pytest.mark.parametrize("role", ["index", "math", "figures", "last", "quiz", "api", "zh_index", "zh_math", "zh_quiz"])
 def test_page_in_chromium(role, browser, base_url, shots):
     path = _pages_to_open()[role]
     browser.get_log("browser"), browser.get_log("performance")  # start each page with empty logs
@@ -262,7 +285,7 @@ def test_page_in_chromium(role, browser, base_url, shots):
     typeset = browser.execute_async_script(_WAIT_FOR_MATH)
     facts = browser.execute_script(_PAGE_FACTS)
     stem = Path(path).stem
-    if role == "quiz":  # show the answers in the screenshot
+    if role in ("quiz", "zh_quiz"):  # show the answers in the screenshot
         browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
     browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
     if facts["images"]:  # a second screenshot at the first figure
@@ -293,6 +316,11 @@ def test_page_in_chromium(role, browser, base_url, shots):
     if role == "index":
         missing = [nb.stem for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in facts["nav"]]
         assert not missing, f"the index's navigation does not link {missing}"
+    if role == "zh_index":
+        missing = [nb.stem for nb in NOTEBOOKS_ZH if f"{base_url}zh/notebooks/{nb.stem}.html" not in facts["nav"]]
+        assert not missing, f"the Chinese index's navigation does not link {missing}"
+    if role.startswith("zh_"):
+        assert facts["chinese"], f"{path}: no Chinese text on the Chinese page"
 
 
 def test_quiz_page_follows_the_quiz_module(site):
@@ -307,6 +335,11 @@ def test_quiz_page_follows_the_quiz_module(site):
         first_words = quiz.ask(qid).splitlines()[0][:40]
         assert first_words in text, f"the text of {qid!r} is not on the quiz page: {first_words!r}"
     assert text.count("<summary>Answer</summary>") == len(quiz.question_ids())
+    zh = html.unescape((site / "zh" / "quiz.html").read_text(encoding="utf-8"))
+    for qid in quiz.question_ids():
+        first_words = quiz.ask(qid, lang="zh").splitlines()[0][:20]
+        assert first_words in zh, f"the Chinese text of {qid!r} is not on the Chinese quiz page: {first_words!r}"
+    assert zh.count("<summary>答案</summary>") == len(quiz.question_ids())
 
 
 def _make_pages():
