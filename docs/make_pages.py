@@ -104,7 +104,10 @@ def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
 
 
 def index_page(repo: Path, module_names: list[str]) -> str:
-    readme = rewrite_readme((repo / "README.md").read_text(encoding="utf-8"), repo, module_names)
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    # the link to README.zh.md is the Chinese site on the site (its front page is that README)
+    readme = readme.replace("[中文](README.zh.md)", '<a href="zh/index.html">中文</a>')
+    readme = rewrite_readme(readme, repo, module_names)
     return readme + (
         "\n```{toctree}\n:caption: The course\n:maxdepth: 1\n:glob:\n\nnotebooks/*\n```\n"
         "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\nquiz\napi/index\n```\n"
