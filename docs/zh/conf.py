@@ -22,3 +22,5 @@ make_pages.generate_zh(Path(__file__).resolve().parent)
 language = "zh_CN"
 html_title = "attention_from_scratch（中文）"
 exclude_patterns = ["_build", "**/.ipynb_checkpoints"]
+# Sphinx 9's Chinese search names a ChineseStemmer it does not ship (docs/_static/zh-stemmer.js defines it)
+html_js_files = ["zh-stemmer.js"]
