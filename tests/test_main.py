@@ -116,9 +116,16 @@ def test_every_command_is_dispatched_to_its_module(monkeypatch):
 @pytest.mark.parametrize("argv", [["--backend", "cupy", "tour"], ["tour", "--backend", "cupy"], ["--backend", "cupy"]])
 def test_backend_choice_reaches_the_tour_wherever_it_is_given(argv, monkeypatch):
     chosen = []
-    monkeypatch.setattr(tour, "run_tour", lambda backend: chosen.append(backend) or 0)
+    monkeypatch.setattr(tour, "run_tour", lambda backend, lang="en": chosen.append(backend) or 0)
     assert cli.main(argv) == 0
     assert chosen == ["cupy"]
+
+
+def test_language_choice_reaches_the_tour(monkeypatch):
+    chosen = []
+    monkeypatch.setattr(tour, "run_tour", lambda backend, lang="en": chosen.append(lang) or 0)
+    assert cli.main(["--lang", "zh"]) == 0 and cli.main(["tour", "--lang", "zh"]) == 0 and cli.main([]) == 0
+    assert chosen == ["zh", "zh", "en"]
 
 
 def test_figures_command_prints_the_paths_it_writes(tmp_path, monkeypatch, capsys):
