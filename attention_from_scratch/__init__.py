@@ -7,13 +7,15 @@ from .attention import additive_attention, attention_backward, attention_loop, s
 from .backend import get_namespace, gpu_available, to_numpy
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
-from .kv_cache import bytes_per_token, deepseek_v3_numbers
+from .kv_cache import bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask
 from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm
 from .multihead import KVCache, MultiHeadAttention
 from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
+from .sparse import fp8_e4m3, hadamard, index_scores, layer_norm, select_topk, topk_mask
+from .sparse_training import attention_mass_recall, attention_target, indexer_loss_and_grads, train_indexer
 from .transformer import Transformer, TransformerConfig
 
 __version__ = "0.1.0"
@@ -31,17 +33,25 @@ __all__ = [
     "apply_rope",
     "attention_backward",
     "attention_loop",
+    "attention_mass_recall",
+    "attention_target",
     "bytes_per_token",
     "causal_mask",
     "combine_masks",
     "cosine_similarity",
     "deepseek_v3_numbers",
+    "deepseek_v32_numbers",
     "dot",
     "euclidean_distance",
     "flash_attention",
     "flash_attention_backward",
+    "fp8_e4m3",
     "get_namespace",
     "gpu_available",
+    "hadamard",
+    "index_scores",
+    "indexer_loss_and_grads",
+    "layer_norm",
     "log_softmax",
     "logsumexp",
     "naive_softmax",
@@ -50,7 +60,10 @@ __all__ = [
     "rope_frequencies",
     "rotate_half_rope",
     "scaled_dot_product_attention",
+    "select_topk",
     "softmax",
     "softmax_backward",
     "to_numpy",
+    "topk_mask",
+    "train_indexer",
 ]
