@@ -10,13 +10,13 @@ from .flash_backward import flash_attention_backward
 from .kv_cache import bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask
 from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm
+from .model.transformer import Transformer, TransformerConfig
 from .multihead import KVCache, MultiHeadAttention
 from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
 from .sparse import fp8_e4m3, hadamard, index_scores, layer_norm, select_topk, topk_mask
 from .sparse_training import attention_mass_recall, attention_target, indexer_loss_and_grads, train_indexer
-from .transformer import Transformer, TransformerConfig
 
 __version__ = "0.1.0"
 

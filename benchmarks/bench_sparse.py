@@ -140,7 +140,7 @@ def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | No
     print(f"at S = {last['context']}: dense/sparse time = {last['dense_ms'] / last['sparse_ms']:.2f}; "
           f"the indexer is {last['indexer_ms'] / last['sparse_ms']:.0%} of the sparse step")
     if not quick and out is not None:
-        from attention_from_scratch.plots import save_figure
+        from attention_from_scratch.course.plots import save_figure
 
         print(f"wrote {save_figure(plot(rows, cross), out)}")
     return rows
