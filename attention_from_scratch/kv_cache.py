@@ -173,9 +173,16 @@ def decode_bytes_read(config: MLAConfig, kind: str = "mla", context_len: int = 1
                       n_kv_heads: int | None = None, element_size: int = 2) -> int:
     """Bytes of KV cache read to generate one token with ``context_len`` tokens cached, all layers.
 
-    Every cached value is read once per generated token: ``context_len · bytes_per_token(...)``.
+    Every cached value is read once per generated token: ``context_len · bytes_per_token(...)``. With
+    ``kind="dsa"`` every indexer key is read but only the ``min(index_topk, context_len)`` selected
+    latents: ``n_layers · (S · indexer bytes + min(k, S) · (d_c + d_r) · element_size)``.
     """
     context_len = check_positive_int(context_len, "context_len")
+    if kind == "dsa":
+        bytes_per_token(config, "dsa")  # validates the indexer
+        latents = min(config.index_topk, context_len) * bytes_per_token(config, "mla", n_layers=1,
+                                                                         element_size=element_size)
+        return config.n_layers * (context_len * indexer_bytes_per_token(config.index_head_dim) + latents)
     return context_len * bytes_per_token(config, kind, n_kv_heads=n_kv_heads, element_size=element_size)
 
 
@@ -186,10 +193,17 @@ def decode_flops(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
     Per cached token, layer and query head: MHA/GQA/MQA score a d_k-wide key and mix a d_v-wide value,
     ``d_k + d_v`` multiply-adds, whichever head the key/value is shared with; absorbed MLA scores the
     cached ``d_c + d_r`` row and mixes the ``d_c``-wide latent, ``2 d_c + d_r`` (``mla.attend_absorb``).
+    ``kind="dsa"``: the indexer's ``H_I · (d_I + 1)`` per cached token (a dot product per head, then the
+    weighting) plus absorbed MLA over the ``min(index_topk, S)`` selected rows only.
     Projections of the new token are left out: they do not grow with the context.
     """
     context_len = check_positive_int(context_len, "context_len")
     bytes_per_token(config, kind, n_kv_heads=n_kv_heads)  # validates kind and n_kv_heads
+    if kind == "dsa":
+        indexer = context_len * config.index_n_heads * (config.index_head_dim + 1)
+        attention = min(config.index_topk, context_len) * config.n_heads * (2 * config.kv_lora_rank
+                                                                            + config.qk_rope_head_dim)
+        return 2 * (indexer + attention) * config.n_layers
     if kind == "mla":
         per_head = 2 * config.kv_lora_rank + config.qk_rope_head_dim
     else:
@@ -203,6 +217,11 @@ def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: in
 
     Independent of the context length. A GPU is memory-bound below its ridge point (peak FLOP/s over
     memory bandwidth, ≈ 295 FLOP/byte for an H100 SXM in BF16): MHA's 1 FLOP/byte leaves it idle.
+    Not defined for ``kind="dsa"``, whose ratio changes with the context (``decode_flops`` and
+    ``decode_bytes_read`` give it at any S).
     """
+    if kind == "dsa":
+        raise ValueError("kind='dsa' has no context-independent intensity: divide decode_flops by "
+                         "decode_bytes_read at the context length you want")
     flops = decode_flops(config, kind, 1, n_kv_heads=n_kv_heads)
     return flops / decode_bytes_read(config, kind, 1, n_kv_heads=n_kv_heads, element_size=element_size)

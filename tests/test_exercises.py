@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from exercise_solutions import SOLUTIONS  # tests/ is on sys.path under pytest (no __init__.py)
+from test_exercise_index_scores import no_relu as index_no_relu
+from test_exercise_index_scores import not_causal as index_not_causal
 
 from attention_from_scratch.course import exercises
 from attention_from_scratch.softmax import softmax
@@ -255,6 +257,9 @@ WRONG = [
     ("mla_absorbed_scores", mla_no_rope, "the RoPE part is missing"),
     ("mla_absorbed_scores", mla_first_head, "every head has its own W_UK"),
     ("mla_absorbed_scores", mla_scaled, "return the raw scores"),
+    # the index-scores exercise has its own battery (tests/test_exercise_index_scores.py); two of it here
+    ("index_scores", index_no_relu, "no ReLU"),
+    ("index_scores", index_not_causal, "the future is not masked"),
     ("online_softmax_merge", merge_not_rescaled, "sums not rescaled"),
     ("online_softmax_merge", merge_no_empty_guard, "an empty state must be neutral"),
     ("online_softmax_merge", merge_overflow, "one exponent"),

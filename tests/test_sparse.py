@@ -367,3 +367,19 @@ def test_v32_cache_bytes_reconcile_with_v3():
     assert bytes_per_token(MLAConfig.deepseek_v32(), "dsa") == 78_324
     with pytest.raises(ValueError, match="index_n_heads"):
         bytes_per_token(MLAConfig(), "dsa")
+
+
+def test_dsa_decode_cost_counts_every_indexer_key_and_only_k_latents():
+    from attention_from_scratch.kv_cache import arithmetic_intensity, decode_bytes_read, decode_flops
+
+    v32 = MLAConfig.deepseek_v32()
+    s = 131072
+    # per layer: 132 bytes of every indexer key, 1152 bytes of each of the 2048 selected latents
+    assert decode_bytes_read(v32, "dsa", s) == 61 * (s * 132 + 2048 * 1152)
+    assert decode_bytes_read(v32, "dsa", 1000) == 61 * (1000 * 132 + 1000 * 1152)  # fewer than k: all of them
+    assert decode_bytes_read(v32, "mla", s) == 61 * s * 1152
+    assert decode_flops(v32, "dsa", s) == 2 * 61 * (s * 64 * 129 + 2048 * 128 * (2 * 512 + 64))
+    assert 13 < decode_flops(v32, "mla", s) / decode_flops(v32, "dsa", s) < 14  # ~1/13 of the dense work
+    assert decode_bytes_read(v32, "mla", s) / decode_bytes_read(v32, "dsa", s) == pytest.approx(7.68)
+    with pytest.raises(ValueError, match="no context-independent"):
+        arithmetic_intensity(v32, "dsa")

@@ -36,10 +36,11 @@ from .mla import MLA_ABSORBED_SCORES
 from .multihead import MERGE_HEADS, SPLIT_HEADS
 from .rope import ROPE
 from .softmax import SOFTMAX
+from .sparse import INDEX_SCORES
 
 # in course order
 EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS, KV_DECODE_STEP, ROPE,
-                                    MLA_ABSORBED_SCORES, ONLINE_SOFTMAX_MERGE, INFO_NCE]}
+                                    MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE, INFO_NCE]}
 
 __all__ = ["Verdict", "check", "names"]
 
@@ -91,7 +92,13 @@ def _call(fn, case: Case):
         warnings.simplefilter("always")
         got = fn(*args)
     messages = sorted({str(w.message) for w in caught})
-    return got, messages
+    return got, messages, args
+
+
+def _changed_inputs(ex: Exercise, case: Case, after) -> list[str]:
+    """The names of the arguments whose private copy ``fn`` modified (compared with the case's own)."""
+    return [name for name, before, now in zip(ex.arg_names, case.args, after, strict=True)
+            if isinstance(before, np.ndarray) and not np.array_equal(before, now, equal_nan=True)]
 
 
 def _run(ex: Exercise, fn) -> Verdict:
@@ -102,7 +109,7 @@ def _run(ex: Exercise, fn) -> Verdict:
         head = f"{ex.name}: FAILED on case {n} of {len(cases)} ({case.label})"
         inputs = "  inputs: " + ", ".join(_describe_arg(a, nm) for a, nm in zip(case.args, ex.arg_names, strict=True))
         try:
-            got, warned = _call(fn, case)
+            got, warned, after = _call(fn, case)
         except NotImplementedError:
             todo = f"{ex.name}: not implemented yet: write `{fn_name}` above, then run this cell"
             return Verdict(ex.name, False, todo)
@@ -111,6 +118,12 @@ def _run(ex: Exercise, fn) -> Verdict:
             lines = [head, inputs, f"  {fn_name} raised {type(err).__name__}: {message}"]
             hint = _hint_for_error(ex, case, err, n, fn_name)
             lines += [f"  hint: {hint}"] if hint else []
+            return Verdict(ex.name, False, "\n".join(lines))
+        changed = _changed_inputs(ex, case, after)
+        if changed:
+            lines = [head, inputs, f"  your function changed its input `{changed[0]}` in place",
+                     "  hint: compute into new arrays (x = x / c, not x /= c; no out=..., no x[...] = ...): "
+                     "the caller still needs its inputs"]
             return Verdict(ex.name, False, "\n".join(lines))
         try:
             problem = _compare(ex, case, expected, got)
