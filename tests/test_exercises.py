@@ -371,7 +371,7 @@ def test_mistake_models_all_differ_from_the_reference():
 
 
 def test_split_and_merge_references_against_a_loop():
-    from attention_from_scratch._exercise_cases import _merge_reference, _split_reference
+    from attention_from_scratch.course.exercises.multihead import _merge_reference, _split_reference
 
     x = np.random.default_rng(0).standard_normal((2, 3, 12))
     heads = _split_reference(x, 3)
@@ -381,7 +381,7 @@ def test_split_and_merge_references_against_a_loop():
 
 
 def test_mla_reference_against_a_loop():
-    from attention_from_scratch._exercise_cases_late import _mla_cases, _mla_reference
+    from attention_from_scratch.course.exercises.mla import _mla_cases, _mla_reference
 
     q_nope, q_pe, c_kv, k_pe, w_uk = _mla_cases()[0].args
     scores = _mla_reference(q_nope, q_pe, c_kv, k_pe, w_uk)
@@ -393,7 +393,7 @@ def test_mla_reference_against_a_loop():
 
 def test_decode_reference_equals_full_causal_attention():
     """The step's output is the last row of causal attention over cache + new token."""
-    from attention_from_scratch._exercise_cases_late import _decode_cases, _decode_reference
+    from attention_from_scratch.course.exercises.kv_cache import _decode_cases, _decode_reference
 
     q, k_new, v_new, k_cache, v_cache = _decode_cases()[0].args
     out, k, v = _decode_reference(q, k_new, v_new, k_cache, v_cache)
