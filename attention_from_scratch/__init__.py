@@ -11,13 +11,13 @@ from .flash_backward import flash_attention_backward
 from .kv_cache import bytes_per_token, deepseek_v3_numbers
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask, sliding_window_mask
 from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm
+from .model.transformer import Transformer, TransformerConfig
 from .multihead import KVCache, MultiHeadAttention
 from .paged import PagedKVCache, paged_attention
 from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .serving import flash_decode, merge_partials, ring_attention, ring_work
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
-from .transformer import Transformer, TransformerConfig
 
 __version__ = "0.1.0"
 

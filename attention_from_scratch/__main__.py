@@ -6,8 +6,9 @@
     python -m attention_from_scratch bench           # quick versions of the benchmarks
     python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
 
-Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module (``tour.py``,
-``plots/``, ``bench.py``, ``student.py``), imported only when that command runs.
+Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
+machinery (``course/tour.py``, ``course/plots/``, ``course/bench.py``, ``course/student.py``), imported only
+when that command runs.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ _BACKEND = {
 # name -> (help, {option: argparse keyword arguments}, "module:function" called with the parsed arguments
 # and returning the exit status). Adding a sub-command is one row here.
 COMMANDS = {
-    "tour": ("print one checked computation per concept (the default)", {"--backend": _BACKEND}, "tour:main"),
+    "tour": ("print one checked computation per concept (the default)", {"--backend": _BACKEND}, "course.tour:main"),
     "figures": ("regenerate the course figures (PNG) that the notebooks draw; benchmark figures come from "
                 "benchmarks/", {"--out": {"default": "figures", "help": "output folder (default: figures/)"}},
-                "plots:main"),
-    "bench": ("run quick versions of all benchmarks (< 60 s)", {}, "bench:main"),
+                "course.plots:main"),
+    "bench": ("run quick versions of all benchmarks (< 60 s)", {}, "course.bench:main"),
     "student": ("write copies of the notebooks without solutions, answer keys and outputs, to hand out",
                 {"outdir": {"help": "folder for the student copies (created if missing)"},
                  "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"}},
-                "student:main"),
+                "course.student:main"),
 }
 DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accepted before one too
 

@@ -41,7 +41,7 @@ def write_figure(make_figure, name: str, *, quick: bool, figures_dir=None):
     if figures_dir is None and quick:
         print(f"(quick run: figure not written; run without --quick to update figures/{name})")
         return None
-    from attention_from_scratch.plots import save_figure
+    from attention_from_scratch.course.plots import save_figure
 
     path = save_figure(make_figure(), Path(figures_dir or FIGURES) / name)
     print(f"wrote {path}")

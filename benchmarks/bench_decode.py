@@ -142,7 +142,7 @@ def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | No
     print(f"\nat S = {last['context']}: absorbed is {speedup:.1f}x faster than naive; "
           f"its cache is 1/{last['mha_bytes'] / last['absorb_bytes']:.1f} of MHA's")
     if not quick and out is not None:
-        from attention_from_scratch.plots import save_figure
+        from attention_from_scratch.course.plots import save_figure
 
         print(f"wrote {save_figure(plot(rows), out)}")
     return rows

@@ -2,7 +2,7 @@
 
 Nothing here is a list that can go stale: the notebooks are every ``notebooks/*.ipynb`` in file-name
 order (the ``NN_`` prefix is the course order), the API pages are every module of the package, and
-the quiz page is drawn from ``attention_from_scratch.quiz`` at build time. The generated files are
+the quiz page is drawn from ``attention_from_scratch.course.quiz`` at build time. The generated files are
 git-ignored (docs/.gitignore); a file is rewritten only when its text changes, so Sphinx's
 incremental build re-reads only what changed.
 
@@ -42,7 +42,7 @@ def notebooks(repo: Path) -> list[Path]:
 
 
 def modules(package: str = "attention_from_scratch") -> list[str]:
-    """Every public module of the package, sub-packages' modules included (``plots.part1``), sorted.
+    """Every public module of the package, sub-packages' modules included (``course.plots.part1``), sorted.
 
     ``__main__`` and any ``_private`` module are left out.
     """
@@ -56,7 +56,7 @@ def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
 
     ``notebooks/X.ipynb`` stays (docs/notebooks/ holds the copies, so it becomes a page link);
     ``figures/x.png`` and any other file of the repo become ``../figures/x.png`` (an image, or a
-    download link). Outside code blocks, a notebook named in backticks (`` `05_masking` ``) and a module
+    download link). Outside code blocks, a notebook named in backticks (`` `06_masking` ``) and a module
     (`` `mla.py` ``) become links to their pages.
     """
     nb_names = {p.stem for p in notebooks(repo)}
@@ -126,15 +126,15 @@ def _md_escape(text: str) -> str:
 
 
 def quiz_page() -> str:
-    from attention_from_scratch import quiz
-    from attention_from_scratch.quiz import _show  # the answers as the quiz itself prints them
+    from attention_from_scratch.course import quiz
+    from attention_from_scratch.course.quiz import _show  # the answers as the quiz itself prints them
 
     parts = [
         "# The quiz\n",
-        "Every question below comes from `attention_from_scratch.quiz`, and every answer is computed by the "
+        "Every question below comes from `attention_from_scratch.course.quiz`, and every answer is computed by the "
         "package when this page is built. Try each one before opening its answer. In Python the same "
         "questions check your answer and explain it:\n",
-        "```python\nfrom attention_from_scratch import quiz\n"
+        "```python\nfrom attention_from_scratch.course import quiz\n"
         "print(quiz.ask(\"dot_product\"))\nprint(quiz.check(\"dot_product\", 17))\n```\n",
     ]
     for n, qid in enumerate(quiz.question_ids(), start=1):
@@ -152,12 +152,30 @@ def quiz_page() -> str:
     return "\n".join(parts)
 
 
+# The package's three parts (DESIGN.md, "Layout"): the sub-package a module sits in says which it belongs to.
+PARTS = (
+    ("The concepts", "One module per idea, read as worked examples.", ""),
+    ("The capstone model", "A small Transformer with hand-written gradients, its training loop and tasks.", "model"),
+    ("The course machinery", "The quiz, the exercises' checkers, student copies, the tour, the figures.", "course"),
+)
+
+
+def _parts(module_names: list[str]) -> list[tuple[str, str, list[str]]]:
+    """``(title, description, modules)`` for each part, every module in exactly one."""
+    def part(name):
+        head = name.split(".")[0]
+        return head if head in {sub for *_, sub in PARTS if sub} else ""
+    return [(title, text, [m for m in module_names if part(m) == sub]) for title, text, sub in PARTS]
+
+
 def api_pages(module_names: list[str]) -> dict[str, str]:
     """reStructuredText pages: autodoc writes reST, which a MyST (Markdown) page would show raw."""
-    pages = {
-        "index.rst": "API reference\n=============\n\nOne page per module, generated from the modules' "
-        "docstrings.\n\n.. toctree::\n   :maxdepth: 1\n\n" + "".join(f"   {m}\n" for m in module_names)
-    }
+    index = ["API reference\n=============\n\nOne page per module, generated from the modules' docstrings, "
+             "in the package's three parts.\n"]
+    for title, text, members in _parts(module_names):
+        index.append(f"\n{title}\n{'-' * len(title)}\n\n{text}\n\n.. toctree::\n   :maxdepth: 1\n\n")
+        index.extend(f"   {m}\n" for m in members)
+    pages = {"index.rst": "".join(index)}
     for name in module_names:
         title = f"``{name}``"
         pages[f"{name}.rst"] = (

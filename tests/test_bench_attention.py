@@ -1,23 +1,13 @@
 """benchmarks/bench_attention.py runs and gives sensible (positive, finite) ratios at a tiny size."""
 
-import importlib.util
 import math
-from pathlib import Path
 
+import bench_attention  # benchmarks/ is on pytest's pythonpath (pyproject.toml)
 import numpy as np
-
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_attention.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_attention", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_ratios_are_positive_and_finite():
-    bench = _load()
+    bench = bench_attention
     rows = bench.overhead_vs_matmuls(1, 2, 32, 8, dtype=np.float32, repeats=1)
     assert [name.strip() for name, _ in rows] == ["scaled_dot_product_attention", "... causal=True"]
     assert all(ratio > 0 and math.isfinite(ratio) for _, ratio in rows)
@@ -26,7 +16,7 @@ def test_ratios_are_positive_and_finite():
 
 
 def test_median_times_times_every_function():
-    bench = _load()
+    bench = bench_attention
     calls = []
     med = bench.median_times({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 3)
     assert set(med) == {"a", "b"}

@@ -5,23 +5,20 @@ The benchmarks themselves are timed runs, too slow for the test suite; run them 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from pathlib import Path
 
 import matplotlib
 import pytest
 
-from attention_from_scratch.bench import BENCHMARKS, run_bench
+from attention_from_scratch.course.bench import BENCHMARKS, run_bench
 
 matplotlib.use("Agg")
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(name)  # benchmarks/ is on pytest's pythonpath (pyproject.toml)
 
 
 def test_bench_runs_each_script_quick_and_reports_missing_and_broken(tmp_path, capsys):

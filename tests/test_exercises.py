@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from exercise_solutions import SOLUTIONS  # tests/ is on sys.path under pytest (no __init__.py)
 
-from attention_from_scratch import exercises
+from attention_from_scratch.course import exercises
 from attention_from_scratch.softmax import softmax
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -348,7 +348,7 @@ def test_bad_arguments():
 
 def test_mistake_models_all_differ_from_the_reference():
     """Every mistake the checker knows must be wrong on at least one case, or its hint could never show."""
-    from attention_from_scratch.exercises import EXERCISES, _close, _parts, _rtol
+    from attention_from_scratch.course.exercises import EXERCISES, _close, _parts, _rtol
 
     for ex in EXERCISES.values():
         for hint, wrong in ex.mistakes:

@@ -10,8 +10,8 @@ import array_api_strict
 import pytest
 
 from attention_from_scratch import __main__ as cli
-from attention_from_scratch import tour
 from attention_from_scratch.backend import gpu_available
+from attention_from_scratch.course import tour
 
 ROOT = Path(__file__).resolve().parents[1]
 FOUNDATION_SECTIONS = [
@@ -122,7 +122,7 @@ def test_backend_choice_reaches_the_tour_wherever_it_is_given(argv, monkeypatch)
 
 
 def test_figures_command_prints_the_paths_it_writes(tmp_path, monkeypatch, capsys):
-    from attention_from_scratch import plots
+    from attention_from_scratch.course import plots
 
     monkeypatch.setattr(plots, "FIGURES", {"one.png": lambda: plots.plt.figure(figsize=(1, 1))})
     assert cli.main(["figures", "--out", str(tmp_path)]) == 0

@@ -13,9 +13,9 @@ import pytest
 
 matplotlib.use("Agg")  # no display needed; also what the figures command uses on a headless machine
 
-from attention_from_scratch import examples, plots
 from attention_from_scratch.__main__ import main
-from attention_from_scratch.plots.heatmaps import plot_attention_weights
+from attention_from_scratch.course import examples, plots
+from attention_from_scratch.course.plots.heatmaps import plot_attention_weights
 
 
 def _digests(folder):
@@ -47,19 +47,19 @@ def test_figures_are_deterministic(two_runs):
 
 
 def test_figures_are_the_union_of_the_parts():
-    parts = [importlib.import_module(f"attention_from_scratch.plots.{name}") for name in plots.PARTS]
+    parts = [importlib.import_module(f"attention_from_scratch.course.plots.{name}") for name in plots.PARTS]
     names = [name for part in parts for name in part.FIGURES]
     assert len(names) == len(set(names)) == len(plots.FIGURES)
     assert set(names) == set(plots.FIGURES)
-    # the notebooks 01-07 refer to these files by name
-    part1 = importlib.import_module("attention_from_scratch.plots.part1")
-    for name in ["01_dot_product_geometry.png", "03_softmax_sharpness.png", "05_cat_eats_fish_weights.png",
-                 "06_causal_mask.png", "07_mha_heads.png"]:
+    # the notebooks 01-08 refer to these files by name
+    part1 = importlib.import_module("attention_from_scratch.course.plots.part1")
+    for name in ["01_dot_product_geometry.png", "03_softmax_sharpness.png", "06_cat_eats_fish_weights.png",
+                 "07_causal_mask.png", "08_mha_heads.png"]:
         assert name in part1.FIGURES
 
 
 def test_two_parts_registering_one_file_is_refused(monkeypatch):
-    monkeypatch.setattr(importlib.import_module("attention_from_scratch.plots.part2"), "FIGURES",
+    monkeypatch.setattr(importlib.import_module("attention_from_scratch.course.plots.part2"), "FIGURES",
                         {"01_dot_product_geometry.png": None})
     with pytest.raises(ValueError, match=r"01_dot_product_geometry\.png"):
         plots._collect(("part1", "part2"))

@@ -22,6 +22,7 @@ where a missing tool fails the run rather than hiding the test. Screenshots go t
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import json
 import os
@@ -297,7 +298,7 @@ def test_page_in_chromium(role, browser, base_url, shots):
 def test_quiz_page_follows_the_quiz_module(site):
     import html
 
-    from attention_from_scratch import quiz
+    from attention_from_scratch.course import quiz
 
     # Sphinx typesets quotes ("smartquotes"): compare with straight ones
     text = html.unescape((site / "quiz.html").read_text(encoding="utf-8")).replace("\u2019", "'")
@@ -309,10 +310,7 @@ def test_quiz_page_follows_the_quiz_module(site):
 
 
 def _make_pages():
-    spec = importlib.util.spec_from_file_location("make_pages", REPO / "docs" / "make_pages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("make_pages")  # docs/ is on pytest's pythonpath (pyproject.toml)
 
 
 def test_readme_links_are_rewritten_for_the_site():
@@ -347,10 +345,7 @@ def test_notebook_copies_keep_their_relative_links(tmp_path):
 
 
 def _docstrings():
-    spec = importlib.util.spec_from_file_location("docstrings", REPO / "docs" / "docstrings.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("docstrings")
 
 
 def _rest_problems(text: str) -> list[str]:

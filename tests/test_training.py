@@ -8,17 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from attention_from_scratch.training import (
-    Adam,
+from attention_from_scratch.model.tasks import (
     CopyTask,
     ReversalTask,
     evaluate,
     induction_score,
     previous_token_score,
     strongest_heads,
-    train,
 )
-from attention_from_scratch.transformer import Transformer, TransformerConfig
+from attention_from_scratch.model.training import Adam, train
+from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
 
 def test_adam_matches_two_steps_by_hand():

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from attention_from_scratch import layers
 from attention_from_scratch.mla import rms_norm
+from attention_from_scratch.model import layers
+from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 from attention_from_scratch.multihead import MultiHeadAttention
-from attention_from_scratch.transformer import Transformer, TransformerConfig
 
 TINY = {"vocab_size": 7, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 10, "block_size": 3}
 TOKENS = np.random.default_rng(0).integers(0, 7, (2, 8))  # (B, T + 1): next-token targets

@@ -31,7 +31,8 @@ def _merge_streams(outputs: list) -> list:
 
 def execute(path: Path, timeout: int = 600) -> None:
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    where = {"metadata": {"path": str(path.parent)}}  # the kernel starts in the notebook's folder
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=where).execute()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":

@@ -1,0 +1,143 @@
+"""The course's hand-built examples: small, fixed inputs that the notebooks and the figures share.
+
+A notebook and the figure of the same example import them from here, so both show the same numbers
+and neither defines them. Every example is NumPy data (it is small and fixed); the computations they
+feed are the package's own (``scaled_dot_product_attention``, ``pairwise_additive``, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "CAT_EATS_FISH",
+    "CROSS_TOKENS",
+    "DK_VALUES",
+    "additive_score_stats",
+    "cat_eats_fish_weights",
+    "cross_attention_example",
+    "cross_attention_weights",
+    "head_weights",
+    "mha_head_example",
+]
+
+# The d_k values of notebook 03's sweeps (variance and saturation against d_k): powers of two.
+DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+# The three-token example of notebook 06 ("猫吃鱼", the cat eats fish). Features of each token
+# embedding x: [animal, action, food, agent]. W_Q and W_K are chosen by hand so that the verb's query
+# looks for the agent (and, less, for food) and the nouns' queries look for the action; W_V keeps one
+# "content" coordinate per token, so each output row is visibly a mixture of the three tokens.
+CAT_EATS_FISH = {
+    "tokens": ["the cat", "eats", "fish"],
+    "x": [[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]],  # (T=3, d_model=4)
+    "w_q": [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]],  # (d_model=4, d_k=2)
+    "w_k": [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]],  # (d_model=4, d_k=2)
+    "w_v": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]],  # (d_model=4, d_v=3)
+}
+
+# Notebook 08's translation example: English decoder tokens, Chinese encoder tokens (pinyin, so that
+# figures need no CJK font).
+CROSS_TOKENS = {"decoder": ["the", "cat", "eats", "fish"], "encoder": ["māo (cat)", "chī (eat)", "yú (fish)"]}
+
+
+def cat_eats_fish_weights():
+    """Weights ``(T, S) = (3, 3)`` of :data:`CAT_EATS_FISH`: softmax(Q Kᵀ / √d_k), Q = X W_Q, K = X W_K."""
+    from ..attention import scaled_dot_product_attention
+
+    ex = CAT_EATS_FISH
+    x = np.asarray(ex["x"])
+    q, k, v = x @ np.asarray(ex["w_q"]), x @ np.asarray(ex["w_k"]), x @ np.asarray(ex["w_v"])
+    _, weights = scaled_dot_product_attention(q, k, v)
+    return weights
+
+
+def mha_head_example():
+    """Notebook 08's hand-built two-head example: "the cat eats the fish", d_model = 16, 2 heads of 8.
+
+    Embedding dims 0-4: position one-hot; dims 5-7: word class (determiner, noun, verb).
+    Head 0 (columns 0-7 of W_Q, W_K) looks at the previous token; head 1 (columns 8-15) looks for a
+    word class: determiners and verbs look for nouns, nouns look for the verb. Returns
+    ``(tokens, x (T, d_model), w_q (d_model, 2·8), w_k (d_model, 2·8))``.
+    """
+    tokens = ["the", "cat", "eats", "the", "fish"]
+    word_class = [0, 1, 2, 0, 1]  # 0 determiner, 1 noun, 2 verb
+    n_tokens, d_model, d_k = len(tokens), 16, 8
+    x = np.zeros((n_tokens, d_model))
+    for pos, c in enumerate(word_class):
+        x[pos, pos] = 1.0  # position
+        x[pos, 5 + c] = 1.0  # word class
+    w_q, w_k = np.zeros((d_model, 2 * d_k)), np.zeros((d_model, 2 * d_k))
+    for pos in range(n_tokens):  # head 0: the query at pos asks for position pos - 1
+        w_q[pos, max(pos - 1, 0)] = 8.0
+        w_k[pos, pos] = 1.0
+    for c, wanted in ((0, 1), (1, 2), (2, 1)):  # head 1: determiner -> noun, noun -> verb, verb -> noun
+        w_q[5 + c, d_k + wanted] = 8.0
+        w_k[5 + c, d_k + c] = 1.0
+    return tokens, x, w_q, w_k
+
+
+def head_weights(x, w_q, w_k, n_heads, x_kv=None):
+    """Per-head weights ``(B, H, T, S)`` of softmax(Q_h K_hᵀ / √d_k), Q = x W_Q, K = x_kv W_K.
+
+    ``x (B, T, d_model)``; ``x_kv (B, S, d_model)`` defaults to ``x`` (self-attention). Heads are the
+    column blocks of ``w_q`` and ``w_k`` of width d_k = columns / ``n_heads``, as in MultiHeadAttention.
+    """
+    from ..attention import scaled_dot_product_attention
+    from ..backend import get_namespace
+
+    x_kv = x if x_kv is None else x_kv
+    xp = get_namespace(x, x_kv, w_q, w_k)
+    (b, t, _), s = x.shape, x_kv.shape[1]
+    q = xp.permute_dims(xp.reshape(x @ w_q, (b, t, n_heads, -1)), (0, 2, 1, 3))  # (B, T, H·d_k) -> (B, H, T, d_k)
+    k = xp.permute_dims(xp.reshape(x_kv @ w_k, (b, s, n_heads, -1)), (0, 2, 1, 3))  # (B, S, H·d_k) -> (B, H, S, d_k)
+    _, weights = scaled_dot_product_attention(q, k, k)
+    return weights
+
+
+def cross_attention_example():
+    """Notebook 08's translation example: English decoder queries against the encoded Chinese 猫吃鱼.
+
+    Embedding dims 0-3 carry a meaning (cat, eat, fish, function word), the other 4 are zero. Returns
+    ``(x_dec (1, 4, 8), x_enc (1, 3, 8), w_q, w_k)`` where head 0 (columns 0-3) matches meanings and
+    head 1 (columns 4-7) keeps the random initialisation of ``MultiHeadAttention(8, 2, seed=0)``.
+    """
+    from ..backend import to_numpy
+    from ..multihead import MultiHeadAttention
+
+    meaning_dec, meaning_enc = [3, 0, 1, 2], [0, 1, 2]  # the, cat, eats, fish / māo, chī, yú
+    x_dec, x_enc = np.zeros((1, 4, 8)), np.zeros((1, 3, 8))
+    x_dec[0, np.arange(4), meaning_dec] = 1.0
+    x_enc[0, np.arange(3), meaning_enc] = 1.0
+    mha = MultiHeadAttention(8, 2, seed=0)
+    w_q, w_k = to_numpy(mha.w_q).copy(), to_numpy(mha.w_k).copy()
+    w_q[:, :4], w_k[:, :4] = 0.0, 0.0
+    w_q[:4, :4] = 6.0 * np.eye(4)  # head 0: a query asks for its own meaning ...
+    w_k[:4, :4] = np.eye(4)  # ... and a key advertises it
+    return x_dec, x_enc, w_q, w_k
+
+
+def cross_attention_weights():
+    """Per-head weights ``(B, H, T_dec, S_enc) = (1, 2, 4, 3)`` of :func:`cross_attention_example`."""
+    x_dec, x_enc, w_q, w_k = cross_attention_example()
+    return head_weights(x_dec, w_q, w_k, 2, x_kv=x_enc)
+
+
+def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: int = 64, seed: int = 0):
+    """(score std, mean top softmax weight) of Bahdanau scores v_aᵀ tanh(W_q q + W_k k) for random q, k.
+
+    q, k ~ N(0, I). Weights use the usual fan-in initialisation (W ~ N(0, 1/d_k), v_a ~ N(0, 1/d_a)),
+    so the tanh inputs stay O(1) for every d_k and the score is bounded by |v_a|_1: no √d_k growth
+    (notebook 16, "additive attention needs no scaling").
+    """
+    from ..backend import random_normal
+    from ..similarity import pairwise_additive
+    from ..softmax import softmax
+
+    q = random_normal((n_rows, 1, d_k), seed=seed)
+    k = random_normal((n_rows, n_keys, d_k), seed=seed + 1)
+    w_q = random_normal((d_k, d_a), seed=seed + 2, scale=d_k**-0.5)
+    w_k = random_normal((d_k, d_a), seed=seed + 3, scale=d_k**-0.5)
+    v_a = random_normal((d_a,), seed=seed + 4, scale=d_a**-0.5)
+    scores = pairwise_additive(q, k, w_q, w_k, v_a)[:, 0, :]  # (N, 1, S) -> (N, S)
+    return float(np.std(scores)), float(np.mean(np.max(softmax(scores), axis=-1)))

@@ -1,0 +1,84 @@
+"""Exercise: merging two online-softmax states (FlashAttention's tiles).
+
+Its cases, the package's reference, and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...flash import online_softmax_merge, softmax_state
+from .cases import Case, Exercise, _draw
+
+__all__ = ["ONLINE_SOFTMAX_MERGE"]
+
+
+def _states(seed, lead, t, s_a, s_b, d_v, *, dtype=np.float64, shift=(0.0, 0.0), empty=()):
+    """Two states (m, l, acc) of disjoint key blocks, from random scores; a block in ``empty`` is fully masked."""
+    scores_a, scores_b, v_a, v_b = _draw(seed, (*lead, t, s_a), (*lead, t, s_b), (*lead, s_a, d_v), (*lead, s_b, d_v),
+                                         dtype=dtype)
+    scores = [scores_a + dtype(shift[0]), scores_b + dtype(shift[1])]
+    for i in empty:
+        scores[i] = np.full_like(scores[i], -np.inf)
+    return softmax_state(scores[0], v_a), softmax_state(scores[1], v_b)
+
+
+def _merge_cases():
+    return [
+        Case("one row, blocks of 3 and 4 keys", _states(60, (), 1, 3, 4, 2)),
+        Case("3 rows, blocks of 4 and 5 keys, d_v = 2", _states(61, (), 3, 4, 5, 2)),
+        Case("batch and head dims (2, 3), T = 4", _states(62, (2, 3), 4, 2, 3, 5)),
+        Case("float32", _states(63, (), 3, 4, 4, 2, dtype=np.float32), np.float32),
+        Case("huge scores: block maxima about 1000 and 990", _states(64, (), 2, 3, 3, 2, shift=(1000.0, 990.0))),
+        Case("the second block is empty (fully masked: m = −∞, l = 0, acc = 0)",
+             _states(65, (), 2, 3, 3, 2, empty=(1,))),
+        Case("both blocks empty (a row that sees no key yet)", _states(66, (), 2, 3, 3, 2, empty=(0, 1))),
+    ]
+
+
+def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow=False, m_b_only=False):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = m_b if m_b_only else np.maximum(m_a, m_b)
+    if overflow:  # (0 where m is −∞, so that only the overflow, not the empty state, tells this one apart)
+        alpha, beta = (np.where(np.isneginf(m), 0.0, np.exp(x) / np.exp(m)) for x in (m_a, m_b))
+    else:
+        sign = -1.0 if flip else 1.0
+        alpha, beta = np.exp(sign * (m_a - m)), np.exp(sign * (m_b - m))
+    one = np.ones_like(alpha)
+    la, lb = (alpha, beta) if rescale_l else (one, one)
+    aa, ab = (alpha, beta) if rescale_acc else (one, one)
+    return m, la * l_a + lb * l_b, aa * acc_a + ab * acc_b
+
+
+def _empty_nan(case, e, g):
+    if any(np.isnan(np.asarray(gg, dtype=np.float64)).any() for gg in g) and np.isneginf(e[0]).any():
+        return ("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; "
+                "shift by 0 where m is −∞ (np.where(np.isneginf(m), 0.0, m))")
+    return None
+
+
+ONLINE_SOFTMAX_MERGE = Exercise(
+    "online_softmax_merge", "13_flash_attention", ("a", "b"), ("m", "l", "acc"), _merge_cases,
+    online_softmax_merge,
+    mistakes=[
+        ("sums not rescaled: each state was summed under its own max; multiply l and acc by e^(m_a − m) and "
+         "e^(m_b − m), with m = max(m_a, m_b)", lambda a, b: _merge_wrong(a, b, rescale_l=False, rescale_acc=False)),
+        ("acc not rescaled: acc_a and acc_b need the same factors e^(m_a − m), e^(m_b − m) as l_a and l_b",
+         lambda a, b: _merge_wrong(a, b, rescale_acc=False)),
+        ("rescaled the wrong way: the factors are e^(m_a − m) <= 1, not e^(m − m_a)",
+         lambda a, b: _merge_wrong(a, b, flip=True)),
+        ("m must be the larger of the two maxima, np.maximum(m_a, m_b), not the last block's",
+         lambda a, b: _merge_wrong(a, b, m_b_only=True)),
+        ("overflow: compute e^(m_a − m) as one exponent, never e^(m_a) / e^(m)",
+         lambda a, b: _merge_wrong(a, b, overflow=True)),
+    ],
+    symptoms=[_empty_nan],
+    title="the online-softmax merge",
+    task="""Write `my_merge(a, b)`: merge the online-softmax states `a = (m_a, l_a, acc_a)` and
+`b = (m_b, l_b, acc_b)` of two disjoint blocks of keys into the state of their union (`m`, `l` `(..., T, 1)`,
+`acc` `(..., T, d_v)`). An empty block (fully masked: `m = -inf`, `l = 0`, `acc = 0`) must change nothing,
+even when both are empty. The checker compares with `online_softmax_merge`, also on huge scores.""",
+    stub='''def my_merge(a, b):
+    """Merge states (m, l, acc) of two disjoint key blocks into the state of their union."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

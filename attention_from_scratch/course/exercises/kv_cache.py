@@ -1,0 +1,86 @@
+"""Exercise: one decoding step with a KV cache.
+
+Its cases, the package's reference, and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...attention import scaled_dot_product_attention
+from .cases import _OVERFLOW, Case, Exercise, _draw, _naive_softmax
+
+__all__ = ["KV_DECODE_STEP"]
+
+
+def _decode_case(label, seed, b, h, s, d_k, d_v, dtype=np.float64, scale=1.0):
+    q, k_new, v_new, k_cache, v_cache = _draw(
+        seed, (b, h, 1, d_k), (b, h, 1, d_k), (b, h, 1, d_v), (b, h, s, d_k), (b, h, s, d_v), dtype=dtype, scale=scale
+    )
+    return Case(label, (q, k_new, v_new, k_cache, v_cache), dtype)
+
+
+def _decode_cases():
+    return [
+        _decode_case("(B, H) = (1, 2), S = 3 cached tokens, d_k = d_v = 4", 30, 1, 2, 3, 4, 4),
+        _decode_case("(B, H) = (2, 3), S = 5, d_k = 8, d_v = 3", 31, 2, 3, 5, 8, 3),
+        _decode_case("float32, S = 4", 32, 1, 2, 4, 4, 4, dtype=np.float32),
+        _decode_case("the first token: an empty cache, S = 0", 33, 1, 2, 0, 4, 4),
+        _decode_case("large scores (entries about 30)", 34, 1, 1, 3, 4, 2, scale=30.0),
+    ]
+
+
+def _decode_reference(q, k_new, v_new, k_cache, v_cache):
+    k = np.concatenate([k_cache, k_new], axis=-2)  # (B, H, S + 1, d_k)
+    v = np.concatenate([v_cache, v_new], axis=-2)  # (B, H, S + 1, d_v)
+    return scaled_dot_product_attention(q, k, v)[0], k, v
+
+
+def _decode_wrong(q, k_new, v_new, k_cache, v_cache, *, attend="all", prepend=False, naive=False):
+    pair = ([k_new, k_cache], [v_new, v_cache]) if prepend else ([k_cache, k_new], [v_cache, v_new])
+    k, v = (np.concatenate(p, axis=-2) for p in pair)
+    k_att, v_att = {"all": (k, v), "old": (k_cache, v_cache), "new": (k_new, v_new)}[attend]
+    scores = q @ np.swapaxes(k_att, -1, -2) / np.sqrt(q.shape[-1])
+    weights = _naive_softmax(scores) if naive else np.exp(scores - scores.max(-1, keepdims=True))
+    return (weights / weights.sum(-1, keepdims=True)) @ v_att, k, v
+
+
+def _cache_axis(case, e, g):
+    if any(np.shape(gg) != np.shape(ee) for ee, gg in zip(e[1:], g[1:], strict=True)):
+        return "the new key and value go on the sequence axis: np.concatenate([k_cache, k_new], axis=-2)"
+    return None
+
+
+def _decode_error(case, err):
+    text = str(err)
+    if "concatenation axis" in text or "core dimension" in text:
+        return ("the cache grows along the sequence axis: np.concatenate([k_cache, k_new], axis=-2), and "
+                "transpose only the last two axes of k (np.swapaxes(k, -1, -2))")
+    return None
+
+
+KV_DECODE_STEP = Exercise(
+    "kv_decode_step", "09_kv_cache", ("q", "k_new", "v_new", "k_cache", "v_cache"),
+    ("out", "k_cache", "v_cache"), _decode_cases, _decode_reference,
+    mistakes=[
+        ("the new token was left out: append k_new and v_new to the cache first, then attend over all S + 1 keys "
+         "(a token attends to itself)", lambda *a: _decode_wrong(*a, attend="old")),
+        ("the cache was ignored: the new query attends to every cached key as well as its own",
+         lambda *a: _decode_wrong(*a, attend="new")),
+        ("the new key and value go at the end of the cache, after the older tokens",
+         lambda *a: _decode_wrong(*a, prepend=True)),
+        (_OVERFLOW, lambda *a: _decode_wrong(*a, naive=True)),
+    ],
+    fallbacks=[_cache_axis],
+    error_hint=_decode_error,
+    title="one decoding step with a KV cache",
+    task="""Write `my_decode_step(q, k_new, v_new, k_cache, v_cache)` for one new token: append
+its key and value to the cache, then let its query attend (scaled dot-product, no mask) over **all** cached tokens.
+Shapes: `q`, `k_new` `(B, H, 1, d_k)`, `v_new` `(B, H, 1, d_v)`, `k_cache` `(B, H, S, d_k)`, `v_cache`
+`(B, H, S, d_v)`. Return `(out, k_cache, v_cache)`, `out` `(B, H, 1, d_v)` and the caches grown to $S+1$
+tokens. The checker also starts from an empty cache ($S = 0$), and has a float32 case: keep float32 inputs
+float32 (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a float64 and turns the scores float64).""",
+    stub='''def my_decode_step(q, k_new, v_new, k_cache, v_cache):
+    """Append the new key/value to the cache, attend over it; return (out, k_cache, v_cache)."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

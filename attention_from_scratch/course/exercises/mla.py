@@ -1,0 +1,60 @@
+"""Exercise: MLA's absorbed scores.
+
+Its cases, the package's reference, and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cases import Case, Exercise, _draw
+
+__all__ = ["MLA_ABSORBED_SCORES"]
+
+
+def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64):
+    shapes = (b, h, t, d_h), (b, h, t, d_r), (b, s, d_c), (b, s, d_r), (h, d_h, d_c)
+    q_nope, q_pe, c_kv, k_pe, w_uk = _draw(seed, *shapes, dtype=dtype)
+    return Case(label, (q_nope, q_pe, c_kv, k_pe, w_uk), dtype)
+
+
+def _mla_cases():
+    return [
+        _mla_case("(B, H, T, S) = (1, 2, 3, 5), d_h = 4, d_r = 2, d_c = 6", 50, 1, 2, 3, 5),
+        _mla_case("one new token (decoding): (2, 3, 1, 7)", 51, 2, 3, 1, 7),
+        _mla_case("float32, (1, 2, 2, 4)", 52, 1, 2, 2, 4, dtype=np.float32),
+        _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
+    ]
+
+
+def _mla_reference(q_nope, q_pe, c_kv, k_pe, w_uk, *, rope=True, head0=False, scale=1.0):
+    """The naive form: rebuild every head's keys k^C = W_UK c, then score; the exercise absorbs W_UK instead."""
+    w = np.broadcast_to(w_uk[:1], w_uk.shape) if head0 else w_uk
+    k_nope = c_kv[:, None, :, :] @ np.swapaxes(w, -1, -2)  # (B, 1, S, d_c) @ (H, d_c, d_h) -> (B, H, S, d_h)
+    scores = q_nope @ np.swapaxes(k_nope, -1, -2)  # (B, H, T, d_h) @ (B, H, d_h, S) -> (B, H, T, S)
+    if rope:  # one k^R per token, shared by all heads: (B, 1, S, d_r)
+        scores = scores + q_pe @ np.swapaxes(k_pe[:, None, :, :], -1, -2)
+    return scores * scale
+
+
+MLA_ABSORBED_SCORES = Exercise(
+    "mla_absorbed_scores", "11_mla", ("q_nope", "q_pe", "c_kv", "k_pe", "w_uk"),
+    ("scores",), _mla_cases, _mla_reference,
+    mistakes=[
+        ("the RoPE part is missing: add q^R·k^R (one k^R per token, shared by all heads)",
+         lambda *a: _mla_reference(*a, rope=False)),
+        ("every head has its own W_UK: use w_uk[h] for head h (q_nope @ w_uk broadcasts over the heads)",
+         lambda *a: _mla_reference(*a, head0=True)),
+        ("return the raw scores: the softmax scale 1/√(d_h + d_r) is applied later",
+         lambda *a: _mla_reference(*a, scale=1 / np.sqrt(a[0].shape[-1] + a[1].shape[-1]))),
+    ],
+    title="the absorbed MLA score",
+    task="""Write `my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk)`: the MLA scores
+$q^C_h\\cdot(W_{UK,h}\\,c_s) + q^R_h\\cdot k^R_s$ (unscaled) **without** rebuilding the keys: fold $W_{UK}$
+into the query instead. Shapes: `q_nope` `(B, H, T, d_h)`, `q_pe` `(B, H, T, d_r)`, `c_kv` `(B, S, d_c)`,
+`k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_h, d_c)`; return `(B, H, T, S)`.
+The checker compares with the naive form (keys rebuilt).""",
+    stub='''def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
+    """MLA scores (B, H, T, S) with W_UK absorbed into the query, plus the RoPE part."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

@@ -1,0 +1,74 @@
+"""Exercise: splitting and merging heads.
+
+Its cases, the package's reference, and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cases import Case, Exercise, _draw
+
+__all__ = ["MERGE_HEADS", "SPLIT_HEADS"]
+
+
+def _split_reference(x, n_heads):
+    b, t, d_model = x.shape
+    x = np.reshape(x, (b, t, n_heads, d_model // n_heads))  # (B, T, H·d_k) -> (B, T, H, d_k)
+    return np.transpose(x, (0, 2, 1, 3))  # (B, T, H, d_k) -> (B, H, T, d_k)
+
+
+def _merge_reference(x):
+    b, h, t, d_k = x.shape
+    return np.reshape(np.transpose(x, (0, 2, 1, 3)), (b, t, h * d_k))  # (B, H, T, d_k) -> (B, T, H·d_k)
+
+
+def _split_cases():
+    return [
+        Case("(B, T, d_model) = (1, 3, 8), H = 2", (_draw(20, (1, 3, 8)), 2)),
+        Case("(2, 5, 12), H = 3", (_draw(21, (2, 5, 12)), 3)),
+        Case("float32 (2, 4, 6), H = 2", (_draw(22, (2, 4, 6), dtype=np.float32), 2), np.float32),
+        Case("one head: (2, 3, 8), H = 1", (_draw(23, (2, 3, 8)), 1)),
+        Case("d_k = 1: (1, 4, 4), H = 4", (_draw(24, (1, 4, 4)), 4)),
+        Case("one token: (1, 1, 8), H = 4", (_draw(25, (1, 1, 8)), 4)),
+    ]
+
+
+_HEAD_SHAPE = "split into (B, H, T, d_k): reshape to (B, T, H, d_k), then swap axes 1 and 2"
+
+SPLIT_HEADS = Exercise(
+    "split_heads", "08_multi_head_attention", ("x", "n_heads"), ("heads",), _split_cases,
+    _split_reference,
+    mistakes=[
+        ("heads mixed: reshape without transpose? Reshape to (B, T, H, d_k) first, then swap axes 1 and 2",
+         lambda x, h: np.reshape(x, (x.shape[0], h, x.shape[1], -1))),
+        ("features interleaved: head h owns features h·d_k … (h+1)·d_k − 1, so reshape the last axis as (H, d_k), "
+         "not (d_k, H)", lambda x, h: np.transpose(np.reshape(x, (*x.shape[:2], -1, h)), (0, 3, 1, 2))),
+        ("not transposed: " + _HEAD_SHAPE, lambda x, h: np.reshape(x, (*x.shape[:2], h, -1))),
+    ],
+    title="split and merge heads",
+    task="""Write `my_split_heads(x, n_heads)`: `(B, T, d_model)` → `(B, H, T, d_k)` with
+$d_k = d_{model}/H$, head $h$ taking features $h\\,d_k \\ldots (h+1)\\,d_k - 1$ of every token.""",
+    stub='''def my_split_heads(x, n_heads):
+    """(B, T, d_model) -> (B, H, T, d_k), d_k = d_model / H."""
+    raise NotImplementedError  # delete this line and write your code''',
+)
+
+MERGE_HEADS = Exercise(
+    "merge_heads", "08_multi_head_attention", ("x",), ("merged",),
+    lambda: [Case(f"{'float32 ' if c.dtype == np.float32 else ''}(B, H, T, d_k) = {_split_reference(*c.args).shape}",
+                  (_split_reference(*c.args),), c.dtype) for c in _split_cases()],
+    _merge_reference,
+    mistakes=[
+        ("heads mixed: reshape without transpose? Swap axes 1 and 2 back to (B, T, H, d_k), then reshape",
+         lambda x: np.reshape(x, (x.shape[0], x.shape[2], -1))),
+        ("features interleaved: head h's d_k features must stay together (transpose to (B, T, H, d_k), not "
+         "(B, T, d_k, H))", lambda x: np.reshape(np.transpose(x, (0, 2, 3, 1)), (x.shape[0], x.shape[2], -1))),
+    ],
+    title="split and merge heads",
+    task="""Then its inverse, `my_merge_heads(x)`: `(B, H, T, d_k)` → `(B, T, H·d_k)`, the heads
+concatenated token by token (what goes into $W_O$).""",
+    stub='''def my_merge_heads(x):
+    """(B, H, T, d_k) -> (B, T, H·d_k): the inverse of my_split_heads."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

@@ -1,0 +1,60 @@
+"""Exercise: softmax over the last axis.
+
+Its cases, the package's reference, and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...softmax import softmax
+from .cases import _OVERFLOW, Case, Exercise, _draw, _naive_softmax, _rows_sum_to_one
+
+__all__ = ["SOFTMAX"]
+
+
+def _softmax_cases():
+    inf = np.inf
+    return [
+        Case("one row [1, 2, 3]", (np.array([1.0, 2.0, 3.0]),)),
+        Case("a (4, 5) matrix: one softmax per row", (_draw(0, (4, 5)),)),
+        Case("batch and head dims (2, 3, 4, 6)", (_draw(1, (2, 3, 4, 6)),)),
+        Case("float32 (3, 5)", (_draw(2, (3, 5), dtype=np.float32),), np.float32),
+        Case("huge scores [1000, 999, 0]", (np.array([[1000.0, 999.0, 0.0]]),)),
+        Case("rows of very different sizes", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
+        Case("−∞ entries (masked keys)", (np.array([[0.0, -inf, 1.0], [-inf, 2.0, -inf]]),)),
+        Case("a single score", (np.array([[5.0]]),)),
+    ]
+
+
+def _global_max_softmax(x):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _whole_sum_softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e)
+
+
+SOFTMAX = Exercise(
+    "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
+    mistakes=[
+        (_OVERFLOW, _naive_softmax),
+        ("each row needs its own max, np.max(x, axis=-1, keepdims=True): with the max of the whole array, "
+         "a row far below it underflows to 0/0", _global_max_softmax),
+        ("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1)",
+         lambda x: softmax(x, axis=0)),
+        ("the whole array sums to 1 instead of each row: sum with axis=-1, keepdims=True", _whole_sum_softmax),
+    ],
+    fallbacks=[_rows_sum_to_one],
+    title="a stable softmax",
+    task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one
+distribution per row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The
+checker below compares it with the package's `softmax` on rows with batch dimensions, float32 and float64,
+huge scores, `-inf` entries (in rows with at least one finite score) and a single score, and tells you what
+went wrong on the first case that fails.""",
+    stub='''def my_softmax(x):
+    """Softmax over the last axis of x (..., n); each row sums to 1, even for huge scores."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

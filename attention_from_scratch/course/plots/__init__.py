@@ -1,0 +1,61 @@
+"""The course's figures, drawn with matplotlib: one module per course part, each with its own ``FIGURES``.
+
+    plots/heatmaps.py   attention-weight heatmaps, shared by every part
+    plots/part1.py      notebooks 01-08 (dot product to multi-head attention)
+    plots/part2.py      notebooks 09-16 (KV cache, RoPE, MLA, FlashAttention, applications, quiz)
+
+Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
+Figure). A figure function only draws: its data are the package's computations and the examples of
+:mod:`attention_from_scratch.examples`, so a notebook and ``python -m attention_from_scratch figures``
+draw the same picture. Saving is deterministic (fixed seeds, no timestamps in PNG metadata), so a
+re-run writes the same bytes. Benchmark figures come from measured data and are written by
+``benchmarks/``.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+__all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
+
+# The part modules, in course order. A new part is one more name here (and its module with FIGURES).
+PARTS = ("part1", "part2", "capstone")
+
+
+def save_figure(fig, path) -> Path:
+    """Save ``fig`` as a PNG with no timestamp metadata (same bytes every run), then close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _collect(parts) -> dict:
+    """Merge the parts' ``FIGURES`` in order; two parts registering one file name is an error."""
+    merged = {}
+    for name in parts:
+        figures = import_module(f"{__name__}.{name}").FIGURES
+        clash = sorted(set(merged) & set(figures))
+        if clash:
+            raise ValueError(f"plots.{name} registers figures another part already has: {', '.join(clash)}")
+        merged.update(figures)
+    return merged
+
+
+FIGURES = _collect(PARTS)  # file name -> function returning a Figure, every part
+
+
+def write_all_figures(out="figures") -> list[Path]:
+    """Draw every figure in :data:`FIGURES` and save it under ``out``; returns the paths written."""
+    return [save_figure(make(), Path(out) / name) for name, make in FIGURES.items()]
+
+
+def main(args) -> int:
+    """The ``figures`` sub-command: write every figure under ``args.out`` and print the paths."""
+    for path in write_all_figures(args.out):
+        print(path)
+    return 0

@@ -1,0 +1,156 @@
+"""Figures of the capstone, notebook 19: a small Transformer trained in NumPy, and three ablations.
+
+Each figure function takes the training results it draws (so the notebook passes its own runs and
+nothing trains twice); called with no arguments, as the figures command does, it runs the recipe of
+:data:`attention_from_scratch.training.RECIPES` (seeded, cached for the process).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ...model.tasks import evaluate, strongest_heads
+from ...model.training import RECIPES, SCALE_SEEDS, fit
+from ..examples import head_weights, mha_head_example
+from .heatmaps import plot_attention_weights
+
+__all__ = [
+    "FIGURES",
+    "plot_ablation_causal",
+    "plot_ablation_flash",
+    "plot_ablation_scale",
+    "plot_learned_heads",
+    "plot_training_loss",
+]
+
+
+@functools.cache
+def _run(name):
+    """``fit(**RECIPES[name])``, once per process: the figures command draws several figures per run."""
+    return fit(**RECIPES[name])
+
+
+def _smooth(values, width=10):
+    """A running mean over ``width`` steps (the first steps average what exists so far)."""
+    v = np.asarray(values, dtype=float)
+    c = np.concatenate([[0.0], np.cumsum(v)])  # c[i] = sum of the first i values
+    end = np.arange(1, len(v) + 1)
+    start = np.maximum(end - width, 0)
+    return (c[end] - c[start]) / (end - start)
+
+
+def plot_training_loss(history=None, task=None):
+    """Loss per step of the induction run, and the floor no causal model can beat (the first half)."""
+    if history is None:
+        history, task = _run("induction")[1], RECIPES["induction"]["task"]
+    low, high = task.length
+    floor = np.mean([task.loss_floor(n) for n in range(low, high + 1)])
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    ax.plot(history.loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
+    ax.plot(_smooth(history.loss), color="tab:blue", label="running mean (10 steps)")
+    ax.axhline(floor, color="gray", ls="--", lw=1,
+               label=f"floor (a lower bound): the unpredictable first half ({floor:.2f})")
+    guess = np.log(task.vocab_size)
+    ax.axhline(guess, color="gray", ls=":", lw=1, label=f"guessing: ln V = {guess:.2f}")
+    ax.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="A 2-layer Transformer learns induction")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_learned_heads(model=None, tokens=None, length=8):
+    """Notebook 08's hand-built previous-token head beside the trained model's two heads on one sequence."""
+    if model is None:
+        model, task = _run("induction")[0], RECIPES["induction"]["task"]
+        tokens = task.sample(np.random.default_rng(7), 1, length)[0]
+    (l_p, h_p, s_p), (l_i, h_i, s_i), maps = strongest_heads(model, tokens, length)
+    words, x, w_q, w_k = mha_head_example()
+    hand = head_weights(x[None], w_q, w_k, 2)[0, 0]  # (T, T): notebook 08's head 0
+    labels = [str(int(t)) for t in np.asarray(tokens)[0]]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [0.6, 1, 1]})
+    plot_attention_weights(hand, words, title="notebook 08: previous-token head\n(set by hand)", ax=axes[0],
+                           colorbar=False)
+    for ax, (layer, head, score, what) in zip(
+        axes[1:], [(l_p, h_p, s_p, "previous-token head"), (l_i, h_i, s_i, "induction head")], strict=True
+    ):
+        plot_attention_weights(maps[layer][0, head], labels, ax=ax, colorbar=False,
+                               title=f"learned {what}: layer {layer}, head {head}\n(score {score:.2f})")
+    axes[2].plot(np.arange(length - 1) + 1, np.arange(length, 2 * length - 1), "o", mfc="none", mec="tab:red",
+                 ms=13, label="key after the earlier copy of the query's token")
+    axes[2].legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ablation_scale(runs=None):
+    """Loss curves with and without 1/sqrt(d_k) at a large head size (several seeds each)."""
+    if runs is None:
+        runs = {scale: [_run(f"scale_{scale}_{seed}")[1] for seed in SCALE_SEEDS] for scale in (True, False)}
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for scale, color in ((True, "tab:blue"), (False, "tab:red")):
+        label = "scores / sqrt(d_k)" if scale else "no scaling"
+        for n, history in enumerate(runs[scale]):
+            ax.plot(_smooth(history.loss), color=color, alpha=0.8, lw=1.2, label=label if n == 0 else None)
+    d_k = RECIPES["scale_True_0"]["config"].d_k
+    ax.set(xlabel="training step", ylabel="loss (running mean)", title=f"Ablation: one head of d_k = {d_k}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ablation_causal(runs=None, task=None):
+    """Without the causal mask the loss drops below the floor (it reads the answer), and generation fails."""
+    if runs is None:
+        runs = {causal: _run("copy" if causal else "no_mask") for causal in (True, False)}
+        task = RECIPES["copy"]["task"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.4, 1]})
+    for causal, color in ((True, "tab:blue"), (False, "tab:red")):
+        ax1.plot(_smooth(runs[causal][1].loss), color=color, label="causal mask" if causal else "no mask")
+    ax1.axhline(task.loss_floor(task.length), color="gray", ls="--", lw=1, label="floor for a causal model")
+    ax1.set(xlabel="training step", ylabel="loss (running mean)", title="Training loss")
+    ax1.legend(fontsize=8)
+    names = ["scored on the true sequence", "generated"]
+    for n, (causal, color) in enumerate(((True, "tab:blue"), (False, "tab:red"))):
+        accs = [evaluate(runs[causal][0], task, generate=g) for g in (False, True)]
+        x = np.arange(2) + 0.38 * n
+        ax2.bar(x, accs, 0.38, color=color, label="causal mask" if causal else "no mask")
+        for xi, a in zip(x, accs, strict=True):
+            ax2.text(xi, a + 0.01, f"{a:.0%}", ha="center", va="bottom", fontsize=9)
+    ax2.set_xticks(np.arange(2) + 0.19, names)
+    ax2.set(ylim=(0, 1.3), ylabel="accuracy on the predictable half", title="What a user sees")
+    ax2.legend(fontsize=8, loc="upper center", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ablation_flash(sdpa=None, flash=None):
+    """The same training with attention="sdpa" and "flash": equal loss curves up to rounding."""
+    if sdpa is None:
+        sdpa, flash = _run("copy")[1].loss, _run("flash")[1].loss
+    n = len(flash)
+    sdpa = np.asarray(sdpa[:n])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
+    ax1.plot(sdpa, "o-", ms=3, color="tab:blue", label='attention="sdpa"')
+    ax1.plot(flash, "x--", ms=4, color="tab:orange", label='attention="flash"')
+    ax1.set(xlabel="training step", ylabel="loss", title="Same seed, two attention kernels")
+    ax1.legend(fontsize=8)
+    diff = np.abs(np.asarray(flash) - sdpa) / sdpa
+    ax2.semilogy(np.maximum(diff, 1e-17), "o", ms=3, color="tab:gray", label="steps with equal losses: drawn at 1e-17")
+    ax2.axhline(1e-9, color="tab:red", ls="--", lw=1, label="tested bound 1e-9")
+    ax2.set(xlabel="training step", ylabel="|flash - sdpa| / sdpa", title="Relative difference (float64)",
+            ylim=(1e-17, 1e-6))
+    ax2.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {  # file name -> function returning a Figure
+    "19_loss_curve.png": plot_training_loss,
+    "19_learned_heads.png": plot_learned_heads,
+    "19_ablation_scale.png": plot_ablation_scale,
+    "19_ablation_causal.png": plot_ablation_causal,
+    "19_ablation_flash.png": plot_ablation_flash,
+}

@@ -1,0 +1,140 @@
+"""Synthetic tasks that only attention can solve, and how to read what a trained model's heads do.
+
+* **copy / induction** (:class:`CopyTask`): L distinct random tokens, then the same L tokens again. In
+  the second half each next token is predictable, but only by finding the earlier occurrence of the
+  current token and reading the token after it -- the "induction head" of Olsson et al. 2022 (a
+  previous-token head in one layer plus a head that matches on it in the next).
+* **reversal** (:class:`ReversalTask`): L tokens, a separator, then the L tokens in reverse order.
+
+Host-side NumPy on purpose: the tokens are generated on the host (moved to the model's device by
+``batches(xp=...)``) and the scores read the model's outputs back with ``to_numpy``; that data is tiny.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backend import check_positive_int, to_device, to_numpy
+
+__all__ = ["CopyTask", "ReversalTask", "evaluate", "induction_score", "previous_token_score", "strongest_heads"]
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """L distinct random tokens, then the same L again (induction): ``(B, 2L)`` sequences.
+
+    ``length`` is L, or a pair ``(low, high)``: then each batch draws its own L in low..high, so the
+    model cannot memorise "look L - 1 back" and must find the earlier copy of the current token.
+    """
+
+    vocab_size: int
+    length: int | tuple = 8
+
+    def sample_length(self, rng):
+        low, high = (self.length, self.length) if isinstance(self.length, int) else self.length
+        return int(rng.integers(low, high + 1))
+
+    def sample(self, rng, batch_size, length):
+        """Host tokens ``(B, 2L)`` and the predictable mask of the targets ``(B, 2L - 1)``."""
+        if length > self.vocab_size:
+            raise ValueError(f"length {length} > vocab_size {self.vocab_size}: tokens must be distinct")
+        first = np.argsort(rng.random((batch_size, self.vocab_size)), axis=1)[:, :length]  # distinct
+        tokens = np.concatenate([first, first], axis=1)  # (B, L) -> (B, 2L)
+        # target t is token t + 1; once token L (the first repeat) is seen, tokens L+1.. follow by induction
+        predictable = np.arange(2 * length - 1) >= length
+        return tokens, np.broadcast_to(predictable, (batch_size, 2 * length - 1))
+
+    def loss_floor(self, length):
+        """The lowest mean next-token loss a causal model can reach on (2L)-sequences.
+
+        Target t < L - 1 is one of the V - t - 1 tokens not seen yet, so even a perfect model pays
+        ln(V - t - 1) there; every later target is a copy (the first repeat too, when L is fixed),
+        counted as free. A loss below this floor means the model is reading the answer.
+        """
+        unknown = sum(math.log(self.vocab_size - t - 1) for t in range(length - 1))
+        return unknown / (2 * length - 1)
+
+    def batches(self, batch_size, *, seed=0, full_sequence=False, xp=None, device=None):
+        """An endless, seeded stream of token batches ``(B, 2L)`` on ``xp`` / ``device``.
+
+        ``full_sequence=True`` yields ``(tokens, targets)`` instead: the model reads all 2L tokens and
+        target t is token t + 1, the last position having none (-1, not counted). For a causal model
+        this is the same training; without the mask, every counted target is then inside the input.
+        """
+        rng = np.random.default_rng(seed)
+        while True:
+            tokens, _ = self.sample(rng, batch_size, self.sample_length(rng))
+            if full_sequence:
+                targets = np.concatenate([tokens[:, 1:], np.full((batch_size, 1), -1)], axis=1)
+                yield tuple(x if xp is None else to_device(x, xp, device) for x in (tokens, targets))
+            else:
+                yield tokens if xp is None else to_device(tokens, xp, device)
+
+
+@dataclass(frozen=True)
+class ReversalTask(CopyTask):
+    """L distinct tokens, a separator (token V - 1), then the L tokens reversed: ``(B, 2L + 1)``."""
+
+    def sample(self, rng, batch_size, length):
+        if length > self.vocab_size - 1:
+            raise ValueError(f"length {length} > vocab_size - 1 = {self.vocab_size - 1}")
+        first = np.argsort(rng.random((batch_size, self.vocab_size - 1)), axis=1)[:, :length]
+        sep = np.full((batch_size, 1), self.vocab_size - 1)
+        tokens = np.concatenate([first, sep, first[:, ::-1]], axis=1)  # (B, 2L + 1)
+        predictable = np.arange(2 * length) >= length  # every target after the separator
+        return tokens, np.broadcast_to(predictable, (batch_size, 2 * length))
+
+
+def evaluate(model, task, *, n_sequences=256, seed=12345, generate=False):
+    """Accuracy on the predictable targets of ``n_sequences`` fresh sequences (a float in [0, 1]).
+
+    ``generate=False`` scores the argmax of the logits given the true prefix (teacher forcing);
+    ``generate=True`` feeds the model its own greedy outputs from the end of the first half (what
+    a user would see), which exposes a model that learned to read the answer instead of predicting it.
+    """
+    check_positive_int(n_sequences, "n_sequences")
+    rng = np.random.default_rng(seed)
+    length = task.sample_length(rng)
+    tokens, predictable = task.sample(rng, n_sequences, length)
+    first = int(np.argmax(predictable[0]))  # index of the first predictable target
+    if generate:
+        prompt = tokens[:, : first + 1]  # every token up to the first predictable target's input
+        out = model.generate(prompt, tokens.shape[1] - first - 1)
+        guess = np.asarray(to_numpy(out))[:, first + 1 :]
+    else:
+        guess = np.argmax(to_numpy(model.logits(tokens[:, :-1])), axis=-1)[:, first:]
+    return float(np.mean(guess == tokens[:, first + 1 :]))
+
+
+def previous_token_score(weights):
+    """Mean attention weight of each query on the key just before it: ``(..., T, T) -> (...)``.
+
+    1 for a perfect previous-token head (query i reads key i - 1), about 2/T for uniform attention.
+    """
+    xp_weights = to_numpy(weights)
+    t = xp_weights.shape[-1]
+    return np.mean(xp_weights[..., np.arange(1, t), np.arange(0, t - 1)], axis=-1)
+
+
+def induction_score(weights, length):
+    """Mean weight of the second-half queries on the key after their token's first occurrence.
+
+    On a copy sequence ``x_0..x_(L-1), x_0..x_(L-1)``, query i >= L holds x_(i-L), whose first
+    occurrence is at i - L; the token to predict sits just after it, at key i - L + 1. An induction
+    head puts its weight there: a stripe parallel to the diagonal, L - 1 to its left.
+    """
+    w = to_numpy(weights)
+    rows = np.arange(length, 2 * length - 1)  # the last query has no next token to find
+    return np.mean(w[..., rows, rows - length + 1], axis=-1)
+
+
+
+def strongest_heads(model, tokens, length):
+    """``(layer, head, score)`` of the best previous-token head and of the best induction head."""
+    maps = model.attention_weights(tokens)  # [(B, H, T, T)] per layer
+    prev = [(i, h, float(s)) for i, w in enumerate(maps) for h, s in enumerate(previous_token_score(w).mean(0))]
+    ind = [(i, h, float(s)) for i, w in enumerate(maps) for h, s in enumerate(induction_score(w, length).mean(0))]
+    return max(prev, key=lambda r: r[2]), max(ind, key=lambda r: r[2]), maps

@@ -1,0 +1,299 @@
+"""A small decoder-only Transformer with a hand-written backward pass: attention that learns.
+
+The capstone puts the course's pieces together and trains them. One forward pass (GPT-2's pre-norm
+layout, Radford et al. 2019; Llama/DeepSeek's RMSNorm and RoPE):
+
+    x = E[tokens] (+ P[positions])                                        (B, T, d_model)
+    repeat n_layers times:
+        x = x + W_O · Attention(RoPE(norm(x) W_Q), RoPE(norm(x) W_K), norm(x) W_V)   causal, H heads
+        x = x + GELU(norm(x) W_1) W_2                                     the MLP, width d_ff
+    logits = norm(x) W_out                                                (B, T, V)
+    loss = mean cross-entropy(logits_t, token_(t+1))
+
+Attention is the package's own: ``scaled_dot_product_attention`` + ``attention_backward``
+(``attention="sdpa"``) or ``flash_attention(return_lse=True)`` + ``flash_attention_backward``
+(``"flash"``). Every other backward is in ``layers.py``; each block's backward below mirrors its
+forward line by line, in reverse. RoPE is a rotation R_m, so its backward is R_mᵀ = R_(-m): the same
+``apply_rope`` at negated positions. Grouped-query attention (``n_kv_heads < n_heads``) is a
+broadcast: queries are viewed as (B, H_kv, H/H_kv, T, d_k) against keys (B, H_kv, 1, S, d_k), and
+the attention backward already sums a broadcast input's gradient over the group.
+
+Shapes: B batch, T tokens, H heads, H_kv key/value heads, S keys, d_k = d_model / H, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import array_api_compat
+
+from ..attention import attention_backward, scaled_dot_product_attention
+from ..backend import backend_name, check_flag, check_positive_int, get_namespace, random_normal, to_device
+from ..caches import KVCache
+from ..flash import flash_attention
+from ..flash_backward import flash_attention_backward
+from ..multihead import _merge_heads, _split_heads, check_float_dtype
+from ..rope import apply_rope, rope_frequencies
+from . import layers as L
+
+__all__ = ["Transformer", "TransformerConfig"]
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """The shape of the model; every field says why it is there."""
+
+    vocab_size: int  # V: distinct tokens; the embedding has V rows and the logits V columns
+    d_model: int  # width of the residual stream that every block reads and writes
+    n_heads: int  # H attention heads per layer, each of width d_k = d_model / H
+    n_layers: int  # blocks; an induction head needs 2 (one to look back, one to copy)
+    d_ff: int  # MLP hidden width (4 · d_model in GPT-2)
+    max_len: int  # longest sequence: the learned position table's rows, the limit for generate
+    n_kv_heads: int | None = None  # key/value heads (GQA, notebook 08); None = n_heads (plain MHA)
+    positions: str = "rope"  # "rope" (rotate q and k, no parameters) or "learned" (a table P added to x)
+    attention: str = "sdpa"  # "sdpa" (attention.py) or "flash" (flash.py, tiled, same numbers)
+    scale: bool = True  # divide scores by sqrt(d_k); False is the ablation of notebook 03's argument
+    causal: bool = True  # mask the future; False lets a position read the token it must predict
+    block_size: int | None = None  # FlashAttention's tile when attention="flash"; None = measured best
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            check_positive_int(getattr(self, name), name)
+        if self.block_size is not None:
+            check_positive_int(self.block_size, "block_size")
+        kv = self.n_heads if self.n_kv_heads is None else check_positive_int(self.n_kv_heads, "n_kv_heads")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if self.n_heads % kv:
+            raise ValueError(f"n_heads={self.n_heads} must be a multiple of n_kv_heads={kv}")
+        if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"positions='rope' needs an even d_k, got d_k={self.d_model // self.n_heads}")
+        for name, allowed in (("positions", ("rope", "learned")), ("attention", ("sdpa", "flash"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        check_flag(self.scale, "scale")
+        check_flag(self.causal, "causal")
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    def param_shapes(self) -> dict:
+        """Parameter name -> shape, in the ``x @ W`` layout."""
+        c, kv = self, self.kv_heads * self.d_k
+        shapes = {"embed": (c.vocab_size, c.d_model)}
+        if c.positions == "learned":
+            shapes["pos"] = (c.max_len, c.d_model)
+        for i in range(c.n_layers):
+            shapes |= {
+                f"{i}.attn_norm": (c.d_model,), f"{i}.w_q": (c.d_model, c.d_model), f"{i}.w_k": (c.d_model, kv),
+                f"{i}.w_v": (c.d_model, kv), f"{i}.w_o": (c.d_model, c.d_model), f"{i}.mlp_norm": (c.d_model,),
+                f"{i}.w_1": (c.d_model, c.d_ff), f"{i}.w_2": (c.d_ff, c.d_model),
+            }
+        return shapes | {"final_norm": (c.d_model,), "unembed": (c.d_model, c.vocab_size)}
+
+
+class Transformer:
+    """A decoder-only Transformer whose ``loss_and_grads`` is written by hand (see the module docstring).
+
+    ``params``: dict name -> array (``x @ W`` layout; see :meth:`TransformerConfig.param_shapes`), drawn
+    from ``default_rng`` on the host (embeddings N(0, 1), matrices N(0, 1/fan_in), norm gains 1) and
+    moved to ``xp`` / ``device`` in ``dtype`` (default NumPy float64).
+    """
+
+    def __init__(self, config: TransformerConfig, *, seed=0, xp=None, device=None, dtype=None):
+        if not isinstance(config, TransformerConfig):
+            raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
+        self.config, self.xp = config, get_namespace() if xp is None else xp
+        self.dtype = self.xp.float64 if dtype is None else dtype
+        check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
+        self.params = {}
+        for i, (name, shape) in enumerate(config.param_shapes().items()):  # one independent stream per tensor
+            norm = name.endswith("norm")  # norm gains start at 1 (0 · draw + 1)
+            scale = 0.0 if norm else 1.0 if name in ("embed", "pos") else shape[0] ** -0.5
+            w = random_normal(shape, seed=(seed, i), scale=scale, xp=self.xp, device=device, dtype=self.dtype)
+            self.params[name] = w + 1.0 if norm else w
+        self.device = array_api_compat.device(self.params["embed"])
+        self._freqs = to_device(rope_frequencies(config.d_k), self.xp, self.device)  # (d_k/2,)
+
+    # -- inputs -------------------------------------------------------------------------------------
+    def _tokens(self, tokens, name="tokens", allow_negative=False):
+        """``tokens`` as a (B, T) integer array of the model's backend and device."""
+        xp = self.xp
+        if isinstance(tokens, list | tuple) or array_api_compat.is_numpy_array(tokens):
+            tokens = to_device(tokens, xp, self.device)
+        elif backend_name(get_namespace(tokens)) != backend_name(xp):
+            raise TypeError(f"{name} must be on the model's backend {backend_name(xp)}, got {type(tokens).__name__}")
+        if not xp.isdtype(tokens.dtype, "integral") or tokens.ndim != 2 or 0 in tokens.shape:
+            raise ValueError(
+                f"{name} must be a non-empty (B, T) integer array, got {tokens.dtype} {tuple(tokens.shape)}"
+            )
+        low, high = int(xp.min(tokens)), int(xp.max(tokens))
+        if high >= self.config.vocab_size or (low < 0 and not allow_negative):
+            raise ValueError(f"{name} must lie in 0..vocab_size-1 = {self.config.vocab_size - 1}, got {low}..{high}")
+        if tokens.shape[1] > self.config.max_len:
+            raise ValueError(f"{name} has T={tokens.shape[1]} > max_len={self.config.max_len}")
+        return xp.astype(tokens, xp.int64)
+
+    # -- attention: forward and backward ------------------------------------------------------------
+    def _rope(self, x, start, sign=1):
+        if self.config.positions != "rope":
+            return x
+        m = self.xp.arange(start, start + x.shape[-2], device=self.device)  # (T,) absolute positions
+        return apply_rope(x, sign * m, freqs=self._freqs)  # sign=-1: R_(-m) = R_mᵀ, the backward
+
+    def _attn_opts(self):
+        c = self.config
+        return {"causal": c.causal, "scale": None if c.scale else 1.0}
+
+    def _attention_forward(self, i, h, start=0, kv_cache=None):
+        """h ``(B, T, d_model)`` -> ``(a, cache)``: causal multi-head self-attention of block ``i``."""
+        xp, p, c = self.xp, self.params, self.config
+        b, t, _ = h.shape
+        g = c.n_heads // c.kv_heads  # query heads per key/value head
+        q = self._rope(_split_heads(h @ p[f"{i}.w_q"], c.n_heads, xp), start)  # (B, H, T, d_k)
+        k = self._rope(_split_heads(h @ p[f"{i}.w_k"], c.kv_heads, xp), start)  # (B, H_kv, T, d_k)
+        v = _split_heads(h @ p[f"{i}.w_v"], c.kv_heads, xp)  # (B, H_kv, T, d_k)
+        if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
+            k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
+        q = xp.reshape(q, (b, c.kv_heads, g, t, c.d_k))  # (B, H, T, d_k) -> (B, H_kv, g, T, d_k)
+        k, v = k[:, :, None, ...], v[:, :, None, ...]  # (B, H_kv, 1, S, d_k): shared by the g heads
+        if c.attention == "flash":
+            o, lse = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
+        else:
+            o, lse = scaled_dot_product_attention(q, k, v, **self._attn_opts())[0], None
+        o = _merge_heads(xp.reshape(o, (b, c.n_heads, t, c.d_k)), xp)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k)
+        return o @ p[f"{i}.w_o"], (h, q, k, v, o, lse, start)
+
+    def _attention_backward(self, i, cache, da):
+        """da ``(B, T, d_model)`` -> dh, and the gradients of w_q, w_k, w_v, w_o (added to ``grads``)."""
+        xp, p, c = self.xp, self.params, self.config
+        h, q, k, v, o, lse, start = cache
+        b, t, _ = h.shape
+        do, dw_o = L.linear_backward(o, p[f"{i}.w_o"], da, xp)  # (B, T, H·d_k)
+        do = xp.reshape(_split_heads(do, c.n_heads, xp), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
+        if c.attention == "flash":
+            o5 = xp.reshape(_split_heads(o, c.n_heads, xp), q.shape)  # the forward's output, as flash saw it
+            dq, dk, dv = flash_attention_backward(q, k, v, o5, do, lse, **self._attn_opts(), block_size=c.block_size)
+        else:
+            dq, dk, dv = attention_backward(q, k, v, do, **self._attn_opts())
+        dq = self._rope(xp.reshape(dq, (b, c.n_heads, t, c.d_k)), start, -1)  # (B, H, T, d_k), un-rotated
+        dk = self._rope(dk[:, :, 0, ...], start, -1)  # (B, H_kv, 1, S, d_k) -> (B, H_kv, S, d_k), group-summed
+        dh, grads = 0.0, {f"{i}.w_o": dw_o}
+        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", dv[:, :, 0, ...])):
+            dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], _merge_heads(d, xp), xp)
+            dh = dh + dh_part  # h feeds all three projections: their gradients add
+        return dh, grads
+
+    # -- one block: forward and backward ------------------------------------------------------------
+    def _block_forward(self, i, x, start=0, kv_cache=None):
+        xp, p = self.xp, self.params
+        h, norm_1 = L.rms_norm_forward(x, p[f"{i}.attn_norm"], xp)  # (B, T, d_model)
+        a, attn = self._attention_forward(i, h, start, kv_cache)
+        x = x + a  # residual
+        h2, norm_2 = L.rms_norm_forward(x, p[f"{i}.mlp_norm"], xp)
+        u = h2 @ p[f"{i}.w_1"]  # (B, T, d_model) @ (d_model, d_ff) -> (B, T, d_ff)
+        z, act = L.gelu_forward(u, xp)
+        x = x + z @ p[f"{i}.w_2"]  # (B, T, d_ff) @ (d_ff, d_model) -> (B, T, d_model), residual
+        return x, (norm_1, attn, norm_2, h2, act, z)
+
+    def _block_backward(self, i, cache, dx):
+        xp, p = self.xp, self.params
+        norm_1, attn, norm_2, h2, act, z = cache
+        dz, dw_2 = L.linear_backward(z, p[f"{i}.w_2"], dx, xp)  # the residual passes dx on unchanged
+        du = L.gelu_backward(act, dz, xp)
+        dh2, dw_1 = L.linear_backward(h2, p[f"{i}.w_1"], du, xp)
+        d_norm, dg_2 = L.rms_norm_backward(norm_2, dh2, xp)
+        dx = dx + d_norm
+        dh, grads = self._attention_backward(i, attn, dx)
+        d_norm, dg_1 = L.rms_norm_backward(norm_1, dh, xp)
+        grads |= {f"{i}.w_1": dw_1, f"{i}.w_2": dw_2, f"{i}.mlp_norm": dg_2, f"{i}.attn_norm": dg_1}
+        return dx + d_norm, grads
+
+    # -- the whole model ------------------------------------------------------------------------------
+    def _forward(self, tokens, start=0, kv_cache=None):
+        xp, p, c = self.xp, self.params, self.config
+        onehot = L.one_hot(tokens, c.vocab_size, xp, self.dtype)  # (B, T, V)
+        x = onehot @ p["embed"]  # (B, T, V) @ (V, d_model) -> (B, T, d_model): the embedding lookup
+        if c.positions == "learned":
+            x = x + p["pos"][start : start + tokens.shape[1], :]
+        blocks = []
+        for i in range(c.n_layers):
+            x, cache = self._block_forward(i, x, start, kv_cache)
+            blocks.append(cache)
+        h, norm_f = L.rms_norm_forward(x, p["final_norm"], xp)
+        return h @ p["unembed"], (onehot, blocks, norm_f, h)  # (B, T, d_model) @ (d_model, V) -> (B, T, V)
+
+    def logits(self, tokens):
+        """tokens ``(B, T)`` integers -> logits ``(B, T, V)``: position t scores the token at t + 1."""
+        return self._forward(self._tokens(tokens))[0]
+
+    def loss_and_grads(self, tokens, targets=None):
+        """Mean cross-entropy and its gradient for every parameter: ``(loss: float, grads: dict)``.
+
+        tokens ``(B, T)``; targets ``(B, T)`` (a negative target is not counted), or None: predict each
+        next token, i.e. run on ``tokens[:, :-1]`` with targets ``tokens[:, 1:]``.
+        """
+        xp, p, c = self.xp, self.params, self.config
+        tokens = self._tokens(tokens)
+        if targets is None:
+            tokens, targets = tokens[:, :-1], tokens[:, 1:]
+            if tokens.shape[1] == 0:
+                raise ValueError("tokens must have T >= 2 to predict next tokens")
+        else:
+            targets = self._tokens(targets, "targets", allow_negative=True)
+            if targets.shape != tokens.shape:
+                raise ValueError(
+                    f"targets must have the tokens' shape {tuple(tokens.shape)}, got {tuple(targets.shape)}"
+                )
+        logits, (onehot, blocks, norm_f, h) = self._forward(tokens)
+        loss, ce = L.cross_entropy_forward(logits, targets, xp)
+        # backward, the forward in reverse
+        dlogits = L.cross_entropy_backward(ce, xp)  # (B, T, V)
+        dh, grads = L.linear_backward(h, p["unembed"], dlogits, xp)
+        grads = {"unembed": grads}
+        dx, grads["final_norm"] = L.rms_norm_backward(norm_f, dh, xp)
+        for i in reversed(range(c.n_layers)):
+            dx, block_grads = self._block_backward(i, blocks[i], dx)
+            grads |= block_grads
+        if c.positions == "learned":
+            rest = xp.zeros((c.max_len - dx.shape[1], c.d_model), dtype=dx.dtype, device=self.device)
+            grads["pos"] = xp.concat([xp.sum(dx, axis=0), rest], axis=0)  # (T, d_model) + unused rows
+        grads["embed"] = L.linear_backward(onehot, p["embed"], dx, xp)[1]  # onehotᵀ dx: (V, d_model)
+        return loss, {name: grads[name] for name in p}
+
+    def attention_weights(self, tokens):
+        """The attention weights of every layer, ``[(B, H, T, T)] * n_layers`` (recomputed with sdpa)."""
+        blocks = self._forward(self._tokens(tokens))[1][1]
+        maps = []
+        for _, (_, q, k, v, _, _, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
+            w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
+            maps.append(self.xp.reshape(w, (w.shape[0], self.config.n_heads, *w.shape[-2:])))  # -> (B, H, T, S)
+        return maps
+
+    def generate(self, prompt, n_new):
+        """Greedy decoding: ``prompt (B, T0)`` -> ``(B, T0 + n_new)``, the prompt then n_new tokens.
+
+        Causal models decode with a KV cache (each step runs only the newest token against the cached
+        keys and values); the result equals re-running the full pass each step. Without the causal
+        mask every earlier position's output changes when a token is added, so there is nothing to
+        cache and the full pass is re-run.
+        """
+        xp = self.xp
+        tokens = self._tokens(prompt, "prompt")
+        n_new = check_positive_int(n_new, "n_new", minimum=0)
+        if tokens.shape[1] + n_new > self.config.max_len:
+            raise ValueError(f"prompt length {tokens.shape[1]} + n_new={n_new} exceeds max_len={self.config.max_len}")
+        c = self.config
+        kv_cache, new = [KVCache(c.max_len) for _ in range(c.n_layers)] if c.causal else None, tokens
+        for _ in range(n_new):
+            start = tokens.shape[1] - new.shape[1] if c.causal else 0
+            logits = self._forward(new, start, kv_cache)[0]  # (B, T_new, V)
+            nxt = xp.argmax(logits[:, -1, :], axis=-1)[:, None]  # (B, 1): greedy
+            tokens = xp.concat([tokens, xp.astype(nxt, xp.int64)], axis=1)
+            new = nxt if c.causal else tokens
+        return tokens
