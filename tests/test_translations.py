@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import io
 import json
 import re
@@ -243,11 +244,16 @@ def _exercise_reports():
     def no_args():
         return 0
 
+    batteries = {}  # tests/mutants_<concept>.py: the wrong (and other right) solutions students write
+    for path in sorted((REPO / "tests").glob("mutants_*.py")):
+        for name, battery in importlib.import_module(path.stem).BATTERIES.items():
+            batteries[name] = [fn for fn, _ in battery["wrong"]] + list(battery["right"])
     EXERCISES_ZH.misses.clear()
     EXERCISES_ZH.used.clear()
     reports = []
     for name, ex in EXERCISES.items():
-        for fn in [SOLUTIONS[name], _stub, nothing, crash, no_args, *(wrong for _, wrong in ex.mistakes)]:
+        mutants = batteries.get(name, [])
+        for fn in [SOLUTIONS[name], _stub, nothing, crash, no_args, *(wrong for _, wrong in ex.mistakes), *mutants]:
             reports.append(exercises.check(name, fn, quiet=True, lang="zh").report)
         for text in [ex.title, *(c.label for c in ex.cases()), *(h for h, _ in ex.mistakes)]:
             EXERCISES_ZH.translate(text)
@@ -284,9 +290,14 @@ def test_exercise_verdict_is_the_same_in_chinese():
     for name in exercises.names():
         assert exercises.check(name, SOLUTIONS[name], quiet=True, lang="zh").passed
         assert not exercises.check(name, _stub, quiet=True, lang="zh").passed
-    report = exercises.check("softmax", lambda x: np.exp(x) / np.sum(np.exp(x), axis=-1, keepdims=True),
-                             quiet=True, lang="zh").report
-    assert report.startswith("softmax：第 5 个用例（共 8 个）未通过") and "提示：上溢" in report
+    def naive(x):
+        return np.exp(x) / np.sum(np.exp(x), axis=-1, keepdims=True)
+
+    en = exercises.check("softmax", naive, quiet=True).report
+    zh = exercises.check("softmax", naive, quiet=True, lang="zh").report
+    n, total = re.match(r"softmax: FAILED on case (\d+) of (\d+)", en).groups()
+    assert zh.startswith(f"softmax：第 {n} 个用例（共 {total} 个）未通过") and "提示：上溢" in zh
+    assert len(zh.splitlines()) == len(en.splitlines())  # line by line: the same report
     with pytest.raises(ValueError, match="lang"):
         exercises.check("softmax", _stub, lang="fr")
 

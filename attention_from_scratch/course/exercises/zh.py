@@ -46,13 +46,14 @@ _REPORT = {
         "np.swapaxes(x, -1, -2)，归约时用 axis=-1, keepdims=True",
     "shapes do not line up: reduce with keepdims=True so the result broadcasts, and transpose only the last two axes":
         "形状对不上：归约时用 keepdims=True 让结果能广播，并且只转置最后两个轴",
-    "float32 in, float32 out: a NumPy float64 (np.sqrt(d_k), np.zeros without dtype=, np.cos of float64 angles) "
-    "promotes the result; use d_k ** 0.5, or cast with .astype(x.dtype)":
-        "输入 float32，输出也应是 float32：一个 NumPy float64（np.sqrt(d_k)、不带 dtype= 的 np.zeros、对 float64 "
-        "角度求 np.cos）会把结果提升为 float64；改用 d_k ** 0.5，或用 .astype(x.dtype) 转换",
     "return a boolean array (True = may attend), not numbers": "返回布尔数组（True = 可以关注），而不是数字",
-    "{dtype} in, {dtype2} out: compute in the inputs' dtype (no .astype({other}), no dtype=...)":
-        "输入 {dtype}，输出也应是 {dtype2}：按输入的 dtype 计算（不要 .astype({other})，也不要 dtype=...）",
+    "{dtype} in, {dtype2} out: compute in the inputs' dtype (no cast to {other})":
+        "输入 {dtype}，输出也应是 {dtype2}：按输入的 dtype 计算（不要转换成 {other}）",
+    "your function changed its input {changed} in place": "你的函数原地修改了它的输入 {changed}",
+    "the difference is below the 4 decimals shown: largest absolute error {err}, relative {rel} (the tolerance is "
+    "{tol} relative to the largest expected value)":
+        "差异小于所显示的 4 位小数：最大绝对误差 {err}，相对误差 {rel}（容差是相对于最大期望值的 {tol}）",
+    "{label}expected dtype {e}, got a Python float (float64)": "{label}期望 dtype {e}，实际得到一个 Python float（float64）",
 }
 
 # the exercises' titles (the notebooks' "Write it yourself" sections)
@@ -86,7 +87,6 @@ _LABELS = {
     "one token": "只有一个 Token",
     "one new token against S = 6 keys (decoding)": "一个新 Token 对 S = 6 个键（解码）",
     "T = 3 new tokens against S = 7 keys": "T = 3 个新 Token 对 S = 7 个键",
-    "more queries than keys: T = 5, S = 3": "查询比键多：T = 5，S = 3",
     "one head: (2, 3, 8), H = 1": "只有一个头：(2, 3, 8)，H = 1",
     "d_k = 1: (1, 4, 4), H = 4": "d_k = 1：(1, 4, 4)，H = 4",
     "one token: (1, 1, 8), H = 4": "只有一个 Token：(1, 1, 8)，H = 4",
@@ -115,30 +115,13 @@ _LABELS = {
 _HINTS = {
     "overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?":
         "上溢：巨大分数的 exp 是 inf，而 inf/inf 是 nan。做 exp 之前减去每行的最大值了吗？",
-    "each row needs its own max, np.max(x, axis=-1, keepdims=True): with the max of the whole array, a row far "
-    "below it underflows to 0/0":
-        "每一行都需要自己的最大值 np.max(x, axis=-1, keepdims=True)：如果用整个数组的最大值，"
-        "比它小很多的那一行会下溢成 0/0",
     "rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1)":
         "各行之和不为 1：Softmax 的轴选错了？应沿最后一个轴归一化（axis=-1）",
-    "the whole array sums to 1 instead of each row: sum with axis=-1, keepdims=True":
-        "变成了整个数组之和为 1，而不是每一行：求和时用 axis=-1, keepdims=True",
     "rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1, keepdims=True)":
         "各行之和不为 1：Softmax 的轴选错了？应沿最后一个轴归一化（axis=-1, keepdims=True）",
-    "rows do not sum to 1: softmax over the wrong axis? Each query's weights over the keys (axis=-1) sum to 1":
-        "各行之和不为 1：Softmax 的轴选错了？每个查询对所有键的权重（axis=-1）之和应为 1",
-    "scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k = q.shape[-1]":
-        "分数没有除以 √d_k：scores = q kᵀ / √d_k，其中 d_k = q.shape[-1]",
     "divided by d_k instead of √d_k": "除以的是 d_k，而不是 √d_k",
-    "masked keys got weight: fill the blocked scores with −∞ (np.where(mask, scores, -np.inf)), not 0":
-        "被掩码的键分到了权重：应把被屏蔽的分数填成 −∞（np.where(mask, scores, -np.inf)），而不是 0",
     "mask inverted: True = may attend, so keep the scores where mask is True":
         "掩码反了：True = 可以关注，所以应保留 mask 为 True 处的分数",
-    "the mask is top-left aligned: query i sits at position S − T + i, so it may attend to keys j <= S − T + i "
-    "(np.tril(..., k=n_k - n_q))":
-        "掩码是左上角对齐的：查询 i 位于位置 S − T + i，所以它可以关注 j <= S − T + i 的键（np.tril(..., k=n_k - n_q)）",
-    "the diagonal is blocked: a token may attend to itself (j <= S − T + i, not <)":
-        "对角线被屏蔽了：Token 可以关注它自己（应为 j <= S − T + i，而不是 <）",
     "True and False swapped: here True = may attend (PyTorch's convention), so the past and the token itself are True":
         "True 和 False 弄反了：这里 True = 可以关注（PyTorch 的约定），所以过去的位置和 Token 自身都是 True",
     "not transposed: split into (B, H, T, d_k): reshape to (B, T, H, d_k), then swap axes 1 and 2":
@@ -156,7 +139,6 @@ _HINTS = {
     "the new token was left out: append k_new and v_new to the cache first, then attend over all S + 1 keys "
     "(a token attends to itself)":
         "漏掉了新 Token：先把 k_new 和 v_new 追加到缓存里，再对全部 S + 1 个键做注意力（Token 会关注它自己）",
-    "the new key and value go at the end of the cache, after the older tokens": "新的键和值应放在缓存末尾，排在旧 Token 之后",
     "the cache was ignored: the new query attends to every cached key as well as its own":
         "忽略了缓存：新的查询既要关注自己的键，也要关注缓存里的每一个键",
     "pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair i is the consecutive features "
@@ -187,15 +169,172 @@ _HINTS = {
         "缩放方向反了：系数是 e^(m_a − m) <= 1，而不是 e^(m − m_a)",
     "overflow: compute e^(m_a − m) as one exponent, never e^(m_a) / e^(m)":
         "上溢：把 e^(m_a − m) 作为一个指数来算，绝不要算成 e^(m_a) / e^(m)",
-    "each query q_i picks its positive among all keys: log-sum-exp over j, along each row of q kᵀ (axis=-1)":
-        "每个查询 q_i 是在所有键中挑出它的正样本：log-sum-exp 对 j 求，即沿 q kᵀ 的每一行（axis=-1）",
     "the temperature is ignored: divide the logits q_i·k_j by τ": "忽略了温度：要把 logits q_i·k_j 除以 τ",
     "multiplied by τ: the logits are q_i·k_j / τ": "乘了 τ：logits 应是 q_i·k_j / τ",
     "sum instead of mean over the N pairs": "对 N 对求了和，而不是求平均",
     "sign: the loss is −log softmax(logits)_ii = logsumexp_j(logits_ij) − logits_ii, which is >= 0":
         "符号错了：损失是 −log softmax(logits)_ii = logsumexp_j(logits_ij) − logits_ii，它 >= 0",
-    "overflow: exp(q·k / τ) is inf for a small τ; use log-sum-exp with the row max subtracted":
-        "上溢：τ 很小时 exp(q·k / τ) 是 inf；要用减去每行最大值的 log-sum-exp",
 }
+
+# added with the mutant batteries (issue 20): the checkers' new cases and hints
+_MORE = {
+    "float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without dtype=, np.cos of float64 "
+    "angles) promotes the result; Python numbers (d_k ** 0.5) do not, and .astype(x.dtype) casts back.":
+        "输入 float32，输出也应是 float32：一个 NumPy float64（对 Python 整数求 np.sqrt、不带 dtype= 的 np.zeros、对 float64 角度求 "
+        "np.cos）会把结果提升为 float64；Python 数（d_k ** 0.5）不会，而 .astype(x.dtype) 可以转换回来。",
+    "float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without dtype=, np.cos of float64 "
+    "angles) promotes the result; Python numbers (d_k ** 0.5) do not, and .astype(x.dtype) casts back. A 0-d result "
+    "too: float(...), .item() and math functions give a Python float (float64); return the NumPy result itself":
+        "输入 float32，输出也应是 float32：一个 NumPy float64（对 Python 整数求 np.sqrt、不带 dtype= 的 np.zeros、对 float64 角度求 "
+        "np.cos）会把结果提升为 float64；Python 数（d_k ** 0.5）不会，而 .astype(x.dtype) 可以转换回来。0 维的结果也一样："
+        "float(...)、.item() 和 math 函数给出的是 Python float（float64）；请直接返回 NumPy 的结果",
+    "computed in lower precision than the input? float64 in needs float64 all the way (no float32 or float16 step, "
+    "no np.float32 constant)":
+        "计算精度低于输入？输入 float64，就需要全程使用 float64（不要有 float32 或 float16 的中间步骤，也不要 np.float32 常数）",
+    "work on new arrays: `x = x / s` makes a new one, while `x /= s`, `x[...] = ...`, `x.shape = ...` or out= write "
+    "into the caller's array, which it may still need":
+        "在新数组上计算：`x = x / s` 会创建一个新数组，而 `x /= s`、`x[...] = ...`、`x.shape = ...` 或 out= 会写入调用者的数组，"
+        "调用者可能还要用它",
+    "earlier cases passed, and this one has batch/head dimensions: x.T reverses every axis, so transpose only the "
+    "last two; reductions need keepdims so that the result broadcasts back":
+        "前面的用例都通过了，而这个用例带有批/头维度：x.T 会反转所有轴，所以只转置最后两个轴；归约时需要 keepdims，结果才能广播回去",
+    "shapes do not line up: keep the reduced axis (keepdims) so the result broadcasts, and transpose only the last "
+    "two axes":
+        "形状对不上：保留被归约的轴（keepdims），让结果能够广播，并且只转置最后两个轴",
+    # labels
+    "T = 3 new tokens after 4 cached ones: (1, 3, 3, 7), d_I = 8": "已缓存 4 个之后的 T = 3 个新 Token：(1, 3, 3, 7)，d_I = 8",
+    "a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6) scores: lengths 6 and 2":
+        "作用于 (B, H, T, S) = (2, 3, 4, 6) 分数上的 (B, 1, 1, S) 填充掩码：长度为 6 和 2",
+    "a blocked key whose score is about 1000 above the others": "一个被屏蔽的键，其分数比其他键高约 1000",
+    "as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4": "序列数与头数相同：(B, H) = (2, 2)，T = 3，S = 4",
+    "batch and head dims (2, 2, 5, 4), positions [5003, 7, 12000, 0, 4999]":
+        "带批和头维度 (2, 2, 5, 4)，位置 [5003, 7, 12000, 0, 4999]",
+    "batch dims (2, 2), T = 3: row 0 empty in both blocks, row 2 empty in the first":
+        "带批维度 (2, 2)，T = 3：第 0 行在两块中都为空，第 2 行在第一块中为空",
+    "float32 huge scores, batch dims (2, 2, 3)": "float32 的巨大分数，批维度 (2, 2, 3)",
+    "more queries than keys: T = 5, S = 3 (the first two queries come before every key)":
+        "查询比键多：T = 5，S = 3（前两个查询位于所有键之前）",
+    "one head, one token: (1, 1, 1, 1)": "一个头，一个 Token：(1, 1, 1, 1)",
+    "one new token against S = 6 keys (decoding): (2, 2, 1, 6)": "一个新 Token 对 S = 6 个键（解码）：(2, 2, 1, 6)",
+    "rows 1 and 3 empty in both blocks, the other rows not": "第 1、3 行在两块中都为空，其他行不为空",
+    "rows of very different sizes: query 0's scores about 1000 above query 1's": "各行数值大小相差悬殊：查询 0 的分数比查询 1 的高约 1000",
+    "the first block is empty, the second full": "第一块为空，第二块是满的",
+    "the lightning indexer's scores": "闪电索引器的分数",
+    "unsorted, non-consecutive positions [5003, 7, 12000, 0, 4999], (5, 8)": "未排序、不连续的位置 [5003, 7, 12000, 0, 4999]，(5, 8)",
+    # hints
+    "ReLU is per head, inside the sum: Σ_h w_h ReLU(q_h·k), not ReLU(Σ_h w_h q_h·k)":
+        "ReLU 作用于每个头、位于求和之内：Σ_h w_h ReLU(q_h·k)，而不是 ReLU(Σ_h w_h q_h·k)",
+    "a fully masked row came back as nan (exp(−∞ − (−∞)) = nan, or 0/0): a row with nothing to attend to must give "
+    "weights 0 and output 0 (this package's convention); shift such a row by 0 instead of its max, and divide only "
+    "where the row's sum is positive":
+        "整行被掩码的那一行返回了 nan（exp(−∞ − (−∞)) = nan，或 0/0）：没有任何可关注对象的行必须给出权重 0 和输出 0（本包的约定）；"
+        "对这样的行平移 0 而不是它的最大值，并且只在该行之和为正的地方做除法",
+    "a query before position 0 sees nothing: with T > S the first T − S queries come before every key (query i sits "
+    "at position S − T + i, which is negative for them), so their rows are all False":
+        "位于位置 0 之前的查询什么都看不到：T > S 时，前 T − S 个查询位于所有键之前（查询 i 位于位置 S − T + i，对它们来说是负数），"
+        "所以它们的行全为 False",
+    "an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; in such a row shift "
+    "by a finite number instead of by m, so that e^(−∞) = 0 keeps l = 0 and acc = 0":
+        "空状态必须是中性的：两个最大值都是 −∞ 时，e^(m_a − m) = e^(−∞ + ∞) = nan；在这样的行中，平移一个有限的数而不是 m，"
+        "这样 e^(−∞) = 0 就能保持 l = 0、acc = 0",
+    "c_kv and k_pe have no head axis: add one with [:, None] (B, 1, S, ·), so that they line up with the batch axis "
+    "of the (B, H, T, ·) queries and are shared by every head":
+        "c_kv 和 k_pe 没有头的轴：用 [:, None] 加一个（(B, 1, S, ·)），让它们与 (B, H, T, ·) 查询的批轴对齐，并由所有头共享",
+    "c_kv and k_pe have no head axis: add one with [:, None] (B, 1, S, ·), so that they line up with the batch axis "
+    "of the (B, H, T, ·) queries and are shared by every head; and transpose only their last two axes (x.T reverses "
+    "every axis)":
+        "c_kv 和 k_pe 没有头的轴：用 [:, None] 加一个（(B, 1, S, ·)），让它们与 (B, H, T, ·) 查询的批轴对齐，并由所有头共享；"
+        "并且只转置它们的最后两个轴（x.T 会反转所有轴）",
+    "d_k = d_model / H must be a whole number for a reshape: divide with //, not /":
+        "reshape 需要 d_k = d_model / H 是整数：用 // 做除法，而不是 /",
+    "each head is weighted by its own w[b, t, h], per query: not a plain mean over the heads":
+        "每个头按它自己的 w[b, t, h] 加权，逐个查询：而不是对各个头简单取平均",
+    "each query q_i picks its positive among all keys: the log-sum-exp runs over j, along each row of q kᵀ (over "
+    "the keys, not over the queries)":
+        "每个查询 q_i 是在所有键中挑出它的正样本：log-sum-exp 对 j 求，沿 q kᵀ 的每一行（对键求，而不是对查询求）",
+    "each row needs its own max: with the max of the whole array, a row far below it underflows to 0/0 (or to "
+    "weights 0)":
+        "每一行都需要自己的最大值：如果用整个数组的最大值，比它小很多的那一行会下溢成 0/0（或权重 0）",
+    "fill the future with −∞, not 0: a 0 score beats every negative one, so top-k would pick a future key":
+        "未来的位置要填 −∞，而不是 0：分数 0 比任何负分数都大，top-k 就会选中一个未来的键",
+    "fill the future with −∞, not a large negative number: −1e9 is a score top-k can still pick when a query sees "
+    "fewer than k keys":
+        "未来的位置要填 −∞，而不是一个很大的负数：当一个查询看到的键少于 k 个时，−1e9 仍是 top-k 可能选中的分数",
+    "guard each row on its own: a row empty in both blocks (m = −∞) needs a finite shift even when the other rows are "
+    "not empty; a test on the whole array (if ...) sees only one case":
+        "每一行要单独处理：在两块中都为空的行（m = −∞）需要一个有限的平移量，即使其他行不为空；对整个数组做一次判断（if ...）只能照顾到一种情况",
+    "masked keys got weight: a blocked score must become −∞ (e^(−∞) = 0); 0 is an ordinary score":
+        "被掩码的键分到了权重：被屏蔽的分数必须变成 −∞（e^(−∞) = 0）；0 是一个普通的分数",
+    "masking after the softmax is not the same: a blocked key with a huge score takes nearly all the weight before "
+    "it is removed, and renormalising what is left gives 0/0; block the scores (−∞) before the softmax":
+        "在 Softmax 之后再加掩码是不一样的：分数巨大的被屏蔽键在被移除之前几乎拿走了全部权重，对剩下的重新归一化会得到 0/0；"
+        "应在 Softmax 之前屏蔽分数（−∞）",
+    "no ReLU: each head's dot product goes through ReLU before it is weighted (negative ones count 0)":
+        "漏了 ReLU：每个头的点积在加权之前要先经过 ReLU（负的记为 0）",
+    "overflow: exp(q·k / τ) is inf for a small τ; subtract each row's max inside the log-sum-exp":
+        "上溢：τ 很小时 exp(q·k / τ) 是 inf；要在 log-sum-exp 里减去每行的最大值",
+    "positions are not wrapped around: the angle of token t is positions[t]·θ_i for any position, 4096 and beyond "
+    "too":
+        "位置不会回绕：Token t 的角度对任何位置都是 positions[t]·θ_i，4096 及以上也一样",
+    "return the caches grown by the new token (S + 1 tokens), not the ones you were given":
+        "返回增加了新 Token 的缓存（S + 1 个 Token），而不是传进来的那个",
+    "rows do not sum to 1: softmax over the wrong axis? Each query's weights over the keys (the last axis) sum to 1":
+        "各行之和不为 1：Softmax 的轴选错了？每个查询对所有键的权重（最后一个轴）之和应为 1",
+    "scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k the last axis of q":
+        "分数没有除以 √d_k：scores = q kᵀ / √d_k，其中 d_k 是 q 的最后一个轴",
+    "scores not divided by √d_k: the step is the same scaled dot-product attention as before":
+        "分数没有除以 √d_k：这一步与之前一样是缩放点积注意力",
+    "softmax over the wrong axis: the new query's weights run over the S + 1 keys (the last axis of the scores) and "
+    "sum to 1":
+        "Softmax 的轴选错了：新查询的权重遍历 S + 1 个键（分数的最后一个轴），并且和为 1",
+    "the cache grows along the sequence axis (the second-to-last, of size S), and only the last two axes of k are "
+    "transposed for the scores":
+        "缓存沿序列轴（倒数第二个轴，大小为 S）增长，计算分数时只转置 k 的最后两个轴",
+    "the diagonal is blocked: a token may attend to itself (key position <= query position, not <)":
+        "对角线被屏蔽了：Token 可以关注它自己（键的位置 <= 查询的位置，而不是 <）",
+    "the dot products are scaled by 1/√d_I (the width of one head) before the ReLU":
+        "点积在 ReLU 之前要乘以 1/√d_I（一个头的宽度）",
+    "the future is not masked: key s is visible to query t only up to t's own position (-inf beyond)":
+        "没有屏蔽未来：键 s 只在不超过查询 t 自身位置时才对 t 可见（超出部分为 -inf）",
+    "the mask is top-left aligned: the T queries are the last T of the S tokens, query i sits at position S − T + i":
+        "掩码是左上角对齐的：这 T 个查询是 S 个 Token 中的最后 T 个，查询 i 位于位置 S − T + i",
+    "the mask is top-left aligned: the new queries are the LAST T of the S positions, so query i sits at position "
+    "S − T + i and sees every key up to that position":
+        "掩码是左上角对齐的：新查询是 S 个位置中的最后 T 个，所以查询 i 位于位置 S − T + i，能看到直到该位置的每一个键",
+    "the mask may have batch and head axes, e.g. (B, 1, 1, S) for padding: let it broadcast against the (..., T, S) "
+    "scores (an elementwise choice between the score and −∞) instead of indexing with it":
+        "掩码可能带有批轴和头轴，例如填充掩码的 (B, 1, 1, S)：让它与 (..., T, S) 的分数广播（在分数和 −∞ 之间逐元素选择），"
+        "而不是用它做索引",
+    "the mask was not applied: a blocked key (mask False) must get weight 0": "没有应用掩码：被屏蔽的键（mask 为 False）的权重必须为 0",
+    "the new key and value go at the end of the cache, after the older tokens (the cache is in position order)":
+        "新的键和值应放在缓存末尾，排在旧 Token 之后（缓存按位置顺序存放）",
+    "the offset runs the other way: query i sits at position S − T + i (the new queries come last), not T − S + i":
+        "偏移的方向反了：查询 i 位于位置 S − T + i（新查询排在最后），而不是 T − S + i",
+    "the positions lost precision: float16 holds whole numbers exactly only up to 2048, so 5003 becomes 5004; keep "
+    "positions as integers and build the angles in float64":
+        "位置丢失了精度：float16 只能精确表示不超过 2048 的整数，所以 5003 变成了 5004；位置要保持为整数，并用 float64 构造角度",
+    "the scale is 1/√d_I, the head width, not one over the square root of the number of heads (the 1/√H_I is already "
+    "inside w)":
+        "缩放系数是 1/√d_I，即头宽，而不是头数平方根的倒数（1/√H_I 已经包含在 w 里了）",
+    "the scale is 1/√d_I, the width of one head, not of all heads together": "缩放系数是 1/√d_I，即一个头的宽度，而不是所有头加起来的宽度",
+    "the whole array sums to 1 instead of each row: each row is its own distribution, summed over its own entries "
+    "only":
+        "变成了整个数组之和为 1，而不是每一行：每一行是它自己的分布，只对它自己的元素求和",
+    "use each token's own position: positions need not be consecutive or sorted, so do not reorder them":
+        "使用每个 Token 自己的位置：位置不一定连续或有序，所以不要给它们重新排序",
+    "use each token's own position: positions need not be consecutive or sorted, so positions[0] + t is not the "
+    "position of token t":
+        "使用每个 Token 自己的位置：位置不一定连续或有序，所以 positions[0] + t 并不是 Token t 的位置",
+    "w is (B, T, H_I) but the per-head dot products are (B, H_I, T, S): move w's head axis to where q's is before "
+    "weighting, and give it a trailing axis for S":
+        "w 是 (B, T, H_I)，而逐头的点积是 (B, H_I, T, S)：加权之前要把 w 的头轴移到与 q 相同的位置，并为 S 添加一个末尾轴",
+    "−1e9 is a large finite number, not −∞: in a fully masked row every score becomes −1e9, and softmax makes the row "
+    "uniform (weight 1/S on every blocked key) instead of weights 0; block with −∞ and give a row with nothing to "
+    "attend to weights 0":
+        "−1e9 是一个很大的有限数，不是 −∞：在整行被掩码的行中，每个分数都变成 −1e9，Softmax 会让这一行变得均匀（每个被屏蔽的键权重 "
+        "1/S），而不是权重 0；要用 −∞ 屏蔽，并让没有任何可关注对象的行权重为 0",
+}
+
+_HINTS.update(_MORE)
 
 EXERCISES_ZH = Catalog({**_REPORT, **_TITLES, **_LABELS, **_HINTS})
