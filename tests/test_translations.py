@@ -84,12 +84,18 @@ def test_an_edited_english_cell_is_reported_stale_by_notebook_and_cell():
     assert bt.check_catalog(stem, nb, sections).missing == ["brand-new"]
 
 
-def test_the_build_command_fails_on_a_stale_cell(tmp_path, monkeypatch):
-    """The tool itself (not only the test) exits 1 and names the cell; run on a copy of the repo's files."""
+def _copy_of_the_repo(tmp_path) -> str:
+    """The first translated notebook and its catalog, copied into ``tmp_path`` laid out like the repo."""
     stem = TRANSLATED[0]
     for rel in (f"notebooks/{stem}.ipynb", f"translations/zh/{stem}.md"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text((REPO / rel).read_text(encoding="utf-8"), encoding="utf-8")
+    return stem
+
+
+def test_the_build_command_fails_on_a_stale_cell(tmp_path, monkeypatch):
+    """The tool itself (not only the test) exits 1 and names the cell; run on a copy of the repo's files."""
+    stem = _copy_of_the_repo(tmp_path)
     nb = json.loads((tmp_path / f"notebooks/{stem}.ipynb").read_text(encoding="utf-8"))
     cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
     cell["source"] = ["# edited\n"]
@@ -103,10 +109,7 @@ def test_the_build_command_fails_on_a_stale_cell(tmp_path, monkeypatch):
 
 
 def test_update_flags_the_changed_cell_and_keeps_the_rest(tmp_path, monkeypatch):
-    stem = TRANSLATED[0]
-    for rel in (f"notebooks/{stem}.ipynb", f"translations/zh/{stem}.md"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text((REPO / rel).read_text(encoding="utf-8"), encoding="utf-8")
+    stem = _copy_of_the_repo(tmp_path)
     nb = json.loads((tmp_path / f"notebooks/{stem}.ipynb").read_text(encoding="utf-8"))
     md = [c for c in nb["cells"] if c["cell_type"] == "markdown"]
     md[0]["source"] = ["# edited\n"]
