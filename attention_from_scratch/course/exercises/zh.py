@@ -335,6 +335,93 @@ _MORE = {
         "1/S），而不是权重 0；要用 −∞ 屏蔽，并让没有任何可关注对象的行权重为 0",
 }
 
+# the backward passes (notebook 18) and the Adam step (notebook 19)
+_MORE_18_19 = {
+    # titles
+    "the backward passes of softmax and attention": "Softmax 与注意力的反向传播",
+    "an Adam step": "一步 Adam",
+    # labels
+    "a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6): lengths 6 and 2":
+        "作用于 (B, H, T, S) = (2, 3, 4, 6) 上的 (B, 1, 1, S) 填充掩码：长度为 6 和 2",
+    "a fully masked row (query 1 sees no key): it contributes nothing": "整行被掩码（查询 1 看不到任何键）：它不贡献任何东西",
+    "a late step, t = 1000 (the correction is almost 1)": "很靠后的一步，t = 1000（修正系数几乎为 1）",
+    "a saturated row (one weight close to 1)": "饱和的一行（有一个权重接近 1）",
+    "a single entry per row (y = 1: dx = 0)": "每行只有一个元素（y = 1：dx = 0）",
+    "a square (4, 4) matrix": "一个 (4, 4) 方阵",
+    "a zero gradient entry": "一个为零的梯度元素",
+    "d_k = 16 (the scale 1/4 matters)": "d_k = 16（缩放系数 1/4 起作用）",
+    "float32 first step, batch of matrices (2, 2, 3)": "float32 的第一步，一批矩阵 (2, 2, 3)",
+    "large upstream gradients (about 1000)": "很大的上游梯度（约 1000）",
+    "masked keys (y = 0 there): their gradient is 0": "被掩码的键（那里 y = 0）：它们的梯度为 0",
+    "one row of 3": "一行 3 个元素",
+    "other betas (0.5, 0.8), t = 4": "其他的 beta 值 (0.5, 0.8)，t = 4",
+    "step t = 10, lr = 0.01": "第 t = 10 步，lr = 0.01",
+    "step t = 2, a (3, 4) matrix": "第 t = 2 步，一个 (3, 4) 矩阵",
+    "the first step (t = 1) from m = v = 0": "从 m = v = 0 开始的第一步（t = 1）",
+    "tiny gradients (about 1e-9): where eps goes matters": "极小的梯度（约 1e-9）：eps 放在哪里很重要",
+    # hints
+    "bias correction: m and v start at 0, so in the first steps they are too small by the factors 1 − β₁ᵗ and "
+    "1 − β₂ᵗ; divide by them before the update":
+        "偏差修正：m 和 v 从 0 开始，所以在最初几步里它们分别小了 1 − β₁ᵗ 和 1 − β₂ᵗ 倍；更新之前要除以这两个系数",
+    "dK = scale · dSᵀ Q: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that factor "
+    "into dK (and dQ) too":
+        "dK = scale · dSᵀ Q：前向把分数乘以了 scale = 1/√d_k，所以由链式法则，这个系数也会进入 dK（以及 dQ）",
+    "dQ = scale · dS K: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that factor "
+    "into dQ (and dK) too":
+        "dQ = scale · dS K：前向把分数乘以了 scale = 1/√d_k，所以由链式法则，这个系数也会进入 dQ（以及 dK）",
+    "dS needs softmax's row correction: dS = P ⊙ (dP − rowsum(dP ⊙ P)); P ⊙ dP alone is only the diagonal of the "
+    "softmax Jacobian":
+        "dS 需要 Softmax 的行修正项：dS = P ⊙ (dP − rowsum(dP ⊙ P))；只有 P ⊙ dP 只是 Softmax 雅可比矩阵的对角部分",
+    "dV = Pᵀ dO: value j collects dO from every query in proportion to the weight that query gave key j, which is "
+    "column j of P: the transpose":
+        "dV = Pᵀ dO：值 j 从每个查询收集 dO，比例是该查询给键 j 的权重，也就是 P 的第 j 列：所以要转置",
+    "dx = y ⊙ (g − ⟨g, y⟩): the whole bracket is multiplied by y (a masked entry, y = 0, gets gradient 0)":
+        "dx = y ⊙ (g − ⟨g, y⟩)：整个括号都要乘以 y（被掩码的元素 y = 0，梯度为 0）",
+    "eps goes after the square root, sqrt(v̂) + eps: it guards the division, and inside the root it swamps tiny "
+    "gradients":
+        "eps 放在开方之后，sqrt(v̂) + eps：它是用来保护除法的，放在根号里会淹没极小的梯度",
+    "masked keys got gradient: a blocked score must be −∞ (weight 0); 0 is an ordinary score":
+        "被掩码的键得到了梯度：被屏蔽的分数必须是 −∞（权重 0）；0 是一个普通的分数",
+    "masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the forward pass "
+    "did), so dS = 0 there and those keys' rows of dK and dV stay 0":
+        "被掩码的键不能得到梯度：mask 为 False 处 P = 0（像前向那样带着掩码重建 P），所以那里 dS = 0，这些键在 dK 和 dV 中的行保持为 0",
+    "nan from the fully masked row: its softmax must be weights 0 (not 0/0), so it contributes nothing: its dQ row "
+    "is 0 and it adds nothing to dK and dV":
+        "整行被掩码的行产生了 nan：它的 Softmax 必须是权重 0（而不是 0/0），这样它不贡献任何东西：它的 dQ 行为 0，对 dK 和 dV 也毫无贡献",
+    "return the running averages m and v themselves (the next step decays them again); the bias-corrected m̂ and v̂ "
+    "are only for this step's update":
+        "要返回运行平均 m 和 v 本身（下一步会再次衰减它们）；偏差修正后的 m̂ 和 v̂ 只用于这一步的更新",
+    "step against the gradient: p − lr · m̂ / (sqrt(v̂) + eps)": "沿梯度的反方向走：p − lr · m̂ / (sqrt(v̂) + eps)",
+    "t is the number of this step, counted from 1 (the first call has t = 1): the correction uses β^t":
+        "t 是这一步的序号，从 1 开始计数（第一次调用时 t = 1）：修正系数用的是 β^t",
+    "the correction ⟨g, y⟩ = Σ_j g_j y_j weighs each upstream gradient by its softmax weight; Σ_j g_j leaves out the "
+    "weights":
+        "修正项 ⟨g, y⟩ = Σ_j g_j y_j 用 Softmax 权重给每个上游梯度加权；Σ_j g_j 漏掉了权重",
+    "the new gradient gets the small weight 1 − β₁ and the old average the large weight β₁":
+        "新的梯度得到较小的权重 1 − β₁，旧的平均得到较大的权重 β₁",
+    "the row correction is missing: dx_i = y_i (g_i − ⟨g, y⟩); y ⊙ g alone is only the diagonal part diag(y) g of "
+    "the Jacobian, without the − y yᵀ g that couples the entries of a row":
+        "漏了行修正项：dx_i = y_i (g_i − ⟨g, y⟩)；只有 y ⊙ g 只是雅可比矩阵的对角部分 diag(y) g，缺少把一行各元素耦合起来的 − y yᵀ g",
+    "the scale is missing in both dQ and dK: S = scale · Q Kᵀ with scale = 1/√d_k":
+        "dQ 和 dK 中都漏了缩放系数：S = scale · Q Kᵀ，其中 scale = 1/√d_k",
+    "the sign of dS is flipped: dS = P ⊙ (dP − rowsum(dP ⊙ P))": "dS 的符号反了：dS = P ⊙ (dP − rowsum(dP ⊙ P))",
+    "the sign of the correction is flipped: dx = y ⊙ (g − ⟨g, y⟩)": "修正项的符号反了：dx = y ⊙ (g − ⟨g, y⟩)",
+    "v averages the squared gradient g², not |g| or g": "v 平均的是梯度的平方 g²，而不是 |g| 或 g",
+    "y_i (1 − y_i) is only the Jacobian's diagonal: the off-diagonal entries −y_i y_j couple every entry of a row, "
+    "and they add up to the correction − y ⟨g, y⟩":
+        "y_i (1 − y_i) 只是雅可比矩阵的对角线：非对角元素 −y_i y_j 把一行的每个元素耦合起来，它们加起来就是修正项 − y ⟨g, y⟩",
+    "β₁ belongs to the first moment m (the gradient's average), β₂ to the second moment v (its square's)":
+        "β₁ 属于一阶矩 m（梯度的平均），β₂ 属于二阶矩 v（梯度平方的平均）",
+    "−1e9 is finite: in a fully masked row every score becomes −1e9 and the softmax makes the row uniform, so a row "
+    "that should contribute nothing sends gradient to every key; use −∞ and give that row weights 0":
+        "−1e9 是有限的：在整行被掩码的行中，每个分数都变成 −1e9，Softmax 会让这一行变得均匀，于是本应不贡献任何东西的行把梯度传给了每个键；"
+        "要用 −∞，并让这一行的权重为 0",
+    "⟨g, y⟩ is one number per row: sum over the last axis only (each row is its own softmax)":
+        "⟨g, y⟩ 是每行一个数：只沿最后一个轴求和（每一行是它自己的 Softmax）",
+    "⟨g, y⟩ is one number per row: sum over the last axis, not the first": "⟨g, y⟩ 是每行一个数：沿最后一个轴求和，而不是第一个",
+}
+
 _HINTS.update(_MORE)
+_HINTS.update(_MORE_18_19)
 
 EXERCISES_ZH = Catalog({**_REPORT, **_TITLES, **_LABELS, **_HINTS})
