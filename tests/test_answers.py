@@ -69,7 +69,8 @@ def _rotate(x, positions):
         for i in range(d // 2):
             a = m * 10000.0 ** (-2 * i / d)
             c, s = math.cos(a), math.sin(a)
-            out[t, 2 * i], out[t, 2 * i + 1] = c * x[t, 2 * i] - s * x[t, 2 * i + 1], s * x[t, 2 * i] + c * x[t, 2 * i + 1]
+            a0, a1 = x[t, 2 * i], x[t, 2 * i + 1]
+            out[t, 2 * i], out[t, 2 * i + 1] = c * a0 - s * a1, s * a0 + c * a1
     return out
 
 
