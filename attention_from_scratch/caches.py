@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import math
 
-from array_api_compat import device as device_of
-
-from .backend import backend_name, check_positive_int, get_namespace
+from .backend import backend_name, check_positive_int, device_of, get_namespace
 from .masking import check_window, window_band
 from .mla_config import MLAConfig
 

@@ -50,10 +50,8 @@ Legend: B batch, H heads, T new tokens, S all tokens (cached + new), d_c latent,
 
 from __future__ import annotations
 
-from array_api_compat import device as device_of
-
 from .attention import scaled_dot_product_attention
-from .backend import as_float, get_namespace, random_normal, to_device
+from .backend import as_float, device_of, get_namespace, random_normal, to_device
 from .caches import LatentCache
 from .masking import causal_mask
 from .mla_checkpoint import check_state_dict

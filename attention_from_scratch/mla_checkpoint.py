@@ -23,9 +23,8 @@ import json
 from collections.abc import Mapping
 
 import numpy as np
-from array_api_compat import device as device_of
 
-from .backend import as_float, get_namespace, to_device
+from .backend import as_float, device_of, get_namespace, to_device
 from .mla_config import MLAConfig, mla_weight_shapes
 
 __all__ = ["check_state_dict", "read_safetensors"]

@@ -18,6 +18,8 @@ __all__ = [
     "cross_attention_example",
     "cross_attention_weights",
     "head_weights",
+    "kernel_regression_data",
+    "kernel_regression_truth",
     "mha_head_example",
 ]
 
@@ -141,3 +143,16 @@ def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: 
     v_a = random_normal((d_a,), seed=seed + 4, scale=d_a**-0.5)
     scores = pairwise_additive(q, k, w_q, w_k, v_a)[:, 0, :]  # (N, 1, S) -> (N, S)
     return float(np.std(scores)), float(np.mean(np.max(softmax(scores), axis=-1)))
+
+
+def kernel_regression_truth(x):
+    """Notebook 05's function to recover by kernel regression: f(x) = 2 sin x + x^0.8 (d2l §11.2's)."""
+    x = np.asarray(x, dtype=np.float64)
+    return 2 * np.sin(x) + x**0.8
+
+
+def kernel_regression_data(n: int = 40, *, seed: int = 0):
+    """Notebook 05's 1-D problem: ``n`` sorted points on [0, 5] and noisy targets ``f(x) + N(0, 0.5²)``."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0.0, 5.0, n))
+    return x, kernel_regression_truth(x) + 0.5 * rng.standard_normal(n)

@@ -24,7 +24,7 @@ cases, ``compare.py`` compares and reports.
 
 How to write an exercise
 ------------------------
-1. In the module named after the concept (``exercises/<concept>.py``), build an :class:`Exercise`:
+1. In the module named after the concept (``exercises/<concept>.py``), build an :class:`Exercise` with
    ``name``, the ``notebook`` stem that holds it, ``arg_names`` (the signature the checker calls) and
    ``outputs`` (names of the returned values; a tuple when more than one), ``cases`` (a function
    returning :class:`Case` objects from fixed seeds: the easy case first, then batch/head axes,
