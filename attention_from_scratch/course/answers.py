@@ -202,6 +202,23 @@ def _outputs_changed_by_wkv_b():
     return int(changed.sum())
 
 
+def _dsa_small_topk_kept(topk=4, query=5):
+    """Notebook 12, section 2's small DSA layer: how many keys query ``query`` keeps under top-``topk``."""
+    from ..backend import random_normal
+    from ..mla import MultiHeadLatentAttention
+    from ..mla_config import MLAConfig
+    from ..sparse import topk_mask
+
+    cfg = MLAConfig.deepseek_v32(dim=32, n_heads=4, q_lora_rank=16, kv_lora_rank=16, qk_nope_head_dim=8,
+                                 qk_rope_head_dim=4, v_head_dim=8, n_layers=1, max_seq_len=64, original_seq_len=64,
+                                 index_n_heads=2, index_head_dim=8, index_topk=3)
+    mla = MultiHeadLatentAttention(cfg, seed=0)
+    mla.indexer_k_norm_bias = random_normal((cfg.index_head_dim,), seed=5, scale=0.3)
+    x = random_normal((1, 6, cfg.dim), seed=1)
+    scores = mla.index_scores(x, mla.query_latent(x), mla.index_keys(x, 0))
+    return int(np.sum(topk_mask(scores, topk)[0, query]))
+
+
 def _largest_n_fitting(heads=32, element=4, budget=8 * 2**30):
     n = 1
     while heads * (2 * n) ** 2 * element <= budget:
@@ -390,6 +407,11 @@ ANSWERS = {
     "11.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
     "11.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
                         "attends to one key only under the causal mask.", kind="count"),
+    "12.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
+                        "per layer, the indexer reads every cached indexer key and MLA reads only the top-k latents; "
+                        "add both, times the layers (decode_bytes_read does it).", kind="count"),
+    "12.2": ShortAnswer(_dsa_small_topk_kept, "a query keeps its k best visible keys, or all of them when it sees "
+                        "fewer: how many keys does query 5 see under the causal mask?", kind="count"),
     "13.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
                                                              np.array([[5.0], [6.0]]))[1][0, 0]),
                         "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores."),
