@@ -124,15 +124,9 @@ _HINTS = {
         "掩码反了：True = 可以关注，所以应保留 mask 为 True 处的分数",
     "True and False swapped: here True = may attend (PyTorch's convention), so the past and the token itself are True":
         "True 和 False 弄反了：这里 True = 可以关注（PyTorch 的约定），所以过去的位置和 Token 自身都是 True",
-    "not transposed: split into (B, H, T, d_k): reshape to (B, T, H, d_k), then swap axes 1 and 2":
-        "没有转置：拆成 (B, H, T, d_k) 时，先 reshape 成 (B, T, H, d_k)，再交换第 1 和第 2 个轴",
     "features interleaved: head h owns features h·d_k … (h+1)·d_k − 1, so reshape the last axis as (H, d_k), "
     "not (d_k, H)":
         "特征交错了：头 h 拥有的是第 h·d_k … (h+1)·d_k − 1 个特征，所以最后一个轴应 reshape 成 (H, d_k)，而不是 (d_k, H)",
-    "heads mixed: reshape without transpose? Reshape to (B, T, H, d_k) first, then swap axes 1 and 2":
-        "头混在一起了：只 reshape 没有转置？先 reshape 成 (B, T, H, d_k)，再交换第 1 和第 2 个轴",
-    "heads mixed: reshape without transpose? Swap axes 1 and 2 back to (B, T, H, d_k), then reshape":
-        "头混在一起了：只 reshape 没有转置？先交换第 1 和第 2 个轴回到 (B, T, H, d_k)，再 reshape",
     "features interleaved: head h's d_k features must stay together (transpose to (B, T, H, d_k), not "
     "(B, T, d_k, H))":
         "特征交错了：头 h 的 d_k 个特征必须挨在一起（转置成 (B, T, H, d_k)，而不是 (B, T, d_k, H)）",
@@ -337,6 +331,16 @@ _MORE = {
 
 # the backward passes (notebook 18) and the Adam step (notebook 19)
 _MORE_18_19 = {
+    # split and merge heads, reworded
+    "heads mixed: reshape without transpose? A reshape only regroups numbers in memory order, where each token's "
+    "features are contiguous: group them by head within the token first, then move the head axis":
+        "头混在一起了：只 reshape 没有转置？reshape 只是按内存顺序重新分组，而每个 Token 的特征是连续存放的：先在 Token 内部按头分组，再移动头的轴",
+    "heads mixed: reshape without transpose? A reshape only regroups numbers in memory order: bring each token's "
+    "heads next to each other (tokens before heads) before flattening them":
+        "头混在一起了：只 reshape 没有转置？reshape 只是按内存顺序重新分组：展平之前，先把每个 Token 的各个头挨在一起（Token 在前，头在后）",
+    "not transposed: the heads must come before the tokens, (B, H, T, d_k): after grouping each token's features by "
+    "head, the head and token axes still have to trade places":
+        "没有转置：头必须排在 Token 之前，即 (B, H, T, d_k)：把每个 Token 的特征按头分组之后，头轴和 Token 轴还得交换位置",
     # titles
     "the backward passes of softmax and attention": "Softmax 与注意力的反向传播",
     "an Adam step": "一步 Adam",
