@@ -124,7 +124,7 @@ def plot(rows, cross=None):
 
 def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table and the crossover, and (full run only) write the figure. Returns the rows."""
-    contexts, repeat = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 9)
+    contexts, repeat = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 15)
     if threads is None:
         rows = [measure(c, repeat) for c in contexts]
     else:
