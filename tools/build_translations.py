@@ -268,9 +268,9 @@ def update_catalog(stem: str, lang: str = "zh") -> list[str]:
         else:
             notes.append(f"--- {stem} cell {cid}: new (English copied, flagged todo)")
             new.append(Section(cid, h, "todo", src))
-    kept = {(x.cell_id, x.en) for x in new} | {x.en for x in new}
+    kept, ids = {x.en for x in new}, {c["id"] for c in _markdown_cells(nb)}
     for x in old:  # a section no cell uses any more: show its Chinese, a new cell may reuse it
-        if x.en not in kept and (x.cell_id, x.en) not in kept and x.cell_id not in {c["id"] for c in _markdown_cells(nb)}:
+        if x.en not in kept and x.cell_id not in ids:
             notes.append(f"--- {stem} section {x.cell_id}: dropped (no cell has its id or English); its text was:\n"
                          f"{x.text}")
     path.parent.mkdir(parents=True, exist_ok=True)
