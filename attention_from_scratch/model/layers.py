@@ -4,11 +4,14 @@ Every layer is a pair of pure functions: ``*_forward`` returns the output and a 
 the backward pass needs; ``*_backward`` takes that cache and ``dL/d output`` and returns ``dL/d input``
 (plus the parameter gradients). Nothing here is learned by magic: each backward is the chain rule
 written out, and ``tests/test_transformer.py`` checks the whole model against finite differences.
+The functions update in place only buffers they made themselves (``y *= g``), to keep the number of
+full-size temporaries low; an input or a cached array is never modified.
 
 Shapes: ``B`` batch, ``T`` tokens, ``d_model`` the residual width, ``V`` the vocabulary.
 
-* one-hot embedding  ``x = onehot(tokens) @ E``         -- a lookup written as a matmul, so its backward
-  is a matmul too (``dE = onehotᵀ dx``); the Array API has no scatter-add, and V is small here.
+* embedding          ``x = E[tokens]``                   -- a row lookup (``take``); its backward is a
+  scatter-add, ``dE[j] = Σ_(t: token_t = j) dx_t``, written as ``onehotᵀ dx`` (the Array API has no
+  scatter-add; with V this small the matmul is faster than NumPy's ``np.add.at``, measured 2x).
 * RMSNorm            ``y = x / rms(x) · g``, ``rms(x) = sqrt(mean(x²) + eps)``  (Zhang & Sennrich 2019;
   DeepSeek-V3 and Llama use it instead of LayerNorm: no mean, no bias).
 * GELU (tanh form)   ``y = x/2 · (1 + tanh(c (x + 0.044715 x³)))``, ``c = sqrt(2/π)``  (Hendrycks &
@@ -28,6 +31,8 @@ from ..softmax import logsumexp, softmax
 __all__ = [
     "cross_entropy_backward",
     "cross_entropy_forward",
+    "embedding_backward",
+    "embedding_forward",
     "gelu_backward",
     "gelu_forward",
     "linear_backward",
@@ -46,6 +51,18 @@ def one_hot(tokens, n, xp, dtype):
     return xp.astype(tokens[..., None] == classes, dtype)  # (B, T, 1) == (n,) -> (B, T, n)
 
 
+def embedding_forward(tokens, e, xp):
+    """``x = E[tokens]``: tokens ``(B, T)`` integers, E ``(V, d)`` -> ``(B, T, d)``, a row lookup."""
+    rows = xp.take(e, xp.reshape(tokens, (-1,)), axis=0)  # (B·T, d)
+    return xp.reshape(rows, (*tokens.shape, e.shape[1]))  # (B·T, d) -> (B, T, d)
+
+
+def embedding_backward(tokens, dx, n, xp):
+    """``dE`` ``(n, d)``: each row j sums ``dx`` over the positions holding token j (a scatter-add, as ``onehotᵀ dx``)."""
+    flat = xp.reshape(tokens, (-1,))  # (B·T,)
+    return one_hot(flat, n, xp, dx.dtype).mT @ xp.reshape(dx, (-1, dx.shape[-1]))  # (n, B·T) @ (B·T, d)
+
+
 def linear_backward(x, w, dy, xp):
     """``y = x @ w`` with x ``(B, T, d_in)``, w ``(d_in, d_out)``, dy ``(B, T, d_out)`` -> ``(dx, dw)``.
 
@@ -59,9 +76,9 @@ def linear_backward(x, w, dy, xp):
 
 def rms_norm_forward(x, g, xp):
     """RMSNorm: x ``(..., d)``, gain g ``(d,)`` -> ``(y, cache)`` with ``y = x / rms(x) · g``."""
-    rms = xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + RMS_EPS)  # (..., 1)
-    x_hat = x / rms  # (..., d): unit root-mean-square
-    return x_hat * g, (x_hat, rms, g)
+    inv_rms = 1.0 / xp.sqrt(xp.vecdot(x, x)[..., None] / x.shape[-1] + RMS_EPS)  # (..., 1); Σ x² without x²
+    x_hat = x * inv_rms  # (..., d): unit root-mean-square
+    return x_hat * g, (x_hat, inv_rms, g)
 
 
 def rms_norm_backward(cache, dy, xp):
@@ -70,23 +87,42 @@ def rms_norm_backward(cache, dy, xp):
         dg = Σ dy · x̂                         (summed over every row)
         dx = (dx̂ - x̂ · mean(dx̂ · x̂)) / rms   (rms depends on x: the second term)
     """
-    x_hat, rms, g = cache
-    dg = xp.sum(xp.reshape(dy * x_hat, (-1, dy.shape[-1])), axis=0)  # (..., d) -> (N, d) -> (d,)
-    dx_hat = dy * g
-    dx = (dx_hat - x_hat * xp.mean(dx_hat * x_hat, axis=-1, keepdims=True)) / rms
+    x_hat, inv_rms, g = cache
+    d = dy.shape[-1]
+    dg = xp.vecdot(xp.reshape(dy, (-1, d)), xp.reshape(x_hat, (-1, d)), axis=-2)  # Σ over the N rows: (d,)
+    dx = dy * g  # dx̂, a new buffer
+    dx -= x_hat * (xp.vecdot(dx, x_hat)[..., None] / d)  # (..., 1) mean(dx̂ · x̂)
+    dx *= inv_rms
     return dx, dg
 
 
 def gelu_forward(x, xp):
     """GELU, tanh approximation: ``(y, cache)``, ``y = x/2 · (1 + tanh(c (x + 0.044715 x³)))``."""
-    t = xp.tanh(_C * (x + 0.044715 * x * x * x))
-    return 0.5 * x * (1.0 + t), (x, t)
+    t = x * x
+    t *= 0.044715
+    t += 1.0
+    t *= x
+    t *= _C  # c (x + 0.044715 x³) = c x (1 + 0.044715 x²)
+    t = xp.tanh(t)
+    y = t + 1.0
+    y *= x
+    y *= 0.5
+    return y, (x, t)
 
 
 def gelu_backward(cache, dy, xp):
     """``dx`` of GELU: ``dy/dx = (1 + t)/2 + x/2 · (1 - t²) · c (1 + 3·0.044715 x²)``."""
     x, t = cache
-    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _C * (1.0 + 3 * 0.044715 * x * x))
+    dx = x * x
+    dx *= 3 * 0.044715
+    dx += 1.0
+    dx *= x
+    dx *= 0.5 * _C  # x/2 · c (1 + 3·0.044715 x²)
+    dx *= 1.0 - t * t
+    dx += 0.5 * t
+    dx += 0.5  # + (1 + t)/2
+    dx *= dy
+    return dx
 
 
 def cross_entropy_forward(logits, targets, xp):
