@@ -1,4 +1,4 @@
-"""The non-attention layers of the capstone Transformer, each forward beside its hand-written backward.
+"""The capstone Transformer's layers, each forward beside its hand-written backward, and its attention calls.
 
 Every layer is a pair of pure functions: ``*_forward`` returns the output and a small ``cache`` of what
 the backward pass needs; ``*_backward`` takes that cache and ``dL/d output`` and returns ``dL/d input``
@@ -18,6 +18,8 @@ Shapes: ``B`` batch, ``T`` tokens, ``d_model`` the residual width, ``V`` the voc
   Gimpel 2016; GPT-2's MLP). Smooth everywhere, so finite differences check it cleanly (ReLU has a kink).
 * softmax cross-entropy ``L = mean_t [logsumexp(z_t) - z_t[y_t]]``, whose gradient is the famous
   ``dz = (softmax(z) - onehot(y)) / N``.
+* attention: the package's sdpa and its backward's formulas (``attention.py``), a few batch rows per
+  call, the forward's weights kept for the backward.
 """
 
 from __future__ import annotations
@@ -26,9 +28,13 @@ import math
 
 import array_api_compat
 
+from ..attention import _attention_backward_saved, scaled_dot_product_attention
+from ..rope import rope_tables
 from ..softmax import logsumexp, softmax
 
 __all__ = [
+    "attention_backward_in_chunks",
+    "attention_in_chunks",
     "cross_entropy_backward",
     "cross_entropy_forward",
     "embedding_backward",
@@ -39,10 +45,15 @@ __all__ = [
     "one_hot",
     "rms_norm_backward",
     "rms_norm_forward",
+    "rope_tables_upto",
 ]
 
 RMS_EPS = 1e-6  # DeepSeek-V3's RMSNorm eps; keeps 1/rms finite for an all-zero row
 _C = math.sqrt(2.0 / math.pi)
+# numbers of sdpa's weights (rows, H, T, S) per call: 2^19 float32 = 2 MiB stays in a CPU's cache through
+# the softmax's passes; one call on a whole (16, 8, 256, 256) batch was 1.6x slower, measured
+ATTENTION_CHUNK = 2**19
+GELU_ROWS = 64  # rows per block in gelu_backward: 64 · 1024 float32 = 256 KiB; 2x faster than whole, measured
 
 
 def one_hot(tokens, n, xp, dtype):
@@ -58,9 +69,39 @@ def embedding_forward(tokens, e, xp):
 
 
 def embedding_backward(tokens, dx, n, xp):
-    """``dE`` ``(n, d)``: each row j sums ``dx`` over the positions holding token j (a scatter-add, as ``onehotᵀ dx``)."""
+    """``dE`` ``(n, d)``: row j sums ``dx`` over the positions holding token j (a scatter-add, as onehotᵀ dx)."""
     flat = xp.reshape(tokens, (-1,))  # (B·T,)
     return one_hot(flat, n, xp, dx.dtype).mT @ xp.reshape(dx, (-1, dx.shape[-1]))  # (n, B·T) @ (B·T, d)
+
+
+def _batch_chunks(q, k):
+    """Slices of the batch axis holding about ATTENTION_CHUNK attention weights each (at least one row)."""
+    rows = max(1, ATTENTION_CHUNK // math.prod((*q.shape[1:-1], k.shape[-2])))  # one row: (..., T, S) weights
+    return [slice(i, min(i + rows, q.shape[0])) for i in range(0, q.shape[0], rows)]
+
+
+def attention_in_chunks(q, k, v, options, xp):
+    """``scaled_dot_product_attention(q, k, v, **options)`` a few batch rows at a time -> ``(out, [weights])``:
+    the output whole, the weights (the backward's) one array per chunk."""
+    parts = [scaled_dot_product_attention(q[r, ...], k[r, ...], v[r, ...], **options) for r in _batch_chunks(q, k)]
+    return xp.concat([out for out, _ in parts], axis=0), [w for _, w in parts]
+
+
+def attention_backward_in_chunks(q, k, v, out, weights, d_out, scale, xp):
+    """``(dq, dk, dv)`` from :func:`attention_in_chunks`' saved weights, with ``attention_backward``'s formulas."""
+    parts = [
+        _attention_backward_saved(q[r, ...], k[r, ...], v[r, ...], out[r, ...], w, d_out[r, ...], scale, xp)
+        for r, w in zip(_batch_chunks(q, k), weights, strict=True)
+    ]
+    return tuple(xp.concat(list(d), axis=0) for d in zip(*parts, strict=True))
+
+
+def rope_tables_upto(max_len, freqs, dtype, xp):
+    """cos, sin and -sin of m·θ_i at m = 0 .. max_len - 1, ``(max_len, d/2)`` each, on freqs' device: RoPE's
+    rotation R_m and its backward R_(-m) = R_mᵀ (cos is even, sin odd)."""
+    m = xp.arange(max_len, dtype=xp.float64, device=array_api_compat.device(freqs))  # (max_len,)
+    cos, sin = rope_tables(m, freqs, dtype, xp)
+    return cos, sin, -sin
 
 
 def linear_backward(x, w, dy, xp):
@@ -89,7 +130,7 @@ def rms_norm_backward(cache, dy, xp):
     """
     x_hat, inv_rms, g = cache
     d = dy.shape[-1]
-    dg = xp.vecdot(xp.reshape(dy, (-1, d)), xp.reshape(x_hat, (-1, d)), axis=-2)  # Σ over the N rows: (d,)
+    dg = xp.sum(xp.reshape(dy * x_hat, (-1, d)), axis=0)  # (..., d) -> (N, d) -> (d,)
     dx = dy * g  # dx̂, a new buffer
     dx -= x_hat * (xp.vecdot(dx, x_hat)[..., None] / d)  # (..., 1) mean(dx̂ · x̂)
     dx *= inv_rms
@@ -97,30 +138,42 @@ def rms_norm_backward(cache, dy, xp):
 
 
 def gelu_forward(x, xp):
-    """GELU, tanh approximation: ``(y, cache)``, ``y = x/2 · (1 + tanh(c (x + 0.044715 x³)))``."""
-    t = x * x
-    t *= 0.044715
-    t += 1.0
-    t *= x
-    t *= _C  # c (x + 0.044715 x³) = c x (1 + 0.044715 x²)
-    t = xp.tanh(t)
-    y = t + 1.0
-    y *= x
-    y *= 0.5
-    return y, (x, t)
+    """GELU, tanh approximation: ``(y, cache)``, ``y = x · h`` with ``h = (1 + tanh(c (x + 0.044715 x³)))/2``."""
+    h = x * x
+    h *= _C * 0.044715
+    h += _C
+    h *= x  # c (x + 0.044715 x³)
+    h = xp.tanh(h)
+    h *= 0.5
+    h += 0.5  # (1 + tanh)/2, kept for the backward
+    return x * h, (x, h)
 
 
 def gelu_backward(cache, dy, xp):
-    """``dx`` of GELU: ``dy/dx = (1 + t)/2 + x/2 · (1 - t²) · c (1 + 3·0.044715 x²)``."""
-    x, t = cache
+    """``dx`` of GELU: ``dy/dx = h + x h' = h + 2c x (1 + 3·0.044715 x²) · h (1 - h)``.
+
+    With ``t = tanh(u)``, ``h = (1 + t)/2``: ``h' = (1 - t²)/2 · u'`` and ``1 - t² = 4 h (1 - h)``.
+    Computed GELU_ROWS rows at a time, so that its eight passes stay in the CPU's cache.
+    """
+    x, h = cache
+    shape = (-1, dy.shape[-1])  # (..., d_ff) -> (N, d_ff)
+    x, h, dy = xp.reshape(x, shape), xp.reshape(h, shape), xp.reshape(dy, shape)
+    dx = xp.empty_like(dy)
+    for i in range(0, dy.shape[0], GELU_ROWS):
+        rows = slice(i, min(i + GELU_ROWS, dy.shape[0]))
+        dx[rows, :] = _gelu_grad(x[rows, :], h[rows, :], dy[rows, :])
+    return xp.reshape(dx, cache[0].shape)
+
+
+def _gelu_grad(x, h, dy):
+    """``dy · dGELU/dx`` of one block of rows (see :func:`gelu_backward`), in one new buffer."""
     dx = x * x
-    dx *= 3 * 0.044715
-    dx += 1.0
-    dx *= x
-    dx *= 0.5 * _C  # x/2 · c (1 + 3·0.044715 x²)
-    dx *= 1.0 - t * t
-    dx += 0.5 * t
-    dx += 0.5  # + (1 + t)/2
+    dx *= 6 * 0.044715 * _C
+    dx += 2 * _C
+    dx *= x  # 2c x (1 + 3·0.044715 x²)
+    dx *= h
+    dx *= 1.0 - h
+    dx += h
     dx *= dy
     return dx
 

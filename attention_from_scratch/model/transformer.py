@@ -10,16 +10,14 @@ layout, Radford et al. 2019; Llama/DeepSeek's RMSNorm and RoPE):
     logits = norm(x) W_out                                                (B, T, V)
     loss = mean cross-entropy(logits_t, token_(t+1))
 
-Attention is the package's own: ``scaled_dot_product_attention`` + ``attention_backward``'s formulas
-(``attention="sdpa"``) or ``flash_attention(return_lse=True)`` + ``flash_attention_backward``
-(``"flash"``). The forward keeps what the backward needs instead of recomputing it: sdpa's weights P
-(T·S numbers per head and layer: 4 MiB per layer at B 16, H 8, T 256 in float32) or flash's log-sum-exp
-(T per head, from which the backward rebuilds P tile by tile: one more pass of q kᵀ). Every other
-backward is in ``layers.py``; each block's backward below mirrors its forward line by line, in reverse.
-RoPE is a rotation R_m, so its backward is R_mᵀ = R_(-m): the same rotation with sin negated, from
-cos/sin tables built once per ``max_len``. Grouped-query attention (``n_kv_heads < n_heads``) is
-multi-head attention's broadcast (``multihead._group_heads``): queries (B, H_kv, H/H_kv, T, d_k)
-against keys (B, H_kv, 1, S, d_k); the attention backward sums a broadcast input's gradient over the group.
+Attention is the package's own: ``scaled_dot_product_attention`` and ``attention_backward``'s formulas
+(``attention="sdpa"``), or ``flash_attention(return_lse=True)`` and ``flash_attention_backward``. The
+forward keeps what the backward needs: sdpa's weights P (T·S numbers per head: 32 MiB per layer at B 16,
+H 8, T 256, float32) or flash's log-sum-exp (T per head; its backward rebuilds P tile by tile, one more
+q kᵀ). The other layers' backwards are in ``layers.py``; each block's backward mirrors its forward in
+reverse. RoPE's backward is R_mᵀ = R_(-m) (sin negated; the tables are built once per ``max_len``).
+GQA is multi-head attention's broadcast (``multihead._group_heads``); the attention backward sums a
+broadcast input's gradient over the group.
 
 Shapes: B batch, T tokens, H heads, H_kv key/value heads, S keys, d_k = d_model / H, V vocabulary.
 """
@@ -30,13 +28,13 @@ from dataclasses import dataclass
 
 import array_api_compat
 
-from ..attention import _attention_backward_saved, _scale, scaled_dot_product_attention
+from ..attention import _scale, scaled_dot_product_attention
 from ..backend import backend_name, check_flag, check_positive_int, get_namespace, random_normal, to_device
 from ..caches import KVCache
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
 from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads, check_float_dtype
-from ..rope import rope_frequencies, rope_tables, rotate_pairs
+from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
 
 __all__ = ["Transformer", "TransformerConfig"]
@@ -122,7 +120,7 @@ class Transformer:
             self.params[name] = w + 1.0 if norm else w
         self.device = array_api_compat.device(self.params["embed"])
         self._freqs = to_device(rope_frequencies(config.d_k), self.xp, self.device)  # (d_k/2,)
-        self._rope_cache = None  # (max_len, cos, sin, -sin), built by _rope_tables when first needed
+        self._rope_cache = None  # (max_len, cos, sin, -sin), built by _rope when first needed
 
     # -- inputs -------------------------------------------------------------------------------------
     def _tokens(self, tokens, name="tokens", allow_negative=False):
@@ -144,21 +142,14 @@ class Transformer:
         return xp.astype(tokens, xp.int64)
 
     # -- attention: forward and backward ------------------------------------------------------------
-    def _rope_tables(self):
-        """cos, sin and -sin of m·θ_i at every position m < max_len, ``(max_len, d_k/2)`` each, built once
-        per ``max_len`` (a new ``config`` with another max_len rebuilds them)."""
-        if self._rope_cache is None or self._rope_cache[0] != self.config.max_len:
-            m = self.xp.arange(self.config.max_len, dtype=self.xp.float64, device=self.device)  # (max_len,)
-            cos, sin = rope_tables(m, self._freqs, self.dtype, self.xp)
-            self._rope_cache = (self.config.max_len, cos, sin, -sin)
-        return self._rope_cache[1:]
-
     def _rope(self, x, start, sign=1):
-        if self.config.positions != "rope":
+        c = self.config
+        if c.positions != "rope":
             return x
-        cos, sin, minus_sin = self._rope_tables()
-        at = slice(start, start + x.shape[-2])  # the rows of positions start .. start + T - 1
-        # sign=-1: R_(-m) = R_mᵀ, the backward (cos is even, sin odd)
+        if self._rope_cache is None or self._rope_cache[0] != c.max_len:  # built once per max_len
+            self._rope_cache = (c.max_len, *L.rope_tables_upto(c.max_len, self._freqs, self.dtype, self.xp))
+        _, cos, sin, minus_sin = self._rope_cache  # (max_len, d_k/2) each
+        at = slice(start, start + x.shape[-2])  # positions start .. start + T - 1; sign=-1: R_(-m) = R_mᵀ
         return rotate_pairs(x, cos[at, :], (sin if sign > 0 else minus_sin)[at, :], self.xp)
 
     def _attn_opts(self):
@@ -176,8 +167,8 @@ class Transformer:
         q, k, v = _group_heads(q, k, v, c.kv_heads, xp)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
         if c.attention == "flash":  # saved: the log-sum-exp (..., T)
             o, saved = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
-        else:  # saved: the weights P (..., T, S)
-            o, saved = scaled_dot_product_attention(q, k, v, **self._attn_opts())
+        else:  # saved: the weights P (..., T, S), one array per chunk of the batch
+            o, saved = L.attention_in_chunks(q, k, v, self._attn_opts(), xp)
         a = _merge_heads(_ungroup_heads(o, xp), xp)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
         return a @ p[f"{i}.w_o"], (h, q, k, v, o, a, saved, start)
 
@@ -187,11 +178,11 @@ class Transformer:
         h, q, k, v, o, a, saved, start = cache
         do, dw_o = L.linear_backward(a, p[f"{i}.w_o"], da, xp)  # (B, T, H·d_k)
         do = xp.reshape(_split_heads(do, c.n_heads, xp), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
-        opts = self._attn_opts()
         if c.attention == "flash":
-            dq, dk, dv = flash_attention_backward(q, k, v, o, do, saved, **opts, block_size=c.block_size)
-        else:
-            dq, dk, dv = _attention_backward_saved(q, k, v, o, saved, do, _scale(opts["scale"], c.d_k), xp)
+            dq, dk, dv = flash_attention_backward(q, k, v, o, do, saved, **self._attn_opts(), block_size=c.block_size)
+        else:  # attention_backward's formulas from the saved weights
+            scale = _scale(self._attn_opts()["scale"], c.d_k)
+            dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, scale, xp)
         dq = self._rope(_ungroup_heads(dq, xp), start, -1)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k), un-rotated
         dk = self._rope(_ungroup_heads(dk, xp), start, -1)  # (B, H_kv, 1, S, d_k) -> (B, H_kv, S, d_k), group-summed
         dh, grads = None, {f"{i}.w_o": dw_o}
@@ -282,8 +273,8 @@ class Transformer:
         maps = []
         for _, (_, q, k, v, _, _, w, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
             if self.config.attention == "flash":  # w is the log-sum-exp: run sdpa for the weights
-                w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
-            maps.append(_ungroup_heads(w, self.xp))  # -> (B, H, T, S)
+                w = [scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]]  # (B, H_kv, g, T, S)
+            maps.append(_ungroup_heads(self.xp.concat(w, axis=0), self.xp))  # chunks -> (B, H, T, S)
         return maps
 
     def generate(self, prompt, n_new):
@@ -294,12 +285,11 @@ class Transformer:
         mask every earlier position's output changes when a token is added, so there is nothing to
         cache and the full pass is re-run.
         """
-        xp = self.xp
+        xp, c = self.xp, self.config
         tokens = self._tokens(prompt, "prompt")
         n_new = check_positive_int(n_new, "n_new", minimum=0)
         if tokens.shape[1] + n_new > self.config.max_len:
             raise ValueError(f"prompt length {tokens.shape[1]} + n_new={n_new} exceeds max_len={self.config.max_len}")
-        c = self.config
         kv_cache, new = [KVCache(c.max_len) for _ in range(c.n_layers)] if c.causal else None, tokens
         for _ in range(n_new):
             start = tokens.shape[1] - new.shape[1] if c.causal else 0
