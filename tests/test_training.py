@@ -128,3 +128,14 @@ def test_training_runs_on_every_backend(xp):
     losses = train(model, task.batches(4, seed=2, xp=xp.ns, device=xp.device), steps=3, lr=1e-2).loss
     np.testing.assert_allclose(losses, ref, rtol=1e-4 if xp.dtype_name == "float32" else 1e-10)
     assert all(p.dtype == xp.dtype for p in model.params.values())
+
+
+def test_blas_threads_follow_the_size_of_the_step():
+    from attention_from_scratch.model.training import MULTI_THREAD_WORK, blas_threads_for
+
+    readme = TransformerConfig(16, 32, 2, 2, 64, 24)
+    large = TransformerConfig(256, 256, 8, 4, 1024, 256)
+    assert blas_threads_for(readme, 32 * 23) == 1  # overhead-bound: one thread
+    assert blas_threads_for(large, 16 * 256) is None  # large matmuls: the BLAS default, all cores
+    n = MULTI_THREAD_WORK // (32 * 64)  # the threshold itself, in tokens
+    assert blas_threads_for(readme, n - 1) == 1 and blas_threads_for(readme, n) is None

@@ -86,7 +86,7 @@ def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, 
     first = next(batches)  # its size picks the BLAS threads (see MULTI_THREAD_WORK)
     tokens = first[0] if isinstance(first, tuple) else first
     n_tokens = math.prod(getattr(tokens, "shape", None) or (len(tokens), len(tokens[0])))
-    one = blas_threads_for(model.config, n_tokens) == 1
+    one = not hasattr(model, "config") or blas_threads_for(model.config, n_tokens) == 1
     with one_blas_thread() if one else contextlib.nullcontext():
         _loop(model, itertools.chain([first], batches), optimizer, history, steps, lr, warmup, log_every)
     history.seconds = time.perf_counter() - t0
