@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import math
 
-import array_api_compat
-
 from ..attention import _attention_backward_saved, scaled_dot_product_attention
+from ..backend import device_of
 from ..rope import rope_tables
 from ..softmax import logsumexp, softmax
 
@@ -58,7 +57,7 @@ GELU_ROWS = 64  # rows per block in gelu_backward: 64 · 1024 float32 = 256 KiB;
 
 def one_hot(tokens, n, xp, dtype):
     """``(B, T)`` integer tokens -> ``(B, T, n)`` rows of 0/1 in ``dtype``, on the tokens' device."""
-    classes = xp.arange(n, device=array_api_compat.device(tokens))  # (n,)
+    classes = xp.arange(n, device=device_of(tokens))  # (n,)
     return xp.astype(tokens[..., None] == classes, dtype)  # (B, T, 1) == (n,) -> (B, T, n)
 
 
@@ -99,7 +98,7 @@ def attention_backward_in_chunks(q, k, v, out, weights, d_out, scale, xp):
 def rope_tables_upto(max_len, freqs, dtype, xp):
     """cos, sin and -sin of m·θ_i at m = 0 .. max_len - 1, ``(max_len, d/2)`` each, on freqs' device: RoPE's
     rotation R_m and its backward R_(-m) = R_mᵀ (cos is even, sin odd)."""
-    m = xp.arange(max_len, dtype=xp.float64, device=array_api_compat.device(freqs))  # (max_len,)
+    m = xp.arange(max_len, dtype=xp.float64, device=device_of(freqs))  # (max_len,)
     cos, sin = rope_tables(m, freqs, dtype, xp)
     return cos, sin, -sin
 
