@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -30,19 +31,27 @@ from .transformer import Transformer, TransformerConfig
 
 __all__ = ["RECIPES", "SCALE_SEEDS", "Adam", "TrainingHistory", "blas_threads_for", "fit", "train"]
 
-# The size at which all cores beat one BLAS thread, in multiply-adds of the MLP's first matmul
-# (B·T · d_model · d_ff, the step's largest). Measured with benchmarks/bench_training.py on a 2-core
-# machine (float32, interleaved medians): README's model (736 · 32 · 64 = 1.5e6) is 1.3-2x slower
-# on two threads (waking BLAS threads costs more than its tiny matmuls), the large model (4096 ·
-# 256 · 1024 = 1.1e9) is XXX faster. Below the threshold one thread also keeps the losses independent
-# of the thread count (notebook 19's recipes all lie far below it).
+# Where the BLAS may use all cores: when the MLP's first matmul (B·T · d_model · d_ff, the step's
+# largest) has at least this many multiply-adds AND the machine has idle cores (1-minute load average
+# below the core count). Measured with benchmarks/bench_training.py on a shared 2-core machine
+# (float32, interleaved medians): README's model (736 · 32 · 64 = 1.5e6) was 17x slower on two threads
+# than on one at a load of 7 (waking BLAS threads costs more than its tiny matmuls); the large model
+# (4096 · 256 · 1024 = 1.1e9) was 8.6x slower on two threads at a load of 8 (BLAS threads spinning
+# against the other processes); README's benchmark table has the idle-machine numbers. The threshold
+# lies between the two sizes, not measured finer. One thread also keeps the losses independent of the
+# thread count; notebook 19's recipes all lie far below the threshold.
 MULTI_THREAD_WORK = 2**24
 
 
-def blas_threads_for(config, n_tokens: int) -> int | None:
-    """BLAS threads for a training step on ``n_tokens = B·T`` tokens: 1 where the step is
-    overhead-bound, None (the BLAS default: all cores) where its matmuls are large."""
-    return None if n_tokens * config.d_model * config.d_ff >= MULTI_THREAD_WORK else 1
+def blas_threads_for(config, n_tokens: int, *, load: float | None = None) -> int | None:
+    """BLAS threads for a training step on ``n_tokens = B·T`` tokens: 1 where the step is overhead-bound
+    or the cores are busy (``load``: the 1-minute load average, read from the OS when None), None (the
+    BLAS default: all cores) where its matmuls are large and cores are idle. See MULTI_THREAD_WORK."""
+    if n_tokens * config.d_model * config.d_ff < MULTI_THREAD_WORK:
+        return 1
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return None if load < (os.cpu_count() or 1) else 1
 
 
 class Adam:
