@@ -31,6 +31,7 @@ import array_api_compat
 from .backend import as_common_float, broadcast_shapes, get_namespace
 from .masking import _full_mask, _matmul_skipping_zeros, apply_mask, apply_mask_
 from .similarity import pairwise_additive
+from .sinks import check_sink_logits, softmax_with_sink_
 from .softmax import softmax_
 
 __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled_dot_product_attention"]
@@ -81,7 +82,7 @@ def _all_finite(xp, *arrays) -> bool:
     return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
 
-def _attend(scores_of, k, v, mask, xp):
+def _attend(scores_of, k, v, mask, xp, sink=None):
     """Steps 1-4 of attention: scores ``scores_of(k)`` (a new array), mask, softmax, weighted sum.
 
     The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
@@ -97,7 +98,7 @@ def _attend(scores_of, k, v, mask, xp):
         scores = scores_of(k)  # 1) (..., T, S)
         if mask is not None:
             scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
-        weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
+        weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)  # 3)
         out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
         if _all_finite(xp, out):
             return out, weights
@@ -106,11 +107,12 @@ def _attend(scores_of, k, v, mask, xp):
     scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
     usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
     scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
-    weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
+    scores = scores if mask is None else apply_mask(scores, mask)
+    weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)
     return _matmul_skipping_zeros(weights, v, xp), weights
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None, sink_logits=None):
     """``softmax(q kᵀ · scale + M) v`` -> ``(out, weights)``.
 
     q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)`` -> out ``(..., T, d_v)``,
@@ -120,6 +122,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     A query with nothing to attend to gets weights 0 and output 0; a blocked key never matters, even
     if it holds NaN or inf. The output has the inputs' common floating dtype
     (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32.
+    ``sink_logits`` (broadcastable to ``(..., T)``, e.g. ``(H, 1)``: one learned logit per head) joins
+    each row's softmax and its probability is dropped, so the weights sum to at most 1 (``sinks.py``).
 
     Leading dims broadcast as in NumPy, aligned from the right: queries ``(2, 1, 3, 4)`` with keys and
     values ``(2, 3, 4)`` give ``(2, 2, 3, 4)``. The keys' leading 2 lines up with the queries' *second*
@@ -136,8 +140,10 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, array_api_compat.device(q))
     q = q * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
+    if sink_logits is not None:
+        sink_logits = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=array_api_compat.device(q))
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
-    return _attend(lambda keys: q @ keys.mT, k, v, mask, xp)
+    return _attend(lambda keys: q @ keys.mT, k, v, mask, xp, sink_logits)
 
 
 def _attention_loop_2d(q, k, v, mask, scale, xp):

@@ -22,9 +22,10 @@ import math
 from array_api_compat import device as device_of
 
 from .backend import backend_name, check_positive_int, get_namespace
+from .masking import check_window, window_band
 from .mla_config import MLAConfig
 
-__all__ = ["KVCache", "LatentCache", "TokenBuffer", "check_same_place"]
+__all__ = ["KVCache", "LatentCache", "RollingKVCache", "TokenBuffer", "check_same_place"]
 
 
 def check_same_place(a, b, name_a, name_b, hint="move one with attention_from_scratch.backend.to_device"):
@@ -198,3 +199,77 @@ class LatentCache:
     def nbytes(self) -> int:
         """Bytes held by the cached tokens: ``len · B · (d_c + d_r) · element size``."""
         return len(self) * self._rows.nbytes_per_token()
+
+
+class RollingKVCache:
+    """A sliding-window KV cache: the first ``n_sinks`` tokens and the last ``window``, nothing else.
+
+    Its memory is constant in the sequence length: ``n_sinks + window`` slots per (batch, head), filled
+    in order and then reused as a ring (Mistral's rolling buffer; StreamingLLM keeps the sinks): the
+    token at position ``p >= n_sinks`` lives in slot ``n_sinks + (p - n_sinks) % window``. Slot order
+    does not matter to attention, only each slot's position, which the cache remembers.
+
+    ``update(k, v)`` takes the new tokens' keys and values ``(..., T, d)`` and returns
+    ``(keys, values, mask)`` for the T new queries: the held tokens followed by the new ones, and the
+    boolean ``(T, held + T)`` mask of :func:`~attention_from_scratch.masking.sliding_window_mask` at
+    their true positions; then it keeps only the sinks and the last ``window`` tokens. Decoding with it
+    equals the windowed full pass row by row.
+    """
+
+    def __init__(self, window: int, *, n_sinks: int = 0):
+        self.window, self.n_sinks = check_window(window, n_sinks)
+        if self.window is None:
+            raise ValueError("window must be a positive integer, got None")
+        self.capacity = self.n_sinks + self.window
+        self.k = self.v = None  # (..., capacity, d): allocated on the first update, on its device
+        self.slot_positions: list[int | None] = [None] * self.capacity  # each slot's token position
+        self.position = 0  # tokens seen so far
+
+    def __len__(self) -> int:
+        """Tokens held (at most ``n_sinks + window``): the filled slots are always the first ones."""
+        return sum(pos is not None for pos in self.slot_positions)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the storage: constant once allocated, however long the sequence grows."""
+        if self.k is None:
+            return 0
+        xp = get_namespace(self.k)
+        return sum(math.prod(a.shape) * xp.finfo(a.dtype).bits // 8 for a in (self.k, self.v))
+
+    def update(self, k, v):
+        """New keys ``k (..., T, d_k)`` and values ``v (..., T, d_v)`` in: ``(keys, values, mask)`` out, then stored."""
+        xp = get_namespace(k, v)
+        if k.ndim < 2 or v.ndim != k.ndim or v.shape[:-1] != k.shape[:-1]:
+            raise ValueError(
+                f"k and v must be (..., T, d) and agree on (..., T): k {tuple(k.shape)}, v {tuple(v.shape)}"
+            )
+        check_same_place(v, k, "v", "k")
+        if self.k is not None:
+            for new, old, name in ((k, self.k, "k"), (v, self.v, "v")):
+                check_same_place(new, old, f"RollingKVCache: new {name}", "the cached ones")
+                if (*new.shape[:-2], new.shape[-1]) != (*old.shape[:-2], old.shape[-1]) or new.dtype != old.dtype:
+                    raise ValueError(
+                        f"RollingKVCache: new {name} of shape {tuple(new.shape)} ({new.dtype}) does not match the "
+                        f"cached ones {tuple(old.shape)} ({old.dtype}) outside the token axis"
+                    )
+        on, n_new, held = device_of(k), k.shape[-2], len(self)
+        new_positions = list(range(self.position, self.position + n_new))
+        keys, values = k, v
+        if held:  # (..., held, d) ++ (..., T, d) -> (..., held + T, d)
+            keys = xp.concat([self.k[..., :held, :], k], axis=-2)
+            values = xp.concat([self.v[..., :held, :], v], axis=-2)
+        p = xp.asarray(new_positions, device=on)[:, None]  # (T, 1)
+        j = xp.asarray(self.slot_positions[:held] + new_positions, device=on)[None, :]  # (1, held + T)
+        mask = window_band(p, j, self.window, self.n_sinks)  # (T, held + T)
+        if self.k is None:
+            self.k = xp.zeros((*k.shape[:-2], self.capacity, k.shape[-1]), dtype=k.dtype, device=on)
+            self.v = xp.zeros((*v.shape[:-2], self.capacity, v.shape[-1]), dtype=v.dtype, device=on)
+        for t, pos in enumerate(new_positions):  # only the sinks and the last `window` tokens are written
+            if pos >= self.n_sinks and pos < new_positions[-1] - self.window + 1:
+                continue
+            slot = pos if pos < self.n_sinks else self.n_sinks + (pos - self.n_sinks) % self.window
+            self.k[..., slot, :], self.v[..., slot, :] = k[..., t, :], v[..., t, :]
+            self.slot_positions[slot] = pos
+        self.position += n_new
+        return keys, values, mask

@@ -14,6 +14,9 @@ author meant "0 = blocked" or "add 0 to the score".
   see keys ``0 .. S - T + i``. With T == S this is the lower triangle; with T == 1 (decoding one new
   token against a cache of S keys) it is a single row of all True.
 * ``padding_mask(lengths, S)`` -- batch element b may see its first ``lengths[b]`` keys only.
+* ``sliding_window_mask(T, S, W, n_sinks=n)`` -- the query at position p (bottom-right aligned, as
+  ``causal_mask``) sees keys ``p - W < j <= p`` and the first ``n`` keys, never the future (Mistral's
+  and Gemma's local layers; StreamingLLM's kept "sink" tokens; transformers' convention).
 
 A float *additive* mask (0 where allowed, -inf where blocked) is also accepted by ``apply_mask``; a
 float mask with any value > 0 (or NaN) is refused, because a float 0/1 mask (``np.tril(np.ones(...))``)
@@ -38,7 +41,9 @@ from .backend import (
     to_device,
 )
 
-__all__ = ["apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask"]
+__all__ = [
+    "apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask", "sliding_window_mask",
+]
 
 
 def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
@@ -54,6 +59,40 @@ def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
     i = xp.arange(n_q, device=device)[:, None]  # (T, 1): query index
     j = xp.arange(n_k, device=device)[None, :]  # (1, S): key index
     return j <= i + (n_k - n_q)  # (T, S)
+
+
+def check_window(window, n_sinks):
+    """``(window, n_sinks)`` as Python ints: ``window`` None or >= 1, ``n_sinks`` >= 0."""
+    window = None if window is None else check_positive_int(window, "window (the number of recent keys seen)")
+    return window, check_positive_int(n_sinks, "n_sinks (the first keys always seen)", minimum=0)
+
+
+def window_band(p, j, window, n_sinks):
+    """True where the query at position ``p`` may see key ``j``: ``j <= p and (j > p - window or j < n_sinks)``.
+
+    ``p`` and ``j`` are integer arrays that broadcast (e.g. ``(T, 1)`` and ``(1, S)``): the one rule that
+    :func:`sliding_window_mask`, flash attention's tiles and the rolling cache all use.
+    """
+    return (j <= p) & ((j > p - window) | (j < n_sinks))
+
+
+def sliding_window_mask(n_q: int, n_k: int, window: int, *, n_sinks: int = 0, xp=None, device=None):
+    """Boolean ``(n_q, n_k)`` mask of sliding-window attention with ``n_sinks`` kept sink tokens.
+
+    Bottom-right aligned like :func:`causal_mask`: query i sits at position ``p = n_k - n_q + i`` and
+    sees keys ``p - window < j <= p`` (its own position and the ``window - 1`` before it) plus the first
+    ``n_sinks`` keys (attention sinks, Xiao et al. 2023, StreamingLLM), never the future. The same
+    convention as transformers' sliding-window masks (Mistral, Gemma's local layers). ``window >= n_k``
+    is the causal mask.
+    """
+    n_q, n_k = check_positive_int(n_q, "n_q"), check_positive_int(n_k, "n_k")
+    window, n_sinks = check_window(window, n_sinks)
+    if window is None:
+        raise ValueError("window must be a positive integer, got None (use causal_mask for no window)")
+    xp = get_namespace() if xp is None else check_namespace(xp)
+    p = xp.arange(n_q, device=device)[:, None] + (n_k - n_q)  # (T, 1): each query's position
+    j = xp.arange(n_k, device=device)[None, :]  # (1, S): key index
+    return window_band(p, j, window, n_sinks)  # (T, S)
 
 
 def padding_mask(lengths, n_k: int, *, xp=None, device=None):
