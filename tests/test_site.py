@@ -18,8 +18,8 @@ by a thread, and then:
 
 Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax) is missing, and the browser
 tests alone when Selenium or Debian's ``chromium`` / ``chromium-driver`` is -- except under
-``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run rather than hiding the test. Screenshots go to a temporary folder, or to
-``$SITE_SCREENSHOTS`` when set, to be looked at.
+``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run rather than hiding the test.
+Screenshots go to a temporary folder, or to ``$SITE_SCREENSHOTS`` when set, to be looked at.
 """
 
 from __future__ import annotations
