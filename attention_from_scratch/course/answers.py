@@ -202,21 +202,11 @@ def _outputs_changed_by_wkv_b():
     return int(changed.sum())
 
 
-def _dsa_small_topk_kept(topk=4, query=5):
-    """Notebook 12, section 2's small DSA layer: how many keys query ``query`` keeps under top-``topk``."""
-    from ..backend import random_normal
-    from ..mla import MultiHeadLatentAttention
-    from ..mla_config import MLAConfig
-    from ..sparse import topk_mask
-
-    cfg = MLAConfig.deepseek_v32(dim=32, n_heads=4, q_lora_rank=16, kv_lora_rank=16, qk_nope_head_dim=8,
-                                 qk_rope_head_dim=4, v_head_dim=8, n_layers=1, max_seq_len=64, original_seq_len=64,
-                                 index_n_heads=2, index_head_dim=8, index_topk=3)
-    mla = MultiHeadLatentAttention(cfg, seed=0)
-    mla.indexer_k_norm_bias = random_normal((cfg.index_head_dim,), seed=5, scale=0.3)
-    x = random_normal((1, 6, cfg.dim), seed=1)
-    scores = mla.index_scores(x, mla.query_latent(x), mla.index_keys(x, 0))
-    return int(np.sum(topk_mask(scores, topk)[0, query]))
+def _dsa_reads_less_from():
+    """The smallest context at which one DeepSeek-V3.2 decode step reads fewer cache bytes than dense MLA."""
+    v32 = _afs().MLAConfig.deepseek_v32()
+    return next(s for s in range(1, 100_000)
+                if _kv().decode_bytes_read(v32, "dsa", s) < _kv().decode_bytes_read(v32, "mla", s))
 
 
 def _largest_n_fitting(heads=32, element=4, budget=8 * 2**30):
@@ -408,10 +398,10 @@ ANSWERS = {
     "11.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
                         "attends to one key only under the causal mask.", kind="count"),
     "12.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
-                        "per layer, the indexer reads every cached indexer key and MLA reads only the top-k latents; "
-                        "add both, times the layers (decode_bytes_read does it).", kind="count"),
-    "12.2": ShortAnswer(_dsa_small_topk_kept, "a query keeps its k best visible keys, or all of them when it sees "
-                        "fewer: how many keys does query 5 see under the causal mask?", kind="count"),
+                        "every indexer key (FP8 bytes and its scale) and only the top-k latents (BF16), per layer, "
+                        "times the layers.", kind="count"),
+    "12.2": ShortAnswer(_dsa_reads_less_from, "below k every latent is read and the indexer keys come on top; above "
+                        "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes).", kind="count"),
     "13.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
                                                              np.array([[5.0], [6.0]]))[1][0, 0]),
                         "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores."),
