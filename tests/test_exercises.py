@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from exercise_solutions import SOLUTIONS  # tests/ is on sys.path under pytest (no __init__.py)
+from test_exercise_serving import merge_average, merge_no_guard  # its full battery is in that file
 
 from attention_from_scratch.course import exercises
 from attention_from_scratch.softmax import softmax
@@ -258,6 +259,8 @@ WRONG = [
     ("online_softmax_merge", merge_not_rescaled, "sums not rescaled"),
     ("online_softmax_merge", merge_no_empty_guard, "an empty state must be neutral"),
     ("online_softmax_merge", merge_overflow, "one exponent"),
+    ("merge_partials", merge_average, "not equal partners"),
+    ("merge_partials", merge_no_guard, "Guard each row on its own"),
     ("info_nce", info_nce_no_temperature, "the temperature is ignored"),
     ("info_nce", info_nce_columns, "each query q_i picks its positive"),
     ("info_nce", info_nce_sum, "sum instead of mean"),

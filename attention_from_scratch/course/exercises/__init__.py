@@ -28,18 +28,19 @@ import numpy as np
 
 from .applications import INFO_NCE
 from .attention import ATTENTION
-from .cases import Case, Exercise
+from .cases import Case, Exercise, _copy, _same
 from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
 from .masking import CAUSAL_MASK
 from .mla import MLA_ABSORBED_SCORES
 from .multihead import MERGE_HEADS, SPLIT_HEADS
 from .rope import ROPE
+from .serving import MERGE_PARTIALS
 from .softmax import SOFTMAX
 
 # in course order
 EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS, KV_DECODE_STEP, ROPE,
-                                    MLA_ABSORBED_SCORES, ONLINE_SOFTMAX_MERGE, INFO_NCE]}
+                                    MLA_ABSORBED_SCORES, ONLINE_SOFTMAX_MERGE, MERGE_PARTIALS, INFO_NCE]}
 
 __all__ = ["Verdict", "check", "names"]
 
@@ -85,13 +86,15 @@ def check(name: str, fn, *, quiet: bool = False) -> Verdict:
 
 
 def _call(fn, case: Case):
-    """``fn(*case.args)`` on private copies of the inputs, with NumPy's warnings recorded, not shown."""
-    args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in case.args]
+    """``fn(*case.args)`` on private copies of the inputs, with NumPy's warnings recorded, not shown;
+    ``(answer, warnings, changed)``, ``changed`` the positions of the arguments it modified in place."""
+    args = [_copy(a) for a in case.args]
+    before = [_copy(a) for a in args]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = fn(*args)
     messages = sorted({str(w.message) for w in caught})
-    return got, messages
+    return got, messages, [i for i, (a, b) in enumerate(zip(before, args, strict=True)) if not _same(a, b)]
 
 
 def _run(ex: Exercise, fn) -> Verdict:
@@ -102,7 +105,7 @@ def _run(ex: Exercise, fn) -> Verdict:
         head = f"{ex.name}: FAILED on case {n} of {len(cases)} ({case.label})"
         inputs = "  inputs: " + ", ".join(_describe_arg(a, nm) for a, nm in zip(case.args, ex.arg_names, strict=True))
         try:
-            got, warned = _call(fn, case)
+            got, warned, changed = _call(fn, case)
         except NotImplementedError:
             todo = f"{ex.name}: not implemented yet: write `{fn_name}` above, then run this cell"
             return Verdict(ex.name, False, todo)
@@ -112,6 +115,11 @@ def _run(ex: Exercise, fn) -> Verdict:
             hint = _hint_for_error(ex, case, err, n, fn_name)
             lines += [f"  hint: {hint}"] if hint else []
             return Verdict(ex.name, False, "\n".join(lines))
+        if changed:  # whatever it returned: a function must not change what it was given
+            name = ex.arg_names[changed[0]]
+            report = [head, inputs, f"  your function changed its input `{name}` in place",
+                      f"  hint: work on new arrays (x = x / 2, not x /= 2): the caller still needs `{name}`"]
+            return Verdict(ex.name, False, "\n".join(report))
         try:
             problem = _compare(ex, case, expected, got)
         except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly

@@ -47,6 +47,22 @@ class Exercise:
     stub: str = ""
 
 
+def _copy(a):
+    """A private copy of an argument: arrays copied, tuples and lists (an online-softmax state) copied inside."""
+    if isinstance(a, np.ndarray):
+        return np.array(a, copy=True)
+    return type(a)(_copy(x) for x in a) if isinstance(a, (tuple, list)) else a
+
+
+def _same(a, b) -> bool:
+    """True when argument ``b`` still equals ``a`` (its copy from before the call): same dtype, shape, values."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return True
+
+
 def _draw(seed, *shapes, dtype=np.float64, scale=1.0):
     rng = np.random.default_rng(seed)
     arrays = [(scale * rng.standard_normal(s)).astype(dtype) for s in shapes]

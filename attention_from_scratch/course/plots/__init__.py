@@ -3,6 +3,7 @@
     plots/heatmaps.py   attention-weight heatmaps, shared by every part
     plots/part1.py      notebooks 01-08 (dot product to multi-head attention)
     plots/part2.py      notebooks 09-16 (KV cache, RoPE, MLA, FlashAttention, applications, quiz)
+    plots/serving.py    notebook 14 (sliding windows and the rolling cache, paged blocks, ring attention)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -22,7 +23,7 @@ import matplotlib.pyplot as plt
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("part1", "part2", "capstone")
+PARTS = ("part1", "part2", "serving", "capstone")
 
 
 def save_figure(fig, path) -> Path:
