@@ -21,9 +21,7 @@ import hashlib
 import math
 import re
 
-from array_api_compat import device as device_of
-
-from .backend import as_float, check_positive_int, get_namespace
+from .backend import as_float, check_positive_int, device_of, get_namespace
 from .similarity import pairwise_cosine, pairwise_dot
 from .softmax import _check_temperature, logsumexp, softmax
 

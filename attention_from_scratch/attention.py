@@ -26,10 +26,8 @@ from __future__ import annotations
 import itertools
 import math
 
-import array_api_compat
-
-from .backend import as_common_float, broadcast_shapes, get_namespace
-from .masking import _full_mask, _matmul_skipping_zeros, apply_mask, apply_mask_
+from .backend import as_common_float, broadcast_shapes, device_of, get_namespace
+from .masking import _apply_mask, _full_mask, _matmul_skipping_zeros, apply_mask_
 from .similarity import pairwise_additive
 from .sinks import check_sink_logits, softmax_with_sink_
 from .softmax import softmax_
@@ -37,9 +35,12 @@ from .softmax import softmax_
 __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled_dot_product_attention"]
 
 
-def _check_qkv(q, k, v, xp):
-    """Validate q, k, v; return them in one floating dtype (``backend.as_common_float``) and (T, S, d_k)."""
-    q, k, v = as_common_float(xp, q, k, v, names=("q", "k", "v"))
+def _check_qkv(q, k, v, xp, *more, names=()):
+    """Validate q, k, v; return them in one floating dtype (``backend.as_common_float``) and (T, S, d_k).
+
+    ``more`` arrays (named by ``names``, e.g. ``d_out``) join the common dtype and come back after v.
+    """
+    q, k, v, *more = as_common_float(xp, q, k, v, *more, names=("q", "k", "v", *names))
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
             raise ValueError(
@@ -60,7 +61,7 @@ def _check_qkv(q, k, v, xp):
     broadcast_shapes(
         q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims")
     )
-    return q, k, v, q.shape[-2], k.shape[-2], q.shape[-1]
+    return q, k, v, *more, q.shape[-2], k.shape[-2], q.shape[-1]
 
 
 def _scale(scale, d_k):
@@ -97,7 +98,7 @@ def _attend(scores_of, k, v, mask, xp, sink=None):
     if _all_finite(xp, k, v):
         scores = scores_of(k)  # 1) (..., T, S)
         if mask is not None:
-            scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
+            scores = apply_mask_(scores, mask, xp)  # 2) blocked entries -> -inf, in place
         weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)  # 3)
         out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
         if _all_finite(xp, out):
@@ -107,7 +108,7 @@ def _attend(scores_of, k, v, mask, xp, sink=None):
     scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
     usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
     scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
-    scores = scores if mask is None else apply_mask(scores, mask)
+    scores = scores if mask is None else _apply_mask(scores, mask, xp)
     weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)
     return _matmul_skipping_zeros(weights, v, xp), weights
 
@@ -138,10 +139,20 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     xp = get_namespace(q, k, v, mask, sink_logits)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, array_api_compat.device(q))
-    q = q * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
     if sink_logits is not None:
-        sink_logits = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=array_api_compat.device(q))
+        sink_logits = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=device_of(q))
+    return _sdpa(q, k, v, mask, _scale(scale, d_k), xp, sink_logits)
+
+
+def _sdpa(q, k, v, mask, scale: float, xp, sink_logits=None):
+    """The four steps of :func:`scaled_dot_product_attention` on inputs its boundary already checked.
+
+    ``mask`` is what ``_full_mask`` returns (causal included), ``scale`` a float and ``sink_logits``
+    checked: the inner step that the public functions (sdpa, its backward, multi-head attention)
+    share, checking nothing again.
+    """
+    q = q * scale  # scaling q touches T·d_k numbers, not T·S
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
     return _attend(lambda keys: q @ keys.mT, k, v, mask, xp, sink_logits)
 
@@ -152,7 +163,7 @@ def _attention_loop_2d(q, k, v, mask, scale, xp):
     ``mask`` (T, S) is additive: 0 where query i may attend to key j, -inf where it may not (None: all
     allowed). Read this first: the vectorised version does the same four steps as matrix products.
     """
-    device = array_api_compat.device(v)
+    device = device_of(v)
     outs, all_weights = [], []
     for i in range(q.shape[0]):
         q_i = q[i, :] * scale  # scale the query first, as the vectorised version does (no overflow)
@@ -188,7 +199,7 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    device, d_v = array_api_compat.device(q), v.shape[-1]
+    device, d_v = device_of(q), v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device)
     scale = _scale(scale, d_k)
@@ -240,12 +251,14 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     inputs are summed over the broadcast axes).
     """
     xp = get_namespace(q, k, v, d_out, mask)
-    q, k, v, d_out = as_common_float(xp, q, k, v, d_out, names=("q", "k", "v", "d_out"))
-    q, k, v, _, _, d_k = _check_qkv(q, k, v, xp)
-    out, p = scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)
-    if tuple(d_out.shape) != tuple(out.shape):
-        raise ValueError(f"d_out must have the output's shape {tuple(out.shape)}, got {tuple(d_out.shape)}")
+    q, k, v, d_out, n_q, n_k, d_k = _check_qkv(q, k, v, xp, d_out, names=("d_out",))
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
     scale = _scale(scale, d_k)
+    out_shape = (*broadcast_shapes(lead, () if mask is None else mask.shape[:-2]), n_q, v.shape[-1])
+    if tuple(d_out.shape) != out_shape:
+        raise ValueError(f"d_out must have the output's shape {out_shape}, got {tuple(d_out.shape)}")
+    out, p = _sdpa(q, k, v, mask, scale, xp)
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
     row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
@@ -280,6 +293,6 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     n_q, n_k = scores.shape[-2:]
     if v.ndim < 2 or v.shape[-2] != n_k:
         raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
-    mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], array_api_compat.device(scores))
+    mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], device_of(scores))
     # the fast path works in place on `scores`; a fallback (non-finite output) needs fresh scores
     return _attend(lambda keys: scores if keys is k else pairwise_additive(q, keys, w_q, w_k, v_a), k, v, mask, xp)

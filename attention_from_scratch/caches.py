@@ -6,7 +6,8 @@ one projection, not a re-run of the prefix (the memory this costs is counted in 
 * :class:`KVCache` keeps the keys ``(B, H_kv, S, d_k)`` and values ``(B, H_kv, S, d_v)`` of
   :class:`~attention_from_scratch.multihead.MultiHeadAttention` (H_kv = H for MHA, fewer for GQA/MQA);
 * :class:`LatentCache` keeps one row ``[c_KV; k^R]`` of ``d_c + d_r`` values per token for
-  :class:`~attention_from_scratch.mla.MultiHeadLatentAttention` (DeepSeek-V2 §2.1.4).
+  :class:`~attention_from_scratch.mla.MultiHeadLatentAttention` (DeepSeek-V2 §2.1.4), and with
+  DeepSeek-V3.2's indexer on (``config.index_n_heads > 0``) also each token's indexer key ``(B, S, d_I)``.
 
 Both grow along the token axis in a :class:`TokenBuffer`, which lives on the backend and device of the
 first rows appended; every append is checked in full before anything is written, so a failed call
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 import math
 
-from array_api_compat import device as device_of
-
-from .backend import backend_name, check_positive_int, get_namespace
+from .backend import backend_name, check_positive_int, device_of, get_namespace
 from .masking import check_window, window_band
 from .mla_config import MLAConfig
 
@@ -144,8 +143,10 @@ class LatentCache:
     """MLA's KV cache: per token only the normalised latent c_KV and the rotated shared key k^R.
 
     Stored as one row of ``d_c + d_r`` values per token, ``(B, S, d_c + d_r)``, exactly what absorbed
-    attention reads. ``max_len`` (default ``config.max_seq_len``) is its capacity, as in DeepSeek's
-    reference, whose cache and RoPE table both stop at ``max_seq_len``.
+    attention reads. With DeepSeek-V3.2's indexer (``config.index_n_heads > 0``) each token also leaves
+    its indexer key (``index_k``, ``(B, S, d_I)``), which every later query scores to pick its top-k.
+    ``max_len`` (default ``config.max_seq_len``) is its capacity, as in DeepSeek's reference, whose
+    cache and RoPE table both stop at ``max_seq_len``.
     """
 
     def __init__(self, config: MLAConfig, batch_size: int, max_len: int | None = None):
@@ -157,12 +158,19 @@ class LatentCache:
             )
         self.batch_size, self.kv_lora_rank = batch_size, config.kv_lora_rank
         self.qk_rope_head_dim = config.qk_rope_head_dim
+        self.index_head_dim = config.index_head_dim if config.index_n_heads else None
         self._rows = TokenBuffer(max_len, "LatentCache")
+        self._index = TokenBuffer(max_len, "LatentCache indexer keys")
 
-    def append(self, c_kv, k_pe):
-        """Store ``c_kv (B, T, d_c)`` and ``k_pe (B, T, d_r)``; return all rows ``(B, S, d_c + d_r)``."""
+    def append(self, c_kv, k_pe, index_k=None):
+        """Store ``c_kv (B, T, d_c)``, ``k_pe (B, T, d_r)`` (and ``index_k (B, T, d_I)`` with an indexer).
+
+        Returns all rows ``(B, S, d_c + d_r)``; the indexer keys so far are ``cache.index_k``. Everything
+        is checked before anything is written.
+        """
         xp = get_namespace(c_kv, k_pe)
-        for name, a in (("c_kv", c_kv), ("k_pe", k_pe)):
+        named = (("c_kv", c_kv), ("k_pe", k_pe)) + ((("index_k", index_k),) if index_k is not None else ())
+        for name, a in named:
             if not hasattr(a, "shape") or a.ndim != 3:
                 raise ValueError(f"{name} must be an array (B, T, d), got {getattr(a, 'shape', type(a).__name__)}")
         check_same_place(k_pe, c_kv, "k_pe", "c_kv")
@@ -176,7 +184,24 @@ class LatentCache:
                 f"{self.qk_rope_head_dim}; got c_kv {tuple(c_kv.shape)}, k_pe {tuple(k_pe.shape)} "
                 f"(a cache from another config? use this layer's new_cache)"
             )
-        return self._rows.append(xp.concat([c_kv, k_pe], axis=-1))  # (B, T, d_c + d_r)
+        if (index_k is None) != (self.index_head_dim is None):
+            raise ValueError(
+                "this cache was made for a config " + ("with" if self.index_head_dim else "without")
+                + " DeepSeek-V3.2's indexer (index_n_heads), but index_k was "
+                + ("not given" if index_k is None else "given") + "; use this layer's new_cache"
+            )
+        rows = xp.concat([c_kv, k_pe], axis=-1)  # (B, T, d_c + d_r)
+        if index_k is not None:
+            check_same_place(index_k, c_kv, "index_k", "c_kv")
+            if index_k.shape != (*c_kv.shape[:2], self.index_head_dim):
+                raise ValueError(
+                    f"index_k must have shape (B, T, index_head_dim) = {(*c_kv.shape[:2], self.index_head_dim)}, "
+                    f"got {tuple(index_k.shape)}"
+                )
+            self._rows.check_fits(rows)
+            self._index.check_fits(index_k)
+            self._index.append(index_k)
+        return self._rows.append(rows)
 
     @property
     def c_kv(self):
@@ -189,6 +214,11 @@ class LatentCache:
         return None if self._rows.data is None else self._rows.data[:, : len(self), self.kv_lora_rank :]
 
     @property
+    def index_k(self):
+        """Cached indexer keys ``(B, S, d_I)`` (None without an indexer or before the first append)."""
+        return None if self._index.data is None else self._index.data[:, : len(self), :]
+
+    @property
     def max_len(self) -> int:
         return self._rows.max_len
 
@@ -197,8 +227,8 @@ class LatentCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the cached tokens: ``len · B · (d_c + d_r) · element size``."""
-        return len(self) * self._rows.nbytes_per_token()
+        """Bytes held by the cached tokens: ``len · B · (d_c + d_r [+ d_I]) · element size``."""
+        return len(self) * (self._rows.nbytes_per_token() + self._index.nbytes_per_token())
 
 
 class RollingKVCache:

@@ -43,10 +43,8 @@ import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from array_api_compat import device as device_of
-
 from .attention import _check_qkv, _full_mask, _scale
-from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, get_namespace
+from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, device_of, get_namespace
 from .blas import limit_worker_thread, one_blas_thread
 from .masking import _matmul_skipping_zeros, check_window
 from .sinks import check_sink_logits

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import math
 
-import array_api_compat
-
 from .backend import (
     as_float,
     broadcast_shapes,
@@ -108,7 +106,7 @@ def padding_mask(lengths, n_k: int, *, xp=None, device=None):
         lengths = xp.zeros((0,), dtype=xp.int64, device=device)
     elif not hasattr(lengths, "ndim"):  # a list (or a stray number)
         lengths = to_device(lengths, xp, device)
-    device = array_api_compat.device(lengths)
+    device = device_of(lengths)
     if lengths.ndim != 1:
         raise ValueError(
             f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
@@ -184,9 +182,14 @@ def apply_mask(scores, mask):
     scores = as_float(scores, xp, "scores")
     if mask is None:
         return scores
-    mask = as_mask(mask, xp, device=array_api_compat.device(scores))
+    mask = as_mask(mask, xp, device=device_of(scores))
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
-    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=array_api_compat.device(scores))
+    return _apply_mask(scores, mask, xp)
+
+
+def _apply_mask(scores, mask, xp):
+    """:func:`apply_mask` for a mask that :func:`as_mask` already checked (the inner steps of attention)."""
+    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores))
     if mask.dtype == xp.bool:
         return xp.where(mask, scores, minus_inf)
     # additive: blocked where the mask is -inf, shifted by it elsewhere (never computing inf + -inf)
@@ -195,27 +198,24 @@ def apply_mask(scores, mask):
     return xp.where(blocked, minus_inf, scores + xp.astype(shift, scores.dtype))
 
 
-def apply_mask_(scores, mask):
+def apply_mask_(scores, mask, xp):
     """:func:`apply_mask` in ``scores``'s own buffer where shapes allow (internal helper for attention).
 
-    ``scores`` must be a temporary the caller owns. The boolean mask becomes an additive 0 / -inf mask
-    at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
-    in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
-    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the score is
-    NaN or +inf: the caller checks its inputs and output are finite, else uses :func:`apply_mask`.)
-    An autograd tensor is not modified in place.
+    ``scores`` must be a temporary the caller owns, and ``mask`` a mask that :func:`as_mask` checked
+    (boolean or additive float, broadcastable to the scores). The boolean mask becomes an additive
+    0 / -inf mask at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)``
+    -- and is added in place: one pass over the scores and no new score-sized array, where ``xp.where``
+    would make a full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the
+    score is NaN or +inf: the caller checks its inputs and output are finite, else uses
+    :func:`_apply_mask`.) An autograd tensor is not modified in place.
     """
-    xp = get_namespace(scores, mask)
-    device = array_api_compat.device(scores)
-    if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
-        mask = as_bool_mask(mask, xp, device=device)
+    device = device_of(scores)
+    if mask.dtype == xp.bool:
         zero = xp.asarray(0.0, dtype=scores.dtype, device=device)
         mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype, device=device))
     else:
         mask = xp.astype(mask, scores.dtype, copy=False)
-    if needs_grad(scores) or broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(
-        scores.shape
-    ):
+    if needs_grad(scores) or broadcast_shapes(scores.shape, mask.shape) != tuple(scores.shape):
         return scores + mask  # autograd needs scores, or the mask adds batch dims (a larger result)
     scores += mask
     return scores
@@ -225,7 +225,7 @@ def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
     """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
 
     Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
-    attention calls the same :func:`as_mask`, then checks against (B, H, T, S)). Boolean (True = may
+    attention calls the same :func:`as_mask` once, then checks against (B, H, T, S)). Boolean (True = may
     attend) or additive float (0 / -inf); any shape that broadcasts to (..., T, S), including (S,)
     and () -- which become (1, S) and (1, 1) so callers can slice the last two axes. A list becomes
     an array on ``device``.
@@ -241,20 +241,26 @@ def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
 def _full_mask(mask, causal, n_q, n_k, xp, lead=(), device=None):
     """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S).
 
-    Every array it creates lives on ``device``, the device of the scores.
+    The boundary of every attention function: the mask is checked here once, and the inner steps take
+    what this returns without checking it again. Every array it creates lives on ``device``, the
+    device of the scores.
     """
     causal = check_flag(causal, "causal")
     if mask is not None:
         mask = _check_mask(mask, n_q, n_k, xp, lead, device)
-    if causal:
-        c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
-        if mask is None:
-            mask = c
-        elif mask.dtype == xp.bool:
-            mask = mask & c
-        else:  # additive float mask: block the future on top of it
-            mask = xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))
-    return mask
+    return _with_causal(mask, causal, n_q, n_k, xp, device)
+
+
+def _with_causal(mask, causal: bool, n_q, n_k, xp, device):
+    """A checked mask (or None) that also blocks the future when ``causal`` (bottom-right aligned)."""
+    if not causal:
+        return mask
+    c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
+    if mask is None:
+        return c
+    if mask.dtype == xp.bool:
+        return mask & c
+    return xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))  # additive: -inf on top
 
 
 def _matmul_skipping_zeros(a, b, xp):

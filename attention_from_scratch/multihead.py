@@ -18,20 +18,21 @@ Legend: B batch, H heads (H_kv key/value heads), T new (query) tokens, S keys, d
 
 from __future__ import annotations
 
-from array_api_compat import device as device_of
+import math
 
-from .attention import scaled_dot_product_attention
+from .attention import _sdpa
 from .backend import (
     as_float,
     backend_name,
     check_flag,
     check_positive_int,
+    device_of,
     get_namespace,
     random_normal,
     to_device,
 )
 from .caches import KVCache, TokenBuffer, check_same_place
-from .masking import as_mask
+from .masking import _with_causal, as_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py
 
@@ -65,6 +66,27 @@ def check_float_dtype(dtype, xp, name="dtype"):
         raise TypeError(f"{name} must be a real floating dtype of {backend_name(xp)} (float32, float64), got {dtype!r}")
 
 
+def check_heads(d_model, n_heads, n_kv_heads=None):
+    """``(d_model, n_heads, n_kv_heads, d_k)`` checked: H divides d_model (d_k = d_model / H), H_kv divides H.
+
+    ``n_kv_heads=None`` means one key/value head per query head (plain multi-head attention). The one
+    check of the head arithmetic, for multi-head attention and the capstone's config alike.
+    """
+    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+    d_model, n_heads, n_kv_heads = (
+        check_positive_int(value, name)
+        for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
+    )
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
+    if n_heads % n_kv_heads:
+        raise ValueError(
+            f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads} (each key/value head "
+            f"serves a group of n_heads / n_kv_heads query heads)"
+        )
+    return d_model, n_heads, n_kv_heads, d_model // n_heads
+
+
 def _split_heads(x, n_heads, xp):
     b, t, _ = x.shape
     x = xp.reshape(x, (b, t, n_heads, -1))  # (B, T, H·d_k) -> (B, T, H, d_k)
@@ -87,20 +109,8 @@ class MultiHeadAttention:
     """
 
     def __init__(self, d_model, n_heads, *, n_kv_heads=None, bias=False, seed=0, xp=None, dtype=None, device=None):
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        d_model, n_heads, n_kv_heads = (
-            check_positive_int(value, name)
-            for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
-        )
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
-        if n_heads % n_kv_heads:
-            raise ValueError(
-                f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads} (each key/value head "
-                f"serves a group of n_heads / n_kv_heads query heads)"
-            )
+        d_model, n_heads, n_kv_heads, self.d_k = check_heads(d_model, n_heads, n_kv_heads)
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
-        self.d_k = d_model // n_heads
         self.bias = check_flag(bias, "bias")
         shapes = {
             "w_q": (d_model, n_heads * self.d_k),
@@ -122,7 +132,7 @@ class MultiHeadAttention:
     def to(self, xp, device=None, *, dtype=None):
         """Move every parameter to backend ``xp`` on ``device`` (optionally casting to ``dtype``); returns self.
 
-        ``device`` is a device of ``xp`` (``None``: its default), e.g. ``array_api_compat.device(x)`` for
+        ``device`` is a device of ``xp`` (``None``: its default), e.g. ``device_of(x)`` for
         the device of the inputs. Like PyTorch's ``module.to``, this changes the layer in place.
         """
         if dtype is not None:
@@ -177,7 +187,7 @@ class MultiHeadAttention:
         # everything that can fail is checked before the cache is touched: a failed call leaves it as it was
         params = {name: check_param(getattr(self, name), name, shape, x) for name, shape in self._shapes.items()}
         s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
-        mask = self._group_mask(mask, b, t, s, xp)
+        mask = self._group_mask(mask, b, t, s, xp, device_of(x))
         # 1) project and split heads
         q = _split_heads(self._project(x, "q", params, xp), h, xp)  # (B, H, T, d_k)
         k = _split_heads(self._project(x_kv, "k", params, xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
@@ -188,17 +198,19 @@ class MultiHeadAttention:
         # 3) group the query heads by the key/value head they share; K/V broadcast over the group
         q = xp.reshape(q, (b, h_kv, group, t, self.d_k))  # (B, H, T, d_k) -> (B, H_kv, G, T, d_k)
         k, v = k[:, :, None, :, :], v[:, :, None, :, :]  # (B, H_kv, 1, S, d_k)
-        out, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+        mask = _with_causal(mask, causal, t, s, xp, device_of(x))  # checked once, in _group_mask
+        out, _ = _sdpa(q, k, v, mask, 1.0 / math.sqrt(self.d_k), xp)
         # 4) merge heads and mix them with W_O
         out = xp.reshape(out, (b, h, t, self.d_k))  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k)
         out = _merge_heads(out, xp)  # (B, H, T, d_k) -> (B, T, H·d_k)
         return self._project(out, "o", params, xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
 
-    def _group_mask(self, mask, b, t, s, xp):
+    def _group_mask(self, mask, b, t, s, xp, device):
         """A mask broadcastable to (B, H, T, S), reshaped to broadcast against (B, H_kv, G, T, S)."""
         if mask is None:
             return None
-        mask = as_mask(mask, xp)  # dtype and values: the same check as every attention function
+        # dtype and values: the same check as every attention function; a list goes to the inputs' device
+        mask = as_mask(mask, xp, device=device)
         seen = tuple(mask.shape)
         expected = f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), got shape {seen}"
         if mask.ndim > 4:

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import math
 
-from array_api_compat import device as device_of
-
 from .attention import _scale
-from .backend import check_namespace, check_positive_int, get_namespace
+from .backend import check_namespace, check_positive_int, device_of, get_namespace
 from .caches import check_same_place
 from .flash import online_softmax_merge, softmax_state
 from .softmax import safe_shift

@@ -16,9 +16,7 @@ import numbers
 import statistics
 from dataclasses import dataclass
 
-from array_api_compat import device as device_of
-
-from .backend import as_float, check_positive_int, get_namespace, random_normal
+from .backend import as_float, check_positive_int, device_of, get_namespace, random_normal
 
 __all__ = ["MatrixFactorization", "fit_matrix_factorization", "mf_loss_and_grad", "synthetic_ratings"]
 

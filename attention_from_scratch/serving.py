@@ -31,13 +31,11 @@ import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from array_api_compat import device as device_of
-
 from .attention import _check_qkv, _full_mask, _scale
-from .backend import broadcast_shapes, check_flag, check_positive_int, get_namespace
+from .backend import broadcast_shapes, check_flag, check_positive_int, device_of, get_namespace
 from .blas import limit_worker_thread, one_blas_thread
 from .flash import online_softmax_merge, softmax_state
-from .masking import apply_mask
+from .masking import _apply_mask
 from .tiles import _masked, _tile_mask
 
 __all__ = ["flash_decode", "merge_partials", "ring_attention", "ring_work"]
@@ -100,7 +98,7 @@ def flash_decode(q, k, v, *, n_splits, mask=None, scale=None):
         j0, j1 = span
         scores = q @ k[..., j0:j1, :].mT  # (..., T, d_k) @ (..., d_k, S_j) -> (..., T, S_j)
         if mask is not None:
-            scores = apply_mask(scores, mask[..., j0:j1] if mask.shape[-1] > 1 else mask)
+            scores = _apply_mask(scores, mask[..., j0:j1] if mask.shape[-1] > 1 else mask, xp)  # checked above
         return softmax_state(scores, v[..., j0:j1, :])
 
     with one_blas_thread(), ThreadPoolExecutor(max_workers=n_splits, initializer=limit_worker_thread) as pool:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import math
 
-from array_api_compat import device as device_of
-
+from .backend import device_of
 from .masking import window_band
 
 __all__ = ["key_spans"]

@@ -91,6 +91,20 @@ def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     return q_latent @ c_t + q_pe @ k_pe_t  # (B, H, T, S)
 
 
+def my_index_scores(q, k, w):
+    """DeepSeek-V3.2's index scores I(t, s) = Σ_h w[t, h] · ReLU(q[h, t] · k[s] / √d_I), −∞ on the future.
+
+    q (B, H_I, T, d_I), k (B, S, d_I) (one key per token, shared by the heads), w (B, T, H_I) -> (B, T, S).
+    """
+    t, s, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    dots = q @ np.swapaxes(k, -1, -2)[:, None, :, :] / d**0.5  # (B, H_I, T, d_I) @ (B, 1, d_I, S) -> (B, H_I, T, S)
+    per_head = np.maximum(dots, 0)  # ReLU on each head's dot product, before the weighting
+    w_h = np.swapaxes(w, -1, -2)[..., None]  # (B, T, H_I) -> (B, H_I, T, 1): the weights beside the heads
+    scores = np.sum(w_h * per_head, axis=1)  # (B, H_I, T, S) -> (B, T, S)
+    visible = np.arange(s)[None, :] <= np.arange(t)[:, None] + (s - t)  # query i sits at position S - T + i
+    return np.where(visible, scores, -np.inf)
+
+
 def my_merge(a, b):
     """Merge online-softmax states a = (m_a, l_a, acc_a) and b of two disjoint key blocks into their union's.
 
@@ -127,6 +141,39 @@ def my_info_nce(q, k, temperature):
     return np.mean(lse - np.diagonal(logits))  # the positive k_i sits on the diagonal
 
 
+def my_softmax_backward(y, dy):
+    """dL/dx of y = softmax(x) over the last axis: y ⊙ (dy − ⟨dy, y⟩), one inner product per row."""
+    inner = np.sum(dy * y, axis=-1, keepdims=True)  # (..., 1): ⟨dy, y⟩ of each row
+    return y * (dy - inner)  # (..., n); an entry with y = 0 (a masked key) gets 0
+
+
+def my_attention_backward(q, k, v, d_out, mask=None):
+    """(dq, dk, dv) of out = P v, P = softmax(scale · q kᵀ) (masked), given d_out = dL/d out."""
+    scale = 1 / q.shape[-1] ** 0.5  # a Python float: float32 stays float32
+    scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isneginf(m), 0.0, m))  # a fully masked row: e = 0, not nan
+    total = np.sum(e, axis=-1, keepdims=True)
+    p = e / np.where(total > 0, total, 1.0)  # (..., T, S): the forward weights, 0 where masked
+    dv = np.swapaxes(p, -1, -2) @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
+    dp = d_out @ np.swapaxes(v, -1, -2)  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))  # softmax's backward, row by row
+    dq = ds @ k * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+    dk = np.swapaxes(ds, -1, -2) @ q * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
+    return dq, dk, dv
+
+
+def my_adam_step(p, g, m, v, t, lr, beta1, beta2, eps):
+    """One Adam step (Kingma & Ba 2015, Algorithm 1) -> (new p, new m, new v); t counts steps from 1."""
+    m = beta1 * m + (1 - beta1) * g  # the running average of the gradient
+    v = beta2 * v + (1 - beta2) * g * g  # ... and of its square
+    m_hat = m / (1 - beta1**t)  # bias correction: both averages started at 0
+    v_hat = v / (1 - beta2**t)
+    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
 SOLUTIONS = {
     "softmax": my_softmax,
     "attention": my_attention,
@@ -136,7 +183,11 @@ SOLUTIONS = {
     "kv_decode_step": my_decode_step,
     "rope": my_rope,
     "mla_absorbed_scores": my_absorbed_scores,
+    "index_scores": my_index_scores,
     "online_softmax_merge": my_merge,
     "merge_partials": my_merge_partials,
     "info_nce": my_info_nce,
+    "softmax_backward": my_softmax_backward,
+    "attention_backward": my_attention_backward,
+    "adam_step": my_adam_step,
 }
