@@ -136,7 +136,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
         >>> out.shape, weights.shape
         ((2, 2, 3, 4), (2, 2, 3, 3))
     """
-    xp = get_namespace(q, k, v, mask)
+    xp = get_namespace(q, k, v, mask, sink_logits)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
