@@ -425,7 +425,38 @@ _MORE_18_19 = {
     "⟨g, y⟩ is one number per row: sum over the last axis, not the first": "⟨g, y⟩ 是每行一个数：沿最后一个轴求和，而不是第一个",
 }
 
+# split-KV decoding (notebook 14)
+_MORE_14 = {
+    "merging two splits' partial results": "合并两个分片的部分结果",
+    "4 queries, splits of 6 and 2 keys, d_v = 3": "4 个查询，两个分片分别有 6 个和 2 个键，d_v = 3",
+    "huge scores: lse about 1000 and 990": "巨大的分数：lse 约为 1000 和 990",
+    "one query, splits of 3 and 5 keys": "一个查询，两个分片分别有 3 个和 5 个键",
+    "row 0 saw no key in either split, row 1 only in b, row 2 in both": "第 0 行在两个分片中都没看到键，第 1 行只在 b 中看到，第 2 行在两者中都看到",
+    "rows 1 and 2 saw no key in split b (lse −∞, out 0), row 0 did": "第 1、2 行在分片 b 中没看到键（lse −∞，out 0），第 0 行看到了",
+    "very negative scores: lse about -1000 and -1010": "非常负的分数：lse 约为 -1000 和 -1010",
+    "a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Guard each row on its own (not "
+    "the whole array): such a row's result is out 0, lse −∞":
+        "在两个分片中都没看到键的行，两边的 lse 都是 −∞：−∞ − (−∞) 是 nan。每一行要单独处理（而不是整个数组）：这样一行的结果是 out 0、lse −∞",
+    "lse has no d_v axis: give each row's weight one with [..., None] before multiplying out":
+        "lse 没有 d_v 轴：与 out 相乘之前，用 [..., None] 给每一行的权重加上这个轴",
+    "lse is a logarithm of a mass: the weights are its exponentials, not lse_a / (lse_a + lse_b)":
+        "lse 是质量的对数：权重是它的指数，而不是 lse_a / (lse_a + lse_b)",
+    "masses add, their logarithms do not: the merged lse is log(e^lse_a + e^lse_b), not lse_a + lse_b":
+        "质量可以相加，它们的对数不行：合并后的 lse 是 log(e^lse_a + e^lse_b)，而不是 lse_a + lse_b",
+    "overflow or underflow: e^lse of a huge (or very negative) lse is inf (or 0, then 0/0); only differences of lse "
+    "may be exponentiated: subtract the larger lse of each row first":
+        "上溢或下溢：lse 很大（或非常负）时 e^lse 是 inf（或 0，进而 0/0）；只能对 lse 的差取指数：先减去每行较大的那个 lse",
+    "the merged lse is the log of the summed masses, log(e^lse_a + e^lse_b), not the larger lse":
+        "合并后的 lse 是质量之和的对数 log(e^lse_a + e^lse_b)，而不是较大的那个 lse",
+    "the two splits are not equal partners: weigh each by its share of the softmax mass, e^lse_a and e^lse_b, "
+    "normalised":
+        "两个分片的地位并不对等：要按各自在 Softmax 质量中所占的份额 e^lse_a 和 e^lse_b（归一化后）给它们加权",
+    "weights swapped: out_a's weight is split a's share e^lse_a / (e^lse_a + e^lse_b)":
+        "权重弄反了：out_a 的权重是分片 a 的份额 e^lse_a / (e^lse_a + e^lse_b)",
+}
+
 _HINTS.update(_MORE)
+_HINTS.update(_MORE_14)
 _HINTS.update(_MORE_18_19)
 
 EXERCISES_ZH = Catalog({**_REPORT, **_TITLES, **_LABELS, **_HINTS})
