@@ -233,3 +233,12 @@ def test_a_wrong_answer_gets_a_hint_without_the_value(key, capsys):
 def test_unknown_key():
     with pytest.raises(ValueError, match=r"no short-answer exercise '08\.9'.*00\.1"):
         check_answer("08.9", 1)
+
+
+def test_no_notebook_checks_a_short_answer_inline():
+    """Every short-answer check goes through check_answer: no notebook computes an expected value in its cell."""
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code":
+                assert not re.search(r"def check(_shape)?\(answer|\bcheck(_shape)?\(answer_", source), path.name
