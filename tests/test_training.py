@@ -128,3 +128,15 @@ def test_training_runs_on_every_backend(xp):
     losses = train(model, task.batches(4, seed=2, xp=xp.ns, device=xp.device), steps=3, lr=1e-2).loss
     np.testing.assert_allclose(losses, ref, rtol=1e-4 if xp.dtype_name == "float32" else 1e-10)
     assert all(p.dtype == xp.dtype for p in model.params.values())
+
+
+def test_blas_threads_follow_the_size_of_the_step():
+    from attention_from_scratch.model.training import MULTI_THREAD_WORK, blas_threads_for
+
+    readme = TransformerConfig(16, 32, 2, 2, 64, 24)
+    large = TransformerConfig(256, 256, 8, 4, 1024, 256)
+    assert blas_threads_for(readme, 32 * 23, load=0.0) == 1  # overhead-bound: one thread
+    assert blas_threads_for(large, 16 * 256, load=0.0) is None  # large matmuls, idle cores: all cores
+    assert blas_threads_for(large, 16 * 256, load=1000.0) == 1  # busy cores: one thread
+    n = MULTI_THREAD_WORK // (32 * 64)  # the threshold itself, in tokens
+    assert blas_threads_for(readme, n - 1, load=0.0) == 1 and blas_threads_for(readme, n, load=0.0) is None
