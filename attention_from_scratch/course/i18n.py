@@ -109,8 +109,14 @@ class Catalog:
     def _value(self, name: str, value: str, lang: str) -> str:
         if name.endswith("_t"):
             return self.translate(value, lang)
-        if name.endswith("_l"):  # a list "a; b; c", each item translated
-            return "；".join(self.translate(v, lang) for v in value.split("; "))
+        if name.endswith("_l"):  # a list "a; b; c", each item translated ("; " inside brackets is not a split)
+            items = []
+            for part in value.split("; "):
+                if items and items[-1].count("(") > items[-1].count(")"):
+                    items[-1] += "; " + part
+                else:
+                    items.append(part)
+            return "；".join(self.translate(v, lang) for v in items)
         return value
 
     def translate_lines(self, text: str, lang: str = "zh") -> str:

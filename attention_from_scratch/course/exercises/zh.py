@@ -310,7 +310,6 @@ _MORE = {
     "the scale is 1/√d_I, the head width, not one over the square root of the number of heads (the 1/√H_I is already "
     "inside w)":
         "缩放系数是 1/√d_I，即头宽，而不是头数平方根的倒数（1/√H_I 已经包含在 w 里了）",
-    "the scale is 1/√d_I, the width of one head, not of all heads together": "缩放系数是 1/√d_I，即一个头的宽度，而不是所有头加起来的宽度",
     "the whole array sums to 1 instead of each row: each row is its own distribution, summed over its own entries "
     "only":
         "变成了整个数组之和为 1，而不是每一行：每一行是它自己的分布，只对它自己的元素求和",
@@ -348,7 +347,6 @@ _MORE_18_19 = {
     "a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6): lengths 6 and 2":
         "作用于 (B, H, T, S) = (2, 3, 4, 6) 上的 (B, 1, 1, S) 填充掩码：长度为 6 和 2",
     "a fully masked row (query 1 sees no key): it contributes nothing": "整行被掩码（查询 1 看不到任何键）：它不贡献任何东西",
-    "a late step, t = 1000 (the correction is almost 1)": "很靠后的一步，t = 1000（修正系数几乎为 1）",
     "a saturated row (one weight close to 1)": "饱和的一行（有一个权重接近 1）",
     "a single entry per row (y = 1: dx = 0)": "每行只有一个元素（y = 1：dx = 0）",
     "a square (4, 4) matrix": "一个 (4, 4) 方阵",
@@ -362,25 +360,10 @@ _MORE_18_19 = {
     "step t = 10, lr = 0.01": "第 t = 10 步，lr = 0.01",
     "step t = 2, a (3, 4) matrix": "第 t = 2 步，一个 (3, 4) 矩阵",
     "the first step (t = 1) from m = v = 0": "从 m = v = 0 开始的第一步（t = 1）",
-    "tiny gradients (about 1e-9): where eps goes matters": "极小的梯度（约 1e-9）：eps 放在哪里很重要",
     # hints
     "bias correction: m and v start at 0, so in the first steps they are too small by the factors 1 − β₁ᵗ and "
     "1 − β₂ᵗ; divide by them before the update":
         "偏差修正：m 和 v 从 0 开始，所以在最初几步里它们分别小了 1 − β₁ᵗ 和 1 − β₂ᵗ 倍；更新之前要除以这两个系数",
-    "dK = scale · dSᵀ Q: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that factor "
-    "into dK (and dQ) too":
-        "dK = scale · dSᵀ Q：前向把分数乘以了 scale = 1/√d_k，所以由链式法则，这个系数也会进入 dK（以及 dQ）",
-    "dQ = scale · dS K: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that factor "
-    "into dQ (and dK) too":
-        "dQ = scale · dS K：前向把分数乘以了 scale = 1/√d_k，所以由链式法则，这个系数也会进入 dQ（以及 dK）",
-    "dS needs softmax's row correction: dS = P ⊙ (dP − rowsum(dP ⊙ P)); P ⊙ dP alone is only the diagonal of the "
-    "softmax Jacobian":
-        "dS 需要 Softmax 的行修正项：dS = P ⊙ (dP − rowsum(dP ⊙ P))；只有 P ⊙ dP 只是 Softmax 雅可比矩阵的对角部分",
-    "dV = Pᵀ dO: value j collects dO from every query in proportion to the weight that query gave key j, which is "
-    "column j of P: the transpose":
-        "dV = Pᵀ dO：值 j 从每个查询收集 dO，比例是该查询给键 j 的权重，也就是 P 的第 j 列：所以要转置",
-    "dx = y ⊙ (g − ⟨g, y⟩): the whole bracket is multiplied by y (a masked entry, y = 0, gets gradient 0)":
-        "dx = y ⊙ (g − ⟨g, y⟩)：整个括号都要乘以 y（被掩码的元素 y = 0，梯度为 0）",
     "eps goes after the square root, sqrt(v̂) + eps: it guards the division, and inside the root it swamps tiny "
     "gradients":
         "eps 放在开方之后，sqrt(v̂) + eps：它是用来保护除法的，放在根号里会淹没极小的梯度",
@@ -395,7 +378,6 @@ _MORE_18_19 = {
     "return the running averages m and v themselves (the next step decays them again); the bias-corrected m̂ and v̂ "
     "are only for this step's update":
         "要返回运行平均 m 和 v 本身（下一步会再次衰减它们）；偏差修正后的 m̂ 和 v̂ 只用于这一步的更新",
-    "step against the gradient: p − lr · m̂ / (sqrt(v̂) + eps)": "沿梯度的反方向走：p − lr · m̂ / (sqrt(v̂) + eps)",
     "t is the number of this step, counted from 1 (the first call has t = 1): the correction uses β^t":
         "t 是这一步的序号，从 1 开始计数（第一次调用时 t = 1）：修正系数用的是 β^t",
     "the correction ⟨g, y⟩ = Σ_j g_j y_j weighs each upstream gradient by its softmax weight; Σ_j g_j leaves out the "
@@ -403,13 +385,8 @@ _MORE_18_19 = {
         "修正项 ⟨g, y⟩ = Σ_j g_j y_j 用 Softmax 权重给每个上游梯度加权；Σ_j g_j 漏掉了权重",
     "the new gradient gets the small weight 1 − β₁ and the old average the large weight β₁":
         "新的梯度得到较小的权重 1 − β₁，旧的平均得到较大的权重 β₁",
-    "the row correction is missing: dx_i = y_i (g_i − ⟨g, y⟩); y ⊙ g alone is only the diagonal part diag(y) g of "
-    "the Jacobian, without the − y yᵀ g that couples the entries of a row":
-        "漏了行修正项：dx_i = y_i (g_i − ⟨g, y⟩)；只有 y ⊙ g 只是雅可比矩阵的对角部分 diag(y) g，缺少把一行各元素耦合起来的 − y yᵀ g",
     "the scale is missing in both dQ and dK: S = scale · Q Kᵀ with scale = 1/√d_k":
         "dQ 和 dK 中都漏了缩放系数：S = scale · Q Kᵀ，其中 scale = 1/√d_k",
-    "the sign of dS is flipped: dS = P ⊙ (dP − rowsum(dP ⊙ P))": "dS 的符号反了：dS = P ⊙ (dP − rowsum(dP ⊙ P))",
-    "the sign of the correction is flipped: dx = y ⊙ (g − ⟨g, y⟩)": "修正项的符号反了：dx = y ⊙ (g − ⟨g, y⟩)",
     "v averages the squared gradient g², not |g| or g": "v 平均的是梯度的平方 g²，而不是 |g| 或 g",
     "y_i (1 − y_i) is only the Jacobian's diagonal: the off-diagonal entries −y_i y_j couple every entry of a row, "
     "and they add up to the correction − y ⟨g, y⟩":
@@ -434,9 +411,6 @@ _MORE_14 = {
     "row 0 saw no key in either split, row 1 only in b, row 2 in both": "第 0 行在两个分片中都没看到键，第 1 行只在 b 中看到，第 2 行在两者中都看到",
     "rows 1 and 2 saw no key in split b (lse −∞, out 0), row 0 did": "第 1、2 行在分片 b 中没看到键（lse −∞，out 0），第 0 行看到了",
     "very negative scores: lse about -1000 and -1010": "非常负的分数：lse 约为 -1000 和 -1010",
-    "a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Guard each row on its own (not "
-    "the whole array): such a row's result is out 0, lse −∞":
-        "在两个分片中都没看到键的行，两边的 lse 都是 −∞：−∞ − (−∞) 是 nan。每一行要单独处理（而不是整个数组）：这样一行的结果是 out 0、lse −∞",
     "lse has no d_v axis: give each row's weight one with [..., None] before multiplying out":
         "lse 没有 d_v 轴：与 out 相乘之前，用 [..., None] 给每一行的权重加上这个轴",
     "lse is a logarithm of a mass: the weights are its exponentials, not lse_a / (lse_a + lse_b)":
@@ -455,7 +429,61 @@ _MORE_14 = {
         "权重弄反了：out_a 的权重是分片 a 的份额 e^lse_a / (e^lse_a + e^lse_b)",
 }
 
+# the checkers' reworded hints and new cases (issue 20, last round)
+_MORE_LAST = {
+    "a late step, t = 1000 (1 − β₁ᵗ is almost 1; 1 − β₂ᵗ is still 0.63)": "很靠后的一步，t = 1000（1 − β₁ᵗ 几乎为 1；1 − β₂ᵗ 仍只有 0.63）",
+    "a padding mask with T = S = 4 (square, not causal): lengths 3 and 4": "T = S = 4 的填充掩码（方形，非因果）：长度为 3 和 4",
+    "an allowed key whose score is about 1000 above the others (no mask)": "一个允许关注的键，其分数比其他键高约 1000（无掩码）",
+    "tiny gradients (about 1e-9), eps = 1e-6: where eps goes matters": "极小的梯度（约 1e-9），eps = 1e-6：eps 放在哪里很重要",
+    "a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Such a row needs a guard of its "
+    "own, row by row (a test of the whole array is not enough): its result is out 0, lse −∞":
+        "在两个分片中都没看到键的行，两边的 lse 都是 −∞：−∞ − (−∞) 是 nan。这样的行需要逐行单独处理（对整个数组做一次判断是不够的）：它的结果是 out 0、lse −∞",
+    "dK is missing the scale: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
+    "factor into dK (and dQ) too":
+        "dK 漏了缩放系数：前向把分数乘以了 scale = 1/√d_k，所以由链式法则，这个系数也会进入 dK（以及 dQ）",
+    "dQ is missing the scale: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
+    "factor into dQ (and dK) too":
+        "dQ 漏了缩放系数：前向把分数乘以了 scale = 1/√d_k，所以由链式法则，这个系数也会进入 dQ（以及 dK）",
+    "dS needs softmax's row correction: P ⊙ dP alone is only the diagonal of the softmax Jacobian; each row also "
+    "takes away its P-weighted average of dP":
+        "dS 需要 Softmax 的行修正项：只有 P ⊙ dP 只是 Softmax 雅可比矩阵的对角部分；每一行还要减去 dP 以 P 加权的平均",
+    "dV collects, for each value j, dO from every query in proportion to the weight that query gave key j: that is "
+    "column j of P, so which matrix is transposed?":
+        "对每个值 j，dV 从每个查询收集 dO，比例是该查询给键 j 的权重：那是 P 的第 j 列，所以该转置哪个矩阵？",
+    "eps is an argument: use the value passed in, not a constant of your own": "eps 是一个参数：要用传进来的值，而不是你自己的常数",
+    "fill the future with −∞, not the most negative finite number: np.finfo(dtype).min is still a score top-k can "
+    "pick when a query sees fewer than k keys":
+        "未来的位置要填 −∞，而不是最负的有限数：当一个查询看到的键少于 k 个时，np.finfo(dtype).min 仍是 top-k 可能选中的分数",
+    "off by one at the causal edge: query i sits at position S − T + i and sees the keys up to its own position, "
+    "that one included, and none after it":
+        "因果边界上差了一位：查询 i 位于位置 S − T + i，看得到直到它自己位置（含）的键，之后的一个也看不到",
+    "step against the gradient: the update descends, so it is taken away from p (the update itself has the sign of "
+    "m̂)":
+        "沿梯度的反方向走：更新是下降的，所以要从 p 中减去它（更新量本身的符号与 m̂ 相同）",
+    "the row correction is missing: y ⊙ g alone is only the diagonal part diag(y) g of the softmax Jacobian; its "
+    "off-diagonal part − y yᵀ g couples the entries of a row (one inner product per row)":
+        "漏了行修正项：只有 y ⊙ g 只是 Softmax 雅可比矩阵的对角部分 diag(y) g；它的非对角部分 − y yᵀ g 把一行的各元素耦合起来（每行一次内积）",
+    "the row max belongs to the allowed keys only: take it after masking; a blocked score far above the others makes "
+    "every allowed exp(s − max) underflow to 0":
+        "每行的最大值只能在允许关注的键上取：要在加掩码之后再取；一个远高于其他分数的被屏蔽分数，会让每个允许的 exp(s − max) 都下溢为 0",
+    "the scores came out √H_I too small: the scale is 1/√d_I, the width of one head (not of all heads together), and "
+    "the 1/√H_I is already inside w (do not divide by it again)":
+        "分数小了 √H_I 倍：缩放系数是 1/√d_I，即一个头的宽度（而不是所有头加起来的宽度），而 1/√H_I 已经包含在 w 里了（不要再除一次）",
+    "the sign of dS is flipped: the row correction takes the row's P-weighted average away from dP, not dP from it":
+        "dS 的符号反了：行修正项是从 dP 中减去该行以 P 加权的平均，而不是反过来",
+    "the sign of the correction is flipped: the row's weighted average ⟨g, y⟩ is taken away from each g_i, not g_i "
+    "from it":
+        "修正项的符号反了：是从每个 g_i 中减去该行的加权平均 ⟨g, y⟩，而不是反过来",
+    "the whole bracket is multiplied by y: every entry of dx carries its own weight y_i, the correction included (a "
+    "masked entry, y = 0, gets gradient 0)":
+        "整个括号都要乘以 y：dx 的每个元素都带着它自己的权重 y_i，修正项也一样（被掩码的元素 y = 0，梯度为 0）",
+    "w is (B, T, H_I): a reshape keeps the memory order and mixes tokens with heads; swap its last two axes (a "
+    "transpose) to put the heads where q's are":
+        "w 是 (B, T, H_I)：reshape 保持内存顺序，会把 Token 和头混在一起；要交换它的最后两个轴（转置），把头放到与 q 相同的位置",
+}
+
 _HINTS.update(_MORE)
+_HINTS.update(_MORE_LAST)
 _HINTS.update(_MORE_14)
 _HINTS.update(_MORE_18_19)
 
