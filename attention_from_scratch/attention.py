@@ -28,10 +28,10 @@ import math
 
 import array_api_compat
 
-from .backend import as_common_float, broadcast_shapes, get_namespace
+from .backend import as_common_float, broadcast_shapes, check_real, get_namespace
 from .masking import _full_mask, _matmul_skipping_zeros, apply_mask, apply_mask_
 from .similarity import pairwise_additive
-from .softmax import softmax_
+from .softmax import narrow, softmax_, widen
 
 __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled_dot_product_attention"]
 
@@ -65,15 +65,7 @@ def _check_qkv(q, k, v, xp):
 def _scale(scale, d_k):
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    value = math.nan
-    if not isinstance(scale, (bool, str, bytes)) and type(scale).__name__ != "bool_":  # True is not 1.0
-        try:
-            value = float(scale)
-        except (TypeError, ValueError):
-            pass
-    if not math.isfinite(value):
-        raise ValueError(f"scale must be a finite number, got {scale!r} (None means 1/sqrt(d_k))")
-    return value
+    return check_real(scale, "scale", hint=" (None means 1/sqrt(d_k))")
 
 
 def _all_finite(xp, *arrays) -> bool:
@@ -81,20 +73,21 @@ def _all_finite(xp, *arrays) -> bool:
     return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
 
-def _attend(scores_of, k, v, mask, xp):
-    """Steps 1-4 of attention: scores ``scores_of(k)`` (a new array), mask, softmax, weighted sum.
+def _attend(scores_of, q, k, v, mask, xp):
+    """Steps 1-4 of attention: scores ``scores_of(q, k)`` (a new array), mask, softmax, weighted sum.
 
     The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
     place: no second (T, S) array. But adding -inf cannot hide a NaN or +inf score of a blocked key
     (NaN + -inf is NaN), nor can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So it
-    runs only when k and v are finite (one pass over each, no (T, S) work) and is kept only when its
-    output is finite (one pass over (T, d_v); a blocked key's huge finite garbage can still overflow
-    q·k). Otherwise the scores are made from finite keys, a key holding a NaN or inf scores NaN,
-    blocked scores are *replaced* by -inf (``where``), and the values are summed so that a key of
-    weight 0 adds nothing: a blocked key never matters, whatever it holds.
+    runs only when q, k and v are finite (one pass over each, no (T, S) work) and is kept only when
+    its output is finite (one pass over (T, d_v); a blocked key's huge finite garbage can still
+    overflow q·k). Otherwise the scores are made from finite queries and keys, a query or key holding
+    a NaN or inf scores NaN, blocked scores are *replaced* by -inf (``where``), and the values are
+    summed so that a key of weight 0 adds nothing: a blocked key, and a query that sees no key,
+    never matter, whatever they hold.
     """
-    if _all_finite(xp, k, v):
-        scores = scores_of(k)  # 1) (..., T, S)
+    if _all_finite(xp, q, k, v):
+        scores = scores_of(q, k)  # 1) (..., T, S)
         if mask is not None:
             scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
         weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
@@ -102,9 +95,10 @@ def _attend(scores_of, k, v, mask, xp):
         if _all_finite(xp, out):
             return out, weights
         del scores, weights, out
-    finite = xp.isfinite(k)
-    scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
-    usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
+    q_ok, k_ok = xp.isfinite(q), xp.isfinite(k)
+    scores = scores_of(xp.where(q_ok, q, xp.zeros_like(q)), xp.where(k_ok, k, xp.zeros_like(k)))  # (..., T, S)
+    # (..., T, 1) & (..., 1, S): queries and keys without NaN/inf
+    usable = xp.all(q_ok, axis=-1)[..., :, None] & xp.all(k_ok, axis=-1)[..., None, :]
     scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
     weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
     return _matmul_skipping_zeros(weights, v, xp), weights
@@ -119,7 +113,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     lets query i (at position S - T + i) see keys 0..S-T+i. ``scale`` defaults to ``1/sqrt(d_k)``.
     A query with nothing to attend to gets weights 0 and output 0; a blocked key never matters, even
     if it holds NaN or inf. The output has the inputs' common floating dtype
-    (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32.
+    (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32; half precision
+    (float16, bfloat16) is computed in float32 (:func:`~attention_from_scratch.softmax.widen`).
 
     Leading dims broadcast as in NumPy, aligned from the right: queries ``(2, 1, 3, 4)`` with keys and
     values ``(2, 3, 4)`` give ``(2, 2, 3, 4)``. The keys' leading 2 lines up with the queries' *second*
@@ -135,9 +130,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, array_api_compat.device(q))
-    q = q * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
+    dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)
+    q = widen(q, xp) * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
-    return _attend(lambda keys: q @ keys.mT, k, v, mask, xp)
+    out, weights = _attend(lambda queries, keys: queries @ keys.mT, q, k, v, mask, xp)
+    return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
 
 def _attention_loop_2d(q, k, v, mask, scale, xp):
@@ -182,6 +179,7 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
+    dtype, q, k, v = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: float32 sums
     device, d_v = array_api_compat.device(q), v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device)
@@ -202,11 +200,11 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
         outs.append(out)
         all_weights.append(weights)
     if not outs:  # an empty batch: empty results, as the vectorised version gives
-        out = xp.zeros((*lead, n_q, d_v), dtype=v.dtype, device=device)
-        return out, xp.zeros((*lead, n_q, n_k), dtype=v.dtype, device=device)
+        out = xp.zeros((*lead, n_q, d_v), dtype=dtype, device=device)
+        return out, xp.zeros((*lead, n_q, n_k), dtype=dtype, device=device)
     out = xp.reshape(xp.stack(outs), (*lead, n_q, d_v))  # (N, T, d_v) -> (..., T, d_v)
     weights = xp.reshape(xp.stack(all_weights), (*lead, n_q, n_k))  # (N, T, S) -> (..., T, S)
-    return out, weights
+    return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
 
 def _sum_to_shape(x, shape, xp):
@@ -230,12 +228,14 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         dk = scale · dSᵀ q                 (..., S, d_k)
 
     Masked entries have P = 0 and so get no gradient, and a blocked key that holds NaN or inf gives
-    none either (as in the forward pass). Each gradient has its input's shape (gradients of broadcast
-    inputs are summed over the broadcast axes).
+    none either (as in the forward pass), nor does a query that sees no key, whatever it holds. Each
+    gradient has its input's shape (gradients of broadcast inputs are summed over the broadcast axes)
+    and the inputs' dtype; half precision is computed in float32.
     """
     xp = get_namespace(q, k, v, d_out, mask)
     q, k, v, d_out = as_common_float(xp, q, k, v, d_out, names=("q", "k", "v", "d_out"))
     q, k, v, _, _, d_k = _check_qkv(q, k, v, xp)
+    dtype, q, k, v, d_out = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp), widen(d_out, xp)
     out, p = scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)
     if tuple(d_out.shape) != tuple(out.shape):
         raise ValueError(f"d_out must have the output's shape {tuple(out.shape)}, got {tuple(d_out.shape)}")
@@ -253,8 +253,10 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         dp = _matmul_skipping_zeros(d_out, v.mT, xp)
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
-    dk = (ds.mT @ q) * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
-    return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
+    # (..., S, T) @ (..., T, d_k) -> (..., S, d_k); a query that sees nothing (ds = 0) adds nothing, NaN or not
+    dk = _matmul_skipping_zeros(ds.mT, q, xp) * scale
+    grads = (_sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp))
+    return tuple(narrow(g, dtype, xp) for g in grads)
 
 
 def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
@@ -267,13 +269,19 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
     names = ("q", "k", "v", "w_q", "w_k", "v_a")
     q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=names)
-    # (..., T, S), validating q, k and the weights; a NaN/inf in k is set to 0 here, and _attend
-    # then gives the keys that held one a NaN score (blocked: no effect; used: a NaN row)
-    clean_k = k if _all_finite(xp, k) else xp.where(xp.isfinite(k), k, xp.zeros_like(k))
-    scores = pairwise_additive(q, clean_k, w_q, w_k, v_a)
+    dtype = q.dtype
+    q, k, v, w_q, w_k, v_a = (widen(x, xp) for x in (q, k, v, w_q, w_k, v_a))  # half precision: float32 sums
+    # (..., T, S), validating q, k and the weights; a NaN/inf in q or k is set to 0 here, and _attend
+    # then gives the queries and keys that held one a NaN score (blocked: no effect; used: a NaN row)
+    clean_q, clean_k = (x if _all_finite(xp, x) else xp.where(xp.isfinite(x), x, xp.zeros_like(x)) for x in (q, k))
+    scores = pairwise_additive(clean_q, clean_k, w_q, w_k, v_a)
     n_q, n_k = scores.shape[-2:]
     if v.ndim < 2 or v.shape[-2] != n_k:
         raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
     mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], array_api_compat.device(scores))
     # the fast path works in place on `scores`; a fallback (non-finite output) needs fresh scores
-    return _attend(lambda keys: scores if keys is k else pairwise_additive(q, keys, w_q, w_k, v_a), k, v, mask, xp)
+    def scores_of(queries, keys):
+        return scores if queries is q and keys is k else pairwise_additive(queries, keys, w_q, w_k, v_a)
+
+    out, weights = _attend(scores_of, q, k, v, mask, xp)
+    return narrow(out, dtype, xp), narrow(weights, dtype, xp)

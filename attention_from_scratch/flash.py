@@ -47,7 +47,7 @@ from .attention import _check_qkv, _full_mask, _scale
 from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, get_namespace
 from .blas import limit_worker_thread, one_blas_thread
 from .masking import _matmul_skipping_zeros
-from .softmax import safe_shift
+from .softmax import narrow, safe_shift, widen
 
 __all__ = [
     "CPU_BLOCK_SIZE",
@@ -135,7 +135,8 @@ def _prepare(q, k, v, mask, causal, scale, block_size, xp):
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     block_q, block_k = _check_blocks(block_size, q)
     causal = check_flag(causal, "causal")
-    mask = _full_mask(mask, False, n_q, n_k, xp)  # checks shape/dtype only; causal is done per tile
+    # checks shape/dtype only (a list goes to q's device); causal is done per tile
+    mask = _full_mask(mask, False, n_q, n_k, xp, device=device_of(q))
     shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]] + ([mask.shape[:-2]] if mask is not None else [])
     lead = broadcast_shapes(*shapes, names=("q batch dims", "k batch dims", "v batch dims", "mask dims"))
     return q, k, v, mask, lead, _scale(scale, d_k), block_q, block_k
@@ -185,9 +186,9 @@ def _masked(scores, tile, xp):
 
 
 def _finite_keys(k, xp):
-    """``(k, None)`` when k (S, d_k) is finite, else (k with NaN/inf entries zeroed, ``usable`` (S,) bool):
+    """``(k, None)`` when k (S, d) is finite, else (k with NaN/inf entries zeroed, ``usable`` (S,) bool):
     scores are then computed from finite numbers (no inf · 0 in the matmul) and the caller sets the
-    scores of unusable keys to NaN, as ``scaled_dot_product_attention`` does."""
+    scores of unusable keys (or queries: the same for q) to NaN, as ``scaled_dot_product_attention`` does."""
     finite = xp.isfinite(k)
     if bool(xp.all(finite)):
         return k, None
@@ -201,7 +202,8 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
     """
     n_q, n_k = q.shape[0], k.shape[0]
     offset = n_k - n_q
-    q = q[i0:i1, :] * scale  # (bq, d_k), scaled once instead of every (bq, bk) tile
+    q, q_usable = _finite_keys(q[i0:i1, :], xp)  # a query holding NaN or inf scores NaN, as a key does
+    q = q * scale  # (bq, d_k), scaled once instead of every (bq, bk) tile
     on = device_of(q)  # every new array lives beside the inputs (a second GPU, a strict test device)
     # the empty state: nothing seen yet
     m = xp.full((i1 - i0, 1), -math.inf, dtype=q.dtype, device=on)
@@ -217,6 +219,8 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
         scores = q @ k[j0:j1, :].mT
         if usable is not None:  # a key holding NaN or inf scores NaN (then -inf if the mask blocks it)
             scores = xp.where(usable[None, j0:j1], scores, xp.full_like(scores, math.nan))
+        if q_usable is not None:
+            scores = xp.where(q_usable[:, None], scores, xp.full_like(scores, math.nan))
         # 2) blocked entries -> -inf (the mask sliced to this tile, causal only on the diagonal)
         scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
         # 3) + 4) this tile's (max, sum, weighted values), folded into the running ones
@@ -244,7 +248,9 @@ def flash_attention(
     (batch·head, query block) tiles on N threads; with or without workers, BLAS is held to one thread
     while tiles run (if ``threadpoolctl`` is installed; see ``blas.py``). ``return_lse=True`` also
     returns ``lse (..., T)``, the log-sum-exp of each row of scaled, masked scores (-inf for a fully
-    masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs.
+    masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs. Half precision
+    (float16, bfloat16) keeps m, l and acc in float32, as FlashAttention does: out has the input's
+    dtype, lse stays float32.
 
     Dao et al. 2022 (FlashAttention, Algorithm 1); Dao 2023 (FlashAttention-2, §3.1.1).
     """
@@ -252,9 +258,10 @@ def flash_attention(
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
     workers = _check_workers(workers)
     return_lse = check_flag(return_lse, "return_lse")
-    n_q = q.shape[-2]
+    n_q, dtype = q.shape[-2], q.dtype
+    q, k, v = widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: m, l, acc in float32
     if math.prod(lead) == 0:  # an empty batch: an empty result, as scaled_dot_product_attention gives
-        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype, device=device_of(q))
+        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=dtype, device=device_of(q))
         return (out, xp.zeros((*lead, n_q), dtype=q.dtype, device=device_of(q))) if return_lse else out
     starts = range(0, n_q, block_q)
     tasks = list(itertools.product(itertools.product(*(range(n) for n in lead)), starts))
@@ -275,7 +282,7 @@ def flash_attention(
     # reassemble: query blocks along T, then the (batch, head) rows along the leading dims
     rows = [results[r : r + len(starts)] for r in range(0, len(results), len(starts))]
     out = xp.stack([xp.concat([o for o, _ in row], axis=0) for row in rows])  # (N, T, d_v)
-    out = xp.reshape(out, (*lead, n_q, v.shape[-1]))  # (N, T, d_v) -> (..., T, d_v)
+    out = narrow(xp.reshape(out, (*lead, n_q, v.shape[-1])), dtype, xp)  # (N, T, d_v) -> (..., T, d_v)
     if not return_lse:
         return out
     lse = xp.stack([xp.concat([s for _, s in row], axis=0) for row in rows])  # (N, T, 1)

@@ -18,51 +18,23 @@ Legend: B batch, H heads (H_kv key/value heads), T new (query) tokens, S keys, d
 
 from __future__ import annotations
 
-from array_api_compat import device as device_of
-
 from .attention import scaled_dot_product_attention
 from .backend import (
     as_float,
-    backend_name,
     check_flag,
+    check_float_dtype,
+    check_param,
     check_positive_int,
+    check_same_place,
+    device_of,
     get_namespace,
     random_normal,
     to_device,
 )
-from .caches import KVCache, TokenBuffer, check_same_place
+from .caches import KVCache, TokenBuffer
 from .masking import as_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py
-
-
-def check_param(w, name, shape, x, layout="x @ W layout"):
-    """A layer's (possibly reassigned) parameter ``w``, checked against its ``shape`` and the input ``x``.
-
-    Parameters may be reassigned by the user, so a layer checks them when it runs, naming the
-    parameter -- instead of a reshape or matmul error deep inside the forward pass. ``w`` must live on
-    x's backend and device (lists are data: they are moved there).
-    """
-    xp = get_namespace(x)
-    if hasattr(w, "dtype"):
-        check_same_place(w, x, f"parameter {name}", "the input", "move the layer with layer.to(xp, device)")
-    else:
-        w = as_float(w, get_namespace(), f"parameter {name}")  # a list becomes a float64 host array ...
-        w = to_device(w, xp, device_of(x))  # ... on x's device
-    w = as_float(w, xp, f"parameter {name}")
-    if tuple(w.shape) != tuple(shape):
-        raise ValueError(f"parameter {name} has shape {tuple(w.shape)}, expected {tuple(shape)} ({layout})")
-    return w
-
-
-def check_float_dtype(dtype, xp, name="dtype"):
-    """Parameters must be real floating point: an integer dtype would truncate N(0, 1/fan_in) to zeros."""
-    try:
-        ok = xp.isdtype(dtype, "real floating")
-    except (TypeError, ValueError, AttributeError):
-        ok = False
-    if not ok:
-        raise TypeError(f"{name} must be a real floating dtype of {backend_name(xp)} (float32, float64), got {dtype!r}")
 
 
 def _split_heads(x, n_heads, xp):
@@ -177,7 +149,7 @@ class MultiHeadAttention:
         # everything that can fail is checked before the cache is touched: a failed call leaves it as it was
         params = {name: check_param(getattr(self, name), name, shape, x) for name, shape in self._shapes.items()}
         s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
-        mask = self._group_mask(mask, b, t, s, xp)
+        mask = self._group_mask(mask, b, t, s, xp, device_of(x))
         # 1) project and split heads
         q = _split_heads(self._project(x, "q", params, xp), h, xp)  # (B, H, T, d_k)
         k = _split_heads(self._project(x_kv, "k", params, xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
@@ -194,11 +166,11 @@ class MultiHeadAttention:
         out = _merge_heads(out, xp)  # (B, H, T, d_k) -> (B, T, H·d_k)
         return self._project(out, "o", params, xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
 
-    def _group_mask(self, mask, b, t, s, xp):
+    def _group_mask(self, mask, b, t, s, xp, device):
         """A mask broadcastable to (B, H, T, S), reshaped to broadcast against (B, H_kv, G, T, S)."""
         if mask is None:
             return None
-        mask = as_mask(mask, xp)  # dtype and values: the same check as every attention function
+        mask = as_mask(mask, xp, device=device)  # the check of every attention function; a list goes to x's device
         seen = tuple(mask.shape)
         expected = f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), got shape {seen}"
         if mask.ndim > 4:

@@ -352,7 +352,7 @@ def test_empty_input_and_wrong_caches_are_refused():
 def test_config_refuses_non_numbers_and_state_must_be_a_mapping():
     with pytest.raises(TypeError, match="rope_theta must be a finite real number"):
         MLAConfig(rope_theta="a")
-    with pytest.raises(TypeError, match="mscale must be a finite real number"):
+    with pytest.raises(ValueError, match="mscale must be a finite real number"):
         MLAConfig(mscale=float("nan"))
     with pytest.raises(TypeError, match="state must be a mapping"):
         MultiHeadLatentAttention.from_state_dict(MLAConfig(dim=8, n_heads=2, q_lora_rank=0, kv_lora_rank=4,
@@ -449,3 +449,12 @@ def test_integer_dtypes_are_refused():
 def test_config_refuses_betas_that_would_divide_by_zero_or_cross(fast, slow):
     with pytest.raises(ValueError, match=r"0 < MLAConfig\.beta_slow <= MLAConfig\.beta_fast"):
         MLAConfig(beta_fast=fast, beta_slow=slow)
+
+
+def test_config_refuses_a_yarn_mscale_that_is_not_positive():
+    for bad in (0.0, -1.0, -10 / math.log(40)):  # the last made the softmax scale 3.6e-33
+        with pytest.raises(ValueError, match=r"MLAConfig.mscale must be a finite real number > 0"):
+            MLAConfig(mscale=bad)
+    with pytest.raises(TypeError, match=r"MLAConfig.mscale must be a finite real number"):
+        MLAConfig(mscale=np.complex128(1.0))
+    assert MLAConfig(mscale=0.7).softmax_scale > 0

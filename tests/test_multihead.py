@@ -337,3 +337,10 @@ def test_non_floating_dtypes_and_non_bool_flags_are_refused():
         with pytest.raises(TypeError, match="causal must be True or False"):
             mha(x, causal=flag, cache=cache)
     assert len(cache) == 0
+
+
+def test_a_list_mask_goes_to_the_inputs_device(xp):
+    mha = make(xp, 8, 2, seed=4)
+    x = xp.randn(1, 3, 8, seed=5)
+    mask = [[True, False, False], [True, True, False], [True, True, True]]
+    xp.assert_close(mha(x, mask=mask), mha(x, causal=True))
