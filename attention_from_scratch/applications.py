@@ -22,9 +22,7 @@ import math
 import re
 import unicodedata
 
-from array_api_compat import device as device_of
-
-from .backend import as_float, check_positive_int, get_namespace
+from .backend import as_float, check_positive_int, device_of, get_namespace
 from .similarity import pairwise_cosine, pairwise_dot
 from .softmax import _check_temperature, logsumexp, softmax
 

@@ -26,19 +26,21 @@ from __future__ import annotations
 import itertools
 import math
 
-import array_api_compat
-
-from .backend import as_common_float, broadcast_shapes, check_real, get_namespace
-from .masking import _full_mask, _matmul_skipping_zeros, apply_mask, apply_mask_
+from .backend import as_common_float, broadcast_shapes, check_real, device_of, get_namespace
+from .masking import _apply_mask, _full_mask, _matmul_skipping_zeros, apply_mask_
 from .similarity import pairwise_additive
+from .sinks import check_sink_logits, softmax_with_sink_
 from .softmax import narrow, softmax_, widen
 
 __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled_dot_product_attention"]
 
 
-def _check_qkv(q, k, v, xp):
-    """Validate q, k, v; return them in one floating dtype (``backend.as_common_float``) and (T, S, d_k)."""
-    q, k, v = as_common_float(xp, q, k, v, names=("q", "k", "v"))
+def _check_qkv(q, k, v, xp, *more, names=()):
+    """Validate q, k, v; return them in one floating dtype (``backend.as_common_float``) and (T, S, d_k).
+
+    ``more`` arrays (named by ``names``, e.g. ``d_out``) join the common dtype and come back after v.
+    """
+    q, k, v, *more = as_common_float(xp, q, k, v, *more, names=("q", "k", "v", *names))
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
             raise ValueError(
@@ -59,7 +61,7 @@ def _check_qkv(q, k, v, xp):
     broadcast_shapes(
         q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims")
     )
-    return q, k, v, q.shape[-2], k.shape[-2], q.shape[-1]
+    return q, k, v, *more, q.shape[-2], k.shape[-2], q.shape[-1]
 
 
 def _scale(scale, d_k):
@@ -73,38 +75,37 @@ def _all_finite(xp, *arrays) -> bool:
     return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
 
-def _attend(scores_of, q, k, v, mask, xp):
+def _attend(scores_of, q, k, v, mask, xp, sink=None):
     """Steps 1-4 of attention: scores ``scores_of(q, k)`` (a new array), mask, softmax, weighted sum.
 
     The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
     place: no second (T, S) array. But adding -inf cannot hide a NaN or +inf score of a blocked key
     (NaN + -inf is NaN), nor can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So it
-    runs only when q, k and v are finite (one pass over each, no (T, S) work) and is kept only when
-    its output is finite (one pass over (T, d_v); a blocked key's huge finite garbage can still
-    overflow q·k). Otherwise the scores are made from finite queries and keys, a query or key holding
-    a NaN or inf scores NaN, blocked scores are *replaced* by -inf (``where``), and the values are
-    summed so that a key of weight 0 adds nothing: a blocked key, and a query that sees no key,
-    never matter, whatever they hold.
+    runs only when q, k and v are finite (one pass over each) and is kept only when its output is
+    finite (a blocked key's huge finite garbage can still overflow q·k). Otherwise the scores are made
+    from finite queries and keys, a query or key holding a NaN or inf scores NaN, blocked scores are
+    *replaced* by -inf (``where``), and the values are summed so that a key of weight 0 adds nothing:
+    a blocked key, and a query that sees no key, never matter, whatever they hold.
     """
     if _all_finite(xp, q, k, v):
         scores = scores_of(q, k)  # 1) (..., T, S)
         if mask is not None:
-            scores = apply_mask_(scores, mask)  # 2) blocked entries -> -inf, in place
-        weights = softmax_(scores, axis=-1)  # 3) along the keys, in place
+            scores = apply_mask_(scores, mask, xp)  # 2) blocked entries -> -inf, in place
+        weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)  # 3)
         out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
         if _all_finite(xp, out):
             return out, weights
         del scores, weights, out
     q_ok, k_ok = xp.isfinite(q), xp.isfinite(k)
     scores = scores_of(xp.where(q_ok, q, xp.zeros_like(q)), xp.where(k_ok, k, xp.zeros_like(k)))  # (..., T, S)
-    # (..., T, 1) & (..., 1, S): queries and keys without NaN/inf
-    usable = xp.all(q_ok, axis=-1)[..., :, None] & xp.all(k_ok, axis=-1)[..., None, :]
+    usable = xp.all(q_ok, axis=-1)[..., :, None] & xp.all(k_ok, axis=-1)[..., None, :]  # (..., T, 1) & (..., 1, S)
     scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
-    weights = softmax_(scores if mask is None else apply_mask(scores, mask), axis=-1)
+    scores = scores if mask is None else _apply_mask(scores, mask, xp)
+    weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)
     return _matmul_skipping_zeros(weights, v, xp), weights
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None, sink_logits=None):
     """``softmax(q kᵀ · scale + M) v`` -> ``(out, weights)``.
 
     q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)`` -> out ``(..., T, d_v)``,
@@ -115,6 +116,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     if it holds NaN or inf. The output has the inputs' common floating dtype
     (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32; half precision
     (float16, bfloat16) is computed in float32 (:func:`~attention_from_scratch.softmax.widen`).
+    ``sink_logits`` (broadcastable to ``(..., T)``, e.g. ``(H, 1)``: one learned logit per head) joins
+    each row's softmax and its probability is dropped, so the weights sum to at most 1 (``sinks.py``).
 
     Leading dims broadcast as in NumPy, aligned from the right: queries ``(2, 1, 3, 4)`` with keys and
     values ``(2, 3, 4)`` give ``(2, 2, 3, 4)``. The keys' leading 2 lines up with the queries' *second*
@@ -129,11 +132,23 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, array_api_compat.device(q))
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
+    if sink_logits is not None:
+        sink_logits = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=device_of(q))
+    return _sdpa(q, k, v, mask, _scale(scale, d_k), xp, sink_logits)
+
+
+def _sdpa(q, k, v, mask, scale: float, xp, sink_logits=None):
+    """The four steps of :func:`scaled_dot_product_attention` on inputs its boundary already checked.
+
+    ``mask`` is what ``_full_mask`` returns (causal included), ``scale`` a float and ``sink_logits``
+    checked: the inner step that the public functions (sdpa, its backward, multi-head attention)
+    share, checking nothing again. Half precision is computed in float32 and returned in q's dtype.
+    """
     dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)
-    q = widen(q, xp) * _scale(scale, d_k)  # scaling q touches T·d_k numbers, not T·S
+    q = widen(q, xp) * scale  # scaling q touches T·d_k numbers, not T·S
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
-    out, weights = _attend(lambda queries, keys: queries @ keys.mT, q, k, v, mask, xp)
+    out, weights = _attend(lambda queries, keys: queries @ keys.mT, q, k, v, mask, xp, sink_logits)
     return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
 
@@ -143,7 +158,7 @@ def _attention_loop_2d(q, k, v, mask, scale, xp):
     ``mask`` (T, S) is additive: 0 where query i may attend to key j, -inf where it may not (None: all
     allowed). Read this first: the vectorised version does the same four steps as matrix products.
     """
-    device = array_api_compat.device(v)
+    device = device_of(v)
     outs, all_weights = [], []
     for i in range(q.shape[0]):
         q_i = q[i, :] * scale  # scale the query first, as the vectorised version does (no overflow)
@@ -180,7 +195,7 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     dtype, q, k, v = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: float32 sums
-    device, d_v = array_api_compat.device(q), v.shape[-1]
+    device, d_v = device_of(q), v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device)
     scale = _scale(scale, d_k)
@@ -229,17 +244,18 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
 
     Masked entries have P = 0 and so get no gradient, and a blocked key that holds NaN or inf gives
     none either (as in the forward pass), nor does a query that sees no key, whatever it holds. Each
-    gradient has its input's shape (gradients of broadcast inputs are summed over the broadcast axes)
-    and the inputs' dtype; half precision is computed in float32.
+    gradient has its input's shape (summed over broadcast axes) and dtype; half precision sums in float32.
     """
     xp = get_namespace(q, k, v, d_out, mask)
-    q, k, v, d_out = as_common_float(xp, q, k, v, d_out, names=("q", "k", "v", "d_out"))
-    q, k, v, _, _, d_k = _check_qkv(q, k, v, xp)
-    dtype, q, k, v, d_out = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp), widen(d_out, xp)
-    out, p = scaled_dot_product_attention(q, k, v, mask, causal=causal, scale=scale)
-    if tuple(d_out.shape) != tuple(out.shape):
-        raise ValueError(f"d_out must have the output's shape {tuple(out.shape)}, got {tuple(d_out.shape)}")
+    q, k, v, d_out, n_q, n_k, d_k = _check_qkv(q, k, v, xp, d_out, names=("d_out",))
+    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
     scale = _scale(scale, d_k)
+    out_shape = (*broadcast_shapes(lead, () if mask is None else mask.shape[:-2]), n_q, v.shape[-1])
+    if tuple(d_out.shape) != out_shape:
+        raise ValueError(f"d_out must have the output's shape {out_shape}, got {tuple(d_out.shape)}")
+    dtype, q, k, v, d_out = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp), widen(d_out, xp)
+    out, p = _sdpa(q, k, v, mask, scale, xp)
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
     row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
@@ -253,10 +269,8 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         dp = _matmul_skipping_zeros(d_out, v.mT, xp)
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
-    # (..., S, T) @ (..., T, d_k) -> (..., S, d_k); a query that sees nothing (ds = 0) adds nothing, NaN or not
-    dk = _matmul_skipping_zeros(ds.mT, q, xp) * scale
-    grads = (_sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp))
-    return tuple(narrow(g, dtype, xp) for g in grads)
+    dk = _matmul_skipping_zeros(ds.mT, q, xp) * scale  # (..., S, d_k): a query with ds = 0 adds nothing, NaN or not
+    return tuple(narrow(_sum_to_shape(g, x.shape, xp), dtype, xp) for g, x in ((dq, q), (dk, k), (dv, v)))
 
 
 def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
@@ -269,8 +283,7 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
     names = ("q", "k", "v", "w_q", "w_k", "v_a")
     q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=names)
-    dtype = q.dtype
-    q, k, v, w_q, w_k, v_a = (widen(x, xp) for x in (q, k, v, w_q, w_k, v_a))  # half precision: float32 sums
+    dtype, q, k, v, w_q, w_k, v_a = q.dtype, *(widen(x, xp) for x in (q, k, v, w_q, w_k, v_a))  # half: float32
     # (..., T, S), validating q, k and the weights; a NaN/inf in q or k is set to 0 here, and _attend
     # then gives the queries and keys that held one a NaN score (blocked: no effect; used: a NaN row)
     clean_q, clean_k = (x if _all_finite(xp, x) else xp.where(xp.isfinite(x), x, xp.zeros_like(x)) for x in (q, k))
@@ -278,7 +291,7 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     n_q, n_k = scores.shape[-2:]
     if v.ndim < 2 or v.shape[-2] != n_k:
         raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
-    mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], array_api_compat.device(scores))
+    mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], device_of(scores))
     # the fast path works in place on `scores`; a fallback (non-finite output) needs fresh scores
     def scores_of(queries, keys):
         return scores if queries is q and keys is k else pairwise_additive(queries, keys, w_q, w_k, v_a)

@@ -6,7 +6,8 @@ one projection, not a re-run of the prefix (the memory this costs is counted in 
 * :class:`KVCache` keeps the keys ``(B, H_kv, S, d_k)`` and values ``(B, H_kv, S, d_v)`` of
   :class:`~attention_from_scratch.multihead.MultiHeadAttention` (H_kv = H for MHA, fewer for GQA/MQA);
 * :class:`LatentCache` keeps one row ``[c_KV; k^R]`` of ``d_c + d_r`` values per token for
-  :class:`~attention_from_scratch.mla.MultiHeadLatentAttention` (DeepSeek-V2 §2.1.4).
+  :class:`~attention_from_scratch.mla.MultiHeadLatentAttention` (DeepSeek-V2 §2.1.4), and with
+  DeepSeek-V3.2's indexer on (``config.index_n_heads > 0``) also each token's indexer key ``(B, S, d_I)``.
 
 Both grow along the token axis in a :class:`TokenBuffer`, which lives on the backend and device of the
 first rows appended; every append is checked in full before anything is written, so a failed call
@@ -19,12 +20,11 @@ from __future__ import annotations
 
 import math
 
-from array_api_compat import device as device_of
-
-from .backend import check_positive_int, check_same_place, get_namespace
+from .backend import check_positive_int, check_same_place, device_of, get_namespace
+from .masking import check_window, window_band
 from .mla_config import MLAConfig
 
-__all__ = ["KVCache", "LatentCache", "TokenBuffer"]
+__all__ = ["KVCache", "LatentCache", "RollingKVCache", "TokenBuffer"]
 
 
 class TokenBuffer:
@@ -131,8 +131,10 @@ class LatentCache:
     """MLA's KV cache: per token only the normalised latent c_KV and the rotated shared key k^R.
 
     Stored as one row of ``d_c + d_r`` values per token, ``(B, S, d_c + d_r)``, exactly what absorbed
-    attention reads. ``max_len`` (default ``config.max_seq_len``) is its capacity, as in DeepSeek's
-    reference, whose cache and RoPE table both stop at ``max_seq_len``.
+    attention reads. With DeepSeek-V3.2's indexer (``config.index_n_heads > 0``) each token also leaves
+    its indexer key (``index_k``, ``(B, S, d_I)``), which every later query scores to pick its top-k.
+    ``max_len`` (default ``config.max_seq_len``) is its capacity, as in DeepSeek's reference, whose
+    cache and RoPE table both stop at ``max_seq_len``.
     """
 
     def __init__(self, config: MLAConfig, batch_size: int, max_len: int | None = None):
@@ -144,12 +146,19 @@ class LatentCache:
             )
         self.batch_size, self.kv_lora_rank = batch_size, config.kv_lora_rank
         self.qk_rope_head_dim = config.qk_rope_head_dim
+        self.index_head_dim = config.index_head_dim if config.index_n_heads else None
         self._rows = TokenBuffer(max_len, "LatentCache")
+        self._index = TokenBuffer(max_len, "LatentCache indexer keys")
 
-    def append(self, c_kv, k_pe):
-        """Store ``c_kv (B, T, d_c)`` and ``k_pe (B, T, d_r)``; return all rows ``(B, S, d_c + d_r)``."""
+    def append(self, c_kv, k_pe, index_k=None):
+        """Store ``c_kv (B, T, d_c)``, ``k_pe (B, T, d_r)`` (and ``index_k (B, T, d_I)`` with an indexer).
+
+        Returns all rows ``(B, S, d_c + d_r)``; the indexer keys so far are ``cache.index_k``. Everything
+        is checked before anything is written.
+        """
         xp = get_namespace(c_kv, k_pe)
-        for name, a in (("c_kv", c_kv), ("k_pe", k_pe)):
+        named = (("c_kv", c_kv), ("k_pe", k_pe)) + ((("index_k", index_k),) if index_k is not None else ())
+        for name, a in named:
             if not hasattr(a, "shape") or a.ndim != 3:
                 raise ValueError(f"{name} must be an array (B, T, d), got {getattr(a, 'shape', type(a).__name__)}")
         check_same_place(k_pe, c_kv, "k_pe", "c_kv")
@@ -163,7 +172,24 @@ class LatentCache:
                 f"{self.qk_rope_head_dim}; got c_kv {tuple(c_kv.shape)}, k_pe {tuple(k_pe.shape)} "
                 f"(a cache from another config? use this layer's new_cache)"
             )
-        return self._rows.append(xp.concat([c_kv, k_pe], axis=-1))  # (B, T, d_c + d_r)
+        if (index_k is None) != (self.index_head_dim is None):
+            raise ValueError(
+                "this cache was made for a config " + ("with" if self.index_head_dim else "without")
+                + " DeepSeek-V3.2's indexer (index_n_heads), but index_k was "
+                + ("not given" if index_k is None else "given") + "; use this layer's new_cache"
+            )
+        rows = xp.concat([c_kv, k_pe], axis=-1)  # (B, T, d_c + d_r)
+        if index_k is not None:
+            check_same_place(index_k, c_kv, "index_k", "c_kv")
+            if index_k.shape != (*c_kv.shape[:2], self.index_head_dim):
+                raise ValueError(
+                    f"index_k must have shape (B, T, index_head_dim) = {(*c_kv.shape[:2], self.index_head_dim)}, "
+                    f"got {tuple(index_k.shape)}"
+                )
+            self._rows.check_fits(rows)
+            self._index.check_fits(index_k)
+            self._index.append(index_k)
+        return self._rows.append(rows)
 
     @property
     def c_kv(self):
@@ -176,6 +202,11 @@ class LatentCache:
         return None if self._rows.data is None else self._rows.data[:, : len(self), self.kv_lora_rank :]
 
     @property
+    def index_k(self):
+        """Cached indexer keys ``(B, S, d_I)`` (None without an indexer or before the first append)."""
+        return None if self._index.data is None else self._index.data[:, : len(self), :]
+
+    @property
     def max_len(self) -> int:
         return self._rows.max_len
 
@@ -184,5 +215,79 @@ class LatentCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the cached tokens: ``len · B · (d_c + d_r) · element size``."""
-        return len(self) * self._rows.nbytes_per_token()
+        """Bytes held by the cached tokens: ``len · B · (d_c + d_r [+ d_I]) · element size``."""
+        return len(self) * (self._rows.nbytes_per_token() + self._index.nbytes_per_token())
+
+
+class RollingKVCache:
+    """A sliding-window KV cache: the first ``n_sinks`` tokens and the last ``window``, nothing else.
+
+    Its memory is constant in the sequence length: ``n_sinks + window`` slots per (batch, head), filled
+    in order and then reused as a ring (Mistral's rolling buffer; StreamingLLM keeps the sinks): the
+    token at position ``p >= n_sinks`` lives in slot ``n_sinks + (p - n_sinks) % window``. Slot order
+    does not matter to attention, only each slot's position, which the cache remembers.
+
+    ``update(k, v)`` takes the new tokens' keys and values ``(..., T, d)`` and returns
+    ``(keys, values, mask)`` for the T new queries: the held tokens followed by the new ones, and the
+    boolean ``(T, held + T)`` mask of :func:`~attention_from_scratch.masking.sliding_window_mask` at
+    their true positions; then it keeps only the sinks and the last ``window`` tokens. Decoding with it
+    equals the windowed full pass row by row.
+    """
+
+    def __init__(self, window: int, *, n_sinks: int = 0):
+        self.window, self.n_sinks = check_window(window, n_sinks)
+        if self.window is None:
+            raise ValueError("window must be a positive integer, got None")
+        self.capacity = self.n_sinks + self.window
+        self.k = self.v = None  # (..., capacity, d): allocated on the first update, on its device
+        self.slot_positions: list[int | None] = [None] * self.capacity  # each slot's token position
+        self.position = 0  # tokens seen so far
+
+    def __len__(self) -> int:
+        """Tokens held (at most ``n_sinks + window``): the filled slots are always the first ones."""
+        return sum(pos is not None for pos in self.slot_positions)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the storage: constant once allocated, however long the sequence grows."""
+        if self.k is None:
+            return 0
+        xp = get_namespace(self.k)
+        return sum(math.prod(a.shape) * xp.finfo(a.dtype).bits // 8 for a in (self.k, self.v))
+
+    def update(self, k, v):
+        """New keys ``k (..., T, d_k)`` and values ``v (..., T, d_v)`` in: ``(keys, values, mask)`` out, then stored."""
+        xp = get_namespace(k, v)
+        if k.ndim < 2 or v.ndim != k.ndim or v.shape[:-1] != k.shape[:-1]:
+            raise ValueError(
+                f"k and v must be (..., T, d) and agree on (..., T): k {tuple(k.shape)}, v {tuple(v.shape)}"
+            )
+        check_same_place(v, k, "v", "k")
+        if self.k is not None:
+            for new, old, name in ((k, self.k, "k"), (v, self.v, "v")):
+                check_same_place(new, old, f"RollingKVCache: new {name}", "the cached ones")
+                if (*new.shape[:-2], new.shape[-1]) != (*old.shape[:-2], old.shape[-1]) or new.dtype != old.dtype:
+                    raise ValueError(
+                        f"RollingKVCache: new {name} of shape {tuple(new.shape)} ({new.dtype}) does not match the "
+                        f"cached ones {tuple(old.shape)} ({old.dtype}) outside the token axis"
+                    )
+        on, n_new, held = device_of(k), k.shape[-2], len(self)
+        new_positions = list(range(self.position, self.position + n_new))
+        keys, values = k, v
+        if held:  # (..., held, d) ++ (..., T, d) -> (..., held + T, d)
+            keys = xp.concat([self.k[..., :held, :], k], axis=-2)
+            values = xp.concat([self.v[..., :held, :], v], axis=-2)
+        p = xp.asarray(new_positions, device=on)[:, None]  # (T, 1)
+        j = xp.asarray(self.slot_positions[:held] + new_positions, device=on)[None, :]  # (1, held + T)
+        mask = window_band(p, j, self.window, self.n_sinks)  # (T, held + T)
+        if self.k is None:
+            self.k = xp.zeros((*k.shape[:-2], self.capacity, k.shape[-1]), dtype=k.dtype, device=on)
+            self.v = xp.zeros((*v.shape[:-2], self.capacity, v.shape[-1]), dtype=v.dtype, device=on)
+        for t, pos in enumerate(new_positions):  # only the sinks and the last `window` tokens are written
+            if pos >= self.n_sinks and pos < new_positions[-1] - self.window + 1:
+                continue
+            slot = pos if pos < self.n_sinks else self.n_sinks + (pos - self.n_sinks) % self.window
+            self.k[..., slot, :], self.v[..., slot, :] = k[..., t, :], v[..., t, :]
+            self.slot_positions[slot] = pos
+        self.position += n_new
+        return keys, values, mask

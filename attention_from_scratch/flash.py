@@ -30,7 +30,9 @@ normalised at every step. The per-row log-sum-exp
 Tiles: for each batch/head index and each block of ``block_q`` queries, loop over blocks of
 ``block_k`` keys. ``causal=True`` (bottom-right aligned, as in ``attention.py``: query i sits at
 position S - T + i) skips key blocks wholly in the queries' future and masks only the blocks on the
-diagonal. On a GPU each (batch·head, query block) tile runs on its own multiprocessor; here
+diagonal; a sliding ``window`` (with kept sinks) also skips the key blocks before the band
+(``tiles.py``), and learned ``sink_logits`` are the state the running max and sum start from. On a
+GPU each (batch·head, query block) tile runs on its own multiprocessor; here
 ``workers=N`` runs them on N threads (NumPy releases the GIL inside matmul and exp). The backward
 pass is in ``flash_backward.py``.
 """
@@ -41,13 +43,13 @@ import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from array_api_compat import device as device_of
-
 from .attention import _check_qkv, _full_mask, _scale
-from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, get_namespace
+from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, device_of, get_namespace
 from .blas import limit_worker_thread, one_blas_thread
-from .masking import _matmul_skipping_zeros
+from .masking import _matmul_skipping_zeros, check_window
+from .sinks import check_sink_logits
 from .softmax import narrow, safe_shift, widen
+from .tiles import _masked, _tile_mask, key_spans
 
 __all__ = [
     "CPU_BLOCK_SIZE",
@@ -151,42 +153,8 @@ def _pick(x, idx):
     return x[(*(i if n > 1 else 0 for i, n in zip(idx, lead, strict=True)), ...)]
 
 
-def _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, device):
-    """The mask of tile (queries i0:i1, keys j0:j1): boolean (True = attend), additive float, or None.
-
-    ``mask`` is a 2-D slice with size-1 axes where it broadcasts; ``offset = S - T`` aligns causal
-    masking bottom-right. A tile wholly on or below the diagonal needs no causal mask. New arrays are
-    made on ``device``, the inputs' device.
-    """
-    tile = None
-    if mask is not None:
-        rows = mask[i0:i1, :] if mask.shape[0] > 1 else mask
-        tile = rows[:, j0:j1] if mask.shape[1] > 1 else rows  # (bq or 1, bk or 1)
-    if causal and j1 - 1 > i0 + offset:  # the tile's first query cannot see its last key
-        keys, queries = xp.arange(j0, j1, device=device), xp.arange(i0, i1, device=device)
-        future_ok = keys[None, :] <= queries[:, None] + offset  # (bq, bk)
-        if tile is None:
-            tile = future_ok
-        elif tile.dtype == xp.bool:
-            tile = tile & future_ok
-        else:
-            tile = xp.where(future_ok, tile, xp.asarray(-math.inf, dtype=tile.dtype, device=device))
-    return tile
-
-
-def _masked(scores, tile, xp):
-    """``scores`` with the tile's mask applied: blocked entries -inf (boolean) or the mask added (float)."""
-    if tile is None:
-        return scores
-    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores))
-    if tile.dtype == xp.bool:
-        return xp.where(tile, scores, minus_inf)
-    # where, not only +: a blocked key whose score is NaN (a NaN key) must still give -inf
-    return xp.where(tile == -math.inf, minus_inf, scores + xp.astype(tile, scores.dtype))
-
-
 def _finite_keys(k, xp):
-    """``(k, None)`` when k (S, d) is finite, else (k with NaN/inf entries zeroed, ``usable`` (S,) bool):
+    """``(k, None)`` when k (S, d_k) is finite, else (k with NaN/inf entries zeroed, ``usable`` (S,) bool):
     scores are then computed from finite numbers (no inf · 0 in the matmul) and the caller sets the
     scores of unusable keys (or queries: the same for q) to NaN, as ``scaled_dot_product_attention`` does."""
     finite = xp.isfinite(k)
@@ -195,26 +163,29 @@ def _finite_keys(k, xp):
     return xp.where(finite, k, xp.zeros_like(k)), xp.all(finite, axis=-1)
 
 
-def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
+def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp, window=None, n_sinks=0, sink=None):
     """Attend queries i0:i1 of one (batch, head) to every visible key block: ``(out, lse)``.
 
-    q ``(T, d_k)``, k ``(S, d_k)``, v ``(S, d_v)`` -> out ``(i1 - i0, d_v)``, lse ``(i1 - i0, 1)``.
+    q ``(T, d_k)``, k ``(S, d_k)``, v ``(S, d_v)``, sink ``(T or 1, 1)`` or None -> out ``(i1 - i0, d_v)``,
+    lse ``(i1 - i0, 1)``.
     """
     n_q, n_k = q.shape[0], k.shape[0]
     offset = n_k - n_q
     q, q_usable = _finite_keys(q[i0:i1, :], xp)  # a query holding NaN or inf scores NaN, as a key does
     q = q * scale  # (bq, d_k), scaled once instead of every (bq, bk) tile
     on = device_of(q)  # every new array lives beside the inputs (a second GPU, a strict test device)
-    # the empty state: nothing seen yet
+    # the empty state: nothing seen yet; a learned sink is one key of logit s and value 0 (m = s, l = 1)
     m = xp.full((i1 - i0, 1), -math.inf, dtype=q.dtype, device=on)
     l = xp.zeros((i1 - i0, 1), dtype=q.dtype, device=on)
+    if sink is not None:
+        m, l = l + (sink[i0:i1, :] if sink.shape[0] > 1 else sink), l + 1  # (bq, 1) each
     acc = xp.zeros((i1 - i0, v.shape[-1]), dtype=q.dtype, device=on)
-    # causal: keys after position offset + (i1 - 1) are in the future of every query in the block
-    k_end = max(0, min(n_k, offset + i1)) if causal else n_k
+    # causal: keys after position offset + (i1 - 1) are in the future of every query in the block;
+    # a window: keys before offset + i0 - window + 1 are in the past of every query's band (but sinks)
+    spans = key_spans(i0, i1, offset, n_k, causal=causal, window=window, n_sinks=n_sinks)
     k, usable = _finite_keys(k, xp)
     v_is_finite = bool(xp.all(xp.isfinite(v)))  # one check here instead of one per tile
-    for j0 in range(0, k_end, block_k):
-        j1 = min(j0 + block_k, k_end)
+    for j0, j1 in ((j, min(j + block_k, end)) for start, end in spans for j in range(start, end, block_k)):
         # 1) scores of this tile only: (bq, d_k) @ (d_k, bk) -> (bq, bk)
         scores = q @ k[j0:j1, :].mT
         if usable is not None:  # a key holding NaN or inf scores NaN (then -inf if the mask blocks it)
@@ -222,7 +193,7 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
         if q_usable is not None:
             scores = xp.where(q_usable[:, None], scores, xp.full_like(scores, math.nan))
         # 2) blocked entries -> -inf (the mask sliced to this tile, causal only on the diagonal)
-        scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
+        scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on, window, n_sinks), xp)
         # 3) + 4) this tile's (max, sum, weighted values), folded into the running ones
         m, l, acc = online_softmax_merge((m, l, acc), softmax_state(scores, v[j0:j1, :], v_is_finite=v_is_finite))
     # normalise once at the end; rows with nothing to attend to: output 0, lse -inf (never 0/0)
@@ -234,7 +205,7 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp):
 
 def flash_attention(
     q, k, v, mask=None, *, causal=False, scale=None, block_size=None, workers=None,
-    return_lse=False,
+    return_lse=False, window=None, n_sinks=0, sink_logits=None,
 ):
     """Tiled attention with the online softmax: equal to ``scaled_dot_product_attention(...)[0]``.
 
@@ -248,9 +219,11 @@ def flash_attention(
     (batch·head, query block) tiles on N threads; with or without workers, BLAS is held to one thread
     while tiles run (if ``threadpoolctl`` is installed; see ``blas.py``). ``return_lse=True`` also
     returns ``lse (..., T)``, the log-sum-exp of each row of scaled, masked scores (-inf for a fully
-    masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs. Half precision
-    (float16, bfloat16) keeps m, l and acc in float32, as FlashAttention does: out has the input's
-    dtype, lse stays float32.
+    masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs. ``window=W`` equals
+    sdpa with ``sliding_window_mask(T, S, W, n_sinks=n_sinks)`` (a window implies causal) and skips
+    every tile outside the band; ``sink_logits`` as in ``scaled_dot_product_attention`` (``sinks.py``).
+    Half precision (float16, bfloat16) keeps m, l and acc in float32, as FlashAttention does: out has
+    the input's dtype, lse stays float32.
 
     Dao et al. 2022 (FlashAttention, Algorithm 1); Dao 2023 (FlashAttention-2, §3.1.1).
     """
@@ -258,8 +231,11 @@ def flash_attention(
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
     workers = _check_workers(workers)
     return_lse = check_flag(return_lse, "return_lse")
+    window, n_sinks = check_window(window, n_sinks)
     n_q, dtype = q.shape[-2], q.dtype
     q, k, v = widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: m, l, acc in float32
+    if sink_logits is not None:
+        sink_logits = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=device_of(q))
     if math.prod(lead) == 0:  # an empty batch: an empty result, as scaled_dot_product_attention gives
         out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=dtype, device=device_of(q))
         return (out, xp.zeros((*lead, n_q), dtype=q.dtype, device=device_of(q))) if return_lse else out
@@ -270,7 +246,8 @@ def flash_attention(
         idx, i0 = task
         return _query_block(
             _pick(q, idx), _pick(k, idx), _pick(v, idx), _pick(mask, idx), i0, min(i0 + block_q, n_q),
-            causal=causal, scale=scale, block_k=block_k, xp=xp,
+            causal=causal, scale=scale, block_k=block_k, xp=xp, window=window, n_sinks=n_sinks,
+            sink=_pick(sink_logits, idx),
         )
 
     with one_blas_thread():

@@ -11,14 +11,13 @@ from __future__ import annotations
 import itertools
 import math
 
-from array_api_compat import device as device_of
-
 from .attention import _sum_to_shape
-from .backend import as_float, get_namespace
+from .backend import as_float, device_of, get_namespace
 from .blas import one_blas_thread
-from .flash import _finite_keys, _masked, _pick, _prepare, _tile_mask
+from .flash import _finite_keys, _pick, _prepare
 from .masking import _matmul_skipping_zeros
 from .softmax import narrow, safe_shift, widen
+from .tiles import _masked, _tile_mask
 
 __all__ = ["flash_attention_backward"]
 

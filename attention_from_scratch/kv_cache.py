@@ -24,6 +24,12 @@ The articles simplify in two places, and their numbers follow from the simplific
    keys. With everything counted it is 576 / 40,960 = 1.41% = 1/71.
 
 ``deepseek_v3_numbers()`` computes every one of these figures from the formulas here.
+
+DeepSeek-V3.2 (``kind="dsa"``) caches the same 576 BF16 values plus each token's indexer key, which the
+reference stores in FP8 (``k_cache``, float8_e4m3, d_I = 128 bytes) with one float32 scale per 128
+values (``k_scale_cache``, 4 bytes): 1152 + 132 = 1284 bytes per token and layer, 78,324 over 61 layers,
+11.5% more than V3 -- while each query's attention reads only its top-2048 latents
+(``deepseek_v32_numbers()``).
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ __all__ = [
     "decode_bytes_read",
     "decode_flops",
     "deepseek_v3_numbers",
+    "deepseek_v32_numbers",
     "gqa_values_per_token",
+    "indexer_bytes_per_token",
     "mha_values_per_token",
     "mla_values_per_token",
     "mqa_values_per_token",
@@ -66,11 +74,23 @@ def mla_values_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
     return check_positive_int(kv_lora_rank, "kv_lora_rank") + check_positive_int(qk_rope_head_dim, "qk_rope_head_dim")
 
 
+def indexer_bytes_per_token(index_head_dim: int = 128, *, block: int = 128) -> int:
+    """DeepSeek-V3.2's cached indexer key per token and layer: d_I FP8 bytes + 4 (float32) per ``block``.
+
+    As the reference's ``Indexer`` buffers: ``k_cache`` float8_e4m3 ``(.., d_I)`` and ``k_scale_cache``
+    float32 ``(.., d_I // block)``; 128 + 4 = 132 bytes for d_I = 128.
+    """
+    d = check_positive_int(index_head_dim, "index_head_dim")
+    return d + 4 * -(-d // check_positive_int(block, "block"))
+
+
 def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | None = None,
                     n_layers: int | None = None, element_size: int = 2) -> int:
     """KV-cache bytes per token for ``config``'s heads, over ``n_layers`` (default ``config.n_layers``).
 
-    ``kind``: ``"mla"`` (what MLA caches), ``"mha"`` (the same heads, caching full per-head K and V,
+    ``kind``: ``"mla"`` (what MLA caches), ``"dsa"`` (DeepSeek-V3.2: MLA's values at ``element_size``
+    plus :func:`indexer_bytes_per_token`, the indexer key in FP8; needs ``index_n_heads > 0``), ``"mha"``
+    (the same heads, caching full per-head K and V,
     K being d_h + d_r wide), ``"gqa"`` (with ``n_kv_heads`` key/value heads) or ``"mqa"``.
     ``element_size`` in bytes: 2 for BF16/FP16, 4 for float32, 8 for float64.
     """
@@ -91,8 +111,14 @@ def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | N
         values = gqa_values_per_token(n_kv_heads, d_k, d_v)
     elif kind == "mqa":
         values = mqa_values_per_token(d_k, d_v)
+    elif kind == "dsa":
+        if not config.index_n_heads:
+            raise ValueError("kind='dsa' needs a config with DeepSeek-V3.2's indexer (index_n_heads > 0), "
+                             "e.g. MLAConfig.deepseek_v32()")
+        mla = mla_values_per_token(config.kv_lora_rank, config.qk_rope_head_dim) * element_size
+        return (mla + indexer_bytes_per_token(config.index_head_dim)) * n_layers
     else:
-        raise ValueError(f"kind must be 'mla', 'mha', 'gqa' or 'mqa', got {kind!r}")
+        raise ValueError(f"kind must be 'mla', 'dsa', 'mha', 'gqa' or 'mqa', got {kind!r}")
     return values * n_layers * element_size
 
 
@@ -120,6 +146,25 @@ def deepseek_v3_numbers(config: MLAConfig | None = None) -> dict:
     }
 
 
+def deepseek_v32_numbers(config: MLAConfig | None = None) -> dict:
+    """DeepSeek-V3.2's cache per token (BF16 latents, FP8 indexer keys) beside V3's, and what a query reads."""
+    cfg = MLAConfig.deepseek_v32() if config is None else config
+    if not isinstance(cfg, MLAConfig) or not cfg.index_n_heads:
+        raise TypeError(f"config must be an MLAConfig with index_n_heads > 0 or None, got {config!r}")
+    v3, v32 = bytes_per_token(cfg, "mla"), bytes_per_token(cfg, "dsa")
+    return {
+        "mla_bytes_per_token_layer": bytes_per_token(cfg, "mla", n_layers=1),  # 1152
+        "indexer_bytes_per_token_layer": indexer_bytes_per_token(cfg.index_head_dim),  # 132
+        "v3_bytes_per_token": v3,  # 70,272
+        "v32_bytes_per_token": v32,  # 78,324
+        "v32_over_v3": v32 / v3,  # ≈ 1.115
+        # per query and layer at 128k tokens: the indexer reads every key, MLA only the top-k latents
+        "indexer_bytes_read_128k": 131072 * indexer_bytes_per_token(cfg.index_head_dim),
+        "mla_bytes_read_128k_dense": 131072 * bytes_per_token(cfg, "mla", n_layers=1),
+        "mla_bytes_read_128k_sparse": min(cfg.index_topk, 131072) * bytes_per_token(cfg, "mla", n_layers=1),
+    }
+
+
 # Decoding one token reads the whole cache once and does a few multiply-adds per value read: it is
 # limited by memory bandwidth, not by arithmetic. The three functions below count both, per token.
 
@@ -128,9 +173,16 @@ def decode_bytes_read(config: MLAConfig, kind: str = "mla", context_len: int = 1
                       n_kv_heads: int | None = None, element_size: int = 2) -> int:
     """Bytes of KV cache read to generate one token with ``context_len`` tokens cached, all layers.
 
-    Every cached value is read once per generated token: ``context_len · bytes_per_token(...)``.
+    Every cached value is read once per generated token: ``context_len · bytes_per_token(...)``. With
+    ``kind="dsa"`` every indexer key is read but only the ``min(index_topk, context_len)`` selected
+    latents: ``n_layers · (S · indexer bytes + min(k, S) · (d_c + d_r) · element_size)``.
     """
     context_len = check_positive_int(context_len, "context_len")
+    if kind == "dsa":
+        bytes_per_token(config, "dsa")  # validates the indexer
+        latents = min(config.index_topk, context_len) * bytes_per_token(config, "mla", n_layers=1,
+                                                                         element_size=element_size)
+        return config.n_layers * (context_len * indexer_bytes_per_token(config.index_head_dim) + latents)
     return context_len * bytes_per_token(config, kind, n_kv_heads=n_kv_heads, element_size=element_size)
 
 
@@ -141,10 +193,17 @@ def decode_flops(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
     Per cached token, layer and query head: MHA/GQA/MQA score a d_k-wide key and mix a d_v-wide value,
     ``d_k + d_v`` multiply-adds, whichever head the key/value is shared with; absorbed MLA scores the
     cached ``d_c + d_r`` row and mixes the ``d_c``-wide latent, ``2 d_c + d_r`` (``mla.attend_absorb``).
+    ``kind="dsa"``: the indexer's ``H_I · (d_I + 1)`` per cached token (a dot product per head, then the
+    weighting) plus absorbed MLA over the ``min(index_topk, S)`` selected rows only.
     Projections of the new token are left out: they do not grow with the context.
     """
     context_len = check_positive_int(context_len, "context_len")
     bytes_per_token(config, kind, n_kv_heads=n_kv_heads)  # validates kind and n_kv_heads
+    if kind == "dsa":
+        indexer = context_len * config.index_n_heads * (config.index_head_dim + 1)
+        attention = min(config.index_topk, context_len) * config.n_heads * (2 * config.kv_lora_rank
+                                                                            + config.qk_rope_head_dim)
+        return 2 * (indexer + attention) * config.n_layers
     if kind == "mla":
         per_head = 2 * config.kv_lora_rank + config.qk_rope_head_dim
     else:
@@ -158,6 +217,11 @@ def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: in
 
     Independent of the context length. A GPU is memory-bound below its ridge point (peak FLOP/s over
     memory bandwidth, ≈ 295 FLOP/byte for an H100 SXM in BF16): MHA's 1 FLOP/byte leaves it idle.
+    Not defined for ``kind="dsa"``, whose ratio changes with the context (``decode_flops`` and
+    ``decode_bytes_read`` give it at any S).
     """
+    if kind == "dsa":
+        raise ValueError("kind='dsa' has no context-independent intensity: divide decode_flops by "
+                         "decode_bytes_read at the context length you want")
     flops = decode_flops(config, kind, 1, n_kv_heads=n_kv_heads)
     return flops / decode_bytes_read(config, kind, 1, n_kv_heads=n_kv_heads, element_size=element_size)

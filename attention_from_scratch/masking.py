@@ -14,6 +14,9 @@ author meant "0 = blocked" or "add 0 to the score".
   see keys ``0 .. S - T + i``. With T == S this is the lower triangle; with T == 1 (decoding one new
   token against a cache of S keys) it is a single row of all True.
 * ``padding_mask(lengths, S)`` -- batch element b may see its first ``lengths[b]`` keys only.
+* ``sliding_window_mask(T, S, W, n_sinks=n)`` -- the query at position p (bottom-right aligned, as
+  ``causal_mask``) sees keys ``p - W < j <= p`` and the first ``n`` keys, never the future (Mistral's
+  and Gemma's local layers; StreamingLLM's kept "sink" tokens; transformers' convention).
 
 A float *additive* mask (0 where allowed, -inf where blocked) is also accepted by ``apply_mask``; a
 float mask with any value > 0 (or NaN) is refused, because a float 0/1 mask (``np.tril(np.ones(...))``)
@@ -23,8 +26,6 @@ would add 1 to the allowed scores and block nothing.
 from __future__ import annotations
 
 import math
-
-import array_api_compat
 
 from .backend import (
     as_float,
@@ -38,7 +39,9 @@ from .backend import (
     to_device,
 )
 
-__all__ = ["apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask"]
+__all__ = [
+    "apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask", "sliding_window_mask",
+]
 
 
 def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
@@ -56,6 +59,40 @@ def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
     return j <= i + (n_k - n_q)  # (T, S)
 
 
+def check_window(window, n_sinks):
+    """``(window, n_sinks)`` as Python ints: ``window`` None or >= 1, ``n_sinks`` >= 0."""
+    window = None if window is None else check_positive_int(window, "window (the number of recent keys seen)")
+    return window, check_positive_int(n_sinks, "n_sinks (the first keys always seen)", minimum=0)
+
+
+def window_band(p, j, window, n_sinks):
+    """True where the query at position ``p`` may see key ``j``: ``j <= p and (j > p - window or j < n_sinks)``.
+
+    ``p`` and ``j`` are integer arrays that broadcast (e.g. ``(T, 1)`` and ``(1, S)``): the one rule that
+    :func:`sliding_window_mask`, flash attention's tiles and the rolling cache all use.
+    """
+    return (j <= p) & ((j > p - window) | (j < n_sinks))
+
+
+def sliding_window_mask(n_q: int, n_k: int, window: int, *, n_sinks: int = 0, xp=None, device=None):
+    """Boolean ``(n_q, n_k)`` mask of sliding-window attention with ``n_sinks`` kept sink tokens.
+
+    Bottom-right aligned like :func:`causal_mask`: query i sits at position ``p = n_k - n_q + i`` and
+    sees keys ``p - window < j <= p`` (its own position and the ``window - 1`` before it) plus the first
+    ``n_sinks`` keys (attention sinks, Xiao et al. 2023, StreamingLLM), never the future. The same
+    convention as transformers' sliding-window masks (Mistral, Gemma's local layers). ``window >= n_k``
+    is the causal mask.
+    """
+    n_q, n_k = check_positive_int(n_q, "n_q"), check_positive_int(n_k, "n_k")
+    window, n_sinks = check_window(window, n_sinks)
+    if window is None:
+        raise ValueError("window must be a positive integer, got None (use causal_mask for no window)")
+    xp = get_namespace() if xp is None else check_namespace(xp)
+    p = xp.arange(n_q, device=device)[:, None] + (n_k - n_q)  # (T, 1): each query's position
+    j = xp.arange(n_k, device=device)[None, :]  # (1, S): key index
+    return window_band(p, j, window, n_sinks)  # (T, S)
+
+
 def padding_mask(lengths, n_k: int, *, xp=None, device=None):
     """Boolean ``(B, 1, n_k)`` mask: batch element b may attend to keys ``0 .. lengths[b] - 1``.
 
@@ -69,7 +106,7 @@ def padding_mask(lengths, n_k: int, *, xp=None, device=None):
         lengths = xp.zeros((0,), dtype=xp.int64, device=device)
     elif not hasattr(lengths, "ndim"):  # a list (or a stray number)
         lengths = to_device(lengths, xp, device)
-    device = array_api_compat.device(lengths)
+    device = device_of(lengths)
     if lengths.ndim != 1:
         raise ValueError(
             f"lengths must be 1-D (one length per batch element), got shape {tuple(lengths.shape)}"
@@ -145,9 +182,14 @@ def apply_mask(scores, mask):
     scores = as_float(scores, xp, "scores")
     if mask is None:
         return scores
-    mask = as_mask(mask, xp, device=array_api_compat.device(scores))
+    mask = as_mask(mask, xp, device=device_of(scores))
     broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask"))
-    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=array_api_compat.device(scores))
+    return _apply_mask(scores, mask, xp)
+
+
+def _apply_mask(scores, mask, xp):
+    """:func:`apply_mask` for a mask that :func:`as_mask` already checked (the inner steps of attention)."""
+    minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores))
     if mask.dtype == xp.bool:
         return xp.where(mask, scores, minus_inf)
     # additive: blocked where the mask is -inf, shifted by it elsewhere (never computing inf + -inf)
@@ -156,27 +198,24 @@ def apply_mask(scores, mask):
     return xp.where(blocked, minus_inf, scores + xp.astype(shift, scores.dtype))
 
 
-def apply_mask_(scores, mask):
+def apply_mask_(scores, mask, xp):
     """:func:`apply_mask` in ``scores``'s own buffer where shapes allow (internal helper for attention).
 
-    ``scores`` must be a temporary the caller owns. The boolean mask becomes an additive 0 / -inf mask
-    at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)`` -- and is added
-    in place: one pass over the scores and no new score-sized array, where ``xp.where`` would make a
-    full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the score is
-    NaN or +inf: the caller checks its inputs and output are finite, else uses :func:`apply_mask`.)
-    An autograd tensor is not modified in place.
+    ``scores`` must be a temporary the caller owns, and ``mask`` a mask that :func:`as_mask` checked
+    (boolean or additive float, broadcastable to the scores). The boolean mask becomes an additive
+    0 / -inf mask at the *mask's* size -- often just ``(T, S)`` while the scores are ``(B, H, T, S)``
+    -- and is added in place: one pass over the scores and no new score-sized array, where ``xp.where``
+    would make a full copy. (Adding 0 leaves a score unchanged; adding -inf makes it -inf -- unless the
+    score is NaN or +inf: the caller checks its inputs and output are finite, else uses
+    :func:`_apply_mask`.) An autograd tensor is not modified in place.
     """
-    xp = get_namespace(scores, mask)
-    device = array_api_compat.device(scores)
-    if isinstance(mask, (list, tuple)) or not xp.isdtype(mask.dtype, "real floating"):
-        mask = as_bool_mask(mask, xp, device=device)
+    device = device_of(scores)
+    if mask.dtype == xp.bool:
         zero = xp.asarray(0.0, dtype=scores.dtype, device=device)
         mask = xp.where(mask, zero, xp.asarray(-math.inf, dtype=scores.dtype, device=device))
     else:
         mask = xp.astype(mask, scores.dtype, copy=False)
-    if needs_grad(scores) or broadcast_shapes(scores.shape, mask.shape, names=("scores", "mask")) != tuple(
-        scores.shape
-    ):
+    if needs_grad(scores) or broadcast_shapes(scores.shape, mask.shape) != tuple(scores.shape):
         return scores + mask  # autograd needs scores, or the mask adds batch dims (a larger result)
     scores += mask
     return scores
@@ -186,7 +225,7 @@ def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
     """``mask`` validated for (*lead, T, S) scores, as an array of at least 2 dimensions.
 
     Used by sdpa, the loop, the backward pass, additive attention and flash attention (multi-head
-    attention calls the same :func:`as_mask`, then checks against (B, H, T, S)). Boolean (True = may
+    attention calls the same :func:`as_mask` once, then checks against (B, H, T, S)). Boolean (True = may
     attend) or additive float (0 / -inf); any shape that broadcasts to (..., T, S), including (S,)
     and () -- which become (1, S) and (1, 1) so callers can slice the last two axes. A list becomes
     an array on ``device``.
@@ -202,20 +241,26 @@ def _check_mask(mask, n_q, n_k, xp, lead=(), device=None):
 def _full_mask(mask, causal, n_q, n_k, xp, lead=(), device=None):
     """The boolean (or additive float) mask to apply, or None; checks it broadcasts to (*lead, T, S).
 
-    Every array it creates lives on ``device``, the device of the scores.
+    The boundary of every attention function: the mask is checked here once, and the inner steps take
+    what this returns without checking it again. Every array it creates lives on ``device``, the
+    device of the scores.
     """
     causal = check_flag(causal, "causal")
     if mask is not None:
         mask = _check_mask(mask, n_q, n_k, xp, lead, device)
-    if causal:
-        c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
-        if mask is None:
-            mask = c
-        elif mask.dtype == xp.bool:
-            mask = mask & c
-        else:  # additive float mask: block the future on top of it
-            mask = xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))
-    return mask
+    return _with_causal(mask, causal, n_q, n_k, xp, device)
+
+
+def _with_causal(mask, causal: bool, n_q, n_k, xp, device):
+    """A checked mask (or None) that also blocks the future when ``causal`` (bottom-right aligned)."""
+    if not causal:
+        return mask
+    c = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
+    if mask is None:
+        return c
+    if mask.dtype == xp.bool:
+        return mask & c
+    return xp.where(c, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))  # additive: -inf on top
 
 
 def _matmul_skipping_zeros(a, b, xp):

@@ -40,6 +40,10 @@ Decoding past ``config.max_seq_len`` raises ``ValueError`` instead of silently r
 angles. Unlike the reference, whose prefill mask is ``(T, T)``, the causal mask here is bottom-right
 aligned, so a chunk of several tokens after a cached prefix is also handled.
 
+DeepSeek-V3.2 (``config.index_n_heads > 0``): a lightning indexer (``sparse.py``) scores every visible
+token for each query from ``c_Q`` and ``h_t``, and each query attends over its ``index_topk`` best only:
+"naive" masks the other scores (the reference's prefill), "absorb" gathers the selected cached rows.
+
 Layout: the hyper-parameters live in ``mla_config.py`` (:class:`MLAConfig`, re-exported here) and
 checkpoint loading in ``mla_checkpoint.py``; this file is the layer itself, in the paper's order.
 Devices: ``MultiHeadLatentAttention(config, xp=..., device=...)`` creates the weights and the RoPE table
@@ -50,14 +54,13 @@ Legend: B batch, H heads, T new tokens, S all tokens (cached + new), d_c latent,
 
 from __future__ import annotations
 
-from array_api_compat import device as device_of
-
+from . import sparse
 from .attention import scaled_dot_product_attention
-from .backend import as_float, check_float_dtype, check_param, get_namespace, random_normal, to_device
+from .backend import as_float, check_float_dtype, check_param, device_of, get_namespace, random_normal, to_device
 from .caches import LatentCache
 from .masking import causal_mask
-from .mla_checkpoint import check_state_dict
-from .mla_config import MLAConfig, mla_parameter_count, mla_weight_shapes
+from .mla_checkpoint import check_call, check_state_dict
+from .mla_config import MLAConfig, mla_parameter_count, mla_weight_shapes, weight_attribute
 from .multihead import _merge_heads, _split_heads
 from .rope import apply_rope, rope_frequencies
 
@@ -96,9 +99,11 @@ class MultiHeadLatentAttention:
         shapes = mla_weight_shapes(config)  # refuses anything but an MLAConfig
         self.config, host = config, get_namespace()  # drawn on the host (NumPy), then moved by self.to
         for i, (name, shape) in enumerate(shapes.items()):
-            w = (host.ones(shape, dtype=host.float64) if name.endswith("norm.weight")
-                 else random_normal(shape, seed=(seed, i), scale=shape[1] ** -0.5))
-            setattr(self, name.removesuffix(".weight"), w)
+            if name.endswith("norm.weight") or name.endswith("norm.bias"):  # norms start as the identity
+                w = (host.ones if name.endswith("weight") else host.zeros)(shape, dtype=host.float64)
+            else:
+                w = random_normal(shape, seed=(seed, i), scale=shape[1] ** -0.5)
+            setattr(self, weight_attribute(name), w)
         xp = get_namespace() if xp is None else xp
         self.to(xp, device, dtype=xp.float64 if dtype is None else dtype)
 
@@ -129,7 +134,7 @@ class MultiHeadLatentAttention:
         if dtype is not None:
             check_float_dtype(dtype, xp, "dtype")
         for name in self.weight_shapes(self.config):
-            name = name.removesuffix(".weight")
+            name = weight_attribute(name)
             w = to_device(getattr(self, name), xp, device)
             setattr(self, name, w if dtype is None else xp.astype(w, dtype))
         self._rope_table()
@@ -146,7 +151,7 @@ class MultiHeadLatentAttention:
 
     def state_dict(self) -> dict:
         """The weights under DeepSeek-V3's names, ``(out_features, in_features)``."""
-        return {name: getattr(self, name.removesuffix(".weight")) for name in self.weight_shapes(self.config)}
+        return {name: getattr(self, weight_attribute(name)) for name in self.weight_shapes(self.config)}
 
     def new_cache(self, batch_size: int, max_len: int | None = None) -> LatentCache:
         """An empty :class:`LatentCache` (capacity ``max_len``, default ``config.max_seq_len``)."""
@@ -156,16 +161,19 @@ class MultiHeadLatentAttention:
 
     def _w(self, name, x):
         """Weight ``name``, checked (it may have been reassigned; it must sit on x's device), in x's dtype."""
-        shape = self.weight_shapes(self.config)[name + ".weight"]
+        shape = {weight_attribute(k): v for k, v in self.weight_shapes(self.config).items()}[name]
         w = check_param(getattr(self, name), name, shape, x, "out_features, in_features")
         return get_namespace(x).astype(w, x.dtype, copy=False)
 
-    def queries(self, x, start: int):
+    def query_latent(self, x):
+        """The normalised query latent ``c_Q = RMSNorm(W_DQ h)``: (B, T, dim) -> (B, T, d_c')."""
+        return rms_norm(x @ self._w("wq_a", x).mT, self._w("q_norm", x), self.config.eps)
+
+    def queries(self, x, start: int, c_q=None):
         """``q^C`` (B, H, T, d_h) and rotated ``q^R`` (B, H, T, d_r) of the tokens at start..start+T-1."""
         xp, cfg = get_namespace(x), self.config
         if cfg.q_lora_rank:
-            c_q = x @ self._w("wq_a", x).mT  # W_DQ: (B, T, dim) -> (B, T, d_c')
-            c_q = rms_norm(c_q, self._w("q_norm", x), cfg.eps)
+            c_q = self.query_latent(x) if c_q is None else c_q  # (B, T, d_c')
             q = c_q @ self._w("wq_b", x).mT  # W_UQ, W_QR: (B, T, d_c') -> (B, T, H·(d_h + d_r))
         else:
             q = x @ self._w("wq", x).mT  # (B, T, dim) -> (B, T, H·(d_h + d_r))
@@ -181,6 +189,19 @@ class MultiHeadLatentAttention:
         k_pe = apply_rope(kv[..., cfg.kv_lora_rank :], start, freqs=self.freqs)  # (B, T, d_r); not normalised
         return c_kv, k_pe
 
+    def index_keys(self, x, start: int):
+        """DeepSeek-V3.2's indexer key of each new token, ``RoPE_half(LayerNorm(wk h))``: -> (B, T, d_I)."""
+        return sparse.indexer_keys(x, self._w("indexer_wk", x), self._w("indexer_k_norm", x),
+                            self._w("indexer_k_norm_bias", x), self.config.qk_rope_head_dim, start, self.freqs)
+
+    def index_scores(self, x, c_q, index_k):
+        """The indexer's scores of the new tokens ``x`` over all S tokens' keys ``index_k``: -> (B, T, S)."""
+        cfg = self.config
+        start = index_k.shape[1] - x.shape[1]
+        q = sparse.indexer_queries(c_q, self._w("indexer_wq_b", x), cfg.index_n_heads, cfg.qk_rope_head_dim, start,
+                            self.freqs)  # (B, H_I, T, d_I)
+        return sparse.index_scores(q, index_k, sparse.indexer_weights(x, self._w("indexer_weights_proj", x)))
+
     def expand(self, c_kv, k_pe):
         """Naive up-projection: per-head keys ``[k^C; k^R]`` (B, H, S, d_h + d_r), values (B, H, S, d_v)."""
         xp, cfg = get_namespace(c_kv), self.config
@@ -192,15 +213,24 @@ class MultiHeadLatentAttention:
         k_pe = xp.broadcast_to(k_pe[:, None, :, :], (b, cfg.n_heads, s, cfg.qk_rope_head_dim))
         return xp.concat([k_nope, k_pe], axis=-1), v
 
-    def attend_naive(self, q_nope, q_pe, c_kv, k_pe):
-        """Attention with K and V rebuilt from the latents: -> (B, H, T, d_v)."""
+    def attend_naive(self, q_nope, q_pe, c_kv, k_pe, selected=None):
+        """Attention with K and V rebuilt from the latents: -> (B, H, T, d_v).
+
+        ``selected`` (B, T, S) bool: only those keys (the indexer's top-k, already causal); default causal.
+        """
         xp = get_namespace(q_nope)
         k, v = self.expand(c_kv, k_pe)  # (B, H, S, d_h + d_r), (B, H, S, d_v)
         q = xp.concat([q_nope, q_pe], axis=-1)  # (B, H, T, d_h + d_r)
-        return scaled_dot_product_attention(q, k, v, causal=True, scale=self.config.softmax_scale)[0]
+        scale = self.config.softmax_scale
+        if selected is not None:  # (B, T, S) -> (B, 1, T, S): the same keys for every head
+            return scaled_dot_product_attention(q, k, v, selected[:, None, :, :], scale=scale)[0]
+        return scaled_dot_product_attention(q, k, v, causal=True, scale=scale)[0]
 
-    def attend_absorb(self, q_nope, q_pe, rows):
-        """Attention directly over the cached rows ``[c_KV; k^R]`` (B, S, d_c + d_r): -> (B, H, T, d_v)."""
+    def attend_absorb(self, q_nope, q_pe, rows, selected=None):
+        """Attention directly over the cached rows ``[c_KV; k^R]`` (B, S, d_c + d_r): -> (B, H, T, d_v).
+
+        ``selected`` = ``(indices, valid)`` (B, T, K) from the indexer: each query reads its K rows only.
+        """
         xp, cfg = get_namespace(q_nope), self.config
         wkv_b = self._w("wkv_b", q_nope)
         # (H·(d_h + d_v), d_c) -> (H, d_h + d_v, d_c), as DeepSeek views wkv_b
@@ -211,6 +241,9 @@ class MultiHeadLatentAttention:
         #    (B, H, T, d_h) @ (H, d_h, d_c) -> (B, H, T, d_c)
         q_latent = q_nope @ w_uk
         q = xp.concat([q_latent, q_pe], axis=-1)  # (B, H, T, d_c + d_r): scores against [c_KV; k^R] at once
+        if selected is not None:  # DeepSeek-V3.2: gather each query's K rows, attend over those alone
+            o_latent = sparse.sparse_latent_attention(q, rows, *selected, cfg.kv_lora_rank, cfg.softmax_scale)
+            return o_latent @ w_uv.mT  # (B, H, T, d_c) @ (H, d_c, d_v) -> (B, H, T, d_v)
         # 2) every head attends over the same cached rows (keys = rows, values = their c_KV part), so the
         #    heads are just more query rows: one (H·T, d_c + d_r) @ (d_c + d_r, S) product per sequence, not H
         #    small ones. Kept 3-D: NumPy's matmul on 4-D stacks of this shape is many times slower.
@@ -238,35 +271,24 @@ class MultiHeadLatentAttention:
         Positions continue from the cache (``len(cache)``); the new tokens' c_KV and k^R are appended to it.
         """
         cfg = self.config
-        if not hasattr(x, "dtype") and hasattr(self.wkv_a, "dtype"):  # a list is data: put it beside the weights
-            x = to_device(x, get_namespace(self.wkv_a), device_of(self.wkv_a))
+        x, start = check_call(self, x, cache, mode)  # x as an array, its first position; all weights checked
         xp = get_namespace(x)
-        x = as_float(x, xp, "x")
-        if x.ndim != 3 or x.shape[-1] != cfg.dim:
-            raise ValueError(f"x must have shape (B, T, dim={cfg.dim}), got {tuple(x.shape)}")
-        if 0 in x.shape[:2]:
-            raise ValueError(f"x is empty, shape {tuple(x.shape)}: B and T must be >= 1")
-        if mode not in ("naive", "absorb"):
-            raise ValueError(f"mode must be 'naive' or 'absorb', got {mode!r}")
-        if cache is not None and not isinstance(cache, LatentCache):
-            raise TypeError(f"cache must be a LatentCache (from mla.new_cache(batch_size)), got {type(cache).__name__}")
-        for name in self.weight_shapes(cfg):  # all weights checked before the cache is touched
-            self._w(name.removesuffix(".weight"), x)
-        start = 0 if cache is None else len(cache)
-        if start + x.shape[1] > cfg.max_seq_len:
-            raise ValueError(
-                f"positions {start}..{start + x.shape[1] - 1} go beyond config.max_seq_len={cfg.max_seq_len} "
-                f"(the cache capacity and the extent of the RoPE table)"
-            )
-        q_nope, q_pe = self.queries(x, start)  # (B, H, T, d_h), (B, H, T, d_r)
+        c_q = self.query_latent(x) if cfg.q_lora_rank else None  # (B, T, d_c')
+        q_nope, q_pe = self.queries(x, start, c_q)  # (B, H, T, d_h), (B, H, T, d_r)
         c_kv, k_pe = self.latents(x, start)  # (B, T, d_c), (B, T, d_r)
+        index_k = self.index_keys(x, start) if cfg.index_n_heads else None  # (B, T, d_I)
         if cache is not None:
-            rows = cache.append(c_kv, k_pe)  # (B, S, d_c + d_r): everything cached so far
-            c_kv, k_pe = rows[..., : cfg.kv_lora_rank], rows[..., cfg.kv_lora_rank :]
+            rows = cache.append(c_kv, k_pe, index_k)  # (B, S, d_c + d_r): everything cached so far
+            c_kv, k_pe, index_k = rows[..., : cfg.kv_lora_rank], rows[..., cfg.kv_lora_rank :], cache.index_k
         elif mode == "absorb":
             rows = xp.concat([c_kv, k_pe], axis=-1)  # (B, T, d_c + d_r)
+        selected = None
+        if cfg.index_n_heads:  # DeepSeek-V3.2: each new token keeps its index_topk best keys of all S
+            scores = self.index_scores(x, c_q, index_k)  # (B, T, S)
+            select = sparse.topk_mask if mode == "naive" else sparse.select_topk  # a mask, or indices to gather
+            selected = select(scores, cfg.index_topk)
         if mode == "naive":
-            o = self.attend_naive(q_nope, q_pe, c_kv, k_pe)
+            o = self.attend_naive(q_nope, q_pe, c_kv, k_pe, selected)
         else:
-            o = self.attend_absorb(q_nope, q_pe, rows)
+            o = self.attend_absorb(q_nope, q_pe, rows, selected)
         return self.output(o)

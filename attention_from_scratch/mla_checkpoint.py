@@ -1,4 +1,4 @@
-"""Loading DeepSeek-V3 attention weights: checking a state dict, and reading a safetensors file.
+"""Loading DeepSeek-V3 attention weights: checking a state dict, reading a safetensors file, checking a call.
 
 Kept apart from ``mla.py`` (whose layer reads as the paper's equations) because loading is plumbing:
 names, shapes, layouts, devices and file formats. DeepSeek's checkpoints store each linear layer's
@@ -23,12 +23,12 @@ import json
 from collections.abc import Mapping
 
 import numpy as np
-from array_api_compat import device as device_of
 
-from .backend import as_float, get_namespace, to_device
-from .mla_config import MLAConfig, mla_weight_shapes
+from .backend import as_float, device_of, get_namespace, to_device
+from .caches import LatentCache
+from .mla_config import MLAConfig, mla_weight_shapes, weight_attribute
 
-__all__ = ["check_state_dict", "read_safetensors"]
+__all__ = ["check_call", "check_state_dict", "read_safetensors"]
 
 _NUMPY_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16}
 
@@ -61,7 +61,11 @@ def read_safetensors(path, prefix: str = "") -> dict:
 
 
 def check_state_dict(config: MLAConfig, state, *, prefix: str = "", xp=None, device=None) -> dict:
-    """The layer's weights picked from ``state`` and checked: name (without ``.weight``) -> array.
+    """The layer's weights picked from ``state`` and checked: attribute name -> array.
+
+    Attribute names drop ``.weight`` and join the rest with ``_`` (``"indexer.k_norm.bias"`` ->
+    ``"indexer_k_norm_bias"``, :func:`~attention_from_scratch.mla_config.weight_attribute`). With
+    ``config.index_n_heads > 0`` the DeepSeek-V3.2 indexer's five arrays are expected too.
 
     ``prefix`` selects one layer of a whole-model dict (e.g. ``"layers.0.attn."``; other keys are then
     ignored); without it every key must be one of :func:`mla_weight_shapes`. Missing, unexpected or
@@ -85,7 +89,9 @@ def check_state_dict(config: MLAConfig, state, *, prefix: str = "", xp=None, dev
     if unexpected and not prefix:
         raise ValueError(
             f"state dict has unexpected weights {unexpected} for this config "
-            f"(q_lora_rank={config.q_lora_rank}); expected exactly {list(expected)}"
+            f"(q_lora_rank={config.q_lora_rank}, index_n_heads={config.index_n_heads}); expected exactly "
+            f"{list(expected)}" + (" -- indexer.* weights are DeepSeek-V3.2's: use MLAConfig.deepseek_v32(...)"
+                                   if any(k.startswith("indexer.") for k in unexpected) else "")
         )
     arrays = {}
     for name, shape in expected.items():
@@ -93,7 +99,7 @@ def check_state_dict(config: MLAConfig, state, *, prefix: str = "", xp=None, dev
         a = as_float(a, get_namespace(a), prefix + name)
         if tuple(a.shape) != shape:
             raise ValueError(f"weight {prefix}{name} has shape {tuple(a.shape)}, expected {shape} (out, in)")
-        arrays[name.removesuffix(".weight")] = a
+        arrays[weight_attribute(name)] = a
     get_namespace(*arrays.values())  # refuses weights from two backends
     devices = {name: device_of(a) for name, a in arrays.items()}
     if len(set(map(str, devices.values()))) > 1:
@@ -101,3 +107,34 @@ def check_state_dict(config: MLAConfig, state, *, prefix: str = "", xp=None, dev
             f"the weights live on different devices ({devices}); pass xp= and device= to move them all to one"
         )
     return arrays
+
+
+def check_call(layer, x, cache, mode: str):
+    """The checks of ``mla(x, cache=, mode=)`` before anything is computed: -> ``(x as an array, start)``.
+
+    A list becomes an array beside the weights; x must be ``(B, T, dim)``, non-empty; ``mode`` "naive" or
+    "absorb"; ``cache`` a :class:`~attention_from_scratch.caches.LatentCache`; every (possibly reassigned)
+    weight is checked before the cache is touched; positions must stay below ``config.max_seq_len``.
+    """
+    cfg = layer.config
+    if not hasattr(x, "dtype") and hasattr(layer.wkv_a, "dtype"):  # a list is data: put it beside the weights
+        x = to_device(x, get_namespace(layer.wkv_a), device_of(layer.wkv_a))
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    if x.ndim != 3 or x.shape[-1] != cfg.dim:
+        raise ValueError(f"x must have shape (B, T, dim={cfg.dim}), got {tuple(x.shape)}")
+    if 0 in x.shape[:2]:
+        raise ValueError(f"x is empty, shape {tuple(x.shape)}: B and T must be >= 1")
+    if mode not in ("naive", "absorb"):
+        raise ValueError(f"mode must be 'naive' or 'absorb', got {mode!r}")
+    if cache is not None and not isinstance(cache, LatentCache):
+        raise TypeError(f"cache must be a LatentCache (from mla.new_cache(batch_size)), got {type(cache).__name__}")
+    for name in layer.weight_shapes(cfg):  # all weights checked before the cache is touched
+        layer._w(weight_attribute(name), x)
+    start = 0 if cache is None else len(cache)
+    if start + x.shape[1] > cfg.max_seq_len:
+        raise ValueError(
+            f"positions {start}..{start + x.shape[1] - 1} go beyond config.max_seq_len={cfg.max_seq_len} "
+            f"(the cache capacity and the extent of the RoPE table)"
+        )
+    return x, start

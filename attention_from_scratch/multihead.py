@@ -18,7 +18,9 @@ Legend: B batch, H heads (H_kv key/value heads), T new (query) tokens, S keys, d
 
 from __future__ import annotations
 
-from .attention import scaled_dot_product_attention
+import math
+
+from .attention import _sdpa
 from .backend import (
     as_float,
     check_flag,
@@ -32,9 +34,30 @@ from .backend import (
     to_device,
 )
 from .caches import KVCache, TokenBuffer
-from .masking import as_mask
+from .masking import _with_causal, as_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py
+
+
+def check_heads(d_model, n_heads, n_kv_heads=None):
+    """``(d_model, n_heads, n_kv_heads, d_k)`` checked: H divides d_model (d_k = d_model / H), H_kv divides H.
+
+    ``n_kv_heads=None`` means one key/value head per query head (plain multi-head attention). The one
+    check of the head arithmetic, for multi-head attention and the capstone's config alike.
+    """
+    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+    d_model, n_heads, n_kv_heads = (
+        check_positive_int(value, name)
+        for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
+    )
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
+    if n_heads % n_kv_heads:
+        raise ValueError(
+            f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads} (each key/value head "
+            f"serves a group of n_heads / n_kv_heads query heads)"
+        )
+    return d_model, n_heads, n_kv_heads, d_model // n_heads
 
 
 def _split_heads(x, n_heads, xp):
@@ -59,20 +82,8 @@ class MultiHeadAttention:
     """
 
     def __init__(self, d_model, n_heads, *, n_kv_heads=None, bias=False, seed=0, xp=None, dtype=None, device=None):
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        d_model, n_heads, n_kv_heads = (
-            check_positive_int(value, name)
-            for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
-        )
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
-        if n_heads % n_kv_heads:
-            raise ValueError(
-                f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads} (each key/value head "
-                f"serves a group of n_heads / n_kv_heads query heads)"
-            )
+        d_model, n_heads, n_kv_heads, self.d_k = check_heads(d_model, n_heads, n_kv_heads)
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
-        self.d_k = d_model // n_heads
         self.bias = check_flag(bias, "bias")
         shapes = {
             "w_q": (d_model, n_heads * self.d_k),
@@ -94,7 +105,7 @@ class MultiHeadAttention:
     def to(self, xp, device=None, *, dtype=None):
         """Move every parameter to backend ``xp`` on ``device`` (optionally casting to ``dtype``); returns self.
 
-        ``device`` is a device of ``xp`` (``None``: its default), e.g. ``array_api_compat.device(x)`` for
+        ``device`` is a device of ``xp`` (``None``: its default), e.g. ``device_of(x)`` for
         the device of the inputs. Like PyTorch's ``module.to``, this changes the layer in place.
         """
         if dtype is not None:
@@ -160,7 +171,8 @@ class MultiHeadAttention:
         # 3) group the query heads by the key/value head they share; K/V broadcast over the group
         q = xp.reshape(q, (b, h_kv, group, t, self.d_k))  # (B, H, T, d_k) -> (B, H_kv, G, T, d_k)
         k, v = k[:, :, None, :, :], v[:, :, None, :, :]  # (B, H_kv, 1, S, d_k)
-        out, _ = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+        mask = _with_causal(mask, causal, t, s, xp, device_of(x))  # checked once, in _group_mask
+        out, _ = _sdpa(q, k, v, mask, 1.0 / math.sqrt(self.d_k), xp)
         # 4) merge heads and mix them with W_O
         out = xp.reshape(out, (b, h, t, self.d_k))  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k)
         out = _merge_heads(out, xp)  # (B, H, T, d_k) -> (B, T, H·d_k)
@@ -170,7 +182,8 @@ class MultiHeadAttention:
         """A mask broadcastable to (B, H, T, S), reshaped to broadcast against (B, H_kv, G, T, S)."""
         if mask is None:
             return None
-        mask = as_mask(mask, xp, device=device)  # the check of every attention function; a list goes to x's device
+        # dtype and values: the same check as every attention function; a list goes to the inputs' device
+        mask = as_mask(mask, xp, device=device)
         seen = tuple(mask.shape)
         expected = f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), got shape {seen}"
         if mask.ndim > 4:

@@ -15,9 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from array_api_compat import device as device_of
-
-from .backend import as_float, check_positive_int, check_real, get_namespace, random_normal
+from .backend import as_float, check_positive_int, check_real, device_of, get_namespace, random_normal
 
 __all__ = ["MatrixFactorization", "fit_matrix_factorization", "mf_loss_and_grad", "synthetic_ratings"]
 

@@ -32,9 +32,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from array_api_compat import device as device_of
-
-from .backend import as_float, check_positive_int, check_real, get_namespace
+from .backend import as_float, check_positive_int, check_real, device_of, get_namespace
 
 __all__ = [
     "apply_rope",
@@ -246,10 +244,9 @@ def sinusoidal_positions(n_positions: int, d: int, *, base: float = 10000.0, xp=
     ``xp``/``device``: the namespace and device of the result (default NumPy, float64).
     """
     n = check_positive_int(n_positions, "n_positions")
-    d = _check_dim(d)
     xp = get_namespace() if xp is None else xp
+    freqs = rope_frequencies(d, theta=base, xp=xp, device=device)  # (d/2,): RoPE's θ_i, no YaRN
     m = xp.arange(0, n, dtype=xp.float64, device=device)  # (n,) positions
-    i = xp.arange(0, d // 2, dtype=xp.float64, device=device)  # (d/2,) pair index
-    angles = m[:, None] * (base ** (-2.0 * i / d))[None, :]  # (n, 1) * (1, d/2) -> (n, d/2)
+    angles = m[:, None] * freqs[None, :]  # (n, 1) * (1, d/2) -> (n, d/2)
     # (n, d/2, 2) -> (n, d): sin on even features, cos on odd ones, pair by pair as in the paper
     return xp.reshape(xp.stack([xp.sin(angles), xp.cos(angles)], axis=-1), (n, d))

@@ -18,9 +18,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import array_api_compat
-
-from .backend import as_common_float, check_flag, check_namespace, check_positive_int, get_namespace, random_normal
+from .backend import (
+    as_common_float,
+    check_flag,
+    check_namespace,
+    check_positive_int,
+    device_of,
+    get_namespace,
+    random_normal,
+)
 from .softmax import softmax
 
 __all__ = [
@@ -61,7 +67,7 @@ def softmax_jacobian(p):
     p = as_common_float(xp, p, names=["p"])[0]
     if p.ndim < 1:
         raise ValueError(f"p must be a vector of softmax weights (..., n), got a scalar of shape {tuple(p.shape)}")
-    eye = xp.eye(p.shape[-1], dtype=p.dtype, device=array_api_compat.device(p))  # (n, n)
+    eye = xp.eye(p.shape[-1], dtype=p.dtype, device=device_of(p))  # (n, n)
     return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]
 
 

@@ -91,6 +91,20 @@ def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     return q_latent @ c_t + q_pe @ k_pe_t  # (B, H, T, S)
 
 
+def my_index_scores(q, k, w):
+    """DeepSeek-V3.2's index scores I(t, s) = Σ_h w[t, h] · ReLU(q[h, t] · k[s] / √d_I), −∞ on the future.
+
+    q (B, H_I, T, d_I), k (B, S, d_I) (one key per token, shared by the heads), w (B, T, H_I) -> (B, T, S).
+    """
+    t, s, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    dots = q @ np.swapaxes(k, -1, -2)[:, None, :, :] / d**0.5  # (B, H_I, T, d_I) @ (B, 1, d_I, S) -> (B, H_I, T, S)
+    per_head = np.maximum(dots, 0)  # ReLU on each head's dot product, before the weighting
+    w_h = np.swapaxes(w, -1, -2)[..., None]  # (B, T, H_I) -> (B, H_I, T, 1): the weights beside the heads
+    scores = np.sum(w_h * per_head, axis=1)  # (B, H_I, T, S) -> (B, T, S)
+    visible = np.arange(s)[None, :] <= np.arange(t)[:, None] + (s - t)  # query i sits at position S - T + i
+    return np.where(visible, scores, -np.inf)
+
+
 def my_merge(a, b):
     """Merge online-softmax states a = (m_a, l_a, acc_a) and b of two disjoint key blocks into their union's.
 
@@ -120,6 +134,7 @@ SOLUTIONS = {
     "kv_decode_step": my_decode_step,
     "rope": my_rope,
     "mla_absorbed_scores": my_absorbed_scores,
+    "index_scores": my_index_scores,
     "online_softmax_merge": my_merge,
     "info_nce": my_info_nce,
 }

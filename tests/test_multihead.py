@@ -339,6 +339,33 @@ def test_non_floating_dtypes_and_non_bool_flags_are_refused():
     assert len(cache) == 0
 
 
+def test_a_mask_is_checked_once_at_the_boundary(monkeypatch):
+    """Issue 17: the mask given to multi-head attention (or to sdpa, or to the backward pass) is
+    normalised where it enters; the inner steps take that form without checking it again."""
+    from attention_from_scratch import attention, masking, multihead
+
+    calls = []
+    real = masking.as_mask
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(masking, "as_mask", counting)
+    monkeypatch.setattr(multihead, "as_mask", counting)
+    mha = MultiHeadAttention(8, 2, seed=0)
+    x = np.random.default_rng(0).standard_normal((2, 3, 8))
+    mask = np.tril(np.ones((3, 3), dtype=bool))
+    mha(x, mask=mask, causal=True)
+    assert len(calls) == 1
+    q = k = v = x
+    for call in (lambda: attention.scaled_dot_product_attention(q, k, v, mask, causal=True),
+                 lambda: attention.attention_backward(q, k, v, np.ones((2, 3, 8)), mask, causal=True)):
+        calls.clear()
+        call()
+        assert len(calls) == 1
+
+
 def test_a_list_mask_goes_to_the_inputs_device(xp):
     mha = make(xp, 8, 2, seed=4)
     x = xp.randn(1, 3, 8, seed=5)

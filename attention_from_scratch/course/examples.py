@@ -7,6 +7,8 @@ feed are the package's own (``scaled_dot_product_attention``, ``pairwise_additiv
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 __all__ = [
@@ -18,6 +20,9 @@ __all__ = [
     "cross_attention_example",
     "cross_attention_weights",
     "head_weights",
+    "indexer_example",
+    "kernel_regression_data",
+    "kernel_regression_truth",
     "mha_head_example",
 ]
 
@@ -141,3 +146,46 @@ def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: 
     v_a = random_normal((d_a,), seed=seed + 4, scale=d_a**-0.5)
     scores = pairwise_additive(q, k, w_q, w_k, v_a)[:, 0, :]  # (N, 1, S) -> (N, S)
     return float(np.std(scores)), float(np.mean(np.max(softmax(scores), axis=-1)))
+
+
+def kernel_regression_truth(x):
+    """Notebook 05's function to recover by kernel regression: f(x) = 2 sin x + x^0.8 (d2l §11.2's)."""
+    x = np.asarray(x, dtype=np.float64)
+    return 2 * np.sin(x) + x**0.8
+
+
+def kernel_regression_data(n: int = 40, *, seed: int = 0):
+    """Notebook 05's 1-D problem: ``n`` sorted points on [0, 5] and noisy targets ``f(x) + N(0, 0.5²)``."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0.0, 5.0, n))
+    return x, kernel_regression_truth(x) + 0.5 * rng.standard_normal(n)
+
+
+# Notebook 12's indexer-training problem: a small MLA layer whose dense attention is sharpened (wkv_b × 3,
+# wq_b × 1.5) so that it has a pattern worth predicting, an indexer of 4 heads of 16 trained by the KL
+# warm-up on fresh random inputs, and a held-out batch it never saw.
+RECALL_KS = (1, 2, 4, 8, 16)
+
+
+@lru_cache(maxsize=2)
+def indexer_example(steps: int = 300):
+    """``{"config", "random", "trained", "held_out", "target", "losses"}``: two V3.2 layers with the same MLA
+    weights, one with its random initial indexer and one after ``steps`` Adam steps (lr 1e-2, batches
+    of 8 × 32 tokens); ``target`` is the dense attention of the held-out batch (8 × 32 tokens)."""
+    from ..mla import MLAConfig, MultiHeadLatentAttention
+    from ..sparse_training import attention_target, train_indexer
+
+    cfg = MLAConfig.deepseek_v32(dim=32, n_heads=4, q_lora_rank=16, kv_lora_rank=16, qk_nope_head_dim=8,
+                                 qk_rope_head_dim=4, v_head_dim=8, max_seq_len=64, original_seq_len=64,
+                                 index_n_heads=4, index_head_dim=16, index_topk=8)
+    layers = []
+    for _ in range(2):
+        layer = MultiHeadLatentAttention(cfg, seed=0)
+        layer.wkv_b, layer.wq_b = layer.wkv_b * 3.0, layer.wq_b * 1.5
+        layers.append(layer)
+    rng = np.random.default_rng(1)
+    losses = train_indexer(layers[1], (rng.standard_normal((8, 32, cfg.dim)) for _ in range(steps)),
+                           steps=steps, lr=1e-2)
+    held_out = np.random.default_rng(99).standard_normal((8, 32, cfg.dim))
+    return {"config": cfg, "random": layers[0], "trained": layers[1], "held_out": held_out,
+            "target": attention_target(layers[0], held_out), "losses": losses}

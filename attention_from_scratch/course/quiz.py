@@ -27,7 +27,7 @@ Answers. ``check(id, answer)`` returns a :class:`Verdict` (``.correct``, ``print
 Every number in an answer or an explanation is computed by the package when you ask (``dot``,
 ``softmax``, ``scaled_dot_product_attention``, ``MLAConfig`` ...), never typed in here, so the quiz
 stays right if the code it quizzes on is right -- and the tests check both. Those computations and the
-text of every option's note are in ``_quiz_notes.py`` (shared helpers, the extra questions) and
+text of every option's note are in ``quiz_notes.py`` (shared helpers, the extra questions) and
 ``_quiz_notes_articles.py`` (the article's ten); this module holds the questions and the checker.
 """
 

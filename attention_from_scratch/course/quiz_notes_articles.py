@@ -1,7 +1,7 @@
 """The explanations of article 002's ten quiz questions, option by option (see :mod:`attention_from_scratch.quiz`).
 
 Each note computes the numbers it quotes; the shared helpers and the extra questions' explanations are in
-``_quiz_notes.py``.
+``quiz_notes.py``.
 """
 
 from __future__ import annotations

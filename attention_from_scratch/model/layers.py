@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import math
 
-import array_api_compat
-
+from ..backend import device_of
 from ..softmax import logsumexp, softmax
 
 __all__ = [
@@ -42,7 +41,7 @@ _C = math.sqrt(2.0 / math.pi)
 
 def one_hot(tokens, n, xp, dtype):
     """``(B, T)`` integer tokens -> ``(B, T, n)`` rows of 0/1 in ``dtype``, on the tokens' device."""
-    classes = xp.arange(n, device=array_api_compat.device(tokens))  # (n,)
+    classes = xp.arange(n, device=device_of(tokens))  # (n,)
     return xp.astype(tokens[..., None] == classes, dtype)  # (B, T, 1) == (n,) -> (B, T, n)
 
 

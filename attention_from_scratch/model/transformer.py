@@ -29,11 +29,11 @@ import array_api_compat
 
 from .. import backend
 from ..attention import attention_backward, scaled_dot_product_attention
-from ..backend import backend_name, check_flag, check_positive_int, get_namespace, random_normal, to_device
+from ..backend import backend_name, check_flag, check_positive_int, device_of, get_namespace, random_normal, to_device
 from ..caches import KVCache
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
-from ..multihead import _merge_heads, _split_heads
+from ..multihead import _merge_heads, _split_heads, check_heads
 from ..rope import apply_rope, rope_frequencies
 from . import layers as L
 
@@ -62,11 +62,7 @@ class TransformerConfig:
             check_positive_int(getattr(self, name), name)
         if self.block_size is not None:
             check_positive_int(self.block_size, "block_size")
-        kv = self.n_heads if self.n_kv_heads is None else check_positive_int(self.n_kv_heads, "n_kv_heads")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if self.n_heads % kv:
-            raise ValueError(f"n_heads={self.n_heads} must be a multiple of n_kv_heads={kv}")
+        check_heads(self.d_model, self.n_heads, self.n_kv_heads)
         if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
             raise ValueError(f"positions='rope' needs an even d_k, got d_k={self.d_model // self.n_heads}")
         for name, allowed in (("positions", ("rope", "learned")), ("attention", ("sdpa", "flash"))):
@@ -118,7 +114,7 @@ class Transformer:
             scale = 0.0 if norm else 1.0 if name in ("embed", "pos") else shape[0] ** -0.5
             w = random_normal(shape, seed=(seed, i), scale=scale, xp=self.xp, device=device, dtype=self.dtype)
             self.params[name] = w + 1.0 if norm else w
-        self.device = array_api_compat.device(self.params["embed"])
+        self.device = device_of(self.params["embed"])
         self._freqs = to_device(rope_frequencies(config.d_k), self.xp, self.device)  # (d_k/2,)
 
     # -- inputs -------------------------------------------------------------------------------------

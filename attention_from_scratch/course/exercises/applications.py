@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...applications import info_nce
-from ...softmax import logsumexp
 from .cases import Case, Exercise, _draw
 
 __all__ = ["INFO_NCE"]
@@ -28,31 +27,35 @@ def _info_nce_cases():
     ]
 
 
-def _info_nce_variant(q, k, tau, *, axis=-1, reduce=np.mean, naive=False):
+def _info_nce_naive(q, k, tau):
+    """No max shift: exp(q·k / τ) overflows for a small τ."""
     logits = (q @ k.T) / tau  # (N, N)
-    lse = np.log(np.sum(np.exp(logits), axis=axis)) if naive else logsumexp(logits, axis=axis)
-    return reduce(lse - np.diagonal(logits))
+    return np.mean(np.log(np.sum(np.exp(logits), axis=-1)) - np.diagonal(logits))
 
 
 INFO_NCE = Exercise(
     "info_nce", "15_applications", ("q", "k", "temperature"), ("loss",), _info_nce_cases,
     lambda q, k, t: info_nce(q, k, temperature=t),
     mistakes=[
-        ("the temperature is ignored: divide the logits q_i·k_j by τ", lambda q, k, t: _info_nce_variant(q, k, 1.0)),
-        ("multiplied by τ: the logits are q_i·k_j / τ", lambda q, k, t: _info_nce_variant(q, k, 1 / t)),
-        ("each query q_i picks its positive among all keys: log-sum-exp over j, along each row of q kᵀ (axis=-1)",
-         lambda q, k, t: _info_nce_variant(q, k, t, axis=0)),
-        ("sum instead of mean over the N pairs", lambda q, k, t: _info_nce_variant(q, k, t, reduce=np.sum)),
+        ("the temperature is ignored: divide the logits q_i·k_j by τ", lambda q, k, t: info_nce(q, k, temperature=1.0)),
+        ("multiplied by τ: the logits are q_i·k_j / τ", lambda q, k, t: info_nce(q, k, temperature=1 / t)),
+        ("each query q_i picks its positive among all keys: the log-sum-exp runs over j, along each row of q kᵀ "
+         "(over the keys, not over the queries)", lambda q, k, t: info_nce(k, q, temperature=t)),
+        ("sum instead of mean over the N pairs", lambda q, k, t: len(q) * info_nce(q, k, temperature=t)),
         ("sign: the loss is −log softmax(logits)_ii = logsumexp_j(logits_ij) − logits_ii, which is >= 0",
-         lambda q, k, t: -_info_nce_variant(q, k, t)),
-        ("overflow: exp(q·k / τ) is inf for a small τ; use log-sum-exp with the row max subtracted",
-         lambda q, k, t: _info_nce_variant(q, k, t, naive=True)),
+         lambda q, k, t: -info_nce(q, k, temperature=t)),
+        ("overflow: exp(q·k / τ) is inf for a small τ; subtract each row's max inside the log-sum-exp",
+         _info_nce_naive),
     ],
     title="the InfoNCE loss",
     task="""Write `my_info_nce(q, k, temperature)`: the InfoNCE loss of $N$ pairs, `q` and `k`
 `(N, d)`, row $i$ of `k` the positive for row $i$ of `q` and the other rows its negatives:
-$L = \\frac1N\\sum_i\\big[\\log\\sum_j e^{q_i\\cdot k_j/\\tau} - q_i\\cdot k_i/\\tau\\big]$. It must not
-overflow for a small $\\tau$. The checker compares with `info_nce`.""",
+$L = \\frac1N\\sum_i\\big[\\log\\sum_j e^{q_i\\cdot k_j/\\tau} - q_i\\cdot k_i/\\tau\\big]$, a 0-d
+result (a NumPy scalar or 0-d array) in the inputs' dtype: float32 in, float32 out (`float(...)` or
+`.item()` would make it a Python float, i.e. float64). It must not overflow for a small $\\tau$, and must
+leave `q` and `k` unchanged (normalise into new arrays if you normalise at all: the loss here uses `q` and
+`k` as given). The checker compares with `info_nce` on several sizes and temperatures, float32, unit
+vectors with τ = 0.001 and a single pair, checking the shape, dtype and value.""",
     stub='''def my_info_nce(q, k, temperature):
     """Mean over i of logsumexp_j(q_i·k_j / τ) − q_i·k_i / τ, for q, k (N, d)."""
     raise NotImplementedError  # delete this line and write your code''',

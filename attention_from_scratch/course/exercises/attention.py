@@ -1,6 +1,7 @@
 """Exercise: scaled dot-product attention with a boolean mask.
 
-Its cases, the package's reference, and the classic mistakes with their hints.
+Its cases, the package's reference, and the classic mistakes with their hints. The mistake models call
+the package's functions with a changed argument (``scale=1.0``, ``~mask``, ``axis=-2``) where one exists.
 """
 
 from __future__ import annotations
@@ -8,10 +9,29 @@ from __future__ import annotations
 import numpy as np
 
 from ...attention import scaled_dot_product_attention
-from ...softmax import softmax
-from .cases import _OVERFLOW, Case, Exercise, _draw, _naive_softmax, _rows_sum_to_one
+from ...masking import padding_mask
+from ...softmax import naive_softmax, softmax
+from .cases import _OVERFLOW, GLOBAL_MAX, Case, Exercise, _draw, _rows_sum_to_one
 
 __all__ = ["ATTENTION"]
+
+
+def _blocked_key_above(seed):
+    """Queries whose score with key 2 is about 1000 above every other score, and key 2 blocked."""
+    q, k, v = _draw(seed, (3, 4), (5, 4), (5, 2))
+    q[:, 0] = 1.0 + np.abs(q[:, 0])  # every query points along feature 0 ...
+    k[2, 0] = 2000.0  # ... so key 2 scores q·k/2 >= 1000 with each of them
+    mask = np.ones((3, 5), dtype=bool)
+    mask[:, 2] = False
+    return q, k, v, mask
+
+
+def _rows_far_apart(seed):
+    """Query 0's scores are about 1000 above query 1's: one max for the whole array underflows row 1."""
+    q, k, v = _draw(seed, (2, 4), (4, 4), (4, 3))
+    k[:, 0] = 1.0 + 0.01 * k[:, 0]
+    q[0, 0], q[1, 0] = 2000.0, 0.0
+    return q, k, v, None
 
 
 def _attention_cases():
@@ -19,15 +39,21 @@ def _attention_cases():
     masked_row = np.ones((3, 5), dtype=bool)
     masked_row[1] = False  # query 1 may attend to nothing
     q, k, v = _draw(14, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5))
+    q_pad, k_pad, v_pad = _draw(19, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5))
+    padding = padding_mask(np.array([6, 2]), 6)[:, None]  # (B, 1, S) -> (B, 1, 1, S): one length per sequence
     return [
         Case("three tokens, d_k = 4, no mask", (*_draw(10, (3, 4), (3, 4), (3, 4)), None)),
         Case("T = 2 queries, S = 5 keys, d_v = 3 ≠ d_k = 4", (*_draw(11, (2, 4), (5, 4), (5, 3)), None)),
         Case("batch and head dims (B, H, T, d_k) = (2, 3, 4, 8), S = 6", (q, k, v, None)),
         Case("float32", (*_draw(12, (2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=np.float32), None), np.float32),
         Case("a causal mask (True = may attend)", (*_draw(13, (4, 4), (4, 4), (4, 2)), causal)),
+        Case("a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6) scores: lengths 6 and 2",
+             (q_pad, k_pad, v_pad, padding)),
+        Case("a blocked key whose score is about 1000 above the others", _blocked_key_above(20)),
         Case("a fully masked row (query 1 sees no key)", (*_draw(15, (3, 4), (5, 4), (5, 2)), masked_row)),
         Case("large scores (entries of q and k about 30)", (*_draw(16, (3, 4), (3, 4), dtype=np.float64, scale=30.0),
                                                            _draw(17, (3, 2)), None)),
+        Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
         Case("one token", (*_draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
     ]
 
@@ -37,22 +63,65 @@ def _sdpa(q, k, v, mask=None):
     return out, weights
 
 
-def _attention_variant(q, k, v, mask=None, *, scale=None, axis=-1, fill=-np.inf, invert=False, naive=False):
-    d_k = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) * (1 / np.sqrt(d_k) if scale is None else scale)
-    if mask is not None:
-        scores = np.where(mask, fill, scores) if invert else np.where(mask, scores, fill)
-    weights = _naive_softmax(scores, axis) if naive else softmax(scores, axis=axis)
-    if naive:  # only the overflow: a fully masked row gives 0, as the reference, so that its own hint can show
-        weights = np.where(np.isneginf(scores).all(axis=-1, keepdims=True), 0.0, weights)
+def _scores(q, k):
+    return q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5  # (..., T, S)
+
+
+def _with_weights(weights, v):
     return weights @ v, weights
+
+
+def _filled(q, k, v, mask, fill):
+    """What a student gets by writing ``fill`` into the blocked scores, then the package's softmax."""
+    return _with_weights(softmax(np.where(mask, _scores(q, k), fill)), v)
+
+
+def _masked_after_softmax(q, k, v, mask, guard):
+    """The unmasked softmax (the package's), then the blocked weights zeroed and each row renormalised."""
+    weights = scaled_dot_product_attention(q, k, v)[1] * mask
+    total = np.sum(weights, axis=-1, keepdims=True)
+    return _with_weights(weights / (np.where(total > 0, total, 1.0) if guard else total), v)
+
+
+def _global_max(q, k, v, mask=None, *, guard=True):
+    """One max for the whole array instead of each row's own; a row far below it underflows."""
+    scores = _scores(q, k) if mask is None else np.where(mask, _scores(q, k), -np.inf)
+    e = np.exp(scores - np.max(scores))
+    total = np.sum(e, axis=-1, keepdims=True)
+    return _with_weights(e / (np.where(total > 0, total, 1.0) if guard else total), v)
+
+
+def _no_row_guard(q, k, v, mask=None):
+    """No max shift (the package's naive softmax): overflow, and nan in a fully masked row."""
+    scores = _scores(q, k) if mask is None else np.where(mask, _scores(q, k), -np.inf)
+    return _with_weights(naive_softmax(scores), v)
+
+
+def _has_empty_row(case):
+    mask = case.args[3]
+    return mask is not None and bool(np.any(~np.any(mask, axis=-1)))
 
 
 def _masked_row_nan(case, e, g):
     w_e, w_g = np.asarray(e[1]), np.asarray(g[1])
-    if w_e.shape == w_g.shape and np.isnan(w_g).any() and not np.isnan(w_e).any():
-        return ("a fully masked row came back as nan (exp(−∞ − (−∞)) = nan): a row with nothing to attend to must "
-                "give weights 0 and output 0; shift by 0 where the row max is −∞, and divide only where the sum > 0")
+    if _has_empty_row(case) and w_e.shape == w_g.shape and np.isnan(w_g).any() and not np.isnan(w_e).any():
+        return ("a fully masked row came back as nan (exp(−∞ − (−∞)) = nan, or 0/0): a row with nothing to attend to "
+                "must give weights 0 and output 0 (this package's convention); shift such a row by 0 instead of its "
+                "max, and divide only where the row's sum is positive")
+    return None
+
+
+def _overflow_nan(case, e, g):
+    if not _has_empty_row(case) and any(np.isnan(np.asarray(gg, dtype=np.float64)).any() for gg in g):
+        return _OVERFLOW
+    return None
+
+
+def _mask_error(case, err):
+    mask = case.args[3]
+    if mask is not None and np.ndim(mask) != 2 and isinstance(err, (IndexError, ValueError)):
+        return ("the mask may have batch and head axes, e.g. (B, 1, 1, S) for padding: let it broadcast against the "
+                "(..., T, S) scores (an elementwise choice between the score and −∞) instead of indexing with it")
     return None
 
 
@@ -60,27 +129,47 @@ ATTENTION = Exercise(
     "attention", "06_scaled_dot_product_attention", ("q", "k", "v", "mask"), ("out", "weights"),
     _attention_cases, _sdpa,
     mistakes=[
-        ("scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k = q.shape[-1]",
-         lambda q, k, v, m=None: _attention_variant(q, k, v, m, scale=1.0)),
+        ("scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k the last axis of q",
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1.0)),
         ("divided by d_k instead of √d_k",
-         lambda q, k, v, m=None: _attention_variant(q, k, v, m, scale=1 / q.shape[-1])),
-        ("rows do not sum to 1: softmax over the wrong axis? Each query's weights over the keys (axis=-1) sum to 1",
-         lambda q, k, v, m=None: _attention_variant(q, k, v, m, axis=-2)),
-        ("masked keys got weight: fill the blocked scores with −∞ (np.where(mask, scores, -np.inf)), not 0",
-         lambda q, k, v, m=None: _attention_variant(q, k, v, m, fill=0.0)),
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1 / q.shape[-1])),
+        ("masking after the softmax is not the same: a blocked key with a huge score takes nearly all the weight "
+         "before it is removed, and renormalising what is left gives 0/0; block the scores (−∞) before the softmax",
+         lambda q, k, v, m: _masked_after_softmax(q, k, v, m, guard=True)),
+        ("masking after the softmax is not the same: a blocked key with a huge score takes nearly all the weight "
+         "before it is removed, and renormalising what is left gives 0/0; block the scores (−∞) before the softmax",
+         lambda q, k, v, m: _masked_after_softmax(q, k, v, m, guard=False)),
+        ("−1e9 is a large finite number, not −∞: in a fully masked row every score becomes −1e9, and softmax makes "
+         "the row uniform (weight 1/S on every blocked key) instead of weights 0; block with −∞ and give a row with "
+         "nothing to attend to weights 0", lambda q, k, v, m: _filled(q, k, v, m, -1e9)),
+        ("masked keys got weight: a blocked score must become −∞ (e^(−∞) = 0); 0 is an ordinary score",
+         lambda q, k, v, m: _filled(q, k, v, m, 0.0)),
+        ("the mask was not applied: a blocked key (mask False) must get weight 0",
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v)),
         ("mask inverted: True = may attend, so keep the scores where mask is True",
-         lambda q, k, v, m=None: _attention_variant(q, k, v, m, invert=True)),
-        (_OVERFLOW, lambda q, k, v, m=None: _attention_variant(q, k, v, m, naive=True)),
+         lambda q, k, v, m: scaled_dot_product_attention(q, k, v, ~m)),
+        ("rows do not sum to 1: softmax over the wrong axis? Each query's weights over the keys (the last axis) "
+         "sum to 1", lambda q, k, v, m=None: _with_weights(softmax(_scores(q, k), axis=-2), v)),
+        (GLOBAL_MAX, _global_max),
+        (GLOBAL_MAX, lambda q, k, v, m=None: _global_max(q, k, v, m, guard=False)),
+        (_OVERFLOW, _no_row_guard),
     ],
     symptoms=[_masked_row_nan],
-    fallbacks=[_rows_sum_to_one],
+    fallbacks=[_rows_sum_to_one, _overflow_nan],
+    error_hint=_mask_error,
     title="scaled dot-product attention",
     task="""Write `my_attention(q, k, v, mask=None)` returning `(out, weights)`:
 $\\mathrm{softmax}(QK^\\top/\\sqrt{d_k})\\,V$ for `q` `(..., T, d_k)`, `k` `(..., S, d_k)`, `v` `(..., S, d_v)`,
-with any leading batch/head dimensions. `mask` (boolean, `True` = may attend) blocks scores with $-\\infty$;
-a query that may attend to **no** key gets weights 0 and output 0 (never `nan`). Keep float32 inputs
-float32. The checker tries T ≠ S, batch and head dimensions, a mask, a fully masked row, large scores and
-a single token.""",
+with any leading batch/head dimensions; `out` is `(..., T, d_v)` and `weights` `(..., T, S)`. `mask`
+(boolean, `True` = may attend) broadcasts against the scores: `(T, S)`, or `(B, 1, 1, S)` for a padding mask
+over `(B, H, T, S)` scores; a blocked key gets weight exactly 0, however large its score. A query that may
+attend to **no** key gets weights 0 and output 0, never `nan`: that is this package's convention (PyTorch's
+`softmax` gives `nan` there). Return the inputs' dtype: float32 in, float32 out; `np.sqrt(d_k)` of a Python
+int is a NumPy float64 and turns float32 scores into float64 (the cells above use it on float64 inputs
+only), while `d_k ** 0.5` is a Python float and does not. The checker tries T ≠ S, batch and head
+dimensions, float32, a causal mask, a padding mask, a blocked key scoring about 1000 above the others, a
+fully masked row, large scores, rows far apart and a single token; it checks shapes, dtypes, values (to a
+relative tolerance) and that your function leaves `q`, `k`, `v` and `mask` unchanged.""",
     stub='''def my_attention(q, k, v, mask=None):
     """(out, weights) = (softmax(q kᵀ / √d_k) v, softmax(q kᵀ / √d_k)); mask: True = may attend."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -29,7 +29,9 @@ class Exercise:
     """An exercise: where it is taught, argument and output names, cases, reference, mistakes, and its text.
 
     ``title``, ``task`` (Markdown) and ``stub`` (the code cell a student fills in) are what
-    ``tools/insert_exercises.py`` writes into the notebook ``notebook``.
+    ``tools/insert_exercises.py`` writes into the notebook ``notebook``. ``canonical`` maps an answer
+    that differs from the reference only where the task leaves a choice (an empty state's ``m``) onto
+    the reference's choice, before comparing.
     """
 
     name: str
@@ -41,7 +43,9 @@ class Exercise:
     mistakes: list = field(default_factory=list)  # (hint, wrong_fn)
     symptoms: list = field(default_factory=list)  # fn(case, expected_parts, got_parts) -> hint | None, tried first
     fallbacks: list = field(default_factory=list)  # the same, tried after the mistakes
-    error_hint: Callable | None = None
+    error_hint: Callable | None = None  # fn(case, exception) -> hint | None, for a function that raised
+    part_names: dict = field(default_factory=dict)  # argument -> names of its parts, e.g. {"a": ("m", "l", "acc")}
+    canonical: Callable | None = None  # fn(case, expected_parts, got_parts) -> got_parts: a free convention
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
     stub: str = ""
@@ -51,11 +55,6 @@ def _draw(seed, *shapes, dtype=np.float64, scale=1.0):
     rng = np.random.default_rng(seed)
     arrays = [(scale * rng.standard_normal(s)).astype(dtype) for s in shapes]
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
-
-
-def _naive_softmax(x, axis=-1):
-    e = np.exp(x)
-    return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def _rows_sum_to_one(case, e, g):
@@ -71,4 +70,6 @@ def _rows_sum_to_one(case, e, g):
     return None
 
 
+GLOBAL_MAX = ("each row needs its own max: with the max of the whole array, a row far below it underflows to "
+              "0/0 (or to weights 0)")
 _OVERFLOW = "overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?"

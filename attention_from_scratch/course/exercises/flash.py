@@ -13,13 +13,17 @@ from .cases import Case, Exercise, _draw
 __all__ = ["ONLINE_SOFTMAX_MERGE"]
 
 
-def _states(seed, lead, t, s_a, s_b, d_v, *, dtype=np.float64, shift=(0.0, 0.0), empty=()):
-    """Two states (m, l, acc) of disjoint key blocks, from random scores; a block in ``empty`` is fully masked."""
+def _states(seed, lead, t, s_a, s_b, d_v, *, dtype=np.float64, shift=(0.0, 0.0), empty=(), rows=None):
+    """Two states (m, l, acc) of disjoint key blocks, from random scores; a block in ``empty`` is fully masked
+    (only its queries ``rows`` when given: a row empty in that block, the others not)."""
     scores_a, scores_b, v_a, v_b = _draw(seed, (*lead, t, s_a), (*lead, t, s_b), (*lead, s_a, d_v), (*lead, s_b, d_v),
                                          dtype=dtype)
     scores = [scores_a + dtype(shift[0]), scores_b + dtype(shift[1])]
     for i in empty:
-        scores[i] = np.full_like(scores[i], -np.inf)
+        if rows is None:
+            scores[i] = np.full_like(scores[i], -np.inf)
+        else:
+            scores[i][..., rows, :] = -np.inf
     return softmax_state(scores[0], v_a), softmax_state(scores[1], v_b)
 
 
@@ -32,8 +36,35 @@ def _merge_cases():
         Case("huge scores: block maxima about 1000 and 990", _states(64, (), 2, 3, 3, 2, shift=(1000.0, 990.0))),
         Case("the second block is empty (fully masked: m = −∞, l = 0, acc = 0)",
              _states(65, (), 2, 3, 3, 2, empty=(1,))),
+        Case("the first block is empty, the second full", _states(67, (), 2, 3, 3, 2, empty=(0,))),
         Case("both blocks empty (a row that sees no key yet)", _states(66, (), 2, 3, 3, 2, empty=(0, 1))),
+        Case("rows 1 and 3 empty in both blocks, the other rows not", _states(68, (), 4, 3, 2, 2, empty=(0, 1),
+                                                                              rows=[1, 3])),
+        Case("batch dims (2, 2), T = 3: row 0 empty in both blocks, row 2 empty in the first",
+             _mixed_rows(69)),
     ]
+
+
+def _mixed_rows(seed):
+    b = _states(seed, (2, 2), 3, 3, 4, 2, empty=(1,), rows=[0])[1]
+    fresh = _states(seed, (2, 2), 3, 3, 4, 2, empty=(0,), rows=[0, 2])[0]
+    return fresh, b
+
+
+def _empty_union_m_is_free(case, e, g):
+    """Where the union is empty (l = 0, acc = 0, in the reference and in the answer) any m is right."""
+    try:
+        m_e, l_e, acc_e = (np.asarray(x) for x in e)
+        m_g, l_g, acc_g = (np.asarray(x) for x in g)
+        if m_g.shape != m_e.shape or l_g.shape != l_e.shape or acc_g.shape != acc_e.shape:
+            return g
+        empty = (l_e == 0) & (l_g == 0) & np.all(acc_e == 0, axis=-1, keepdims=True) & np.all(
+            acc_g == 0, axis=-1, keepdims=True)
+        if not empty.any():
+            return g
+        return (np.where(empty, m_e, m_g).astype(m_g.dtype), g[1], g[2])
+    except Exception:  # an answer too odd to adjust is compared as it is
+        return g
 
 
 def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow=False, m_b_only=False):
@@ -52,8 +83,12 @@ def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow
 
 def _empty_nan(case, e, g):
     if any(np.isnan(np.asarray(gg, dtype=np.float64)).any() for gg in g) and np.isneginf(e[0]).any():
-        return ("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; "
-                "shift by 0 where m is −∞ (np.where(np.isneginf(m), 0.0, m))")
+        empty_rows = np.isneginf(np.asarray(e[0]))
+        if empty_rows.any() and not empty_rows.all():
+            return ("guard each row on its own: a row empty in both blocks (m = −∞) needs a finite shift even when "
+                    "the other rows are not empty; a test on the whole array (if ...) sees only one case")
+        return ("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; in such "
+                "a row shift by a finite number instead of by m, so that e^(−∞) = 0 keeps l = 0 and acc = 0")
     return None
 
 
@@ -73,11 +108,17 @@ ONLINE_SOFTMAX_MERGE = Exercise(
          lambda a, b: _merge_wrong(a, b, overflow=True)),
     ],
     symptoms=[_empty_nan],
+    part_names={"a": ("m_a", "l_a", "acc_a"), "b": ("m_b", "l_b", "acc_b")},
+    canonical=_empty_union_m_is_free,
     title="the online-softmax merge",
     task="""Write `my_merge(a, b)`: merge the online-softmax states `a = (m_a, l_a, acc_a)` and
 `b = (m_b, l_b, acc_b)` of two disjoint blocks of keys into the state of their union (`m`, `l` `(..., T, 1)`,
 `acc` `(..., T, d_v)`). An empty block (fully masked: `m = -inf`, `l = 0`, `acc = 0`) must change nothing,
-even when both are empty. The checker compares with `online_softmax_merge`, also on huge scores.""",
+even when both are empty, and row by row: some rows of a block may be empty and others not. Where the
+union is empty, `l` and `acc` must be 0 and any `m` is accepted (`online_softmax_merge` gives `-inf`).
+Return the inputs' dtype and new arrays: `a` and `b` must be left unchanged (a caller may still need
+them). The checker compares with `online_softmax_merge` on batch dimensions, float32, huge scores, empty
+blocks and rows empty in both blocks mixed with rows that are not.""",
     stub='''def my_merge(a, b):
     """Merge states (m, l, acc) of two disjoint key blocks into the state of their union."""
     raise NotImplementedError  # delete this line and write your code''',

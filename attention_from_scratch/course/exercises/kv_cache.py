@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...attention import scaled_dot_product_attention
-from .cases import _OVERFLOW, Case, Exercise, _draw, _naive_softmax
+from ...softmax import naive_softmax, softmax
+from .cases import _OVERFLOW, Case, Exercise, _draw
 
 __all__ = ["KV_DECODE_STEP"]
 
@@ -36,26 +37,40 @@ def _decode_reference(q, k_new, v_new, k_cache, v_cache):
     return scaled_dot_product_attention(q, k, v)[0], k, v
 
 
-def _decode_wrong(q, k_new, v_new, k_cache, v_cache, *, attend="all", prepend=False, naive=False):
+def _decode_wrong(q, k_new, v_new, k_cache, v_cache, *, attend="all", prepend=False):
+    """The package's attention over the wrong keys, or the caches grown in the wrong order."""
     pair = ([k_new, k_cache], [v_new, v_cache]) if prepend else ([k_cache, k_new], [v_cache, v_new])
     k, v = (np.concatenate(p, axis=-2) for p in pair)
     k_att, v_att = {"all": (k, v), "old": (k_cache, v_cache), "new": (k_new, v_new)}[attend]
-    scores = q @ np.swapaxes(k_att, -1, -2) / np.sqrt(q.shape[-1])
-    weights = _naive_softmax(scores) if naive else np.exp(scores - scores.max(-1, keepdims=True))
-    return (weights / weights.sum(-1, keepdims=True)) @ v_att, k, v
+    return scaled_dot_product_attention(q, k_att, v_att)[0], k, v
+
+
+def _decode_naive(q, k_new, v_new, k_cache, v_cache):
+    """No max shift (the package's naive softmax): exp of a large score overflows."""
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return naive_softmax(q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5) @ v, k, v
+
+
+def _decode_axis(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return softmax(q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5, axis=-2) @ v, k, v
 
 
 def _cache_axis(case, e, g):
+    old = [np.shape(a) for a in case.args[3:]]
+    if [np.shape(gg) for gg in g[1:]] == old:
+        return "return the caches grown by the new token (S + 1 tokens), not the ones you were given"
     if any(np.shape(gg) != np.shape(ee) for ee, gg in zip(e[1:], g[1:], strict=True)):
-        return "the new key and value go on the sequence axis: np.concatenate([k_cache, k_new], axis=-2)"
+        return ("the new key and value join the cache along the sequence axis, the second-to-last: (B, H, S, d) "
+                "grows to (B, H, S + 1, d)")
     return None
 
 
 def _decode_error(case, err):
     text = str(err)
     if "concatenation axis" in text or "core dimension" in text:
-        return ("the cache grows along the sequence axis: np.concatenate([k_cache, k_new], axis=-2), and "
-                "transpose only the last two axes of k (np.swapaxes(k, -1, -2))")
+        return ("the cache grows along the sequence axis (the second-to-last, of size S), and only the last two "
+                "axes of k are transposed for the scores")
     return None
 
 
@@ -67,9 +82,16 @@ KV_DECODE_STEP = Exercise(
          "(a token attends to itself)", lambda *a: _decode_wrong(*a, attend="old")),
         ("the cache was ignored: the new query attends to every cached key as well as its own",
          lambda *a: _decode_wrong(*a, attend="new")),
-        ("the new key and value go at the end of the cache, after the older tokens",
+        ("the new key and value go at the end of the cache, after the older tokens (the cache is in position order)",
          lambda *a: _decode_wrong(*a, prepend=True)),
-        (_OVERFLOW, lambda *a: _decode_wrong(*a, naive=True)),
+        ("scores not divided by √d_k: the step is the same scaled dot-product attention as before",
+         lambda q, k_new, v_new, k_cache, v_cache: (
+             scaled_dot_product_attention(q, np.concatenate([k_cache, k_new], axis=-2),
+                                          np.concatenate([v_cache, v_new], axis=-2), scale=1.0)[0],
+             np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2))),
+        (_OVERFLOW, _decode_naive),
+        ("softmax over the wrong axis: the new query's weights run over the S + 1 keys (the last axis of the "
+         "scores) and sum to 1", lambda *a: _decode_axis(*a)),
     ],
     fallbacks=[_cache_axis],
     error_hint=_decode_error,
@@ -78,8 +100,10 @@ KV_DECODE_STEP = Exercise(
 its key and value to the cache, then let its query attend (scaled dot-product, no mask) over **all** cached tokens.
 Shapes: `q`, `k_new` `(B, H, 1, d_k)`, `v_new` `(B, H, 1, d_v)`, `k_cache` `(B, H, S, d_k)`, `v_cache`
 `(B, H, S, d_v)`. Return `(out, k_cache, v_cache)`, `out` `(B, H, 1, d_v)` and the caches grown to $S+1$
-tokens. The checker also starts from an empty cache ($S = 0$), and has a float32 case: keep float32 inputs
-float32 (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a float64 and turns the scores float64).""",
+tokens, the new token last. The checker also starts from an empty cache ($S = 0$), tries large scores and has
+a float32 case: return the inputs' dtype (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a NumPy float64 and
+turns float32 scores float64). It checks the three results' shapes, dtypes and values, and that your
+function leaves its inputs unchanged (grow new arrays; do not write into the caches you are given).""",
     stub='''def my_decode_step(q, k_new, v_new, k_cache, v_cache):
     """Append the new key/value to the cache, attend over it; return (out, k_cache, v_cache)."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -1,6 +1,7 @@
 """Exercise: the bottom-right-aligned causal mask.
 
-Its cases, the package's reference, and the classic mistakes with their hints.
+Its cases, the package's reference, and the classic mistakes with their hints; the mistake models are
+the package's ``causal_mask`` called with changed arguments where that expresses them.
 """
 
 from __future__ import annotations
@@ -18,27 +19,47 @@ def _mask_cases():
         ("T = S = 4", (4, 4)),
         ("one new token against S = 6 keys (decoding)", (1, 6)),
         ("T = 3 new tokens against S = 7 keys", (3, 7)),
-        ("more queries than keys: T = 5, S = 3", (5, 3)),
+        ("T = 2 new tokens against S = 9 keys", (2, 9)),
+        ("more queries than keys: T = 5, S = 3 (the first two queries come before every key)", (5, 3)),
         ("one token", (1, 1)),
     ]]
+
+
+def _top_left(n_q, n_k):
+    n = max(n_q, n_k)
+    return np.asarray(causal_mask(n, n))[:n_q, :n_k]  # the top-left corner of a square mask
+
+
+def _before_every_key(case, e, g):
+    n_q, n_k = case.args
+    g = np.asarray(g[0])
+    if n_q > n_k and g.shape == (n_q, n_k) and g.dtype == bool and g[: n_q - n_k].any():
+        return ("a query before position 0 sees nothing: with T > S the first T − S queries come before every key "
+                "(query i sits at position S − T + i, which is negative for them), so their rows are all False")
+    return None
 
 
 CAUSAL_MASK = Exercise(
     "causal_mask", "07_masking", ("n_q", "n_k"), ("mask",), _mask_cases,
     lambda n_q, n_k: np.asarray(causal_mask(n_q, n_k)),
     mistakes=[
-        ("the mask is top-left aligned: query i sits at position S − T + i, so it may attend to keys "
-         "j <= S − T + i (np.tril(..., k=n_k - n_q))", lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool))),
-        ("the diagonal is blocked: a token may attend to itself (j <= S − T + i, not <)",
-         lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q - 1)),
+        ("the mask is top-left aligned: the new queries are the LAST T of the S positions, so query i sits at "
+         "position S − T + i and sees every key up to that position", _top_left),
+        ("the offset runs the other way: query i sits at position S − T + i (the new queries come last), not "
+         "T − S + i", lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_q - n_k)),
+        ("the diagonal is blocked: a token may attend to itself (key position <= query position, not <)",
+         lambda n_q, n_k: np.asarray(causal_mask(n_q + 1, n_k))[:-1]),
         ("True and False swapped: here True = may attend (PyTorch's convention), so the past and the token "
          "itself are True", lambda n_q, n_k: ~np.asarray(causal_mask(n_q, n_k))),
     ],
+    symptoms=[_before_every_key],
     title="the causal mask, bottom-right aligned",
     task="""Write `my_causal_mask(n_q, n_k)`: a boolean `(n_q, n_k)` array, `True` = may attend,
-for `n_q` new queries that are the **last** `n_q` of the `n_k` keys (decoding against a cache): query $i$ sits at
-position $n_k - n_q + i$ and may see every key up to and including that position. The checker tries
-square masks, one new token against a long cache, and more queries than keys.""",
+for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decoding against a cache): query $i$
+sits at position $n_k - n_q + i$ and may see every key up to and including that position. When
+`n_q > n_k`, the first `n_q - n_k` queries come before every key and see nothing (rows all `False`). The
+checker tries square masks, one and two new tokens against a long cache, and more queries than keys; it
+checks the shape, the dtype (`bool`, not 0/1 numbers) and every entry.""",
     stub='''def my_causal_mask(n_q, n_k):
     """Boolean (n_q, n_k): True where key j is not in the future of query i (bottom-right aligned)."""
     raise NotImplementedError  # delete this line and write your code''',

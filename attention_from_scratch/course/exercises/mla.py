@@ -20,40 +20,60 @@ def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64):
 
 def _mla_cases():
     return [
-        _mla_case("(B, H, T, S) = (1, 2, 3, 5), d_h = 4, d_r = 2, d_c = 6", 50, 1, 2, 3, 5),
+        _mla_case("(B, H, T, S) = (2, 3, 3, 5), d_h = 4, d_r = 2, d_c = 6", 50, 2, 3, 3, 5),
         _mla_case("one new token (decoding): (2, 3, 1, 7)", 51, 2, 3, 1, 7),
         _mla_case("float32, (1, 2, 2, 4)", 52, 1, 2, 2, 4, dtype=np.float32),
+        _mla_case("as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4", 54, 2, 2, 3, 4),
         _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
     ]
 
 
-def _mla_reference(q_nope, q_pe, c_kv, k_pe, w_uk, *, rope=True, head0=False, scale=1.0):
+_HEAD_AXIS = ("c_kv and k_pe have no head axis: add one with [:, None] (B, 1, S, ·), so that they line up with "
+              "the batch axis of the (B, H, T, ·) queries and are shared by every head")
+
+
+def _no_head_axis(q_nope, q_pe, c_kv, k_pe, w_uk):
+    """(B, S, ·) against (B, H, T, ·): NumPy aligns c_kv's B with the queries' H axis."""
+    return (q_nope @ w_uk) @ np.swapaxes(c_kv, -1, -2) + q_pe @ np.swapaxes(k_pe, -1, -2)
+
+
+def _mla_error(case, err):
+    text = str(err)
+    if "mismatch in its core dimension" in text or "could not be broadcast" in text:
+        return _HEAD_AXIS + "; and transpose only their last two axes (x.T reverses every axis)"
+    return None
+
+
+def _mla_reference(q_nope, q_pe, c_kv, k_pe, w_uk):
     """The naive form: rebuild every head's keys k^C = W_UK c, then score; the exercise absorbs W_UK instead."""
-    w = np.broadcast_to(w_uk[:1], w_uk.shape) if head0 else w_uk
-    k_nope = c_kv[:, None, :, :] @ np.swapaxes(w, -1, -2)  # (B, 1, S, d_c) @ (H, d_c, d_h) -> (B, H, S, d_h)
+    k_nope = c_kv[:, None, :, :] @ np.swapaxes(w_uk, -1, -2)  # (B, 1, S, d_c) @ (H, d_c, d_h) -> (B, H, S, d_h)
     scores = q_nope @ np.swapaxes(k_nope, -1, -2)  # (B, H, T, d_h) @ (B, H, d_h, S) -> (B, H, T, S)
-    if rope:  # one k^R per token, shared by all heads: (B, 1, S, d_r)
-        scores = scores + q_pe @ np.swapaxes(k_pe[:, None, :, :], -1, -2)
-    return scores * scale
+    # one k^R per token, shared by all heads: (B, 1, S, d_r)
+    return scores + q_pe @ np.swapaxes(k_pe[:, None, :, :], -1, -2)
 
 
 MLA_ABSORBED_SCORES = Exercise(
     "mla_absorbed_scores", "11_mla", ("q_nope", "q_pe", "c_kv", "k_pe", "w_uk"),
     ("scores",), _mla_cases, _mla_reference,
     mistakes=[
+        (_HEAD_AXIS, _no_head_axis),
         ("the RoPE part is missing: add q^R·k^R (one k^R per token, shared by all heads)",
-         lambda *a: _mla_reference(*a, rope=False)),
+         lambda q_nope, q_pe, c_kv, k_pe, w_uk: _mla_reference(q_nope, np.zeros_like(q_pe), c_kv, k_pe, w_uk)),
         ("every head has its own W_UK: use w_uk[h] for head h (q_nope @ w_uk broadcasts over the heads)",
-         lambda *a: _mla_reference(*a, head0=True)),
+         lambda q_nope, q_pe, c_kv, k_pe, w_uk: _mla_reference(q_nope, q_pe, c_kv, k_pe,
+                                                               np.broadcast_to(w_uk[:1], w_uk.shape))),
         ("return the raw scores: the softmax scale 1/√(d_h + d_r) is applied later",
-         lambda *a: _mla_reference(*a, scale=1 / np.sqrt(a[0].shape[-1] + a[1].shape[-1]))),
+         lambda *a: _mla_reference(*a) / (a[0].shape[-1] + a[1].shape[-1]) ** 0.5),
     ],
+    error_hint=_mla_error,
     title="the absorbed MLA score",
     task="""Write `my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk)`: the MLA scores
 $q^C_h\\cdot(W_{UK,h}\\,c_s) + q^R_h\\cdot k^R_s$ (unscaled) **without** rebuilding the keys: fold $W_{UK}$
 into the query instead. Shapes: `q_nope` `(B, H, T, d_h)`, `q_pe` `(B, H, T, d_r)`, `c_kv` `(B, S, d_c)`,
-`k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_h, d_c)`; return `(B, H, T, S)`.
-The checker compares with the naive form (keys rebuilt).""",
+`k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_h, d_c)`; return `(B, H, T, S)` in
+the inputs' dtype (float32 in, float32 out), leaving the inputs unchanged. The checker compares with the
+naive form (keys rebuilt) on several sequences and heads (also as many sequences as heads), one new token,
+float32 and one head, checking the shape, dtype and every entry.""",
     stub='''def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     """MLA scores (B, H, T, S) with W_UK absorbed into the query, plus the RoPE part."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...multihead import _merge_heads, _split_heads
 from .cases import Case, Exercise, _draw
 
 __all__ = ["MERGE_HEADS", "SPLIT_HEADS"]
 
 
 def _split_reference(x, n_heads):
-    b, t, d_model = x.shape
-    x = np.reshape(x, (b, t, n_heads, d_model // n_heads))  # (B, T, H·d_k) -> (B, T, H, d_k)
-    return np.transpose(x, (0, 2, 1, 3))  # (B, T, H, d_k) -> (B, H, T, d_k)
+    return _split_heads(x, n_heads, np)  # the package's own: (B, T, H·d_k) -> (B, H, T, d_k)
 
 
 def _merge_reference(x):
-    b, h, t, d_k = x.shape
-    return np.reshape(np.transpose(x, (0, 2, 1, 3)), (b, t, h * d_k))  # (B, H, T, d_k) -> (B, T, H·d_k)
+    return _merge_heads(x, np)  # the package's own: (B, H, T, d_k) -> (B, T, H·d_k)
+
+
+def _split_error(case, err):
+    if isinstance(err, TypeError) and "float" in str(err):
+        return "d_k = d_model / H must be a whole number for a reshape: divide with //, not /"
+    return None
 
 
 def _split_cases():
@@ -46,9 +50,13 @@ SPLIT_HEADS = Exercise(
          "not (d_k, H)", lambda x, h: np.transpose(np.reshape(x, (*x.shape[:2], -1, h)), (0, 3, 1, 2))),
         ("not transposed: " + _HEAD_SHAPE, lambda x, h: np.reshape(x, (*x.shape[:2], h, -1))),
     ],
+    error_hint=_split_error,
     title="split and merge heads",
     task="""Write `my_split_heads(x, n_heads)`: `(B, T, d_model)` → `(B, H, T, d_k)` with
-$d_k = d_{model}/H$, head $h$ taking features $h\\,d_k \\ldots (h+1)\\,d_k - 1$ of every token.""",
+$d_k = d_{model}/H$, head $h$ taking features $h\\,d_k \\ldots (h+1)\\,d_k - 1$ of every token. Return the input's
+dtype (float32 stays float32) and leave `x` unchanged (`x.shape = ...` would change the caller's array; a
+reshape returns a new view). The checker tries one and several heads, d_k = 1, float32 and one token, and
+checks the shape, the dtype and every entry.""",
     stub='''def my_split_heads(x, n_heads):
     """(B, T, d_model) -> (B, H, T, d_k), d_k = d_model / H."""
     raise NotImplementedError  # delete this line and write your code''',
@@ -67,7 +75,7 @@ MERGE_HEADS = Exercise(
     ],
     title="split and merge heads",
     task="""Then its inverse, `my_merge_heads(x)`: `(B, H, T, d_k)` → `(B, T, H·d_k)`, the heads
-concatenated token by token (what goes into $W_O$).""",
+concatenated token by token (what goes into $W_O$); the same checks.""",
     stub='''def my_merge_heads(x):
     """(B, H, T, d_k) -> (B, T, H·d_k): the inverse of my_split_heads."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...softmax import softmax
-from .cases import _OVERFLOW, Case, Exercise, _draw, _naive_softmax, _rows_sum_to_one
+from ...softmax import naive_softmax, softmax
+from .cases import _OVERFLOW, GLOBAL_MAX, Case, Exercise, _draw, _rows_sum_to_one
 
 __all__ = ["SOFTMAX"]
 
@@ -23,6 +23,9 @@ def _softmax_cases():
         Case("huge scores [1000, 999, 0]", (np.array([[1000.0, 999.0, 0.0]]),)),
         Case("rows of very different sizes", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
         Case("−∞ entries (masked keys)", (np.array([[0.0, -inf, 1.0], [-inf, 2.0, -inf]]),)),
+        Case("float32 huge scores, batch dims (2, 2, 3)", (np.array([[[1000.0, 999.0, 0.0], [3.0, 2.0, 1.0]],
+                                                               [[-5.0, 0.0, 5.0], [88.0, 89.0, 90.0]]],
+                                                              dtype=np.float32),), np.float32),
         Case("a single score", (np.array([[5.0]]),)),
     ]
 
@@ -40,12 +43,12 @@ def _whole_sum_softmax(x):
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
     mistakes=[
-        (_OVERFLOW, _naive_softmax),
-        ("each row needs its own max, np.max(x, axis=-1, keepdims=True): with the max of the whole array, "
-         "a row far below it underflows to 0/0", _global_max_softmax),
+        (_OVERFLOW, naive_softmax),
+        (GLOBAL_MAX, _global_max_softmax),
         ("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1)",
          lambda x: softmax(x, axis=0)),
-        ("the whole array sums to 1 instead of each row: sum with axis=-1, keepdims=True", _whole_sum_softmax),
+        ("the whole array sums to 1 instead of each row: each row is its own distribution, summed over its "
+         "own entries only", _whole_sum_softmax),
     ],
     fallbacks=[_rows_sum_to_one],
     title="a stable softmax",
@@ -53,7 +56,9 @@ SOFTMAX = Exercise(
 distribution per row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The
 checker below compares it with the package's `softmax` on rows with batch dimensions, float32 and float64,
 huge scores, `-inf` entries (in rows with at least one finite score) and a single score, and tells you what
-went wrong on the first case that fails.""",
+went wrong on the first case that fails. It checks: the shape (that of `x`), the dtype (float32 in,
+float32 out; float64 in, float64 out), every value to a relative tolerance, and that `x` itself is left
+unchanged (work on new arrays, not in place).""",
     stub='''def my_softmax(x):
     """Softmax over the last axis of x (..., n); each row sums to 1, even for huge scores."""
     raise NotImplementedError  # delete this line and write your code''',

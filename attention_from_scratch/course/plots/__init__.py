@@ -1,8 +1,12 @@
 """The course's figures, drawn with matplotlib: one module per course part, each with its own ``FIGURES``.
 
     plots/heatmaps.py   attention-weight heatmaps, shared by every part
+    plots/averaging.py  notebook 05 (from averaging to attention)
     plots/part1.py      notebooks 01-08 (dot product to multi-head attention)
     plots/part2.py      notebooks 09-16 (KV cache, RoPE, MLA, FlashAttention, applications, quiz)
+    plots/sparse.py     notebook 12 (DeepSeek-V3.2's sparse attention: selected keys, recall, cost)
+    plots/capstone.py   notebook 19 (training)
+    plots/schematics.py data-flow diagrams with shapes (notebooks 06, 08, 09, 11, 18)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -22,7 +26,7 @@ import matplotlib.pyplot as plt
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("part1", "part2", "capstone")
+PARTS = ("averaging", "part1", "part2", "sparse", "capstone", "schematics")
 
 
 def save_figure(fig, path) -> Path:

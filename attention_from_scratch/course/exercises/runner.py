@@ -1,0 +1,162 @@
+"""Running a student's function on an exercise's cases: private copies, input checks, hints.
+
+Each call gets deep copies of the case's inputs (tuples and nested arrays too); afterwards the copies
+are compared with pristine ones, so a function that writes into its input (``q /= ...``, an online-
+softmax state updated in place, ``x.shape = ...``) fails with "your function changed its input `q` in
+place", and can never corrupt a later case. A function that raises (``SystemExit`` included) is
+reported in one line, even when its exception's ``str()`` raises too.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+
+from .cases import Case, Exercise
+from .compare import close, compare, describe_arg, parts, rtol_of
+
+__all__ = ["run"]
+
+_IN_PLACE = ("work on new arrays: `x = x / s` makes a new one, while `x /= s`, `x[...] = ...`, `x.shape = ...` "
+             "or out= write into the caller's array, which it may still need")
+
+
+def _message(err: BaseException) -> str:
+    """The first line of ``str(err)``, or a note when even that raises."""
+    try:
+        text = str(err).strip()
+    except Exception:
+        return "(its message could not be shown: str() of the exception raised an error itself)"
+    return text.splitlines()[0] if text else ""
+
+
+def _changed(before, after, name: str, part_names=()):
+    """How to name (`q`, or `a` (its `l`)) the the first input that differs from its pristine copy, else None."""
+    if isinstance(before, (tuple, list)):
+        if type(after) is not type(before) or len(after) != len(before):
+            return name
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            sub = part_names[i] if i < len(part_names) else f"{name}[{i}]"
+            if _changed(b, a, sub) is not None:
+                return f"`{name}` (its `{sub}`)"
+        return None
+    if isinstance(before, np.ndarray):
+        same = (isinstance(after, np.ndarray) and after.shape == before.shape and after.dtype == before.dtype
+                and np.array_equal(before, after, equal_nan=before.dtype.kind in "fc"))
+        return None if same else f"`{name}`"
+    return None
+
+
+def _call(ex: Exercise, fn, case: Case):
+    """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input)."""
+    args = copy.deepcopy(case.args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fn(*args)
+    messages = sorted({str(w.message) for w in caught})
+    changed = None
+    for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
+        changed = _changed(before, after, name, ex.part_names.get(name, ()))
+        if changed is not None:
+            break
+    return got, messages, changed
+
+
+def _inputs(ex: Exercise, case: Case) -> str:
+    described = (describe_arg(a, nm, ex.part_names.get(nm, ())) for a, nm in zip(case.args, ex.arg_names, strict=True))
+    return "  inputs: " + ", ".join(described)
+
+
+def run(ex: Exercise, fn):
+    """(passed, report) of ``fn`` on every case of ``ex``: the first failing case, or the list of cases passed."""
+    fn_name = getattr(fn, "__name__", "your function")
+    cases = ex.cases()
+    for n, case in enumerate(cases, start=1):
+        expected = ex.reference(*copy.deepcopy(case.args))
+        head = f"{ex.name}: FAILED on case {n} of {len(cases)} ({case.label})"
+        try:
+            got, warned, changed = _call(ex, fn, case)
+        except NotImplementedError:
+            return False, f"{ex.name}: not implemented yet: write `{fn_name}` above, then run this cell"
+        except (Exception, SystemExit) as err:  # the student's bug, in one line instead of a traceback wall
+            lines = [head, _inputs(ex, case), f"  {fn_name} raised {type(err).__name__}: {_message(err)}"]
+            hint = _hint_for_error(ex, case, err, n, fn_name)
+            return False, "\n".join(lines + ([f"  hint: {hint}"] if hint else []))
+        if changed is not None:
+            lines = [head, _inputs(ex, case), f"  your function changed its input {changed} in place",
+                     f"  hint: {_IN_PLACE}"]
+            return False, "\n".join(lines)
+        try:
+            problem = compare(ex, case, expected, got)
+        except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
+            problem = [f"  could not compare the answer with the expected one ({type(err).__name__}: {_message(err)})"]
+        if problem is None:
+            continue
+        lines = [head, _inputs(ex, case), *problem]
+        if warned:
+            lines.append("  NumPy warned: " + "; ".join(warned))
+        try:
+            hint = None if "hint:" in problem[-1] else _hint(ex, case, expected, got)
+        except Exception:  # a hint is a bonus; never let looking for one hide the report
+            hint = None
+        return False, "\n".join(lines + ([f"  hint: {hint}"] if hint else []))
+    covered = "; ".join(c.label for c in cases)
+    return True, f"{ex.name}: all {len(cases)} cases passed. Well done!\n  cases: {covered}"
+
+
+def _hint(ex: Exercise, case: Case, expected, got):
+    """The first symptom that fires, else the first mistake whose output equals ``got``, else the fallbacks."""
+    rtol = rtol_of(case)
+    got_parts, expected_parts = parts(ex, got), parts(ex, expected)
+    if got_parts is None:
+        return None
+    if ex.canonical is not None:
+        got_parts = ex.canonical(case, expected_parts, got_parts)
+    for symptom in ex.symptoms:  # decisive signs (nan in a fully masked row) before the mistake models
+        hint = symptom(case, expected_parts, got_parts)
+        if hint:
+            return hint
+    for hint, wrong in ex.mistakes:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                wrong_parts = parts(ex, wrong(*copy.deepcopy(case.args)))
+            # a mistake that gives the right answer on this case says nothing about what went wrong here
+            if all(close(w, e, rtol) for w, e in zip(wrong_parts, expected_parts, strict=True)):
+                continue
+            if all(close(w, g, rtol) for w, g in zip(wrong_parts, got_parts, strict=True)):
+                return hint
+        except Exception:  # a mistake model that cannot run on these inputs does not match
+            continue
+    for symptom in ex.fallbacks:
+        hint = symptom(case, expected_parts, got_parts)
+        if hint:
+            return hint
+    for name, ee, gg in zip(ex.outputs, expected_parts, got_parts, strict=True):
+        ee, gg = np.asarray(ee), np.asarray(gg)
+        if gg.dtype.kind == "f" and np.isnan(gg).any() and not np.isnan(ee).any():
+            return f"{name} has nan where the answer is finite: look for inf - inf, 0/0 or exp overflow"
+    return None
+
+
+def _hint_for_error(ex: Exercise, case: Case, err: BaseException, n: int, fn_name: str):
+    text = _message(err)
+    if isinstance(err, SystemExit):
+        return "exit() or sys.exit() stops the program: return the result instead"
+    if isinstance(err, TypeError) and "positional argument" in text:
+        return f"check the signature: the checker calls {fn_name}({', '.join(ex.arg_names)})"
+    try:
+        specific = ex.error_hint(case, err) if ex.error_hint else None
+    except Exception:
+        specific = None
+    if specific:
+        return specific
+    if "could not be broadcast" in text or "mismatch in its core dimension" in text:
+        if n > 1 and any(isinstance(a, np.ndarray) and a.ndim > 2 for a in case.args):
+            return ("earlier cases passed, and this one has batch/head dimensions: x.T reverses every axis, so "
+                    "transpose only the last two; reductions need keepdims so that the result broadcasts back")
+        return "shapes do not line up: keep the reduced axis (keepdims) so the result broadcasts, and transpose only " \
+               "the last two axes"
+    return None

@@ -1,0 +1,42 @@
+"""Figures of notebook 05, from averaging to attention: Nadaraya–Watson kernel regression as attention pooling.
+
+The data are :func:`attention_from_scratch.course.examples.kernel_regression_data`; the fit is
+:func:`attention_from_scratch.averaging.nadaraya_watson`.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ...averaging import nadaraya_watson
+from ..examples import kernel_regression_data, kernel_regression_truth
+
+__all__ = ["FIGURES", "plot_kernel_regression"]
+
+SIGMAS = (0.1, 0.4, 2.0)  # too narrow, about right, too wide
+
+
+def plot_kernel_regression(sigmas=SIGMAS):
+    """Left: fits for three kernel widths. Right: the weights (queries x training points) at the middle one."""
+    x_train, y_train = kernel_regression_data()
+    x_query = np.linspace(0.0, 5.0, 101)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.3, 1]})
+    ax.plot(x_query, kernel_regression_truth(x_query), color="k", lw=1.5, label="truth: 2 sin x + x^0.8")
+    ax.plot(x_train, y_train, "o", color="0.55", ms=4, label="training points (x_i, y_i)")
+    for sigma, color in zip(sigmas, ("tab:red", "tab:blue", "tab:orange"), strict=True):
+        y_hat, _ = nadaraya_watson(x_query, x_train, y_train, sigma=sigma)
+        ax.plot(x_query, y_hat, color=color, lw=1.6, label=f"Nadaraya–Watson, σ = {sigma}")
+    ax.set(xlabel="x (the query)", ylabel="y", title="Kernel regression = attention pooling")
+    ax.legend(fontsize=8)
+    _, weights = nadaraya_watson(x_query, x_train, y_train, sigma=sigmas[1])
+    image = ax2.imshow(weights, aspect="auto", cmap="viridis", origin="lower",
+                       extent=(-0.5, len(x_train) - 0.5, 0.0, 5.0))
+    ax2.set(xlabel="training point i (the keys, sorted by x_i)", ylabel="query x",
+            title=f"weights softmax_i(−(x − x_i)² / 2σ²), σ = {sigmas[1]}")
+    fig.colorbar(image, ax=ax2, fraction=0.046)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {"05_kernel_regression.png": plot_kernel_regression}

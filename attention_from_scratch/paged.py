@@ -1,0 +1,207 @@
+"""A paged KV cache (vLLM's PagedAttention, Kwon et al. 2023): fixed-size blocks in one pool.
+
+A contiguous cache reserves ``max_len`` slots per sequence up front, and most of them stay empty: real
+requests have widely spread lengths. A paged cache cuts memory into blocks of ``block_size`` tokens,
+all in one pool ``(n_blocks, H_kv, block_size, d)``, and gives each sequence a **block table**: the list
+of the blocks that hold its tokens, in order. Token t of a sequence lives in block
+``table[t // block_size]`` at offset ``t % block_size``; a sequence wastes at most ``block_size - 1``
+slots (its last block's tail) instead of ``max_len - length``.
+
+* :meth:`PagedKVCache.allocate` starts a sequence (an empty table), :meth:`~PagedKVCache.append` writes
+  tokens (taking a free block whenever the last one is full), :meth:`~PagedKVCache.free` gives its
+  blocks back to the pool.
+* :meth:`~PagedKVCache.fork` starts a sequence that shares every block of another (a common prompt
+  prefix, parallel samples): blocks carry a reference count, and a shared block is copied the first
+  time one of its owners writes into it (**copy on write**); full shared blocks are never copied.
+* :func:`paged_attention` attends a batch of sequences of different lengths by reading the pool
+  through their block tables, one block column at a time, merged with FlashAttention's online softmax
+  (``flash.online_softmax_merge``): the dense ``(B, S, d)`` keys are never assembled.
+
+Legend: B sequences, H_kv heads, T new tokens, S a sequence's cached tokens, d feature width.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .attention import _scale
+from .backend import check_namespace, check_positive_int, check_same_place, device_of, get_namespace
+from .flash import online_softmax_merge, softmax_state
+from .softmax import safe_shift
+
+__all__ = ["PagedKVCache", "contiguous_slots", "paged_attention", "paged_slots"]
+
+
+def paged_slots(lengths, block_size: int) -> int:
+    """Token slots a paged cache allocates for these sequence lengths: ``Σ ceil(L / block_size) · block_size``."""
+    block_size = check_positive_int(block_size, "block_size")
+    return sum(-(-check_positive_int(n, "lengths", minimum=0) // block_size) * block_size for n in lengths)
+
+
+def contiguous_slots(lengths, max_len: int) -> int:
+    """Token slots contiguous buffers allocate: ``max_len`` per sequence, whatever its length."""
+    max_len = check_positive_int(max_len, "max_len")
+    lengths = [check_positive_int(n, "lengths", minimum=0) for n in lengths]
+    if any(n > max_len for n in lengths):
+        raise ValueError(f"every length must be <= max_len={max_len}, got {max(lengths)}")
+    return len(lengths) * max_len
+
+
+class PagedKVCache:
+    """One pool of ``n_blocks`` blocks of ``block_size`` tokens, and a block table per sequence.
+
+    Pools ``k_pool (n_blocks, H_kv, block_size, d_k)`` and ``v_pool (n_blocks, H_kv, block_size, d_v)``
+    live on ``xp``/``device`` with ``dtype`` (default float64). ``tables[seq]`` is a sequence's block
+    list, ``lengths[seq]`` its token count, ``refs[b]`` how many sequences use block b.
+    """
+
+    def __init__(self, n_blocks, block_size, n_kv_heads, d_k, d_v=None, *, dtype=None, xp=None, device=None):
+        self.n_blocks = check_positive_int(n_blocks, "n_blocks")
+        self.block_size = check_positive_int(block_size, "block_size")
+        self.n_kv_heads, self.d_k = check_positive_int(n_kv_heads, "n_kv_heads"), check_positive_int(d_k, "d_k")
+        self.d_v = self.d_k if d_v is None else check_positive_int(d_v, "d_v")
+        xp = get_namespace() if xp is None else check_namespace(xp)
+        dtype = xp.float64 if dtype is None else dtype
+        shape = (self.n_blocks, self.n_kv_heads, self.block_size)
+        self.k_pool = xp.zeros((*shape, self.d_k), dtype=dtype, device=device)
+        self.v_pool = xp.zeros((*shape, self.d_v), dtype=dtype, device=device)
+        self.free_blocks = list(range(self.n_blocks - 1, -1, -1))  # pop() hands out block 0 first
+        self.refs = [0] * self.n_blocks
+        self.tables: dict[int, list[int]] = {}
+        self.lengths: dict[int, int] = {}
+        self._next_id = 0
+
+    @property
+    def block_nbytes(self) -> int:
+        """Bytes of one block, keys and values."""
+        xp = get_namespace(self.k_pool)
+        per_slot = self.n_kv_heads * (self.d_k + self.d_v) * xp.finfo(self.k_pool.dtype).bits // 8
+        return self.block_size * per_slot
+
+    @property
+    def blocks_in_use(self) -> int:
+        return self.n_blocks - len(self.free_blocks)
+
+    def _seq(self, seq):
+        if seq not in self.tables:
+            raise KeyError(f"no sequence {seq!r} in this cache (live sequences: {sorted(self.tables)})")
+        return seq
+
+    def allocate(self) -> int:
+        """Start an empty sequence; return its id."""
+        seq, self._next_id = self._next_id, self._next_id + 1
+        self.tables[seq], self.lengths[seq] = [], 0
+        return seq
+
+    def fork(self, seq) -> int:
+        """A new sequence sharing all of ``seq``'s blocks (its prefix); writes into a shared block copy it."""
+        new = self.allocate()
+        self.tables[new], self.lengths[new] = list(self.tables[self._seq(seq)]), self.lengths[seq]
+        for b in self.tables[new]:
+            self.refs[b] += 1
+        return new
+
+    def free(self, seq) -> None:
+        """End ``seq``: every block no other sequence uses goes back to the pool."""
+        for b in self.tables.pop(self._seq(seq)):
+            self.refs[b] -= 1
+            if self.refs[b] == 0:
+                self.free_blocks.append(b)
+        del self.lengths[seq]
+
+    def _take_block(self) -> int:
+        b = self.free_blocks.pop()
+        self.refs[b] = 1
+        return b
+
+    def append(self, seq, k, v) -> None:
+        """Write new tokens ``k (H_kv, T, d_k)``, ``v (H_kv, T, d_v)`` at the end of sequence ``seq``.
+
+        Checked in full (shapes, dtype, device, free blocks) before anything is written.
+        """
+        self._seq(seq)
+        for name, a, d in (("k", k, self.d_k), ("v", v, self.d_v)):
+            if not hasattr(a, "shape") or a.ndim != 3 or (a.shape[0], a.shape[2]) != (self.n_kv_heads, d):
+                raise ValueError(f"{name} must be (H_kv={self.n_kv_heads}, T, {d}), got {getattr(a, 'shape', a)}")
+            check_same_place(a, self.k_pool, name, "the block pool")
+            if a.dtype != self.k_pool.dtype:
+                raise TypeError(f"{name} has dtype {a.dtype}, the pool holds {self.k_pool.dtype}")
+        if k.shape[1] != v.shape[1]:
+            raise ValueError(f"k and v must hold the same tokens: k {tuple(k.shape)}, v {tuple(v.shape)}")
+        table, start, n_new = self.tables[seq], self.lengths[seq], k.shape[1]
+        need = -(-(start + n_new) // self.block_size) - len(table)  # new blocks
+        cow = start % self.block_size != 0 and n_new > 0 and self.refs[table[-1]] > 1  # a shared, partial last block
+        if need + cow > len(self.free_blocks):
+            raise ValueError(
+                f"the pool is full: {need + cow} more blocks are needed, {len(self.free_blocks)} are free "
+                f"(free a finished sequence or make the cache with more n_blocks)"
+            )
+        if cow:  # copy on write: this sequence gets its own copy of the shared block before writing
+            old, new = table[-1], self._take_block()
+            self.k_pool[new, ...], self.v_pool[new, ...] = self.k_pool[old, ...], self.v_pool[old, ...]
+            self.refs[old] -= 1
+            table[-1] = new
+        t = 0
+        while t < n_new:  # fill the last block's tail, then whole new blocks
+            pos = start + t
+            if pos % self.block_size == 0:
+                table.append(self._take_block())
+            o0 = pos % self.block_size
+            o1 = min(self.block_size, o0 + n_new - t)
+            b = table[pos // self.block_size]
+            self.k_pool[b, :, o0:o1, :] = k[:, t : t + o1 - o0, :]
+            self.v_pool[b, :, o0:o1, :] = v[:, t : t + o1 - o0, :]
+            t += o1 - o0
+        self.lengths[seq] = start + n_new
+
+    def gather(self, seq):
+        """The dense keys and values of ``seq``: ``(H_kv, S, d_k)``, ``(H_kv, S, d_v)`` (for checking)."""
+        xp = get_namespace(self.k_pool)
+        table, n = self.tables[self._seq(seq)], self.lengths[seq]
+        if not table:
+            return self.k_pool[0, :, :0, :], self.v_pool[0, :, :0, :]
+        # (n_b, H_kv, bs, d) -> (H_kv, n_b, bs, d) -> (H_kv, n_b·bs, d), cut to the sequence's length
+        idx = xp.asarray(table, device=device_of(self.k_pool))
+        k, v = (xp.permute_dims(xp.take(pool, idx, axis=0), (1, 0, 2, 3)) for pool in (self.k_pool, self.v_pool))
+        return tuple(xp.reshape(x, (x.shape[0], -1, x.shape[-1]))[:, :n, :] for x in (k, v))
+
+
+def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
+    """Attention of a batch of sequences through their block tables: ``out (B, H_kv, T, d_v)``.
+
+    q ``(B, H_kv, T, d_k)`` holds the last T tokens of each of the B sequences ``seqs`` (already
+    appended), attending causally, bottom-right aligned, to their cached tokens: the query i of
+    sequence b sits at position ``L_b - T + i``. Equal to ``scaled_dot_product_attention(q_b, k_b, v_b,
+    causal=True)`` for each sequence with its dense keys. The pool is read one block column at a time
+    (block ``tables[b][c]`` for every b), each column's online-softmax state merged into the running one.
+    """
+    xp = get_namespace(q, cache.k_pool)
+    check_same_place(q, cache.k_pool, "q", "the block pool")
+    seqs = [cache._seq(s) for s in seqs]
+    if q.ndim != 4 or q.shape[0] != len(seqs) or (q.shape[1], q.shape[3]) != (cache.n_kv_heads, cache.d_k):
+        raise ValueError(
+            f"q must be (B={len(seqs)}, H_kv={cache.n_kv_heads}, T, d_k={cache.d_k}), got {tuple(q.shape)}"
+        )
+    n_q, on, bs = q.shape[2], device_of(q), cache.block_size
+    lengths = [cache.lengths[s] for s in seqs]
+    if min(lengths) < n_q:
+        raise ValueError(f"every sequence must hold the T={n_q} query tokens already; lengths {lengths}")
+    q = q * _scale(scale, cache.d_k)
+    n_cols = max(len(cache.tables[s]) for s in seqs)
+    # (B, n_cols) block ids, padded with block 0: padded slots are masked by the lengths below
+    table = xp.asarray([cache.tables[s] + [0] * (n_cols - len(cache.tables[s])) for s in seqs], device=on)
+    length = xp.reshape(xp.asarray(lengths, device=on), (-1, 1, 1, 1))  # (B, 1, 1, 1)
+    i = xp.reshape(xp.arange(n_q, device=on), (1, 1, -1, 1))  # (1, 1, T, 1)
+    m = xp.full((*q.shape[:3], 1), -math.inf, dtype=q.dtype, device=on)
+    state = (m, xp.zeros_like(m), xp.zeros((*q.shape[:3], cache.d_v), dtype=q.dtype, device=on))
+    for c in range(n_cols):
+        ids = table[:, c]  # (B,)
+        k_c = xp.take(cache.k_pool, ids, axis=0)  # (B, H_kv, bs, d_k)
+        v_c = xp.take(cache.v_pool, ids, axis=0)  # (B, H_kv, bs, d_v)
+        j = xp.reshape(xp.arange(c * bs, (c + 1) * bs, device=on), (1, 1, 1, -1))  # (1, 1, 1, bs)
+        seen = (j < length) & (j <= length - n_q + i)  # (B, 1, T, bs): the sequence's own past only
+        scores = xp.where(seen, q @ k_c.mT, xp.asarray(-math.inf, dtype=q.dtype, device=on))  # (B, H, T, bs)
+        state = online_softmax_merge(state, softmax_state(scores, v_c))
+    m, l, acc = state
+    assert bool(xp.all(l > 0)) and bool(xp.all(safe_shift(m, xp) == m))  # each query sees at least itself
+    return acc / l

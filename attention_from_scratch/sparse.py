@@ -1,0 +1,217 @@
+"""DeepSeek-V3.2's sparse attention (DSA): a lightning indexer picks each query's top-k keys for MLA.
+
+DeepSeek-V3.2 (technical report §2.1; reference ``inference/model.py``, class ``Indexer``) keeps V3's
+MLA and adds a small scorer in front of it. For the query token t and every visible key token s:
+
+    q_{t,h} = RoPE_half(W^IQ_h c_Q,t)           H_I heads of d_I (index_n_heads = 64, index_head_dim = 128)
+    k_s     = RoPE_half(LayerNorm(W^IK h_s))    ONE indexer key per token, shared by the indexer's heads
+    w_{t,h} = (W^w h_t)_h / sqrt(H_I)           a per-query weight for each indexer head
+    I(t, s) = Σ_h w_{t,h} · ReLU(q_{t,h} · k_s / sqrt(d_I))        (s <= t: causal)
+
+and the main attention of query t runs over ``S_t = top-k_s I(t, s)`` only (k = index_topk = 2048;
+all visible keys when fewer). ``c_Q`` is MLA's normalised query latent, reused: the indexer costs one
+d_I-wide dot product per head and key, in FP8 in the reference, instead of MLA's 576-wide products for
+each of 128 heads; the main attention then costs O(k) per query instead of O(S).
+
+Two layouts of RoPE meet here. The indexer rotates the first ``qk_rope_head_dim`` dims of q and k in
+the *rotate-half* layout (feature i pairs with i + d_r/2, :func:`~attention_from_scratch.rope.rotate_half_rope`),
+while MLA itself rotates consecutive pairs (:func:`~attention_from_scratch.rope.apply_rope`). DeepSeek's
+first V3.2-Exp demo code used consecutive pairs in both; their 2025-11-17 update says the indexer
+needs the non-interleaved layout and fixes it. Both layouts give scores that depend only on t - s;
+weights trained for one are wrong for the other (notebook 12 shows it).
+
+The reference also rotates q and k by a Hadamard matrix and rounds them to FP8 (e4m3, one scale per
+128 values) before scoring: :func:`hadamard` is orthogonal, so every q·k is unchanged in exact
+arithmetic; :func:`fp8_e4m3` simulates the rounding, whose effect on the selection is measured in
+notebook 12. Training the indexer (the KL warm-up): ``sparse_training.py``.
+
+Legend: B batch, H_I indexer heads, T new tokens, S all tokens (cached + new), K = min(k, S), d_I.
+"""
+
+from __future__ import annotations
+
+import math
+
+from array_api_compat import device as device_of
+
+from .attention import scaled_dot_product_attention
+from .backend import as_float, check_positive_int, get_namespace
+from .masking import causal_mask
+from .multihead import _split_heads
+from .rope import rotate_half_rope
+
+__all__ = [
+    "fp8_e4m3",
+    "hadamard",
+    "index_scores",
+    "indexer_keys",
+    "indexer_queries",
+    "indexer_weights",
+    "layer_norm",
+    "select_topk",
+    "sparse_latent_attention",
+    "topk_mask",
+]
+
+E4M3_MAX = 448.0  # largest finite float8_e4m3fn: 1.75 · 2^8
+
+
+def layer_norm(x, weight, bias, eps: float = 1e-6):
+    """LayerNorm over the last axis: ``(x - mean) / sqrt(var + eps) · weight + bias`` (biased variance).
+
+    x ``(..., d)``, weight and bias ``(d,)``. Computed in at least float32 (as the reference does,
+    ``F.layer_norm(x.float(), ...)``), returned in the promoted dtype of x and weight.
+    """
+    xp = get_namespace(x, weight, bias)
+    x, weight, bias = (as_float(a, xp, n) for a, n in ((x, "x"), (weight, "weight"), (bias, "bias")))
+    out_dtype = xp.result_type(x.dtype, weight.dtype)
+    work = xp.result_type(out_dtype, xp.float32)
+    xw = xp.astype(x, work, copy=False)
+    centred = xw - xp.mean(xw, axis=-1, keepdims=True)  # (..., d)
+    x_hat = centred / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + eps)
+    out = x_hat * xp.astype(weight, work, copy=False) + xp.astype(bias, work, copy=False)
+    return xp.astype(out, out_dtype, copy=False)
+
+
+def _rope_first(x, rope_dim: int, positions, freqs):
+    """Rotate-half RoPE on the first ``rope_dim`` features of ``x (..., T, d)``; the rest pass through."""
+    xp = get_namespace(x)
+    return xp.concat([rotate_half_rope(x[..., :rope_dim], positions, freqs=freqs), x[..., rope_dim:]], axis=-1)
+
+
+def indexer_queries(c_q, wq_b, n_heads: int, rope_dim: int, positions, freqs):
+    """The indexer's queries from the query latent ``c_q (B, T, d_c')``: -> ``(B, H_I, T, d_I)``.
+
+    ``wq_b`` ``(H_I·d_I, d_c')`` (out, in); RoPE (rotate-half, ``freqs (rope_dim/2,)``) on the first
+    ``rope_dim`` dims of every head, at ``positions`` (an int = the first position, or T positions).
+    """
+    xp = get_namespace(c_q, wq_b)
+    q = _split_heads(c_q @ wq_b.mT, n_heads, xp)  # (B, T, H_I·d_I) -> (B, H_I, T, d_I)
+    return _rope_first(q, rope_dim, positions, freqs)
+
+
+def indexer_keys(x, wk, k_norm_weight, k_norm_bias, rope_dim: int, positions, freqs, eps: float = 1e-6):
+    """One indexer key per token, ``RoPE_half(LayerNorm(x @ wkᵀ))``: ``x (B, T, dim)`` -> ``(B, T, d_I)``."""
+    k = layer_norm(x @ wk.mT, k_norm_weight, k_norm_bias, eps)  # (B, T, dim) -> (B, T, d_I)
+    return _rope_first(k, rope_dim, positions, freqs)
+
+
+def indexer_weights(x, weights_proj):
+    """Per-query head weights ``w = x @ weights_projᵀ / sqrt(H_I)``: ``(B, T, dim)`` -> ``(B, T, H_I)``."""
+    return x @ weights_proj.mT * weights_proj.shape[0] ** -0.5
+
+
+def index_scores(q, k, weights, *, causal: bool = True, scale: float | None = None):
+    """``I(t, s) = Σ_h w_{t,h} ReLU(q_{t,h} · k_s · scale)``: -> ``(B, T, S)``, ``-inf`` where s is in t's future.
+
+    q ``(B, H_I, T, d_I)``, k ``(B, S, d_I)``, weights ``(B, T, H_I)``; ``scale`` defaults to
+    ``d_I^-0.5``. ``causal`` is bottom-right aligned (the T queries are the last T of the S tokens).
+    The reference folds the scale into the weights (ReLU(a)·c = ReLU(a·c) for c > 0): the same number.
+    """
+    xp = get_namespace(q, k, weights)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    relu = xp.maximum(q @ k[:, None, :, :].mT * scale, 0.0)  # (B, H_I, T, d_I) @ (B, 1, d_I, S) -> (B, H_I, T, S)
+    w = xp.permute_dims(weights, (0, 2, 1))[..., None]  # (B, T, H_I) -> (B, H_I, T, 1)
+    scores = xp.sum(w * relu, axis=1)  # (B, H_I, T, S) -> (B, T, S)
+    if causal:
+        visible = causal_mask(scores.shape[-2], scores.shape[-1], xp=xp, device=device_of(scores))  # (T, S)
+        scores = xp.where(visible, scores, -math.inf)
+    return scores
+
+
+def _visible_count(scores):
+    """How many keys each row can see: the finite scores, ``(..., T)``."""
+    xp = get_namespace(scores)
+    return xp.sum(xp.astype(xp.isfinite(scores), xp.int64), axis=-1)
+
+
+def select_topk(scores, topk: int):
+    """Each row's ``K = min(topk, S)`` highest-scoring keys: ``(indices, valid)``, both ``(..., T, K)``.
+
+    ``indices`` are key positions, best first; ties go to the earlier key (a stable sort). Scores of
+    ``-inf`` (future keys) are never chosen: ``valid`` is False for the slots a row with fewer than K
+    visible keys cannot fill (their index is then that of some invisible key and must not be read).
+    """
+    xp = get_namespace(scores)
+    k = min(check_positive_int(topk, "topk"), scores.shape[-1])
+    order = xp.argsort(scores, axis=-1, descending=True, stable=True)[..., :k]  # (..., T, K)
+    slot = xp.arange(k, device=device_of(scores))  # (K,): 0 = best
+    return order, slot < _visible_count(scores)[..., None]  # (..., T, K)
+
+
+def topk_mask(scores, topk: int):
+    """The selection as a boolean mask ``(..., T, S)``: True where key s is among row t's top-``topk``.
+
+    The same keys as :func:`select_topk` (one stable sort; the rank of each key is the inverse
+    permutation); False for every ``-inf`` score, so the mask is also causal when the scores are.
+    """
+    xp = get_namespace(scores)
+    k = check_positive_int(topk, "topk")
+    order = xp.argsort(scores, axis=-1, descending=True, stable=True)  # (..., T, S)
+    rank = xp.argsort(order, axis=-1)  # rank[s] = place of key s in the order
+    return (rank < k) & xp.isfinite(scores)
+
+
+def sparse_latent_attention(q, rows, indices, valid, value_dim: int, scale: float):
+    """Absorbed MLA over each query's selected cached rows only -> latent outputs ``(B, H, T, value_dim)``.
+
+    q ``(B, H, T, d_c + d_r)`` (W_UK folded in), rows ``(B, S, d_c + d_r)``, ``indices, valid``
+    ``(B, T, K)`` from :func:`select_topk`. Every query gathers its K rows (one ``take``) and all heads
+    attend over them: O(K) per query, whatever S is. Values are the rows' first ``value_dim`` features.
+    """
+    xp = get_namespace(q, rows)
+    b, s, d = rows.shape
+    t, k = indices.shape[-2:]
+    offset = xp.arange(b, device=device_of(rows))[:, None, None] * s  # (B, 1, 1): row b starts at b·S
+    flat = xp.reshape(xp.astype(indices, xp.int64) + offset, (b * t * k,))
+    picked = xp.take(xp.reshape(rows, (b * s, d)), flat, axis=0)  # (B·S, d) -> (B·T·K, d)
+    picked = xp.reshape(picked, (b, t, k, d))  # -> (B, T, K, d)
+    q = xp.permute_dims(q, (0, 2, 1, 3))  # (B, H, T, d) -> (B, T, H, d): heads are the query rows
+    out, _ = scaled_dot_product_attention(
+        q, picked, picked[..., :value_dim], valid[:, :, None, :], scale=scale
+    )  # (B, T, H, value_dim)
+    return xp.permute_dims(out, (0, 2, 1, 3))  # -> (B, H, T, value_dim)
+
+
+def hadamard(d: int, *, xp=None, device=None):
+    """The orthonormal Sylvester-Hadamard matrix ``(d, d)`` (d a power of 2), entries ±1/sqrt(d).
+
+    ``H Hᵀ = I``, so rotating both q and k by it keeps q·k: ``(q H)·(k H) = q H Hᵀ kᵀ = q·k``. The
+    reference's ``rotate_activation`` applies it (fast Walsh-Hadamard transform, scale d^-1/2) before
+    rounding to FP8: spreading each vector's outliers over all features shrinks the per-row scale.
+    """
+    d = check_positive_int(d, "d")
+    if d & (d - 1):
+        raise ValueError(f"d must be a power of 2 for a Sylvester-Hadamard matrix, got {d}")
+    xp = get_namespace() if xp is None else xp
+    h = xp.ones((1, 1), dtype=xp.float64, device=device)
+    while h.shape[0] < d:  # H_2n = [[H, H], [H, -H]]
+        h = xp.concat([xp.concat([h, h], axis=1), xp.concat([h, -h], axis=1)], axis=0)
+    return h / math.sqrt(d)
+
+
+def fp8_e4m3(x, *, block: int | None = None, power_of_two_scale: bool = True):
+    """``x`` rounded to FP8 e4m3 (3 mantissa bits) with one scale per row, simulated: -> same shape, dtype.
+
+    Like the reference's ``act_quant``: per ``block`` values of the last axis (default: the whole row),
+    ``scale = amax / 448`` (rounded up to a power of 2 with ``power_of_two_scale``, the checkpoints'
+    ``ue8m0`` format), then ``x / scale`` goes to the nearest e4m3 number (ties to even; spacing
+    2^(e-3) for |y| in [2^e, 2^(e+1)), 2^-9 below 2^-6, the subnormals), and back times the scale.
+    """
+    xp = get_namespace(x)
+    x = as_float(x, xp, "x")
+    d = x.shape[-1]
+    block = d if block is None else check_positive_int(block, "block")
+    if d % block:
+        raise ValueError(f"block={block} must divide the last axis of x ({d})")
+    blocks = xp.reshape(x, (*x.shape[:-1], d // block, block))  # (..., d) -> (..., d/block, block)
+    amax = xp.max(xp.abs(blocks), axis=-1, keepdims=True)
+    scale = xp.where(amax > 0, amax, 1.0) / E4M3_MAX
+    if power_of_two_scale:
+        scale = 2.0 ** xp.ceil(xp.log2(scale))
+    y = blocks / scale  # |y| <= 448
+    magnitude = xp.where(y != 0, xp.abs(y), 1.0)
+    exponent = xp.maximum(xp.floor(xp.log2(magnitude)), -6.0)  # below 2^-6: subnormal spacing
+    step = 2.0 ** (exponent - 3.0)
+    y = xp.clip(xp.round(y / step) * step, -E4M3_MAX, E4M3_MAX)
+    return xp.reshape(y * scale, x.shape)

@@ -1,0 +1,104 @@
+"""The InfoNCE exercise's mutant battery: wrong solutions as students write them, and other correct ones."""
+
+import numpy as np
+
+
+def _loss(q, k, t, axis=-1, reduce=np.mean, naive=False):
+    logits = q @ k.T / t
+    if naive:
+        lse = np.log(np.sum(np.exp(logits), axis=axis))
+    else:
+        m = np.max(logits, axis=axis, keepdims=True)
+        lse = np.squeeze(m, axis=axis) + np.log(np.sum(np.exp(logits - m), axis=axis))
+    return reduce(lse - np.diagonal(logits))
+
+
+def no_temperature(q, k, t):
+    return _loss(q, k, 1.0)
+
+
+def times_temperature(q, k, t):
+    return _loss(q, k, 1 / t)
+
+
+def over_columns(q, k, t):
+    return _loss(q, k, t, axis=0)
+
+
+def summed(q, k, t):
+    return _loss(q, k, t, reduce=np.sum)
+
+
+def wrong_sign(q, k, t):
+    return -_loss(q, k, t)
+
+
+def naive(q, k, t):
+    return _loss(q, k, t, naive=True)
+
+
+def python_float(q, k, t):
+    return float(_loss(q, k, t))
+
+
+def log_of_n_in_float64(q, k, t):
+    logits = q @ k.T / t
+    m = logits.max(axis=1, keepdims=True)
+    log_p = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
+    return -np.sum(np.diagonal(log_p)) / np.float64(len(q))  # a NumPy float64 promotes the float32 loss
+
+
+def normalises_in_place(q, k, t):
+    q /= np.linalg.norm(q, axis=1, keepdims=True)  # "cosine similarity is what CLIP uses"
+    k /= np.linalg.norm(k, axis=1, keepdims=True)
+    return _loss(q, k, t)
+
+
+def per_pair_losses(q, k, t):
+    return _loss(q, k, t, reduce=lambda x: x)  # forgot the mean: (N,) instead of a number
+
+
+def positives_excluded(q, k, t):
+    logits = q @ k.T / t
+    off = np.where(np.eye(len(q), dtype=bool), -np.inf, logits)  # NT-Xent style: drop the diagonal
+    m = np.max(logits, axis=1)
+    lse = m + np.log(np.sum(np.exp(off - m[:, None]), axis=1))
+    return np.mean(lse - np.diagonal(logits))
+
+
+# --- correct, in other styles ---
+
+
+def log_softmax_trace(q, k, t):
+    logits = q @ k.T / t
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return -np.trace(log_probs) / len(q)
+
+
+def cross_entropy_with_labels(q, k, t):
+    logits = np.einsum("id,jd->ij", q, k) / t
+    labels = np.arange(len(q))
+    m = logits.max(axis=-1)
+    lse = m + np.log(np.exp(logits - m[:, None]).sum(axis=-1))
+    return (lse - logits[labels, labels]).mean()
+
+
+BATTERIES = {
+    "info_nce": {
+        "wrong": [
+            (no_temperature, "the temperature is ignored"),
+            (times_temperature, "multiplied by τ"),
+            (over_columns, "each query q_i picks its positive"),
+            (summed, "sum instead of mean"),
+            (wrong_sign, "sign: the loss is"),
+            (naive, "overflow"),
+            (python_float, "expected dtype float32, got a Python float"),
+            (log_of_n_in_float64, "float32 in, float32 out"),
+            (normalises_in_place, "changed its input `q` in place"),
+            (per_pair_losses, None),
+            (positives_excluded, None),
+        ],
+        "right": [log_softmax_trace, cross_entropy_with_labels],
+    },
+}

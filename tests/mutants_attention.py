@@ -1,0 +1,224 @@
+"""The attention exercise's mutant battery: wrong solutions as students write them, and other correct ones."""
+
+import numpy as np
+
+
+def _softmax(scores, axis=-1):
+    e = np.exp(scores - np.max(scores, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _scores(q, k, scale=None):
+    d_k = q.shape[-1]
+    return q @ np.swapaxes(k, -1, -2) * (1 / d_k**0.5 if scale is None else scale)
+
+
+def _guarded(scores):
+    """A correct masked softmax: a fully masked row gives 0."""
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isneginf(m), 0.0, m))
+    total = np.sum(e, axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def unscaled(q, k, v, mask=None):
+    scores = _scores(q, k, scale=1.0)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def divided_by_d_k(q, k, v, mask=None):
+    scores = _scores(q, k, scale=1 / q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def wrong_axis(q, k, v, mask=None):
+    w = _softmax(_scores(q, k), axis=-2)
+    return w @ v, w
+
+
+def k_dot_t(q, k, v, mask=None):
+    w = _softmax(q @ k.T / q.shape[-1] ** 0.5)
+    return w @ v, w
+
+
+def no_max_shift(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores)
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total > 0, total, 1.0)  # a fully masked row handled, but no max subtracted
+    return w @ v, w
+
+
+def no_max_shift_no_mask(q, k, v, mask=None):
+    e = np.exp(_scores(q, k))  # first attempt: neither the mask nor the max yet
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w @ v, w
+
+
+def global_max(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - np.max(scores))
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total > 0, total, 1.0)
+    return w @ v, w
+
+
+def fill_zero(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, 0.0)
+    w = _softmax(scores)
+    return w @ v, w
+
+
+def fill_minus_1e9(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -1e9)
+    w = _softmax(scores)
+    return w @ v, w
+
+
+def inverted_mask(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def nan_in_masked_rows(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _softmax(scores)  # a fully masked row: −∞ − (−∞) = nan
+    return w @ v, w
+
+
+def mask_after_softmax(q, k, v, mask=None):
+    w = _softmax(_scores(q, k))
+    if mask is not None:
+        w = w * mask
+        total = w.sum(axis=-1, keepdims=True)
+        w = w / np.where(total > 0, total, 1.0)
+    return w @ v, w
+
+
+def mask_by_2d_index(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        t, s = scores.shape[-2:]
+        for i in range(t):
+            for j in range(s):
+                if not mask[i, j]:
+                    scores[..., i, j] = -np.inf
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def boolean_index(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores[~mask] = -np.inf
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def float64_scale(q, k, v, mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def scales_q_in_place(q, k, v, mask=None):
+    q /= q.shape[-1] ** 0.5
+    scores = q @ np.swapaxes(k, -1, -2)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def returns_weights_first(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w, w @ v
+
+
+# --- correct, in other styles ---
+
+
+def einsum_style(q, k, v, mask=None):
+    scores = np.einsum("...td,...sd->...ts", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(m), m, 0))
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return np.einsum("...ts,...sd->...td", weights, v), weights
+
+
+def additive_mask_then_logsumexp(q, k, v, mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) * q.dtype.type(1 / np.sqrt(q.shape[-1]))
+    if mask is not None:
+        scores = scores + np.where(mask, 0.0, -np.inf).astype(scores.dtype)
+    m = np.max(scores, axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0, m)
+    with np.errstate(divide="ignore"):
+        lse = m + np.log(np.sum(np.exp(scores - m), axis=-1, keepdims=True))
+    weights = np.where(np.isneginf(lse), 0, np.exp(scores - np.where(np.isneginf(lse), 0, lse))).astype(q.dtype)
+    return weights @ v, weights
+
+
+def masked_query_rows_zeroed(q, k, v, mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    if mask is None:
+        mask = np.ones(scores.shape, dtype=bool)
+    mask = np.broadcast_to(mask, scores.shape)
+    scores = np.where(mask, scores, -np.inf)
+    any_key = mask.any(axis=-1, keepdims=True)
+    safe = np.where(any_key, scores, 0.0)  # a row with no key: harmless scores, zeroed below
+    e = np.exp(safe - safe.max(axis=-1, keepdims=True)) * mask
+    weights = np.where(any_key, e / np.where(any_key, e.sum(axis=-1, keepdims=True), 1), 0).astype(q.dtype)
+    return weights @ v, weights
+
+
+BATTERIES = {
+    "attention": {
+        "wrong": [
+            (unscaled, "not divided by √d_k"),
+            (divided_by_d_k, "divided by d_k instead of √d_k"),
+            (wrong_axis, "wrong axis"),
+            (k_dot_t, "x.T reverses every axis"),
+            (no_max_shift, "subtract the row max"),
+            (no_max_shift_no_mask, "the mask was not applied"),
+            (global_max, "each row needs its own max"),
+            (fill_zero, "0 is an ordinary score"),
+            (fill_minus_1e9, "−1e9 is a large finite number, not −∞"),
+            (inverted_mask, "mask inverted"),
+            (nan_in_masked_rows, "a fully masked row came back as nan"),
+            (mask_after_softmax, "masking after the softmax is not the same"),
+            (mask_by_2d_index, "the mask may have batch and head axes"),
+            (boolean_index, "the mask may have batch and head axes"),
+            (float64_scale, "float32 in, float32 out"),
+            (scales_q_in_place, "changed its input `q` in place"),
+            (returns_weights_first, None),
+        ],
+        "right": [einsum_style, additive_mask_then_logsumexp, masked_query_rows_zeroed],
+    },
+}

@@ -1,0 +1,106 @@
+"""The KV-cache decoding step's mutant battery: wrong solutions as students write them, and other correct ones."""
+
+import numpy as np
+
+
+def _attend(q, k, v, scale=None, axis=-1, shift=True):
+    d_k = q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2) * (1 / d_k**0.5 if scale is None else scale)
+    e = np.exp(scores - np.max(scores, axis=axis, keepdims=True)) if shift else np.exp(scores)
+    return (e / np.sum(e, axis=axis, keepdims=True)) @ v
+
+
+def attend_before_append(q, k_new, v_new, k_cache, v_cache):
+    out = _attend(q, k_cache, v_cache)  # the cache without the new token
+    return out, np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+
+
+def only_the_new_token(q, k_new, v_new, k_cache, v_cache):
+    return _attend(q, k_new, v_new), np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], -2)
+
+
+def prepend(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_new, k_cache], axis=-2), np.concatenate([v_new, v_cache], axis=-2)
+    return _attend(q, k, v), k, v
+
+
+def batch_axis(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=0), np.concatenate([v_cache, v_new], axis=0)
+    return _attend(q, k, v), k, v
+
+
+def feature_axis(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-1), np.concatenate([v_cache, v_new], axis=-1)
+    return _attend(q, k, v), k, v
+
+
+def unscaled(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, scale=1.0), k, v
+
+
+def float64_scale(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, scale=1 / np.sqrt(q.shape[-1])), k, v
+
+
+def no_max_shift(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, shift=False), k, v
+
+
+def softmax_over_queries(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, axis=-2), k, v
+
+
+def returns_the_old_cache(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v), k_cache, v_cache
+
+
+def scales_q_in_place(q, k_new, v_new, k_cache, v_cache):
+    q *= 1 / q.shape[-1] ** 0.5
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, scale=1.0), k, v
+
+
+# --- correct, in other styles ---
+
+
+def axis_2_and_einsum(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate((k_cache, k_new), axis=2), np.concatenate((v_cache, v_new), axis=2)
+    scores = np.einsum("bhqd,bhsd->bhqs", q, k) / q.shape[-1] ** 0.5
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.einsum("bhqs,bhsd->bhqd", w / w.sum(axis=-1, keepdims=True), v), k, v
+
+
+def preallocated(q, k_new, v_new, k_cache, v_cache):
+    b, h, s, d_k = k_cache.shape
+    k = np.empty((b, h, s + 1, d_k), dtype=k_cache.dtype)
+    v = np.empty((b, h, s + 1, v_cache.shape[-1]), dtype=v_cache.dtype)
+    k[:, :, :s], k[:, :, s:] = k_cache, k_new
+    v[:, :, :s], v[:, :, s:] = v_cache, v_new
+    scores = (q @ k.swapaxes(-1, -2))[..., 0, :] / np.sqrt(d_k).astype(q.dtype)  # (B, H, S + 1)
+    lse = np.log(np.exp(scores - scores.max(-1, keepdims=True)).sum(-1, keepdims=True)) + scores.max(-1, keepdims=True)
+    return (np.exp(scores - lse)[..., None, :] @ v), k, v
+
+
+BATTERIES = {
+    "kv_decode_step": {
+        "wrong": [
+            (attend_before_append, "the new token was left out"),
+            (only_the_new_token, "the cache was ignored"),
+            (prepend, "go at the end of the cache"),
+            (batch_axis, "the cache grows along the sequence axis"),
+            (feature_axis, "the cache grows along the sequence axis"),
+            (unscaled, "not divided by √d_k"),
+            (float64_scale, "float32 in, float32 out"),
+            (no_max_shift, "subtract the row max"),
+            (softmax_over_queries, "softmax over the wrong axis"),
+            (returns_the_old_cache, "return the caches grown by the new token"),
+            (scales_q_in_place, "changed its input `q` in place"),
+        ],
+        "right": [axis_2_and_einsum, preallocated],
+    },
+}

@@ -1,0 +1,103 @@
+"""The RoPE exercise's mutant battery: wrong solutions as students write them, and other correct ones."""
+
+import numpy as np
+
+
+def _rope(x, positions, *, halves=False, sign=1.0, exponent=2.0, cast=True, pos_dtype=np.float64):
+    d = x.shape[-1]
+    theta = 10000.0 ** (-exponent * np.arange(d // 2) / d)
+    angles = sign * np.asarray(positions).astype(pos_dtype)[:, None] * theta[None, :]
+    cos, sin = np.cos(angles), np.sin(angles)
+    if cast:
+        cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
+    a, b = (x[..., : d // 2], x[..., d // 2:]) if halves else (x[..., 0::2], x[..., 1::2])
+    y0, y1 = a * cos - b * sin, a * sin + b * cos
+    if halves:
+        return np.concatenate([y0, y1], axis=-1)
+    return np.stack([y0, y1], axis=-1).reshape(np.broadcast_shapes(x.shape, (*y0.shape[:-1], d)))
+
+
+def rotate_half(x, positions):
+    return _rope(x, positions, halves=True)
+
+
+def wrong_sign(x, positions):
+    return _rope(x, positions, sign=-1.0)
+
+
+def frequency_exponent(x, positions):
+    return _rope(x, positions, exponent=1.0)
+
+
+def float64_result(x, positions):
+    return _rope(x, positions, cast=False)
+
+
+def own_positions(x, positions):
+    return _rope(x, np.arange(x.shape[-2]))
+
+
+def contiguous_from_first(x, positions):
+    return _rope(x, positions[0] + np.arange(len(positions)))
+
+
+def modulo_power_of_two(x, positions):
+    return _rope(x, np.asarray(positions) % 4096)
+
+
+def float16_positions(x, positions):
+    return _rope(x, positions, pos_dtype=np.float16)
+
+
+def rotates_in_place(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    even, odd = x[..., 0::2].copy(), x[..., 1::2].copy()
+    x[..., 0::2] = even * cos - odd * sin  # writes into the caller's x
+    x[..., 1::2] = even * sin + odd * cos
+    return x
+
+
+def sorted_positions(x, positions):
+    return _rope(x, np.sort(positions))
+
+
+# --- correct, in other styles ---
+
+
+def complex_numbers(x, positions):
+    """DeepSeek's reference: pairs as complex numbers times e^(i m θ)."""
+    d = x.shape[-1]
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    rotation = np.exp(1j * np.outer(positions, theta)).astype(np.complex64 if x.dtype == np.float32 else np.complex128)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * rotation
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape).astype(x.dtype)
+
+
+def rotation_matrices(x, positions):
+    d = x.shape[-1]
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    c, s = np.cos(angles), np.sin(angles)
+    rot = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)  # (T, d/2, 2, 2)
+    pairs = x.reshape(*x.shape[:-1], d // 2, 2)  # (..., T, d/2, 2)
+    return (rot @ pairs[..., None])[..., 0].reshape(x.shape).astype(x.dtype)
+
+
+BATTERIES = {
+    "rope": {
+        "wrong": [
+            (rotate_half, "rotate-half"),
+            (wrong_sign, "rotated the wrong way"),
+            (frequency_exponent, "frequencies"),
+            (float64_result, "float32 in, float32 out"),
+            (own_positions, "use the positions you are given"),
+            (contiguous_from_first, "positions need not be consecutive or sorted"),
+            (modulo_power_of_two, "positions are not wrapped around"),
+            (float16_positions, "float16 holds whole numbers exactly only up to 2048"),
+            (rotates_in_place, "changed its input `x` in place"),
+            (sorted_positions, "positions need not be consecutive or sorted"),
+        ],
+        "right": [complex_numbers, rotation_matrices],
+    },
+}

@@ -1,0 +1,105 @@
+"""The softmax exercise's mutant battery: wrong solutions as students write them, and other correct ones."""
+
+import numpy as np
+
+
+def naive(x):
+    return np.exp(x) / np.sum(np.exp(x), axis=-1, keepdims=True)
+
+
+def min_shift(x):
+    e = np.exp(x - np.min(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def axis0(x):
+    e = np.exp(x - np.max(x, axis=0, keepdims=True))
+    return e / np.sum(e, axis=0, keepdims=True)
+
+
+def global_max(x):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def no_keepdims(x):
+    e = np.exp(x - np.max(x, axis=-1))
+    return e / np.sum(e, axis=-1)
+
+
+def whole_sum(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum()
+
+
+def in_place(x):
+    x -= np.max(x, axis=-1, keepdims=True)
+    np.exp(x, out=x)
+    x /= np.sum(x, axis=-1, keepdims=True)
+    return x
+
+
+def float64_always(x):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def in_float32(x):
+    x32 = x.astype(np.float32)
+    e = np.exp(x32 - np.max(x32, axis=-1, keepdims=True))
+    return (e / np.sum(e, axis=-1, keepdims=True)).astype(x.dtype)
+
+
+def not_normalised(x):
+    return np.exp(x - np.max(x, axis=-1, keepdims=True))
+
+
+def rows_of_a_matrix(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):  # one softmax per row of a 2-D x; batch dims get one per block
+        e = np.exp(x[i] - np.max(x[i]))
+        out[i] = e / np.sum(e)
+    return out
+
+
+# --- correct, in other styles ---
+
+
+def via_logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.exp(x - (m + np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))))
+
+
+def row_loop(x):
+    rows = x.reshape(-1, x.shape[-1])  # (..., n) -> (rows, n)
+    out = np.empty_like(rows)
+    for i, row in enumerate(rows):
+        e = np.exp(row - row.max())
+        out[i] = e / e.sum()
+    return out.reshape(x.shape)
+
+
+def shifted_by_max_then_divide(x):
+    shifted = x - x.max(axis=-1)[..., None]
+    return np.exp(shifted) / np.exp(shifted).sum(axis=-1)[..., None]
+
+
+BATTERIES = {
+    "softmax": {
+        "wrong": [
+            (naive, "subtract the row max"),
+            (min_shift, "subtract the row max"),
+            (axis0, "wrong axis"),
+            (global_max, "each row needs its own max"),
+            (no_keepdims, "keep the reduced axis (keepdims)"),
+            (whole_sum, "the whole array sums to 1 instead of each row"),
+            (in_place, "changed its input `x` in place"),
+            (float64_always, "float32 in, float32 out"),
+            (in_float32, "computed in lower precision than the input?"),
+            (not_normalised, "rows do not sum to 1"),
+            (rows_of_a_matrix, None),
+        ],
+        "right": [via_logsumexp, row_loop, shifted_by_max_then_divide],
+    },
+}

@@ -1,0 +1,120 @@
+"""The index-scores exercise's mutant battery (notebook 12): wrong solutions as students write them, and
+other correct ones."""
+
+import numpy as np
+
+
+def _future(t, s):
+    return np.arange(s)[None, :] > np.arange(t)[:, None] + (s - t)
+
+
+def no_relu(q, k, w):
+    dots = q @ np.swapaxes(k, -1, -2)[:, None] / np.sqrt(q.shape[-1]).astype(q.dtype)
+    scores = np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+def relu_after_sum(q, k, w):
+    dots = q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5
+    scores = np.maximum(np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1), 0)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+def unscaled(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k), 0)
+    scores = np.einsum("bth,bhts->bts", w, dots)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+def scaled_by_heads(q, k, w):
+    h = q.shape[1]
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / h**0.5, 0)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, np.einsum("bth,bhts->bts", w, dots))
+
+
+def mean_over_heads(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, dots.mean(axis=1))
+
+
+def not_causal(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0)
+    return np.einsum("bth,bhts->bts", w, dots)
+
+
+def top_left_mask(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0)
+    scores = np.einsum("bth,bhts->bts", w, dots)
+    mask = np.tril(np.ones((q.shape[2], k.shape[1]), dtype=bool))
+    return np.where(mask, scores, -np.inf)
+
+
+def zero_fill(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0)
+    scores = np.einsum("bth,bhts->bts", w, dots)
+    scores[:, _future(q.shape[2], k.shape[1])] = 0.0
+    return scores
+
+
+def big_negative_fill(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0)
+    scores = np.einsum("bth,bhts->bts", w, dots)
+    return np.where(_future(q.shape[2], k.shape[1]), -1e9, scores)
+
+
+def divides_q_in_place(q, k, w):
+    q /= q.shape[-1] ** 0.5  # changes the caller's q
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k), 0)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, np.einsum("bth,bhts->bts", w, dots))
+
+
+def float64_result(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / np.sqrt(np.float64(q.shape[-1])), 0)
+    scores = np.einsum("bth,bhts->bts", w.astype(np.float64), dots)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+def weights_on_the_wrong_axis(q, k, w):
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5, 0)  # (B, H, T, S)
+    scores = np.sum(w[..., None] * dots, axis=1)  # (B, T, H, 1) against (B, H, T, S)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+def scores_by_loops(q, k, w):
+    """One query, key and head at a time, as the formula reads."""
+    b, h, t, d = q.shape
+    s = k.shape[1]
+    out = np.full((b, t, s), -np.inf, dtype=q.dtype)
+    for bb, tt, ss in np.ndindex(b, t, s):
+        if ss <= tt + s - t:
+            out[bb, tt, ss] = sum(w[bb, tt, hh] * max(float(q[bb, hh, tt] @ k[bb, ss]) / d**0.5, 0.0)
+                                  for hh in range(h))
+    return out
+
+
+def scale_folded_into_the_weights(q, k, w):
+    """As DeepSeek's reference: ReLU(a)·c = ReLU(a·c) for c > 0, so the 1/√d_I goes on the weights."""
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k), 0)
+    scores = np.einsum("bth,bhts->bts", w * q.shape[-1] ** -0.5, dots)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+BATTERIES = {
+    "index_scores": {
+        "wrong": [
+            (no_relu, "no ReLU"),
+            (relu_after_sum, "ReLU is per head, inside the sum"),
+            (unscaled, "scaled by 1/√d_I"),
+            (scaled_by_heads, "not one over the square root of the number of heads"),
+            (mean_over_heads, "not a plain mean over the heads"),
+            (not_causal, "the future is not masked"),
+            (top_left_mask, "top-left aligned"),
+            (zero_fill, "not 0"),
+            (big_negative_fill, "not a large negative number"),
+            (divides_q_in_place, "changed its input `q` in place"),
+            (float64_result, "float32 in, float32 out"),
+            (weights_on_the_wrong_axis, "move w's head axis"),
+        ],
+        "right": [scores_by_loops, scale_folded_into_the_weights],
+    },
+}

@@ -1,0 +1,259 @@
+"""Sliding windows, kept sinks, learned sink logits and the rolling cache, against independent references:
+the window rule written as Python loops, a softmax over the scores with one more column (NumPy),
+plain attention with the corresponding mask, and a count of the scores flash attention computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attention_from_scratch import (
+    RollingKVCache,
+    causal_mask,
+    flash_attention,
+    scaled_dot_product_attention,
+    sliding_window_mask,
+)
+from attention_from_scratch import flash as flash_module
+from attention_from_scratch.backend import to_numpy
+from attention_from_scratch.tiles import key_spans
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def _window_by_loops(n_q, n_k, window, n_sinks):
+    """transformers' rule, entry by entry: query i at p = n_k - n_q + i sees p - window < j <= p, or j < n_sinks."""
+    out = np.zeros((n_q, n_k), dtype=bool)
+    for i in range(n_q):
+        p = n_k - n_q + i
+        for j in range(n_k):
+            out[i, j] = j <= p and (p - window < j or j < n_sinks)
+    return out
+
+
+def _sdpa_host(q, k, v, mask=None, **kw):
+    host = [None if x is None else to_numpy(x) for x in (q, k, v, mask)]
+    return scaled_dot_product_attention(*host, **kw)[0]
+
+
+# --- the mask ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "window", "n_sinks"), [(6, 6, 3, 0), (4, 9, 2, 2), (9, 4, 2, 1), (1, 8, 3, 1),
+                                                               (5, 5, 9, 0), (7, 7, 1, 3), (3, 3, 2, 5)])
+def test_sliding_window_mask_follows_the_rule(xp, n_q, n_k, window, n_sinks):
+    mask = sliding_window_mask(n_q, n_k, window, n_sinks=n_sinks, xp=xp.ns, device=xp.device)
+    assert mask.dtype == xp.ns.bool and tuple(mask.shape) == (n_q, n_k)
+    np.testing.assert_array_equal(xp.np(mask), _window_by_loops(n_q, n_k, window, n_sinks))
+
+
+def test_sliding_window_mask_by_hand_and_limits():
+    # window 3, one sink, 5 queries at the end of 7 keys: positions 2..6
+    expected = np.array([[1, 1, 1, 0, 0, 0, 0],
+                         [1, 1, 1, 1, 0, 0, 0],
+                         [1, 0, 1, 1, 1, 0, 0],
+                         [1, 0, 0, 1, 1, 1, 0],
+                         [1, 0, 0, 0, 1, 1, 1]], dtype=bool)
+    np.testing.assert_array_equal(sliding_window_mask(5, 7, 3, n_sinks=1), expected)
+    np.testing.assert_array_equal(sliding_window_mask(6, 6, 6), causal_mask(6))  # window >= S is causal
+    np.testing.assert_array_equal(sliding_window_mask(6, 6, 1), np.eye(6, dtype=bool))  # itself only
+    assert sliding_window_mask(4, 4, 2, n_sinks=4).sum() == causal_mask(4).sum()  # sinks never see the future
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, None, "3"])
+def test_sliding_window_mask_refuses_bad_windows(bad):
+    with pytest.raises(ValueError, match="window"):
+        sliding_window_mask(3, 3, bad)
+    with pytest.raises(ValueError, match="n_sinks"):
+        sliding_window_mask(3, 3, 2, n_sinks=-1)
+
+
+# --- flash attention with a window ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(13, 13), (7, 20), (20, 7), (1, 17)])
+@pytest.mark.parametrize(("window", "n_sinks"), [(1, 0), (4, 0), (4, 2), (30, 1)])
+@pytest.mark.parametrize("block_size", [3, (2, 5), None])
+def test_flash_window_equals_sdpa_with_the_mask(xp, n_q, n_k, window, n_sinks, block_size):
+    q, k, v = xp.randn(2, 3, n_q, 4, seed=1), xp.randn(3, n_k, 4, seed=2), xp.randn(3, n_k, 5, seed=3)
+    out = flash_attention(q, k, v, window=window, n_sinks=n_sinks, block_size=block_size)
+    assert out.dtype == xp.dtype and tuple(out.shape) == (2, 3, n_q, 5)
+    expected = _sdpa_host(q, k, v, _window_by_loops(n_q, n_k, window, n_sinks))
+    xp.assert_close(out, expected)
+
+
+def test_flash_window_combines_with_a_mask_and_sinks():
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((2, 9, 4)), rng.standard_normal((2, 12, 4)), rng.standard_normal((2, 12, 3))
+    pad = rng.random((2, 1, 12)) > 0.3
+    sink = rng.standard_normal((2, 1))
+    out = flash_attention(q, k, v, pad, window=3, n_sinks=1, block_size=2, sink_logits=sink)
+    expected = scaled_dot_product_attention(q, k, v, pad & _window_by_loops(9, 12, 3, 1), sink_logits=sink)[0]
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_key_spans_by_hand():
+    # queries 8..11 (offset 0), window 3: keys 6..11; two sinks: keys 0, 1
+    assert key_spans(8, 12, 0, 20, window=3, n_sinks=2) == [(0, 2), (6, 12)]
+    assert key_spans(2, 4, 0, 20, window=3, n_sinks=2) == [(0, 4)]  # the sinks touch the band
+    assert key_spans(0, 4, 0, 20, causal=True) == [(0, 4)]
+    assert key_spans(0, 4, -5, 20, causal=True) == []  # T > S: these queries come before every key
+    assert key_spans(0, 4, 0, 20) == [(0, 20)]
+
+
+def _scores_computed(monkeypatch, fn):
+    """The number of score entries flash attention computes while ``fn()`` runs."""
+    seen, real = [], flash_module.softmax_state
+    monkeypatch.setattr(flash_module, "softmax_state", lambda s, v, **kw: seen.append(s.shape) or real(s, v, **kw))
+    fn()
+    return sum(a * b for a, b in seen)
+
+
+@pytest.mark.parametrize("window", [8, 32, 64])
+def test_flash_window_skips_every_tile_outside_the_band(monkeypatch, window):
+    n, block = 512, 16
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((n, 8)) for _ in range(3))
+    count = _scores_computed(monkeypatch, lambda: flash_attention(q, k, v, window=window, block_size=block))
+    # each query block of 16 visits the keys from its first query's band start to its last query:
+    # window + 15 keys (fewer at the start of the sequence), never the other n - window ones
+    per_block = [min(i0 + block, n) - max(0, i0 - window + 1) for i0 in range(0, n, block)]
+    assert count == block * sum(per_block)
+    assert count <= n * (window + block)  # ∝ T·W, not T·S
+    full = _scores_computed(monkeypatch, lambda: flash_attention(q, k, v, causal=True, block_size=block))
+    assert count < full * (window + block) / (n / 2)
+
+
+def test_flash_sinks_visit_only_the_sink_keys_besides_the_band(monkeypatch):
+    n, block = 256, 16
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((n, 8)) for _ in range(3))
+    plain = _scores_computed(monkeypatch, lambda: flash_attention(q, k, v, window=16, block_size=block))
+    sinks = _scores_computed(monkeypatch, lambda: flash_attention(q, k, v, window=16, n_sinks=4, block_size=block))
+    # block i0 = 16 (band from key 1) also visits key 0; the blocks from i0 = 32 on (14 of 16), whose band
+    # starts after key 3, visit the 4 sinks besides it; block 0 already sees them
+    assert sinks - plain == block * (1 + 4 * 14)
+
+
+@given(
+    n_q=st.integers(1, 12), n_k=st.integers(1, 12), window=st.integers(1, 6), n_sinks=st.integers(0, 3),
+    block=st.integers(1, 5), seed=st.integers(0, 10_000), where=st.data(),
+)
+def test_a_key_outside_the_band_never_changes_the_output(n_q, n_k, window, n_sinks, block, seed, where):
+    band = _window_by_loops(n_q, n_k, window, n_sinks)
+    outside = np.flatnonzero(~band.any(axis=0))  # keys no query may see
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.standard_normal((n_q, 3)), rng.standard_normal((n_k, 3)), rng.standard_normal((n_k, 2))
+    before = flash_attention(q, k, v, window=window, n_sinks=n_sinks, block_size=block)
+    reference = scaled_dot_product_attention(q, k, v, band)[0]
+    if outside.size:
+        j = where.draw(st.sampled_from(list(outside)))
+        k2, v2 = k.copy(), v.copy()
+        k2[j], v2[j] = 1e6 * rng.standard_normal(3), where.draw(st.sampled_from([np.nan, np.inf, 1e300]))
+        after = flash_attention(q, k2, v2, window=window, n_sinks=n_sinks, block_size=block)
+        np.testing.assert_array_equal(after, before)
+        np.testing.assert_array_equal(scaled_dot_product_attention(q, k2, v2, band)[0], reference)
+    np.testing.assert_allclose(before, reference, rtol=1e-12, atol=1e-13)
+
+
+# --- learned sink logits -------------------------------------------------------------------------
+
+
+def _with_sink_column(q, k, v, sink, mask=None):
+    """The reference: a softmax over [scores, sink] (NumPy, a concatenated column), the sink's column dropped."""
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    column = np.broadcast_to(np.asarray(sink)[..., None], (*scores.shape[:-1], 1))
+    full = np.concatenate([scores, column], axis=-1)
+    e = np.exp(full - full.max(axis=-1, keepdims=True))
+    weights = (e / e.sum(axis=-1, keepdims=True))[..., :-1]
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize("sink_shape", [(), (3, 1), (3, 5), (2, 3, 1)])
+def test_sdpa_and_flash_with_sink_logits_equal_the_extra_column(xp, sink_shape):
+    rng = np.random.default_rng(7)
+    q, k, v = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((2, 3, 8, 4)), rng.standard_normal((2, 3, 8, 6))
+    sink = 2 * rng.standard_normal(sink_shape)
+    mask = rng.random((5, 8)) > 0.4
+    mask[1] = False  # one row with nothing to attend to
+    expected_out, expected_w = _with_sink_column(q, k, v, sink, mask)
+    args = [xp.asarray(a) for a in (q, k, v)]
+    out, weights = scaled_dot_product_attention(*args, xp.asarray(mask), sink_logits=xp.asarray(sink))
+    assert out.dtype == xp.dtype
+    xp.assert_close(out, expected_out)
+    xp.assert_close(weights, expected_w)
+    assert np.all(to_numpy(weights)[..., 1, :] == 0) and np.all(to_numpy(out)[..., 1, :] == 0)
+    assert np.all(to_numpy(weights).sum(axis=-1) < 1)  # the sink keeps a share of every row
+    flash = flash_attention(*args, xp.asarray(mask), sink_logits=xp.asarray(sink), block_size=3)
+    assert flash.dtype == xp.dtype
+    xp.assert_close(flash, expected_out)
+
+
+def test_a_large_sink_lets_a_head_attend_to_nothing():
+    rng = np.random.default_rng(8)
+    q, k, v = rng.standard_normal((4, 8)), rng.standard_normal((6, 8)), rng.standard_normal((6, 3))
+    out, weights = scaled_dot_product_attention(q, k, v, sink_logits=50.0)
+    assert weights.sum(axis=-1).max() < 1e-15 and np.abs(out).max() < 1e-15
+    # without a sink a row must sum to 1, whatever the keys hold
+    np.testing.assert_allclose(scaled_dot_product_attention(q, k, v)[1].sum(axis=-1), 1.0)
+    # a very negative sink changes (almost) nothing; huge scores do not overflow
+    np.testing.assert_allclose(scaled_dot_product_attention(q, k, v, sink_logits=-60.0)[0],
+                               scaled_dot_product_attention(q, k, v)[0], rtol=1e-12)
+    big = scaled_dot_product_attention(1e3 * q, k, v, sink_logits=0.0)[0]
+    assert np.all(np.isfinite(big))
+
+
+def test_sink_logits_are_checked():
+    q = np.ones((2, 3, 4, 8))
+    with pytest.raises(ValueError, match="sink_logits"):
+        scaled_dot_product_attention(q, q, q, sink_logits=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="sink_logits"):
+        flash_attention(q, q, q, sink_logits=np.zeros((5, 2, 3, 1)))  # would enlarge the output
+    with pytest.raises(ValueError, match="finite"):
+        scaled_dot_product_attention(q, q, q, sink_logits=np.full((3, 1), -np.inf))
+    with pytest.raises(TypeError, match="sink_logits"):
+        scaled_dot_product_attention(q, q, q, sink_logits=np.zeros((3, 1), dtype=bool))
+
+
+# --- the rolling cache ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("window", "n_sinks"), [(1, 0), (4, 0), (4, 2), (9, 1), (40, 3)])
+def test_rolling_cache_decodes_like_the_windowed_full_pass(xp, window, n_sinks):
+    n = 30
+    q, k, v = xp.randn(2, 3, n, 4, seed=1), xp.randn(2, 3, n, 4, seed=2), xp.randn(2, 3, n, 5, seed=3)
+    expected = _sdpa_host(q, k, v, _window_by_loops(n, n, window, n_sinks))
+    cache, outs, sizes = RollingKVCache(window, n_sinks=n_sinks), [], []
+    chunks = [(0, 7), (7, 8), (8, 19)] + [(t, t + 1) for t in range(19, n)]  # a prefill, then token by token
+    for a, b in chunks:
+        keys, values, mask = cache.update(k[..., a:b, :], v[..., a:b, :])
+        assert keys.shape[-2] <= n_sinks + window + (b - a)  # never more than the sinks, the window and the new
+        outs.append(scaled_dot_product_attention(q[..., a:b, :], keys, values, mask)[0])
+        sizes.append(cache.nbytes)
+    out = xp.ns.concat(outs, axis=-2)
+    assert out.dtype == xp.dtype
+    xp.assert_close(out, expected)
+    assert len(set(sizes)) == 1  # constant memory
+    item = 4 if xp.dtype_name == "float32" else 8
+    assert sizes[0] == 2 * 3 * (n_sinks + window) * (4 + 5) * item
+    assert len(cache) == min(n, n_sinks + window) and cache.position == n
+
+
+def test_rolling_cache_holds_the_sinks_and_the_last_window():
+    cache = RollingKVCache(3, n_sinks=2)
+    k = np.arange(10.0).reshape(1, 10, 1)
+    cache.update(k[:, :6], k[:, :6])
+    cache.update(k[:, 6:7], k[:, 6:7])
+    assert sorted(cache.slot_positions) == [0, 1, 4, 5, 6]
+    np.testing.assert_array_equal(np.sort(cache.k[0, :, 0]), [0, 1, 4, 5, 6])
+    with pytest.raises(ValueError, match="does not match"):
+        cache.update(np.zeros((1, 1, 2)), np.zeros((1, 1, 2)))
+    with pytest.raises(ValueError, match="agree"):
+        cache.update(np.zeros((1, 2, 1)), np.zeros((1, 3, 1)))
+    assert cache.position == 7  # the failed calls changed nothing
+    with pytest.raises(ValueError, match="window"):
+        RollingKVCache(0)
