@@ -237,8 +237,8 @@ def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None)
 
 def to_numpy(x) -> np.ndarray:
     """Copy any supported array (or list/number) to a NumPy array on the host."""
-    if _is_python_data(x):
-        return np.asarray(x, dtype=np.float64)
+    if _is_python_data(x):  # complex data stays complex (float64 would drop the imaginary parts)
+        return np.asarray(x, dtype=complex if _holds(x, complex) else np.float64)
     if isinstance(x, np.ndarray | np.generic):
         return np.asarray(x)
     if array_api_compat.is_cupy_array(x):

@@ -458,3 +458,25 @@ def test_config_refuses_a_yarn_mscale_that_is_not_positive():
     with pytest.raises(TypeError, match=r"MLAConfig.mscale must be a finite real number"):
         MLAConfig(mscale=np.complex128(1.0))
     assert MLAConfig(mscale=0.7).softmax_scale > 0
+
+
+def test_read_safetensors_names_a_file_of_another_format(tmp_path):
+    import struct
+
+    cases = {
+        "text.safetensors": b"this is not a safetensors file at all",  # a huge header size
+        "short.safetensors": b"\x01\x02",
+        "json.safetensors": struct.pack("<Q", 4) + b"[1,2",  # malformed JSON
+        "list.safetensors": struct.pack("<Q", 2) + b"[]",  # JSON, not an object
+        "bytes.safetensors": struct.pack("<Q", 2) + b"\xff\xfe",  # not UTF-8
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(ValueError, match=rf"{name} is not a safetensors file: expected an 8-byte header size"):
+            read_safetensors(path)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 800]}}).encode()
+    path = tmp_path / "cut.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    with pytest.raises(ValueError, match=r"cut.safetensors: the header entry of .w. needs dtype, shape"):
+        read_safetensors(path)
