@@ -80,9 +80,11 @@ def softmax_state(scores, v, *, v_is_finite=False):
     scores ``(..., T, S_b)`` (masked entries ``-inf``), v ``(..., S_b, d_v)`` ->
     m ``(..., T, 1)`` = rowmax(scores), l ``(..., T, 1)`` = Σ_j exp(scores_j - m),
     acc ``(..., T, d_v)`` = Σ_j exp(scores_j - m) v_j. A fully masked row has m = -inf, l = 0, acc = 0.
-    ``v_is_finite=True`` (the caller checked) skips the per-block NaN/inf check of ``v``.
+    ``v_is_finite=True`` (the caller checked) skips the per-block NaN/inf check of ``v``. Half precision
+    scores and values give a float32 state (:func:`~attention_from_scratch.softmax.widen`).
     """
     xp = get_namespace(scores, v)
+    scores, v = widen(scores, xp), widen(v, xp)
     m = xp.max(scores, axis=-1, keepdims=True)  # (..., T, 1)
     weights = xp.exp(scores - safe_shift(m, xp))  # (..., T, S_b), un-normalised: every exponent <= 0
     l = xp.sum(weights, axis=-1, keepdims=True)  # (..., T, 1)

@@ -216,3 +216,18 @@ def test_a_blind_nan_query_on_every_backend(xp):
                   flash_attention_backward(qa, k, v, out, d_out, lse, ma, block_size=2)):
         for g in grads:
             assert np.all(np.isfinite(xp.np(g)))
+
+
+def test_the_serving_paths_accumulate_float16_in_float32():
+    from attention_from_scratch import flash_decode, paged_attention, ring_attention
+    from attention_from_scratch.paged import PagedKVCache
+
+    q = np.full((1, 1, 8), 0.1, np.float16)  # one decoding step
+    k, v = np.full((1, 2048, 8), 0.1, np.float16), np.full((1, 2048, 4), 40.0, np.float16)  # sum 81920 > 65504
+    for out in (flash_decode(q, k, v, n_splits=2), ring_attention(q, k, v, n_devices=1)[0]):
+        assert out.dtype == np.float16 and np.all(out == 40.0)
+    cache = PagedKVCache(2048 // 16 + 1, 16, 1, 8, 4, dtype=np.float16)
+    seq = cache.allocate()
+    cache.append(seq, k, v)
+    out = paged_attention(q[None], cache, [seq])  # q (B, H_kv, T, d_k)
+    assert out.dtype == np.float16 and np.all(out == 40.0)
