@@ -125,6 +125,39 @@ def my_info_nce(q, k, temperature):
     return np.mean(lse - np.diagonal(logits))  # the positive k_i sits on the diagonal
 
 
+def my_softmax_backward(y, dy):
+    """dL/dx of y = softmax(x) over the last axis: y ⊙ (dy − ⟨dy, y⟩), one inner product per row."""
+    inner = np.sum(dy * y, axis=-1, keepdims=True)  # (..., 1): ⟨dy, y⟩ of each row
+    return y * (dy - inner)  # (..., n); an entry with y = 0 (a masked key) gets 0
+
+
+def my_attention_backward(q, k, v, d_out, mask=None):
+    """(dq, dk, dv) of out = P v, P = softmax(scale · q kᵀ) (masked), given d_out = dL/d out."""
+    scale = 1 / q.shape[-1] ** 0.5  # a Python float: float32 stays float32
+    scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isneginf(m), 0.0, m))  # a fully masked row: e = 0, not nan
+    total = np.sum(e, axis=-1, keepdims=True)
+    p = e / np.where(total > 0, total, 1.0)  # (..., T, S): the forward weights, 0 where masked
+    dv = np.swapaxes(p, -1, -2) @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
+    dp = d_out @ np.swapaxes(v, -1, -2)  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))  # softmax's backward, row by row
+    dq = ds @ k * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+    dk = np.swapaxes(ds, -1, -2) @ q * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
+    return dq, dk, dv
+
+
+def my_adam_step(p, g, m, v, t, lr, beta1, beta2, eps):
+    """One Adam step (Kingma & Ba 2015, Algorithm 1) -> (new p, new m, new v); t counts steps from 1."""
+    m = beta1 * m + (1 - beta1) * g  # the running average of the gradient
+    v = beta2 * v + (1 - beta2) * g * g  # ... and of its square
+    m_hat = m / (1 - beta1**t)  # bias correction: both averages started at 0
+    v_hat = v / (1 - beta2**t)
+    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
 SOLUTIONS = {
     "softmax": my_softmax,
     "attention": my_attention,
@@ -137,4 +170,7 @@ SOLUTIONS = {
     "index_scores": my_index_scores,
     "online_softmax_merge": my_merge,
     "info_nce": my_info_nce,
+    "softmax_backward": my_softmax_backward,
+    "attention_backward": my_attention_backward,
+    "adam_step": my_adam_step,
 }

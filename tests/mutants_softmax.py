@@ -39,6 +39,13 @@ def in_place(x):
     return x
 
 
+def zeroes_input_after_use(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    out = e / np.sum(e, axis=-1, keepdims=True)
+    x[...] = 0.0  # "free" the scores once used
+    return out
+
+
 def float64_always(x):
     x = np.asarray(x, dtype=np.float64)
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
@@ -95,6 +102,7 @@ BATTERIES = {
             (no_keepdims, "keep the reduced axis (keepdims)"),
             (whole_sum, "the whole array sums to 1 instead of each row"),
             (in_place, "changed its input `x` in place"),
+            (zeroes_input_after_use, "changed its input `x` in place"),
             (float64_always, "float32 in, float32 out"),
             (in_float32, "computed in lower precision than the input?"),
             (not_normalised, "rows do not sum to 1"),

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from .applications import INFO_NCE
 from .attention import ATTENTION
+from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
 from .cases import Case, Exercise
 from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
@@ -61,10 +62,12 @@ from .rope import ROPE
 from .runner import run
 from .softmax import SOFTMAX
 from .sparse import INDEX_SCORES
+from .training import ADAM_STEP
 
 # in course order
 EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS, KV_DECODE_STEP, ROPE,
-                                    MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE, INFO_NCE]}
+                                    MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE, INFO_NCE,
+                                    SOFTMAX_BACKWARD, ATTENTION_BACKWARD, ADAM_STEP]}
 
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]
 

@@ -38,13 +38,15 @@ def _split_cases():
     ]
 
 
-_HEAD_SHAPE = "split into (B, H, T, d_k): reshape to (B, T, H, d_k), then swap axes 1 and 2"
+_HEAD_SHAPE = ("the heads must come before the tokens, (B, H, T, d_k): after grouping each token's features by head, "
+               "the head and token axes still have to trade places")
 
 SPLIT_HEADS = Exercise(
     "split_heads", "08_multi_head_attention", ("x", "n_heads"), ("heads",), _split_cases,
     _split_reference,
     mistakes=[
-        ("heads mixed: reshape without transpose? Reshape to (B, T, H, d_k) first, then swap axes 1 and 2",
+        ("heads mixed: reshape without transpose? A reshape only regroups numbers in memory order, where each "
+         "token's features are contiguous: group them by head within the token first, then move the head axis",
          lambda x, h: np.reshape(x, (x.shape[0], h, x.shape[1], -1))),
         ("features interleaved: head h owns features h·d_k … (h+1)·d_k − 1, so reshape the last axis as (H, d_k), "
          "not (d_k, H)", lambda x, h: np.transpose(np.reshape(x, (*x.shape[:2], -1, h)), (0, 3, 1, 2))),
@@ -68,7 +70,8 @@ MERGE_HEADS = Exercise(
                   (_split_reference(*c.args),), c.dtype) for c in _split_cases()],
     _merge_reference,
     mistakes=[
-        ("heads mixed: reshape without transpose? Swap axes 1 and 2 back to (B, T, H, d_k), then reshape",
+        ("heads mixed: reshape without transpose? A reshape only regroups numbers in memory order: bring each "
+         "token's heads next to each other (tokens before heads) before flattening them",
          lambda x: np.reshape(x, (x.shape[0], x.shape[2], -1))),
         ("features interleaved: head h's d_k features must stay together (transpose to (B, T, H, d_k), not "
          "(B, T, d_k, H))", lambda x: np.reshape(np.transpose(x, (0, 2, 3, 1)), (x.shape[0], x.shape[2], -1))),

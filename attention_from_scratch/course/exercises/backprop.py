@@ -1,0 +1,213 @@
+"""Exercises of notebook 18: softmax's backward pass (its vector-Jacobian product) and attention's.
+
+Their cases, the package's references (``softmax_backward``, ``attention_backward``), and the classic
+mistakes with their hints. The attention mistakes are one backward pass with one step changed (a
+flag of :func:`_backward`), the forward pass always the package's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...attention import attention_backward, scaled_dot_product_attention
+from ...masking import padding_mask
+from ...softmax import softmax, softmax_backward
+from .cases import Case, Exercise, _draw
+
+__all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
+
+
+# --- softmax backward -------------------------------------------------------------------------------
+
+
+def _y_dy(seed, shape, dtype=np.float64, scale=1.0):
+    x, dy = _draw(seed, shape, shape, dtype=dtype, scale=scale)
+    return softmax(x), dy
+
+
+def _softmax_backward_cases():
+    masked = softmax(np.array([[0.5, -np.inf, 1.0, -np.inf], [2.0, 0.0, -np.inf, 1.0]]))  # y = 0 at blocked keys
+    dy_masked = _draw(5, (2, 4))
+    return [
+        Case("one row of 3", (softmax(np.array([1.0, 2.0, 3.0])), np.array([0.5, -1.0, 2.0]))),
+        Case("a (4, 5) matrix: one softmax per row", _y_dy(1, (4, 5))),
+        Case("batch and head dims (2, 3, 4, 6)", _y_dy(2, (2, 3, 4, 6))),
+        Case("float32 (3, 5)", _y_dy(3, (3, 5), dtype=np.float32), np.float32),
+        Case("a square (4, 4) matrix", _y_dy(4, (4, 4))),
+        Case("masked keys (y = 0 there): their gradient is 0", (masked, dy_masked)),
+        Case("a saturated row (one weight close to 1)", (softmax(np.array([[12.0, 0.0, -3.0, 1.0]])),
+                                                         np.array([[1.0, 2.0, -1.0, 0.5]]))),
+        Case("large upstream gradients (about 1000)", _y_dy(6, (3, 4), scale=1000.0)),
+        Case("a single entry per row (y = 1: dx = 0)", (np.ones((3, 1)), _draw(7, (3, 1)))),
+    ]
+
+
+def _sum(a, **kw):
+    return np.sum(a, **kw)
+
+
+SOFTMAX_BACKWARD = Exercise(
+    "softmax_backward", "18_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
+    mistakes=[
+        ("the row correction is missing: dx_i = y_i (g_i − ⟨g, y⟩); y ⊙ g alone is only the diagonal part "
+         "diag(y) g of the Jacobian, without the − y yᵀ g that couples the entries of a row",
+         lambda y, dy: y * dy),
+        ("y_i (1 − y_i) is only the Jacobian's diagonal: the off-diagonal entries −y_i y_j couple every entry of a "
+         "row, and they add up to the correction − y ⟨g, y⟩", lambda y, dy: y * (1 - y) * dy),
+        ("the correction ⟨g, y⟩ = Σ_j g_j y_j weighs each upstream gradient by its softmax weight; Σ_j g_j leaves "
+         "out the weights", lambda y, dy: y * (dy - _sum(dy, axis=-1, keepdims=True))),
+        ("dx = y ⊙ (g − ⟨g, y⟩): the whole bracket is multiplied by y (a masked entry, y = 0, gets gradient 0)",
+         lambda y, dy: dy - _sum(dy * y, axis=-1, keepdims=True)),
+        ("the sign of the correction is flipped: dx = y ⊙ (g − ⟨g, y⟩)",
+         lambda y, dy: y * (_sum(dy * y, axis=-1, keepdims=True) - dy)),
+        ("⟨g, y⟩ is one number per row: sum over the last axis only (each row is its own softmax)",
+         lambda y, dy: y * (dy - _sum(dy * y))),
+        ("⟨g, y⟩ is one number per row: sum over the last axis, not the first",
+         lambda y, dy: y * (dy - _sum(dy * y, axis=0, keepdims=True))),
+    ],
+    fallbacks=[lambda case, e, g: _rows_sum_to_zero(e, g)],
+    title="the backward passes of softmax and attention",
+    task="""Write `my_softmax_backward(y, dy)`: given the softmax output `y = softmax(x)` over the **last
+axis** (shape `(..., n)`) and the upstream gradient `dy = ∂L/∂y` (same shape), return `dx = ∂L/∂x` (same
+shape) without forming the `n × n` Jacobian: $dx = y \\odot (dy - \\langle dy, y\\rangle)$, with one inner
+product per row. Use NumPy only (not `afs.softmax_backward`). Return the inputs' dtype (float32 in, float32
+out) and leave `y` and `dy` unchanged. The checker tries one row, a matrix, batch and head dimensions,
+float32, a square matrix, masked entries (`y = 0`: their gradient must be 0), a saturated row, large
+upstream gradients and rows of a single entry.""",
+    stub='''def my_softmax_backward(y, dy):
+    """dL/dx of y = softmax(x) over the last axis, given y and dy = dL/dy (both (..., n))."""
+    raise NotImplementedError  # delete this line and write your code''',
+)
+
+
+def _rows_sum_to_zero(e, g):
+    """dx of a softmax sums to 0 over each row (the softmax is unchanged by adding a constant to x)."""
+    dx = np.asarray(g[0], dtype=np.float64)
+    if dx.shape != np.asarray(e[0]).shape or dx.ndim == 0:
+        return None
+    row = np.abs(np.sum(dx, axis=-1))
+    if np.isfinite(row).all() and row.max() > 1e-6 * max(1.0, float(np.abs(dx).max())):
+        return ("each row of dx should sum to 0 (adding a constant to a row of x does not change its softmax): "
+                "is the correction − ⟨dy, y⟩ there, inside the bracket multiplied by y?")
+    return None
+
+
+# --- attention backward -----------------------------------------------------------------------------
+
+
+def _backward(q, k, v, d_out, mask=None, *, transpose_dv=True, correction=True, scale_q=True, scale_k=True,
+              fill=-np.inf, mask_p=True, sign=1.0):
+    """Attention's backward with one step changeable: the mistakes below are this with one flag flipped."""
+    d_k = q.shape[-1]
+    scale = 1 / d_k**0.5
+    scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
+    if mask is not None and mask_p:
+        scores = np.where(mask, scores, fill)
+    if fill == -np.inf or mask is None or not mask_p:
+        p = scaled_dot_product_attention(q, k, v, mask if mask_p else None)[1]
+    else:
+        p = softmax(scores)
+    dv = (np.swapaxes(p, -1, -2) if transpose_dv else p) @ d_out  # (..., S, T) @ (..., T, d_v)
+    dp = d_out @ np.swapaxes(v, -1, -2)  # (..., T, S)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) if correction else p * dp
+    ds = sign * ds
+    dq = ds @ k * (scale if scale_q else 1.0)
+    dk = np.swapaxes(ds, -1, -2) @ q * (scale if scale_k else 1.0)
+    return _summed(dq, q.shape), _summed(dk, k.shape), _summed(dv, v.shape)
+
+
+def _summed(x, shape):
+    """Sum a gradient over the axes its input was broadcast along (none in these cases)."""
+    return x if x.shape == tuple(shape) else np.sum(x, axis=tuple(range(x.ndim - len(shape))))
+
+
+def _blocked_key_above(seed):
+    """Queries whose score with key 2 is about 1000 above every other score, and key 2 blocked."""
+    q, k, v, d_out = _draw(seed, (3, 4), (5, 4), (5, 2), (3, 2))
+    q[:, 0] = 1.0 + np.abs(q[:, 0])
+    k[2, 0] = 2000.0
+    mask = np.ones((3, 5), dtype=bool)
+    mask[:, 2] = False
+    return q, k, v, d_out, mask
+
+
+def _attention_backward_cases():
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    masked_row = np.ones((3, 5), dtype=bool)
+    masked_row[1] = False  # query 1 may attend to nothing
+    padding = padding_mask(np.array([6, 2]), 6)[:, None]  # (B, 1, S) -> (B, 1, 1, S)
+    return [
+        Case("three tokens, d_k = 4, no mask", (*_draw(30, (3, 4), (3, 4), (3, 4), (3, 4)), None)),
+        Case("T = 2 queries, S = 5 keys, d_v = 3 ≠ d_k = 4", (*_draw(31, (2, 4), (5, 4), (5, 3), (2, 3)), None)),
+        Case("batch and head dims (B, H, T, d_k) = (2, 3, 4, 8), S = 6",
+             (*_draw(32, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), None)),
+        Case("float32", (*_draw(33, (2, 5, 4), (2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=np.float32), None), np.float32),
+        Case("a causal mask (True = may attend)", (*_draw(34, (4, 4), (4, 4), (4, 2), (4, 2)), causal)),
+        Case("a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6): lengths 6 and 2",
+             (*_draw(35, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), padding)),
+        Case("a blocked key whose score is about 1000 above the others", _blocked_key_above(36)),
+        Case("a fully masked row (query 1 sees no key): it contributes nothing",
+             (*_draw(37, (3, 4), (5, 4), (5, 2), (3, 2)), masked_row)),
+        Case("d_k = 16 (the scale 1/4 matters)", (*_draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
+        Case("one token", (*_draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
+    ]
+
+
+def _reference(q, k, v, d_out, mask=None):
+    return attention_backward(q, k, v, d_out, mask)
+
+
+def _has_empty_row(case):
+    mask = case.args[4]
+    return mask is not None and bool(np.any(~np.any(mask, axis=-1)))
+
+
+def _masked_row_nan(case, e, g):
+    if _has_empty_row(case) and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
+        return ("nan from the fully masked row: its softmax must be weights 0 (not 0/0), so it contributes nothing: "
+                "its dQ row is 0 and it adds nothing to dK and dV")
+    return None
+
+
+_MASKED_KEYS = ("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
+                "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0")
+
+ATTENTION_BACKWARD = Exercise(
+    "attention_backward", "18_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
+    _attention_backward_cases, _reference,
+    mistakes=[
+        ("dV = Pᵀ dO: value j collects dO from every query in proportion to the weight that query gave key j, "
+         "which is column j of P: the transpose", lambda *a: _backward(*a, transpose_dv=False)),
+        ("dS needs softmax's row correction: dS = P ⊙ (dP − rowsum(dP ⊙ P)); P ⊙ dP alone is only the diagonal "
+         "of the softmax Jacobian", lambda *a: _backward(*a, correction=False)),
+        ("dQ = scale · dS K: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
+         "factor into dQ (and dK) too", lambda *a: _backward(*a, scale_q=False)),
+        ("dK = scale · dSᵀ Q: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
+         "factor into dK (and dQ) too", lambda *a: _backward(*a, scale_k=False)),
+        ("the scale is missing in both dQ and dK: S = scale · Q Kᵀ with scale = 1/√d_k",
+         lambda *a: _backward(*a, scale_q=False, scale_k=False)),
+        ("the sign of dS is flipped: dS = P ⊙ (dP − rowsum(dP ⊙ P))", lambda *a: _backward(*a, sign=-1.0)),
+        (_MASKED_KEYS, lambda *a: _backward(*a, mask_p=False)),
+        ("−1e9 is finite: in a fully masked row every score becomes −1e9 and the softmax makes the row uniform, so "
+         "a row that should contribute nothing sends gradient to every key; use −∞ and give that row weights 0",
+         lambda *a: _backward(*a, fill=-1e9)),
+        ("masked keys got gradient: a blocked score must be −∞ (weight 0); 0 is an ordinary score",
+         lambda *a: _backward(*a, fill=0.0)),
+    ],
+    symptoms=[_masked_row_nan],
+    title="the backward passes of softmax and attention",
+    task="""Then `my_attention_backward(q, k, v, d_out, mask=None)` returning `(dq, dk, dv)`, the gradients of a
+loss through `out = softmax(q kᵀ / √d_k) v` given `d_out = ∂L/∂out`: `q` `(..., T, d_k)`, `k` `(..., S, d_k)`,
+`v` `(..., S, d_v)`, `d_out` `(..., T, d_v)` with any leading batch/head dimensions (the same in all four),
+and each gradient the shape of its input. Recompute the forward weights `P` (you may call
+`afs.scaled_dot_product_attention` for them, or your own), then follow the steps derived above:
+dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = scale · dS K, dK = scale · dSᵀ Q. `mask`
+(boolean, True = may attend) broadcasts against the `(..., T, S)` scores, e.g. `(B, 1, 1, S)`; a masked key
+gets no gradient, and a fully masked row contributes nothing (no `nan`). Return the inputs' dtype and leave
+the inputs unchanged. The checker tries T ≠ S, d_v ≠ d_k, batch and head dimensions, float32, a causal mask,
+a padding mask, a blocked key scoring about 1000 above the others, a fully masked row, d_k = 16 and one
+token.""",
+    stub='''def my_attention_backward(q, k, v, d_out, mask=None):
+    """(dq, dk, dv) of out = softmax(q kᵀ / √d_k) v, given d_out = dL/d out; mask: True = may attend."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

@@ -1,0 +1,110 @@
+"""The Adam-step exercise's mutant battery: wrong solutions as students write them, and other correct ones."""
+
+import math
+
+import numpy as np
+
+
+def no_bias_correction(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g**2
+    return p - lr * m / (np.sqrt(v) + eps), m, v
+
+
+def correction_with_t_minus_1(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g**2
+    t = max(t - 1, 1) if t > 1 else t + 1  # "the step before": off by one
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
+def eps_inside_sqrt(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / np.sqrt(v / (1 - beta2**t) + eps), m, v
+
+
+def returns_corrected_state(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = (beta1 * m + (1 - beta1) * g) / (1 - beta1**t)
+    v = (beta2 * v + (1 - beta2) * g * g) / (1 - beta2**t)
+    return p - lr * m / (np.sqrt(v) + eps), m, v
+
+
+def swapped_betas(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta2 * m + (1 - beta2) * g
+    v = beta1 * v + (1 - beta1) * g * g
+    return p - lr * (m / (1 - beta2**t)) / (np.sqrt(v / (1 - beta1**t)) + eps), m, v
+
+
+def abs_not_square(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * np.abs(g)
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
+def gradient_ascent(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p + lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
+def in_place(p, g, m, v, t, lr, beta1, beta2, eps):
+    m *= beta1
+    m += (1 - beta1) * g
+    v *= beta2
+    v += (1 - beta2) * g * g
+    p -= lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps)
+    return p, m, v
+
+
+def float64_scalars(p, g, m, v, t, lr, beta1, beta2, eps):
+    b1, b2 = np.float64(beta1), np.float64(beta2)  # NumPy float64 scalars promote float32 arrays
+    m = b1 * m.astype(np.float64) + (1 - b1) * g
+    v = b2 * v.astype(np.float64) + (1 - b2) * g * g
+    return p - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps), m, v
+
+
+def weights_swapped_in_m(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * g + (1 - beta1) * m
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
+# --- correct, in other styles ---
+
+
+def kingma_efficient_form(p, g, m, v, t, lr, beta1, beta2, eps):
+    """Kingma & Ba's §2 form: the corrections folded into the step size (and eps scaled to match)."""
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    c2 = math.sqrt(1 - beta2**t)
+    alpha_t = lr * c2 / (1 - beta1**t)
+    return p - alpha_t * m / (np.sqrt(v) + eps * c2), m, v
+
+
+def elementwise_loop(p, g, m, v, t, lr, beta1, beta2, eps):
+    p2, m2, v2 = p.copy(), m.copy(), v.copy()
+    for i in np.ndindex(p.shape):
+        m2[i] = beta1 * m[i] + (1 - beta1) * g[i]
+        v2[i] = beta2 * v[i] + (1 - beta2) * g[i] ** 2
+        p2[i] = p[i] - lr * (m2[i] / (1 - beta1**t)) / (math.sqrt(v2[i] / (1 - beta2**t)) + eps)
+    return p2, m2, v2
+
+
+BATTERIES = {
+    "adam_step": {
+        "wrong": [
+            (no_bias_correction, "bias correction"),
+            (correction_with_t_minus_1, "counted from 1"),
+            (eps_inside_sqrt, "eps goes after the square root"),
+            (returns_corrected_state, "return the running averages m and v themselves"),
+            (swapped_betas, "β₁ belongs to the first moment"),
+            (abs_not_square, "v averages the squared gradient"),
+            (gradient_ascent, "step against the gradient"),
+            (in_place, "changed its input `p` in place"),
+            (float64_scalars, "float32 in, float32 out"),
+            (weights_swapped_in_m, "the new gradient gets the small weight"),
+        ],
+        "right": [kingma_efficient_form, elementwise_loop],
+    },
+}

@@ -1,0 +1,233 @@
+"""The end-of-notebook short answers: each expected value against an independent computation, the checker's
+replies, and the notebooks' check cells, which name their exercise and show neither answer nor formula."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_from_scratch.course import answers
+from attention_from_scratch.course.answers import check_answer
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+E = math.exp
+
+# each value by hand (the closed forms of the notebooks' collapsed solutions) or by plain NumPy
+INDEPENDENT = {
+    "00.1": 1,  # scores 0, 2/√2, 1.4/√2 for the query (0, 2): book 1 (history) scores highest
+    "00.2": E(1.4 / 2**0.5) / (2 * E(1 / 2**0.5) + E(1.4 / 2**0.5)),
+    "00.3": 1 / 3,
+    "01.1": 1 * 3 - 1 * 4 + 2 * 0,
+    "01.2": 45.0,
+    "01.3": 1.0,  # 6 - 6x = 0
+    "02.1": -1.0,
+    "02.2": 1.0,  # |a - b|² = 2 - 2 cos 60° = 1
+    "02.3": 128_000_000,
+    "03.1": 64 * 2 * 2,
+    "03.2": E(6) / (E(2) + E(4) + E(6)),
+    "03.3": 1 / 16,
+    "04.1": 3 / 4,
+    "04.2": math.log(4),
+    "04.3": 1 / (2 * E(1) + 1),
+    "06.1": E(1 / 8**0.5) / (2 + E(1 / 8**0.5)),
+    "06.2": E(4 / 2**0.5) / (E(4 / 2**0.5) + 1 + E(2 / 2**0.5)),
+    "06.3": 5 * 7,
+    "07.1": 1 + 2 + 3 + 4 + 5,
+    "07.2": 10 - 3 + 1,
+    "07.3": (1 + 2 + 2 + 2) + (1 + 2 + 3 + 4),
+    "08.1": 80,
+    "08.2": (7, 5),
+    "08.3": 32 / 8,
+    "09.1": 8 * (128 + 128) * 80 * 2,
+    "09.2": 8 + 1,
+    "09.3": 2**30 / (61 * (512 + 64) * 2),
+    "10.1": 2 * math.pi / 10000 ** (-62 / 64),
+    "10.2": 0.0,
+    "11.1": (4 * (8 + 4)) * 64,
+    "11.2": (64 * 16 * (32 + 32) + 16 * (48 + 32)) / (16 * (32 + 32)),
+    "11.3": 5,  # token 0 attends to itself alone under the causal mask
+    "13.1": 1 + E(-5.5),
+    "13.2": 8192,  # 32 · n² · 4 <= 2^33
+    "13.3": 128 * 128 * 4,
+    "13.4": 0.0,
+    "15.3": 3,  # the ratings were made with rank 3
+    "16.1": 1 / (1 + E(0.1) + E(0.2)),
+    "17.1": 4.0,
+    "17.2": 2.5,
+    "17.4": 5,
+}
+
+
+def _rotate(x, positions):
+    """RoPE on consecutive pairs with explicit 2x2 rotation matrices."""
+    d = x.shape[-1]
+    out = np.empty_like(x)
+    for t, m in enumerate(positions):
+        for i in range(d // 2):
+            a = m * 10000.0 ** (-2 * i / d)
+            c, s = math.cos(a), math.sin(a)
+            a0, a1 = x[t, 2 * i], x[t, 2 * i + 1]
+            out[t, 2 * i], out[t, 2 * i + 1] = c * a0 - s * a1, s * a0 + c * a1
+    return out
+
+
+def _by_numpy(key):
+    from attention_from_scratch.backend import random_normal
+
+    if key == "10.3":
+        d_c, d_h, s, d_r = 16, 8, 6, 4
+        w_uk = random_normal((d_c, d_h), seed=5, scale=d_c**-0.5)
+        latents = random_normal((s, d_c), seed=6)
+        q_c, q_r = random_normal((d_h,), seed=8), random_normal((d_r,), seed=9)
+        k_r = random_normal((s, d_r), seed=10)
+        q_rot = _rotate(q_r[None, :], [5])[0]
+        scores = lambda pos: (latents @ w_uk) @ q_c + _rotate(k_r, pos) @ q_rot  # noqa: E731 (keys rebuilt)
+        return float(np.abs(scores([3, 0, 5, 1, 4, 2]) - scores(range(6))).max())
+    if key == "15.2":
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((8, 16))
+        q, k = (x + 0.5 * rng.standard_normal((8, 16)) for _ in range(2))
+        q, k = q / np.linalg.norm(q, axis=1, keepdims=True), k / np.linalg.norm(k, axis=1, keepdims=True)
+        logits = q @ k.T / 0.01
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        return float(np.linalg.norm((p - np.eye(8)) @ k / (8 * 0.01)))
+    if key == "16.2":
+        x = random_normal((5, 8), seed=10)
+
+        def leaky(z):  # blocked scores 0, by loops
+            out = np.zeros_like(z)
+            for i in range(5):
+                s = np.array([z[i] @ z[j] / math.sqrt(8) if j <= i else 0.0 for j in range(5)])
+                w = np.exp(s - s.max())
+                out[i] = (w / w.sum()) @ z
+            return out
+
+        changed = x.copy()
+        changed[4] -= 20.0
+        return float(np.abs(leaky(changed)[:4] - leaky(x)[:4]).max())
+    if key == "15.1":
+        from attention_from_scratch.applications import hashed_bag_of_words
+        from attention_from_scratch.course.answers import _CORPUS
+
+        docs = hashed_bag_of_words(_CORPUS, dim=1024)
+        question = hashed_bag_of_words(["Why do we divide attention scores by the square root of d_k?"], dim=1024)[0]
+        cos = sorted((float(d @ question) / (np.linalg.norm(d) * np.linalg.norm(question)) for d in docs), reverse=True)
+        return cos[1]
+    raise KeyError(key)
+
+
+@pytest.mark.parametrize("key", answers.keys())
+def test_expected_value_is_independently_right(key):
+    want = INDEPENDENT[key] if key in INDEPENDENT else _by_numpy(key)
+    got = answers.expected(key)
+    if isinstance(want, tuple):
+        assert tuple(got) == want
+    elif key in ("10.2", "13.4"):  # 0 up to rounding
+        assert abs(got) < 1e-12
+    else:
+        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, got, want)
+
+
+def test_every_answer_is_checked_by_exactly_one_notebook_cell():
+    seen = {}
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for key in re.findall(r'check_answer\("(\d\d\.\d)"', "".join(cell["source"])):
+                assert key.startswith(path.stem[:2]), (path.name, key)
+                seen[key] = seen.get(key, 0) + 1
+    assert seen == {key: 1 for key in answers.keys()}
+
+
+_ALLOWED = [
+    r"from attention_from_scratch\.course\.answers import check_answer",
+    r"answer_\d = None",
+    r'check_answer\("\d\d\.\d", answer_\d\)',
+    r"q6, k6 = random_normal\(\(6, 16\), seed=11\), random_normal\(\(6, 16\), seed=12\)",  # 10.2's inputs
+]
+
+
+def test_check_cells_hold_neither_answer_nor_formula():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "check_answer(" not in source:
+                continue
+            rest = [line for line in source.splitlines() if line.strip()
+                    and not any(re.fullmatch(pattern, line) for pattern in _ALLOWED)]
+            assert not rest, (path.name, rest)
+
+
+def _shown(value):
+    """How a notebook would print this answer (integers >= 100 and non-integers; small counts are everywhere)."""
+    if isinstance(value, tuple):
+        return []
+    v = round(float(value), 9) if abs(float(value)) >= 1e-3 else float(value)
+    if v == round(v):
+        return [f"{int(v)}", f"{int(v):,}"] if abs(v) >= 100 else []
+    if abs(v) < 1e-3:
+        return [f"{v:.2e}", f"{v:.3g}"]
+    return [f"{v:.4f}", f"{v:.3f}", f"{v:.4g}"] if abs(v) < 1000 else [f"{v:,.0f}", f"{round(v)}"]
+
+
+# a number printed before an exercise that is another quantity, not the answer
+_OTHER_QUANTITY = {"03.1": "256 is printed as d_k = 256 in the variance and gradient tables",
+                   "03.3": "0.0625 is printed as the uniform weight 1/16 over 16 keys"}
+
+
+def test_no_answer_is_printed_before_its_exercise():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        printed = ""
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            for key in re.findall(r'check_answer\("(\d\d\.\d)"', source):
+                for text in ([] if key in _OTHER_QUANTITY else _shown(answers.expected(key))):
+                    assert not re.search(rf"(?<![\d.]){re.escape(text)}(?![\d])", printed), (path.name, key, text)
+            for out in cell.get("outputs", []):
+                printed += "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+
+
+def test_replies(capsys):
+    check_answer("08.1", None)
+    assert capsys.readouterr().out == "not answered yet: replace None with your answer and run the cell again\n"
+    check_answer("08.1", 80)
+    assert capsys.readouterr().out == "correct\n"
+    check_answer("08.1", 64)
+    reply = capsys.readouterr().out
+    assert reply.startswith("64 is not right yet: ") and "Try again." in reply and "80" not in reply
+    check_answer("08.1", 80.5)
+    assert "not right yet" in capsys.readouterr().out  # a count is exact
+    check_answer("00.2", round(answers.expected("00.2"), 4))  # 4 significant figures pass
+    assert capsys.readouterr().out == "correct\n"
+    check_answer("08.2", [7, 5])
+    assert capsys.readouterr().out == "correct\n"
+    check_answer("08.2", 35)
+    assert "a shape is a tuple of whole numbers" in capsys.readouterr().out
+    check_answer("03.2", "0.87")
+    assert "give a number, not a str" in capsys.readouterr().out
+    check_answer("03.2", True)
+    assert "give a number, not a bool" in capsys.readouterr().out
+    check_answer("03.2", float("nan"))
+    assert "give a finite number" in capsys.readouterr().out
+    check_answer("10.2", 1e-15)  # 0 up to rounding, on the scale of the weights
+    assert capsys.readouterr().out == "correct\n"
+
+
+@pytest.mark.parametrize("key", [k for k in answers.keys() if answers.ANSWERS[k].kind != "shape"])
+def test_a_wrong_answer_gets_a_hint_without_the_value(key, capsys):
+    value = answers.expected(key)
+    wrong = 2 * float(value) + 3
+    check_answer(key, wrong)
+    reply = capsys.readouterr().out
+    assert "is not right yet: " in reply and reply.rstrip().endswith("Try again.")
+    hint = reply.split("is not right yet: ", 1)[1]
+    for text in _shown(value):
+        assert text not in hint, (key, text)
+
+
+def test_unknown_key():
+    with pytest.raises(ValueError, match=r"no short-answer exercise '08\.9'.*00\.1"):
+        check_answer("08.9", 1)
