@@ -231,3 +231,10 @@ def test_a_wrong_answer_gets_a_hint_without_the_value(key, capsys):
 def test_unknown_key():
     with pytest.raises(ValueError, match=r"no short-answer exercise '08\.9'.*00\.1"):
         check_answer("08.9", 1)
+
+
+def test_an_answer_too_large_or_complex_gets_a_hint_not_a_crash(capsys):
+    for answer, hint in ((10**400, "give a finite number"), (math.inf, "give a finite number"),
+                         (np.complex128(64), "give a number, not a complex128")):
+        check_answer("08.1", answer)
+        assert hint in capsys.readouterr().out

@@ -76,3 +76,11 @@ def test_nadaraya_watson_refuses_bad_shapes():
 def test_causal_average_refuses_a_bad_length():
     with pytest.raises((ValueError, TypeError), match="n"):
         causal_average_weights(0)
+
+
+def test_sigma_must_be_a_positive_real_number():
+    for bad, error in ((0.0, ValueError), (-1.0, ValueError), (math.nan, ValueError), ("0.5", TypeError),
+                       (np.complex128(0.5), TypeError), (True, TypeError)):
+        with pytest.raises(error, match=r"sigma must be a finite real number > 0, got .* \(the kernel's width\)"):
+            nadaraya_watson([0.0], [0.0, 1.0], [3.0, 5.0], sigma=bad)
+    assert nadaraya_watson([0.0], [0.0, 1.0], [3.0, 5.0], sigma=np.float32(0.5))[0].shape == (1,)
