@@ -129,7 +129,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
         >>> out.shape, weights.shape
         ((2, 2, 3, 4), (2, 2, 3, 3))
     """
-    xp = get_namespace(q, k, v, mask)
+    xp = get_namespace(q, k, v, mask, sink_logits)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
@@ -256,13 +256,24 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         raise ValueError(f"d_out must have the output's shape {out_shape}, got {tuple(d_out.shape)}")
     dtype, q, k, v, d_out = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp), widen(d_out, xp)
     out, p = _sdpa(q, k, v, mask, scale, xp)
+    return tuple(narrow(g, dtype, xp) for g in _attention_backward_saved(q, k, v, out, p, d_out, scale, xp))
+
+
+def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp):
+    """:func:`attention_backward`'s formulas from the forward's own ``out`` and weights ``p`` (not recomputed).
+
+    A training step keeps ``(out, weights)`` of ``scaled_dot_product_attention`` for this: it holds P
+    (T·S numbers per head) instead of running the forward a second time. Nothing is checked here;
+    ``p`` and ``out`` are only read.
+    """
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
     row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
     fast = _all_finite(xp, k, v)
     if fast:
-        dp = d_out @ v.mT  # (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
-        ds = p * (dp - row)  # (..., T, S)
+        ds = d_out @ v.mT  # dP: (..., T, d_v) @ (..., d_v, S) -> (..., T, S), a new buffer
+        ds -= row
+        ds *= p  # dS = P ∘ (dP - row), in dP's buffer: no second (T, S) temporary
         dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
         fast = _all_finite(xp, dq)
     if not fast:  # a blocked key's NaN, inf or huge entry in v (via dP) or k: 0 · NaN would be NaN
@@ -270,7 +281,7 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
     dk = _matmul_skipping_zeros(ds.mT, q, xp) * scale  # (..., S, d_k): a query with ds = 0 adds nothing, NaN or not
-    return tuple(narrow(_sum_to_shape(g, x.shape, xp), dtype, xp) for g, x in ((dq, q), (dk, k), (dv, v)))
+    return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
 
 
 def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):

@@ -227,17 +227,13 @@ class RollingKVCache:
     token at position ``p >= n_sinks`` lives in slot ``n_sinks + (p - n_sinks) % window``. Slot order
     does not matter to attention, only each slot's position, which the cache remembers.
 
-    ``update(k, v)`` takes the new tokens' keys and values ``(..., T, d)`` and returns
-    ``(keys, values, mask)`` for the T new queries: the held tokens followed by the new ones, and the
-    boolean ``(T, held + T)`` mask of :func:`~attention_from_scratch.masking.sliding_window_mask` at
-    their true positions; then it keeps only the sinks and the last ``window`` tokens. Decoding with it
-    equals the windowed full pass row by row.
+    ``update(k, v)`` takes the new tokens' keys and values ``(..., T, d)`` and returns ``(keys, values,
+    mask)`` for the T new queries: the held tokens then the new ones, and the ``(T, held + T)`` mask of
+    ``sliding_window_mask`` at their true positions; then it keeps only the sinks and the last ``window``.
     """
 
     def __init__(self, window: int, *, n_sinks: int = 0):
-        self.window, self.n_sinks = check_window(window, n_sinks)
-        if self.window is None:
-            raise ValueError("window must be a positive integer, got None")
+        self.window, self.n_sinks = check_window(check_positive_int(window, "window"), n_sinks)
         self.capacity = self.n_sinks + self.window
         self.k = self.v = None  # (..., capacity, d): allocated on the first update, on its device
         self.slot_positions: list[int | None] = [None] * self.capacity  # each slot's token position
@@ -250,10 +246,8 @@ class RollingKVCache:
     @property
     def nbytes(self) -> int:
         """Bytes of the storage: constant once allocated, however long the sequence grows."""
-        if self.k is None:
-            return 0
-        xp = get_namespace(self.k)
-        return sum(math.prod(a.shape) * xp.finfo(a.dtype).bits // 8 for a in (self.k, self.v))
+        held = () if self.k is None else (self.k, self.v)  # keys and values may differ in dtype
+        return sum(math.prod(a.shape) * get_namespace(a).finfo(a.dtype).bits // 8 for a in held)
 
     def update(self, k, v):
         """New keys ``k (..., T, d_k)`` and values ``v (..., T, d_v)`` in: ``(keys, values, mask)`` out, then stored."""

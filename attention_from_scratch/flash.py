@@ -229,7 +229,7 @@ def flash_attention(
 
     Dao et al. 2022 (FlashAttention, Algorithm 1); Dao 2023 (FlashAttention-2, §3.1.1).
     """
-    xp = get_namespace(q, k, v, mask)
+    xp = get_namespace(q, k, v, mask, sink_logits)
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
     workers = _check_workers(workers)
     return_lse = check_flag(return_lse, "return_lse")

@@ -71,6 +71,23 @@ def _merge_heads(x, xp):
     return xp.reshape(xp.permute_dims(x, (0, 2, 1, 3)), (b, t, h * d))  # (B, H, T, d_k) -> (B, T, H·d_k)
 
 
+def _group_heads(q, k, v, n_kv_heads, xp):
+    """Grouped-query attention as a broadcast: the query heads grouped by the key/value head they share.
+
+    q ``(B, H, T, d_k)`` -> ``(B, H_kv, G, T, d_k)``; k, v ``(B, H_kv, S, d)`` -> ``(B, H_kv, 1, S, d)``,
+    broadcast over the group of G = H / H_kv query heads (the attention backward sums it back).
+    """
+    b, h, t, d_k = q.shape
+    q = xp.reshape(q, (b, n_kv_heads, h // n_kv_heads, t, d_k))  # (B, H, T, d_k) -> (B, H_kv, G, T, d_k)
+    return q, k[:, :, None, :, :], v[:, :, None, :, :]  # (B, H_kv, S, d) -> (B, H_kv, 1, S, d)
+
+
+def _ungroup_heads(x, xp):
+    """The inverse of :func:`_group_heads`' reshape: ``(B, H_kv, G, T, d) -> (B, H_kv·G, T, d)`` (G = 1: keys)."""
+    b, h_kv, g, t, d = x.shape
+    return xp.reshape(x, (b, h_kv * g, t, d))
+
+
 class MultiHeadAttention:
     """Multi-head attention with optional grouped-query heads, bias and a KV cache.
 
@@ -156,7 +173,6 @@ class MultiHeadAttention:
             raise TypeError(f"cache must be a KVCache (from mha.new_cache()), got {type(cache).__name__}")
         b, t, _ = x.shape
         h, h_kv = self.n_heads, self.n_kv_heads
-        group = h // h_kv  # query heads per key/value head
         # everything that can fail is checked before the cache is touched: a failed call leaves it as it was
         params = {name: check_param(getattr(self, name), name, shape, x) for name, shape in self._shapes.items()}
         s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
@@ -169,13 +185,11 @@ class MultiHeadAttention:
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H_kv, S, d_k)
         # 3) group the query heads by the key/value head they share; K/V broadcast over the group
-        q = xp.reshape(q, (b, h_kv, group, t, self.d_k))  # (B, H, T, d_k) -> (B, H_kv, G, T, d_k)
-        k, v = k[:, :, None, :, :], v[:, :, None, :, :]  # (B, H_kv, 1, S, d_k)
+        q, k, v = _group_heads(q, k, v, h_kv, xp)  # (B, H_kv, G, T, d_k), K and V (B, H_kv, 1, S, d_k)
         mask = _with_causal(mask, causal, t, s, xp, device_of(x))  # checked once, in _group_mask
         out, _ = _sdpa(q, k, v, mask, 1.0 / math.sqrt(self.d_k), xp)
         # 4) merge heads and mix them with W_O
-        out = xp.reshape(out, (b, h, t, self.d_k))  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k)
-        out = _merge_heads(out, xp)  # (B, H, T, d_k) -> (B, T, H·d_k)
+        out = _merge_heads(_ungroup_heads(out, xp), xp)  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
         return self._project(out, "o", params, xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
 
     def _group_mask(self, mask, b, t, s, xp, device):

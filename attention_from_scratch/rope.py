@@ -180,8 +180,17 @@ def _cos_sin(x, positions, freqs, xp):
             f"positions must be 1-D with one entry per token (T={x.shape[-2]}), "
             f"got shape {tuple(positions.shape)}"
         )
+    return rope_tables(positions, freqs, x.dtype, xp)
+
+
+def rope_tables(positions, freqs, dtype, xp):
+    """cos and sin of the angles m·θ_i for 1-D float ``positions`` (T,) and ``freqs`` (d/2,), no checks.
+
+    The angles are built in float64, then cast to ``dtype``: ``(T, d/2)`` each. A model that rotates
+    at the same positions every step computes these once (``model/transformer.py`` caches them).
+    """
     angles = positions[:, None] * xp.astype(freqs, xp.float64)[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
-    return xp.astype(xp.cos(angles), x.dtype), xp.astype(xp.sin(angles), x.dtype)
+    return xp.astype(xp.cos(angles), dtype), xp.astype(xp.sin(angles), dtype)
 
 
 def _describe(value) -> str:
@@ -203,6 +212,11 @@ def apply_rope(x, positions, *, freqs=None):
     xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x = as_float(x, xp, "x")
     cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
+    return rotate_pairs(x, cos, sin, xp)
+
+
+def rotate_pairs(x, cos, sin, xp):
+    """The rotation of :func:`apply_rope` from ready tables: x ``(..., T, d)``, cos and sin ``(T, d/2)``."""
     pairs = xp.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))  # (..., T, d) -> (..., T, d/2, 2)
     x_even, x_odd = pairs[..., 0], pairs[..., 1]  # (..., T, d/2): real and imaginary parts
     y_even = x_even * cos - x_odd * sin

@@ -6,7 +6,7 @@
 
 A reduced layer, float32, batch 1: dim 1024, 16 heads, q_lora_rank 512, kv_lora_rank 256, rope 32,
 nope 64, v 64 (bench_decode.py's), plus an indexer of 8 heads of 64 keeping ``index_topk = 2048`` keys
-(V3.2's k; V3.2 has 64 indexer heads of 128 beside 128 heads over 576-value rows, the same 1:34 ratio
+(V3.2's k; V3.2 has 64 indexer heads of 128 beside 128 heads over 576-value rows, the same 1:17 ratio
 of indexer to attention work per key as 8·64 : 16·(2·256 + 32) here). Both layers share every MLA
 weight; both decode with absorbed attention over the same cached rows. For each context S the caches
 are filled with S tokens, then three step functions are timed, rounds interleaved, medians:
@@ -124,7 +124,7 @@ def plot(rows, cross=None):
 
 def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table and the crossover, and (full run only) write the figure. Returns the rows."""
-    contexts, repeat = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 9)
+    contexts, repeat = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 15)
     if threads is None:
         rows = [measure(c, repeat) for c in contexts]
     else:

@@ -98,6 +98,9 @@ def index_page(repo: Path, module_names: list[str]) -> str:
 
 # an HTML anchor alone on its line, <a id="name"></a>: Jupyter jumps to it, Sphinx cannot link to it
 _HTML_ANCHOR = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*$', re.MULTILINE)
+# ... right above a folded block (an erratum box): the target names nothing Sphinx can hold an id (raw HTML),
+# so the id also goes on the <details> itself
+_ANCHORED_DETAILS = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*\n<details\b', re.MULTILINE)
 
 
 def copy_notebook(src: Path, dest: Path) -> None:
@@ -105,13 +108,16 @@ def copy_notebook(src: Path, dest: Path) -> None:
 
     A ``../path`` link gets one more ``../`` (the copy sits one folder deeper), and an HTML anchor alone
     on its line becomes a MyST target ``(name)=``, so that links to ``#name`` (from this notebook,
-    another one or README) resolve on the site as they do in Jupyter.
+    another one or README) resolve on the site as they do in Jupyter. Above a ``<details>`` block (an
+    erratum box) the id also goes on the block, since a target cannot give raw HTML an id.
     """
     nb = json.loads(src.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown":
             continue
-        source = _HTML_ANCHOR.sub(lambda m: f"({m.group(1)})=", "".join(cell["source"]))
+        source = "".join(cell["source"])
+        source = _ANCHORED_DETAILS.sub(lambda m: f'({m.group(1)})=\n<details id="{m.group(1)}"', source)
+        source = _HTML_ANCHOR.sub(lambda m: f"({m.group(1)})=", source)
         source = _LINK.sub(lambda m: f"](../{m.group(1)})" if m.group(1).startswith("../") else m.group(0), source)
         source = _HTML_SRC.sub(
             lambda m: f'{m.group(1)}="../{m.group(2)}"' if m.group(2).startswith("../") else m.group(0), source

@@ -117,6 +117,22 @@ def my_merge(a, b):
     return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
 
 
+def my_merge_partials(out_a, lse_a, out_b, lse_b):
+    """Merge two splits' (out, lse) of the same queries: out (..., T, d_v), lse (..., T).
+
+    lse = log(e^lse_a + e^lse_b), out = e^(lse_a − lse) out_a + e^(lse_b − lse) out_b.
+    """
+    m = np.maximum(lse_a, lse_b)  # (..., T): the larger lse of each row
+    shift = np.where(np.isneginf(m), 0.0, m)  # a row that saw no key at all: shift by 0, never −∞ − (−∞)
+    w_a, w_b = np.exp(lse_a - shift), np.exp(lse_b - shift)  # each split's mass, rescaled: <= 1, no overflow
+    total = w_a + w_b  # 0 only for a row that saw no key in either split
+    empty = total == 0
+    total = np.where(empty, 1.0, total)
+    lse = np.where(empty, -np.inf, shift + np.log(total))
+    out = (w_a / total)[..., None] * out_a + (w_b / total)[..., None] * out_b  # (..., T, 1) * (..., T, d_v)
+    return out, lse
+
+
 def my_info_nce(q, k, temperature):
     """InfoNCE of N pairs (q_i, k_i), q and k (N, d): mean_i [logsumexp_j(q_i·k_j / τ) − q_i·k_i / τ]."""
     logits = (q @ k.T) / temperature  # (N, d) @ (d, N) -> (N, N): row i scores query i against every key
@@ -169,6 +185,7 @@ SOLUTIONS = {
     "mla_absorbed_scores": my_absorbed_scores,
     "index_scores": my_index_scores,
     "online_softmax_merge": my_merge,
+    "merge_partials": my_merge_partials,
     "info_nce": my_info_nce,
     "softmax_backward": my_softmax_backward,
     "attention_backward": my_attention_backward,

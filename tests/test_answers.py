@@ -49,6 +49,8 @@ INDEPENDENT = {
     "11.1": (4 * (8 + 4)) * 64,
     "11.2": (64 * 16 * (32 + 32) + 16 * (48 + 32)) / (16 * (32 + 32)),
     "11.3": 5,  # token 0 attends to itself alone under the causal mask
+    "12.1": 61 * (65536 * (128 + 4) + 2048 * 1152),  # every FP8 indexer key + its scale, 2048 BF16 latents
+    "12.2": 2048 * 1152 // (1152 - 132) + 1,  # S · 132 + 2048 · 1152 < S · 1152 (and S > 2048)
     "13.1": 1 + E(-5.5),
     "13.2": 8192,  # 32 · n² · 4 <= 2^33
     "13.3": 128 * 128 * 4,
@@ -231,6 +233,15 @@ def test_a_wrong_answer_gets_a_hint_without_the_value(key, capsys):
 def test_unknown_key():
     with pytest.raises(ValueError, match=r"no short-answer exercise '08\.9'.*00\.1"):
         check_answer("08.9", 1)
+
+
+def test_no_notebook_checks_a_short_answer_inline():
+    """Every short-answer check goes through check_answer: no notebook computes an expected value in its cell."""
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code":
+                assert not re.search(r"def check(_shape)?\(answer|\bcheck(_shape)?\(answer_", source), path.name
 
 
 def test_an_answer_too_large_or_complex_gets_a_hint_not_a_crash(capsys):

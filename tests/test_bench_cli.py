@@ -63,3 +63,14 @@ def test_benchmark_figures_draw_from_measured_rows():
     backends = _load("bench_backends")
     fig = backends.plot([{"n": 512, "H": 1, "plain numpy": 0.01, "flash numpy": 0.02}], [], ["numpy"])
     assert "no GPU" in fig._suptitle.get_text()
+
+
+@pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not in this checkout")
+def test_sparse_benchmark_crossover_and_figure_from_rows():
+    sparse = _load("bench_sparse")
+    # dense grows like S, sparse is flat: they cross where S·1e-3 = 3, at S = 3000 (log-log interpolation)
+    rows = [{"context": s, "dense_ms": 1e-3 * s, "sparse_ms": 3.0, "indexer_ms": 1.0} for s in (1000, 2000, 4000, 8000)]
+    assert sparse.crossover(rows) == pytest.approx(3000, rel=1e-9)
+    assert sparse.crossover([{**r, "sparse_ms": 100.0} for r in rows]) is None  # never crosses
+    fig = sparse.plot(rows, sparse.crossover(rows))
+    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 4  # dense, sparse, indexer, the crossover line

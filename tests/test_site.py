@@ -11,12 +11,15 @@ by a thread, and then:
   every request goes to 127.0.0.1), so the site works offline -- MathJax included;
 * in Chromium, the index and three notebook pages (the one with the most display math, the one with
   the most figures, and the last one) show no console error, every ``<img>`` loaded, every formula
-  typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook.
+  typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook;
+* on every page, the rendered text outside code holds no literal ``$``: a ``$…$`` or ``$$…$$`` that the
+  site's MyST reader did not parse as math (a display formula inside a paragraph, say) shows a stray ``$``
+  and sets the prose after it as math.
 
-Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax, Selenium) or Debian's
-``chromium`` / ``chromium-driver`` is missing -- except under ``REQUIRE_SITE_TEST=1`` (CI's newest leg),
-where a missing tool fails the run rather than hiding the test. Screenshots go to a temporary folder, or to
-``$SITE_SCREENSHOTS`` when set, to be looked at.
+Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax) is missing, and the browser
+tests alone when Selenium or Debian's ``chromium`` / ``chromium-driver`` is -- except under
+``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run rather than hiding the test.
+Screenshots go to a temporary folder, or to ``$SITE_SCREENSHOTS`` when set, to be looked at.
 """
 
 from __future__ import annotations
@@ -53,11 +56,17 @@ def _skip_or_fail(reason: str) -> None:
     pytest.skip(reason, allow_module_level=True)
 
 
-for _module in ("sphinx", "myst_nb", "sphinx_book_theme", "selenium", "sphinx-mathjax-offline"):
+for _module in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx-mathjax-offline"):
     if importlib.util.find_spec(_module) is None:
         _skip_or_fail(f"the docs extra is not installed ({_module} missing): pip install -e '.[docs]'")
-if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    _skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver")
+
+
+def _need_a_browser() -> None:
+    """The Chromium tests only: the static checks of the built site run without a browser."""
+    if importlib.util.find_spec("selenium") is None:
+        _skip_or_fail("the docs extra is not installed (selenium missing): pip install -e '.[docs]'")
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        _skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver")
 
 
 class _Page(HTMLParser):
@@ -174,6 +183,65 @@ def test_nothing_is_fetched_from_the_internet(site):
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
 
 
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
+         "wbr"}
+_NOT_PROSE_TAGS = {"pre", "code", "kbd", "samp", "script", "style", "textarea", "head", "svg", "math"}
+_NOT_PROSE_CLASSES = {"highlight", "math"}  # code blocks; formulas MyST parsed (TeX between \\( \\), no $)
+
+
+class _Prose(HTMLParser):
+    """A page's rendered text outside code and outside parsed math."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.parts = [], []  # open elements: (tag, inside code or math?)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID:
+            return
+        classes = set((dict(attrs).get("class") or "").split())
+        hidden = bool(self.stack and self.stack[-1][1]) or tag in _NOT_PROSE_TAGS or bool(classes & _NOT_PROSE_CLASSES)
+        self.stack.append((tag, hidden))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data):
+        if not (self.stack and self.stack[-1][1]):
+            self.parts.append(data)
+
+
+def _stray_dollars(html_text: str) -> list[str]:
+    """Each literal ``$`` in the rendered prose, with the text around it."""
+    prose = _Prose()
+    prose.feed(html_text)
+    text = "".join(prose.parts)
+    return [" ".join(text[max(0, i - 50):i + 50].split()) for i, ch in enumerate(text) if ch == "$"]
+
+
+def test_the_stray_dollar_check_sees_one():
+    page = ("<html><head><title>cost $5</title></head><body><p>Step 2 $$ \\mathrm{Var}(x)=1 and so on</p>"
+            "<pre>echo $HOME</pre><p><code>$x</code> and <span class=\"math notranslate\">\\(x\\)</span></p>"
+            "<div class=\"highlight\"><span>$</span></div></body></html>")
+    found = _stray_dollars(page)
+    assert len(found) == 2 and "Step 2 $$" in found[0], found  # the paragraph's two; code, math, head: none
+    assert _stray_dollars(page.replace("$$", "")) == []
+
+
+def test_no_stray_dollar_on_any_page(site):
+    stray = {}
+    for path in sorted(site.rglob("*.html")):
+        if {"_static", "_sources"} & set(path.relative_to(site).parts):
+            continue
+        found = _stray_dollars(path.read_text(encoding="utf-8"))
+        if found:
+            stray[str(path.relative_to(site))] = found[:3]
+    assert not stray, f"pages whose text shows a literal $ (math MyST did not parse?): {stray}"
+
+
 def _markdown(nb: Path) -> str:
     cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
     return "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
@@ -197,6 +265,7 @@ def _pages_to_open() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
+    _need_a_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -335,13 +404,19 @@ def test_readme_links_are_rewritten_for_the_site():
 def test_notebook_copies_keep_their_relative_links(tmp_path):
     pages = _make_pages()
     nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
-        "![f](../figures/a.png) [next](02_x.ipynb) <img src=\"../figures/b.png\"> [w](https://x.org)"]}],
+        "![f](../figures/a.png) [next](02_x.ipynb) <img src=\"../figures/b.png\"> [w](https://x.org)"]},
+        {"cell_type": "markdown", "metadata": {}, "source": [
+            '<a id="erratum-x"></a>\n<details class="erratum">\n<summary>s</summary>\n\ntext\n\n</details>\n'
+            '<a id="plain"></a>\n**Bold**']}],
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "01_x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     pages.copy_notebook(tmp_path / "01_x.ipynb", tmp_path / "copy" / "01_x.ipynb")
-    source = json.loads((tmp_path / "copy" / "01_x.ipynb").read_text(encoding="utf-8"))["cells"][0]["source"]
-    assert source == ("![f](../../figures/a.png) [next](02_x.ipynb) <img src=\"../../figures/b.png\"> "
-                      "[w](https://x.org)")
+    cells = json.loads((tmp_path / "copy" / "01_x.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert cells[0]["source"] == ("![f](../../figures/a.png) [next](02_x.ipynb) <img src=\"../../figures/b.png\"> "
+                                  "[w](https://x.org)")
+    # anchors become MyST targets; above an erratum box the id also goes on the <details> (raw HTML)
+    assert cells[1]["source"] == ('(erratum-x)=\n<details id="erratum-x" class="erratum">\n<summary>s</summary>\n\n'
+                                  "text\n\n</details>\n(plain)=\n**Bold**")
 
 
 def _docstrings():

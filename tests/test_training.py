@@ -130,6 +130,18 @@ def test_training_runs_on_every_backend(xp):
     assert all(p.dtype == xp.dtype for p in model.params.values())
 
 
+def test_blas_threads_follow_the_size_of_the_step():
+    from attention_from_scratch.model.training import MULTI_THREAD_WORK, blas_threads_for
+
+    readme = TransformerConfig(16, 32, 2, 2, 64, 24)
+    large = TransformerConfig(256, 256, 8, 4, 1024, 256)
+    assert blas_threads_for(readme, 32 * 23, load=0.0) == 1  # overhead-bound: one thread
+    assert blas_threads_for(large, 16 * 256, load=0.0) is None  # large matmuls, idle cores: all cores
+    assert blas_threads_for(large, 16 * 256, load=1000.0) == 1  # busy cores: one thread
+    n = MULTI_THREAD_WORK // (32 * 64)  # the threshold itself, in tokens
+    assert blas_threads_for(readme, n - 1, load=0.0) == 1 and blas_threads_for(readme, n, load=0.0) is None
+
+
 def test_the_optimiser_and_the_loop_check_their_arguments_before_any_step():
 
 

@@ -208,6 +208,76 @@ def test_an_integer_dtype_is_refused():
         Transformer(TransformerConfig(**TINY), dtype=np.int32)
 
 
+def test_rope_tables_are_built_once_and_rebuilt_for_a_new_max_len():
+    from dataclasses import replace
+
+    from attention_from_scratch.rope import apply_rope
+
+    model = Transformer(TransformerConfig(**TINY), seed=6)
+    model.loss_and_grads(TOKENS)
+    tables = model._rope_cache
+    assert tables[0] == TINY["max_len"] and tables[1].shape == (TINY["max_len"], model.config.d_k // 2)
+    model.loss_and_grads(TOKENS)
+    assert model._rope_cache is tables  # not rebuilt by a second step
+    x = np.random.default_rng(7).standard_normal((2, 2, 4, model.config.d_k))
+    for start, sign in ((0, 1), (3, 1), (2, -1)):  # the cached rows against apply_rope's own tables
+        positions = sign * np.arange(start, start + 4)
+        np.testing.assert_allclose(model._rope(x, start, sign), apply_rope(x, positions), rtol=1e-14, atol=1e-15)
+    model.config = replace(model.config, max_len=14)
+    model.logits(np.zeros((1, 12), dtype=np.int64))
+    assert model._rope_cache[0] == 14 and model._rope_cache[1].shape[0] == 14
+
+
+def test_embedding_gradient_is_a_scatter_add():
+    rng = np.random.default_rng(8)
+    tokens, dx = rng.integers(0, 5, (3, 7)), rng.standard_normal((3, 7, 4))
+    expected = np.zeros((6, 4))  # token 5 never occurs: its row stays 0
+    np.add.at(expected, tokens.ravel(), dx.reshape(-1, 4))
+    np.testing.assert_allclose(layers.embedding_backward(tokens, dx, 6, np), expected, rtol=1e-14, atol=1e-15)
+    e = rng.standard_normal((6, 4))
+    np.testing.assert_array_equal(layers.embedding_forward(tokens, e, np), e[tokens])
+
+
+def test_layers_leave_their_inputs_and_caches_unchanged():
+    rng = np.random.default_rng(12)
+    x, g, dy = rng.standard_normal((2, 3, 5)), rng.standard_normal(5), rng.standard_normal((2, 3, 5))
+    arrays = [x, g, dy]
+    copies = [a.copy() for a in arrays]
+    for forward, backward, args in (
+        (layers.rms_norm_forward, layers.rms_norm_backward, (x, g)),
+        (layers.gelu_forward, layers.gelu_backward, (x,)),
+    ):
+        _, cache = forward(*args, np)
+        kept = [c.copy() for c in cache]
+        backward(cache, dy, np)
+        backward(cache, dy, np)  # twice: the same answer from an untouched cache
+        for c, k in zip(cache, kept, strict=True):
+            np.testing.assert_array_equal(c, k)
+    for a, c in zip(arrays, copies, strict=True):
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkeypatch, causal):
+    """The training step's attention (a few batch rows per call, the weights kept) against the public
+    sdpa and attention_backward on the whole batch, with GQA's broadcast key/value heads."""
+    from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
+
+    rng = np.random.default_rng(13)
+    q, k, v = (rng.standard_normal(s) for s in ((5, 2, 3, 6, 4), (5, 2, 1, 6, 4), (5, 2, 1, 6, 4)))
+    d_out = rng.standard_normal((5, 2, 3, 6, 4))
+    monkeypatch.setattr(layers, "ATTENTION_CHUNK", 2 * 3 * 6 * 6 * 2)  # two batch rows per call: 2, 2, 1
+    out, weights = layers.attention_in_chunks(q, k, v, {"causal": causal}, np)
+    assert [w.shape[0] for w in weights] == [2, 2, 1]
+    ref_out, ref_weights = scaled_dot_product_attention(q, k, v, causal=causal)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(np.concatenate(weights), ref_weights, rtol=1e-13, atol=1e-14)
+    grads = layers.attention_backward_in_chunks(q, k, v, out, weights, d_out, 0.5, np)
+    for got, want in zip(grads, attention_backward(q, k, v, d_out, causal=causal), strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
 def test_token_ids_on_another_device_are_moved_to_the_model(xp):
     config = TransformerConfig(**TINY)
     model = Transformer(config, seed=3, xp=xp.ns, device=xp.device, dtype=xp.dtype)

@@ -257,3 +257,13 @@ def test_rolling_cache_holds_the_sinks_and_the_last_window():
     assert cache.position == 7  # the failed calls changed nothing
     with pytest.raises(ValueError, match="window"):
         RollingKVCache(0)
+
+
+def test_sink_logits_from_another_backend_are_refused(xp):
+    if xp.name == "numpy":
+        pytest.skip("the mixing needs a second backend")
+    q = xp.randn(3, 2, 4)
+    for fn in (lambda s: scaled_dot_product_attention(q, q, q, sink_logits=s),
+               lambda s: flash_attention(q, q, q, sink_logits=s)):
+        with pytest.raises(TypeError, match="different backends"):
+            fn(np.zeros((3, 1)))

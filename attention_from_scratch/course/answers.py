@@ -205,6 +205,13 @@ def _outputs_changed_by_wkv_b():
     return int(changed.sum())
 
 
+def _dsa_reads_less_from():
+    """The smallest context at which one DeepSeek-V3.2 decode step reads fewer cache bytes than dense MLA."""
+    v32 = _afs().MLAConfig.deepseek_v32()
+    return next(s for s in range(1, 100_000)
+                if _kv().decode_bytes_read(v32, "dsa", s) < _kv().decode_bytes_read(v32, "mla", s))
+
+
 def _largest_n_fitting(heads=32, element=4, budget=8 * 2**30):
     n = 1
     while heads * (2 * n) ** 2 * element <= budget:
@@ -393,6 +400,11 @@ ANSWERS = {
     "11.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
     "11.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
                         "attends to one key only under the causal mask.", kind="count"),
+    "12.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
+                        "every indexer key (FP8 bytes and its scale) and only the top-k latents (BF16), per layer, "
+                        "times the layers.", kind="count"),
+    "12.2": ShortAnswer(_dsa_reads_less_from, "below k every latent is read and the indexer keys come on top; above "
+                        "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes).", kind="count"),
     "13.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
                                                              np.array([[5.0], [6.0]]))[1][0, 0]),
                         "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores."),

@@ -11,7 +11,10 @@ from __future__ import annotations
 import sys
 
 # benchmarks/ scripts in the order `bench` runs them; any other benchmarks/bench_*.py runs after these
-BENCHMARKS = ["bench_scores", "bench_attention", "bench_flash", "bench_decode", "bench_sparse", "bench_backends"]
+BENCHMARKS = [
+    "bench_scores", "bench_attention", "bench_flash", "bench_decode", "bench_sparse", "bench_backends",
+    "bench_training",
+]
 
 
 def run_bench(folder=None) -> int:

@@ -17,7 +17,10 @@ The model runs on any backend (``Transformer(..., xp=...)``); the arithmetic of 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -26,7 +29,29 @@ from ..blas import one_blas_thread
 from .tasks import CopyTask
 from .transformer import Transformer, TransformerConfig
 
-__all__ = ["RECIPES", "SCALE_SEEDS", "Adam", "TrainingHistory", "fit", "train"]
+__all__ = ["RECIPES", "SCALE_LRS", "SCALE_SEEDS", "Adam", "TrainingHistory", "blas_threads_for", "fit", "train"]
+
+# Where the BLAS may use all cores: when the MLP's first matmul (B·T · d_model · d_ff, the step's
+# largest) has at least this many multiply-adds AND the machine has idle cores (1-minute load average
+# below the core count). Measured with benchmarks/bench_training.py on a shared 2-core machine
+# (float32, interleaved medians): README's model (736 · 32 · 64 = 1.5e6) was 17x slower on two threads
+# than on one at a load of 7 (waking BLAS threads costs more than its tiny matmuls); the large model
+# (4096 · 256 · 1024 = 1.1e9) was 8.6x slower on two threads at a load of 8 (BLAS threads spinning
+# against the other processes); README's benchmark table has the idle-machine numbers. The threshold
+# lies between the two sizes, not measured finer. One thread also keeps the losses independent of the
+# thread count; notebook 19's recipes all lie far below the threshold.
+MULTI_THREAD_WORK = 2**24
+
+
+def blas_threads_for(config, n_tokens: int, *, load: float | None = None) -> int | None:
+    """BLAS threads for a training step on ``n_tokens = B·T`` tokens: 1 where the step is overhead-bound
+    or the cores are busy (``load``: the 1-minute load average, read from the OS when None), None (the
+    BLAS default: all cores) where its matmuls are large and cores are idle. See MULTI_THREAD_WORK."""
+    if n_tokens * config.d_model * config.d_ff < MULTI_THREAD_WORK:
+        return 1
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return None if load < (os.cpu_count() or 1) else 1
 
 
 class Adam:
@@ -66,6 +91,10 @@ class TrainingHistory:
     loss: list = field(default_factory=list)
     seconds: float = 0.0
 
+    def final(self, last: int = 20) -> float:
+        """The mean loss of the last ``last`` steps: the number the notebook compares runs by."""
+        return sum(self.loss[-last:]) / len(self.loss[-last:])
+
 
 def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, log_every=None):
     """Train ``model`` with Adam for ``steps`` steps on ``batches`` -> :class:`TrainingHistory`.
@@ -83,11 +112,12 @@ def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, 
                          f"(or an endless stream such as task.batches(batch_size))")
     optimizer, history, t0 = Adam(model.params, lr=lr, betas=betas, eps=eps), TrainingHistory(), time.perf_counter()
     batches = iter(batches)
-    # one BLAS thread: these matmuls are tiny, and a multi-threaded BLAS spends longer waking threads
-    # than multiplying (measured 2-3x slower on a busy 2-core machine); it also makes the losses
-    # independent of the thread count
-    with one_blas_thread():
-        _loop(model, batches, optimizer, history, steps, lr, warmup, log_every)
+    first = next(batches)  # its size picks the BLAS threads (see MULTI_THREAD_WORK)
+    tokens = first[0] if isinstance(first, tuple) else first
+    n_tokens = math.prod(getattr(tokens, "shape", None) or (len(tokens), len(tokens[0])))
+    one = not hasattr(model, "config") or blas_threads_for(model.config, n_tokens) == 1
+    with one_blas_thread() if one else contextlib.nullcontext():
+        _loop(model, itertools.chain([first], batches), optimizer, history, steps, lr, warmup, log_every)
     history.seconds = time.perf_counter() - t0
     return history
 
@@ -135,10 +165,15 @@ RECIPES = {
     "no_mask": _COPY | {"config": TransformerConfig(**_SMALL, causal=False)},
     "flash": _COPY | {"steps": 20, "config": TransformerConfig(**_SMALL, attention="flash", block_size=4)},
 }
-SCALE_SEEDS = (0,)  # one seed keeps notebook 19 fast; seed 1 gives the same picture (1.32 vs 2.27)
-for _scale in (True, False):  # one head of d_k = 64: unscaled scores have a standard deviation of ~8
-    for _seed in SCALE_SEEDS:
-        RECIPES[f"scale_{_scale}_{_seed}"] = {
-            "task": CopyTask(12, 6), "steps": 150, "lr": 5e-3, "warmup": 20, "seed": _seed,
-            "config": TransformerConfig(12, 64, 1, 2, 128, 16, scale=_scale),
-        }
+# Ablation 1 (no 1/sqrt(d_k)): one head of d_k = 64, whose unscaled scores have a standard deviation of ~8.
+# Each variant is trained at each learning rate of SCALE_LRS on seed 0 and keeps its best (lowest final
+# loss), then runs on every seed of SCALE_SEEDS at that rate: "scale_{scale}_lr{lr:g}_{seed}".
+SCALE_SEEDS = (0, 1, 2)
+SCALE_LRS = (2e-3, 5e-3, 1e-2)
+for _scale in (True, False):
+    for _lr in SCALE_LRS:
+        for _seed in SCALE_SEEDS:
+            RECIPES[f"scale_{_scale}_lr{_lr:g}_{_seed}"] = {
+                "task": CopyTask(12, 6), "steps": 150, "lr": _lr, "warmup": 20, "seed": _seed,
+                "config": TransformerConfig(12, 64, 1, 2, 128, 16, scale=_scale),
+            }

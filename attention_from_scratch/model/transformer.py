@@ -10,13 +10,14 @@ layout, Radford et al. 2019; Llama/DeepSeek's RMSNorm and RoPE):
     logits = norm(x) W_out                                                (B, T, V)
     loss = mean cross-entropy(logits_t, token_(t+1))
 
-Attention is the package's own: ``scaled_dot_product_attention`` + ``attention_backward``
-(``attention="sdpa"``) or ``flash_attention(return_lse=True)`` + ``flash_attention_backward``
-(``"flash"``). Every other backward is in ``layers.py``; each block's backward below mirrors its
-forward line by line, in reverse. RoPE is a rotation R_m, so its backward is R_mᵀ = R_(-m): the same
-``apply_rope`` at negated positions. Grouped-query attention (``n_kv_heads < n_heads``) is a
-broadcast: queries are viewed as (B, H_kv, H/H_kv, T, d_k) against keys (B, H_kv, 1, S, d_k), and
-the attention backward already sums a broadcast input's gradient over the group.
+Attention is the package's own: ``scaled_dot_product_attention`` and ``attention_backward``'s formulas
+(``attention="sdpa"``), or ``flash_attention(return_lse=True)`` and ``flash_attention_backward``. The
+forward keeps what the backward needs: sdpa's weights P (T·S numbers per head: 32 MiB per layer at B 16,
+H 8, T 256, float32) or flash's log-sum-exp (T per head; its backward rebuilds P tile by tile, one more
+q kᵀ). The other layers' backwards are in ``layers.py``; each block's backward mirrors its forward in
+reverse. RoPE's backward is R_mᵀ = R_(-m) (sin negated; the tables are built once per ``max_len``).
+GQA is multi-head attention's broadcast (``multihead._group_heads``); the attention backward sums a
+broadcast input's gradient over the group.
 
 Shapes: B batch, T tokens, H heads, H_kv key/value heads, S keys, d_k = d_model / H, V vocabulary.
 """
@@ -28,13 +29,13 @@ from dataclasses import dataclass
 import array_api_compat
 
 from .. import backend
-from ..attention import attention_backward, scaled_dot_product_attention
+from ..attention import _scale, scaled_dot_product_attention
 from ..backend import backend_name, check_flag, check_positive_int, device_of, get_namespace, random_normal, to_device
 from ..caches import KVCache
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
-from ..multihead import _merge_heads, _split_heads, check_heads
-from ..rope import apply_rope, rope_frequencies
+from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads, check_heads
+from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
 
 __all__ = ["Transformer", "TransformerConfig"]
@@ -116,6 +117,7 @@ class Transformer:
             self.params[name] = w + 1.0 if norm else w
         self.device = device_of(self.params["embed"])
         self._freqs = to_device(rope_frequencies(config.d_k), self.xp, self.device)  # (d_k/2,)
+        self._rope_cache = None  # (max_len, cos, sin, -sin), built by _rope when first needed
 
     # -- inputs -------------------------------------------------------------------------------------
     def _tokens(self, tokens, name="tokens", allow_negative=False, extra=0):
@@ -138,10 +140,14 @@ class Transformer:
 
     # -- attention: forward and backward ------------------------------------------------------------
     def _rope(self, x, start, sign=1):
-        if self.config.positions != "rope":
+        c = self.config
+        if c.positions != "rope":
             return x
-        m = self.xp.arange(start, start + x.shape[-2], device=self.device)  # (T,) absolute positions
-        return apply_rope(x, sign * m, freqs=self._freqs)  # sign=-1: R_(-m) = R_mᵀ, the backward
+        if self._rope_cache is None or self._rope_cache[0] != c.max_len:  # built once per max_len
+            self._rope_cache = (c.max_len, *L.rope_tables_upto(c.max_len, self._freqs, self.dtype, self.xp))
+        _, cos, sin, minus_sin = self._rope_cache  # (max_len, d_k/2) each
+        at = slice(start, start + x.shape[-2])  # positions start .. start + T - 1; sign=-1: R_(-m) = R_mᵀ
+        return rotate_pairs(x, cos[at, :], (sin if sign > 0 else minus_sin)[at, :], self.xp)
 
     def _attn_opts(self):
         c = self.config
@@ -150,40 +156,36 @@ class Transformer:
     def _attention_forward(self, i, h, start=0, kv_cache=None):
         """h ``(B, T, d_model)`` -> ``(a, cache)``: causal multi-head self-attention of block ``i``."""
         xp, p, c = self.xp, self.params, self.config
-        b, t, _ = h.shape
-        g = c.n_heads // c.kv_heads  # query heads per key/value head
         q = self._rope(_split_heads(h @ p[f"{i}.w_q"], c.n_heads, xp), start)  # (B, H, T, d_k)
         k = self._rope(_split_heads(h @ p[f"{i}.w_k"], c.kv_heads, xp), start)  # (B, H_kv, T, d_k)
         v = _split_heads(h @ p[f"{i}.w_v"], c.kv_heads, xp)  # (B, H_kv, T, d_k)
         if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
             k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
-        q = xp.reshape(q, (b, c.kv_heads, g, t, c.d_k))  # (B, H, T, d_k) -> (B, H_kv, g, T, d_k)
-        k, v = k[:, :, None, ...], v[:, :, None, ...]  # (B, H_kv, 1, S, d_k): shared by the g heads
-        if c.attention == "flash":
-            o, lse = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
-        else:
-            o, lse = scaled_dot_product_attention(q, k, v, **self._attn_opts())[0], None
-        o = _merge_heads(xp.reshape(o, (b, c.n_heads, t, c.d_k)), xp)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k)
-        return o @ p[f"{i}.w_o"], (h, q, k, v, o, lse, start)
+        q, k, v = _group_heads(q, k, v, c.kv_heads, xp)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
+        if c.attention == "flash":  # saved: the log-sum-exp (..., T)
+            o, saved = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
+        else:  # saved: the weights P (..., T, S), one array per chunk of the batch
+            o, saved = L.attention_in_chunks(q, k, v, self._attn_opts(), xp)
+        a = _merge_heads(_ungroup_heads(o, xp), xp)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
+        return a @ p[f"{i}.w_o"], (h, q, k, v, o, a, saved, start)
 
     def _attention_backward(self, i, cache, da):
         """da ``(B, T, d_model)`` -> dh, and the gradients of w_q, w_k, w_v, w_o (added to ``grads``)."""
         xp, p, c = self.xp, self.params, self.config
-        h, q, k, v, o, lse, start = cache
-        b, t, _ = h.shape
-        do, dw_o = L.linear_backward(o, p[f"{i}.w_o"], da, xp)  # (B, T, H·d_k)
+        h, q, k, v, o, a, saved, start = cache
+        do, dw_o = L.linear_backward(a, p[f"{i}.w_o"], da, xp)  # (B, T, H·d_k)
         do = xp.reshape(_split_heads(do, c.n_heads, xp), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
         if c.attention == "flash":
-            o5 = xp.reshape(_split_heads(o, c.n_heads, xp), q.shape)  # the forward's output, as flash saw it
-            dq, dk, dv = flash_attention_backward(q, k, v, o5, do, lse, **self._attn_opts(), block_size=c.block_size)
-        else:
-            dq, dk, dv = attention_backward(q, k, v, do, **self._attn_opts())
-        dq = self._rope(xp.reshape(dq, (b, c.n_heads, t, c.d_k)), start, -1)  # (B, H, T, d_k), un-rotated
-        dk = self._rope(dk[:, :, 0, ...], start, -1)  # (B, H_kv, 1, S, d_k) -> (B, H_kv, S, d_k), group-summed
-        dh, grads = 0.0, {f"{i}.w_o": dw_o}
-        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", dv[:, :, 0, ...])):
+            dq, dk, dv = flash_attention_backward(q, k, v, o, do, saved, **self._attn_opts(), block_size=c.block_size)
+        else:  # attention_backward's formulas from the saved weights
+            scale = _scale(self._attn_opts()["scale"], c.d_k)
+            dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, scale, xp)
+        dq = self._rope(_ungroup_heads(dq, xp), start, -1)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k), un-rotated
+        dk = self._rope(_ungroup_heads(dk, xp), start, -1)  # (B, H_kv, 1, S, d_k) -> (B, H_kv, S, d_k), group-summed
+        dh, grads = None, {f"{i}.w_o": dw_o}
+        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", _ungroup_heads(dv, xp))):
             dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], _merge_heads(d, xp), xp)
-            dh = dh + dh_part  # h feeds all three projections: their gradients add
+            dh = dh_part if dh is None else dh + dh_part  # h feeds all three projections: their gradients add
         return dh, grads
 
     # -- one block: forward and backward ------------------------------------------------------------
@@ -214,8 +216,7 @@ class Transformer:
     # -- the whole model ------------------------------------------------------------------------------
     def _forward(self, tokens, start=0, kv_cache=None):
         xp, p, c = self.xp, self.params, self.config
-        onehot = L.one_hot(tokens, c.vocab_size, xp, self.dtype)  # (B, T, V)
-        x = onehot @ p["embed"]  # (B, T, V) @ (V, d_model) -> (B, T, d_model): the embedding lookup
+        x = L.embedding_forward(tokens, p["embed"], xp)  # (B, T, d_model): rows of E
         if c.positions == "learned":
             x = x + p["pos"][start : start + tokens.shape[1], :]
         blocks = []
@@ -223,7 +224,7 @@ class Transformer:
             x, cache = self._block_forward(i, x, start, kv_cache)
             blocks.append(cache)
         h, norm_f = L.rms_norm_forward(x, p["final_norm"], xp)
-        return h @ p["unembed"], (onehot, blocks, norm_f, h)  # (B, T, d_model) @ (d_model, V) -> (B, T, V)
+        return h @ p["unembed"], (tokens, blocks, norm_f, h)  # (B, T, d_model) @ (d_model, V) -> (B, T, V)
 
     def logits(self, tokens):
         """tokens ``(B, T)`` integers -> logits ``(B, T, V)``: position t scores the token at t + 1."""
@@ -247,7 +248,7 @@ class Transformer:
                 raise ValueError(
                     f"targets must have the tokens' shape {tuple(tokens.shape)}, got {tuple(targets.shape)}"
                 )
-        logits, (onehot, blocks, norm_f, h) = self._forward(tokens)
+        logits, (tokens, blocks, norm_f, h) = self._forward(tokens)
         loss, ce = L.cross_entropy_forward(logits, targets, xp)
         # backward, the forward in reverse
         dlogits = L.cross_entropy_backward(ce, xp)  # (B, T, V)
@@ -260,16 +261,17 @@ class Transformer:
         if c.positions == "learned":
             rest = xp.zeros((c.max_len - dx.shape[1], c.d_model), dtype=dx.dtype, device=self.device)
             grads["pos"] = xp.concat([xp.sum(dx, axis=0), rest], axis=0)  # (T, d_model) + unused rows
-        grads["embed"] = L.linear_backward(onehot, p["embed"], dx, xp)[1]  # onehotᵀ dx: (V, d_model)
+        grads["embed"] = L.embedding_backward(tokens, dx, c.vocab_size, xp)  # (V, d_model), scatter-added
         return loss, {name: grads[name] for name in p}
 
     def attention_weights(self, tokens):
-        """The attention weights of every layer, ``[(B, H, T, T)] * n_layers`` (recomputed with sdpa)."""
+        """The attention weights of every layer, ``[(B, H, T, T)] * n_layers`` (sdpa's; recomputed for flash)."""
         blocks = self._forward(self._tokens(tokens))[1][1]
         maps = []
-        for _, (_, q, k, v, _, _, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
-            w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
-            maps.append(self.xp.reshape(w, (w.shape[0], self.config.n_heads, *w.shape[-2:])))  # -> (B, H, T, S)
+        for _, (_, q, k, v, _, _, w, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
+            if self.config.attention == "flash":  # w is the log-sum-exp: run sdpa for the weights
+                w = [scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]]  # (B, H_kv, g, T, S)
+            maps.append(_ungroup_heads(self.xp.concat(w, axis=0), self.xp))  # chunks -> (B, H, T, S)
         return maps
 
     def generate(self, prompt, n_new):
@@ -280,12 +282,11 @@ class Transformer:
         mask every earlier position's output changes when a token is added, so there is nothing to
         cache and the full pass is re-run.
         """
-        xp = self.xp
+        xp, c = self.xp, self.config
         tokens = self._tokens(prompt, "prompt")
         n_new = check_positive_int(n_new, "n_new", minimum=0)
         if tokens.shape[1] + n_new > self.config.max_len:
             raise ValueError(f"prompt length {tokens.shape[1]} + n_new={n_new} exceeds max_len={self.config.max_len}")
-        c = self.config
         kv_cache, new = [KVCache(c.max_len) for _ in range(c.n_layers)] if c.causal else None, tokens
         for _ in range(n_new):
             start = tokens.shape[1] - new.shape[1] if c.causal else 0

@@ -60,13 +60,15 @@ from .mla import MLA_ABSORBED_SCORES
 from .multihead import MERGE_HEADS, SPLIT_HEADS
 from .rope import ROPE
 from .runner import run
+from .serving import MERGE_PARTIALS
 from .softmax import SOFTMAX
 from .sparse import INDEX_SCORES
 from .training import ADAM_STEP
 
 # in course order
 EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS, KV_DECODE_STEP, ROPE,
-                                    MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE, INFO_NCE,
+                                    MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE, MERGE_PARTIALS,
+                                    INFO_NCE,
                                     SOFTMAX_BACKWARD, ATTENTION_BACKWARD, ADAM_STEP]}
 
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]

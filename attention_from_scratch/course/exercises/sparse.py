@@ -28,28 +28,29 @@ def _index_cases():
     ]
 
 
-def _visible(t, s):
-    return np.tril(np.ones((t, s), dtype=bool), k=s - t)  # (T, S): query i sits at position S - T + i
+def _index_reference(q, k, w, **changed):
+    """The package's index_scores; the mistake models call it with a changed argument where one exists."""
+    return np.asarray(index_scores(q, k, w, **changed))
 
 
-def _index_reference(q, k, w, *, relu="head", scale="d", weights="w", causal="bottom-right", fill=-np.inf):
-    """The package's index_scores, and the mistake models (each keyword changes one step)."""
-    if (relu, scale, weights, causal, fill) == ("head", "d", "w", "bottom-right", -np.inf):
-        return np.asarray(index_scores(q, k, w))
-    _, h, t, d = q.shape
-    c = {"d": d**-0.5, "none": 1.0, "h": h**-0.5, "hd": (h * d) ** -0.5}[scale]
-    dots = q @ np.swapaxes(k, -1, -2)[:, None, :, :] * c  # (B, H_I, T, S)
-    w_h = np.swapaxes(w, 1, 2)[..., None]  # (B, T, H_I) -> (B, H_I, T, 1)
-    if weights == "mean":
-        w_h = np.full_like(w_h, 1.0 / h)
-    per_head = np.maximum(dots, 0) if relu == "head" else dots
-    scores = np.sum(w_h * per_head, axis=1)  # (B, T, S)
-    if relu == "after":
-        scores = np.maximum(scores, 0)
-    if causal != "none":
-        visible = _visible(t, k.shape[1]) if causal == "bottom-right" else np.tril(np.ones((t, k.shape[1]), bool))
-        scores = np.where(visible, scores, fill)
-    return scores.astype(q.dtype)
+def _relu_misplaced(q, k, w, *, where):
+    """No ReLU at all (``where="none"``), or one ReLU after the weighted sum (``"after"``)."""
+    t, s = q.shape[-2], k.shape[-2]
+    dots = q @ np.swapaxes(k, -1, -2)[:, None, :, :] * q.shape[-1] ** -0.5  # (B, H_I, T, S)
+    scores = np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1)  # (B, T, S)
+    scores = np.maximum(scores, 0) if where == "after" else scores
+    visible = np.tril(np.ones((t, s), dtype=bool), k=s - t)
+    return np.where(visible, scores, -np.inf).astype(q.dtype)
+
+
+def _top_left(q, k, w):
+    scores = _index_reference(q, k, w, causal=False)
+    return np.where(np.tril(np.ones(scores.shape[-2:], dtype=bool)), scores, -np.inf)
+
+
+def _filled(q, k, w, fill):
+    scores = _index_reference(q, k, w)
+    return np.where(np.isneginf(scores), fill, scores).astype(q.dtype)
 
 
 def _error_hint(case, err):
@@ -63,25 +64,25 @@ INDEX_SCORES = Exercise(
     "index_scores", "12_sparse_attention", ("q", "k", "w"), ("scores",), _index_cases, _index_reference,
     mistakes=[
         ("no ReLU: each head's dot product goes through ReLU before it is weighted (negative ones count 0)",
-         lambda *a: _index_reference(*a, relu="none")),
+         lambda *a: _relu_misplaced(*a, where="none")),
         ("ReLU is per head, inside the sum: Σ_h w_h ReLU(q_h·k), not ReLU(Σ_h w_h q_h·k)",
-         lambda *a: _index_reference(*a, relu="after")),
+         lambda *a: _relu_misplaced(*a, where="after")),
         ("the dot products are scaled by 1/√d_I (the width of one head) before the ReLU",
-         lambda *a: _index_reference(*a, scale="none")),
+         lambda q, k, w: _index_reference(q, k, w, scale=1.0)),
         ("the scale is 1/√d_I, the head width, not one over the square root of the number of heads (the "
-         "1/√H_I is already inside w)", lambda *a: _index_reference(*a, scale="h")),
+         "1/√H_I is already inside w)", lambda q, k, w: _index_reference(q, k, w, scale=q.shape[1] ** -0.5)),
         ("the scale is 1/√d_I, the width of one head, not of all heads together",
-         lambda *a: _index_reference(*a, scale="hd")),
+         lambda q, k, w: _index_reference(q, k, w, scale=(q.shape[1] * q.shape[-1]) ** -0.5)),
         ("each head is weighted by its own w[b, t, h], per query: not a plain mean over the heads",
-         lambda *a: _index_reference(*a, weights="mean")),
+         lambda q, k, w: _index_reference(q, k, np.full_like(w, 1.0 / q.shape[1]))),
         ("the future is not masked: key s is visible to query t only up to t's own position (-inf beyond)",
-         lambda *a: _index_reference(*a, causal="none")),
+         lambda q, k, w: _index_reference(q, k, w, causal=False)),
         ("the mask is top-left aligned: the T queries are the last T of the S tokens, query i sits at "
-         "position S − T + i", lambda *a: _index_reference(*a, causal="top-left")),
+         "position S − T + i", _top_left),
         ("fill the future with −∞, not 0: a 0 score beats every negative one, so top-k would pick a future key",
-         lambda *a: _index_reference(*a, fill=0.0)),
+         lambda q, k, w: _filled(q, k, w, 0.0)),
         ("fill the future with −∞, not a large negative number: −1e9 is a score top-k can still pick when a "
-         "query sees fewer than k keys", lambda *a: _index_reference(*a, fill=-1e9)),
+         "query sees fewer than k keys", lambda q, k, w: _filled(q, k, w, -1e9)),
     ],
     error_hint=_error_hint,
     title="the lightning indexer's scores",

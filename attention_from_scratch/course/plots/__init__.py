@@ -5,6 +5,7 @@
     plots/part1.py      notebooks 01-08 (dot product to multi-head attention)
     plots/part2.py      notebooks 09-16 (KV cache, RoPE, MLA, FlashAttention, applications, quiz)
     plots/sparse.py     notebook 12 (DeepSeek-V3.2's sparse attention: selected keys, recall, cost)
+    plots/serving.py    notebook 14 (sliding windows and the rolling cache, paged blocks, ring attention)
     plots/capstone.py   notebook 19 (training)
     plots/schematics.py data-flow diagrams with shapes (notebooks 06, 08, 09, 11, 18)
 
@@ -29,7 +30,7 @@ from .. import output_folder, say
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("averaging", "part1", "part2", "sparse", "capstone", "schematics")
+PARTS = ("averaging", "part1", "part2", "sparse", "serving", "capstone", "schematics")
 
 
 def save_figure(fig, path) -> Path:

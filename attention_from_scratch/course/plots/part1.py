@@ -63,13 +63,14 @@ def plot_dot_product_geometry(a=(3.0, 1.0), b=(1.5, 2.5)):
     ax.grid(alpha=0.3)
     # right: unit vector a fixed, b at three angles
     a1 = np.array([1.0, 0.0])
-    cases = [(45, "acute: a·b > 0", "tab:green"), (90, "right angle: a·b = 0", _GREY),
-             (135, "obtuse: a·b < 0", _RED)]
+    cases = [(45, "acute", "tab:green"), (90, "right angle", _GREY), (135, "obtuse", _RED)]
     _arrow(ax2, a1, _BLUE, "a")
     for deg, text, color in cases:
         bb = np.array([np.cos(np.radians(deg)), np.sin(np.radians(deg))])
         _arrow(ax2, bb, color, "")
-        ax2.text(bb[0] * 1.15, bb[1] * 1.15, f"{text}\n(a·b = {float(dot(a1, bb)):.2f})", color=color,
+        ab = float(dot(a1, bb))  # |a| = |b| = 1: a·b = cos θ; cos 90° is 6e-17 in floating point
+        value = "a·b = 0" if abs(ab) < 1e-12 else f"a·b = {ab:.2f} {'>' if ab > 0 else '<'} 0".replace("-", "−")
+        ax2.text(bb[0] * 1.15, bb[1] * 1.15, f"{text} ({deg}°)\n{value}", color=color,
                  fontsize=10, ha="center", va="bottom")
     ax2.set_xlim(-1.6, 1.6)
     ax2.set_ylim(-0.3, 1.75)

@@ -1,0 +1,225 @@
+"""How fast is the capstone's hand-written training step? Against the matmul floor, and against PyTorch.
+
+    python benchmarks/bench_training.py           # both configurations, 1 and 2 BLAS threads, 25 steps each
+    python benchmarks/bench_training.py --quick   # the README configuration only, 20 steps, a few seconds
+
+A step is ``loss_and_grads`` + one Adam update, float32, on fixed random tokens. For each
+configuration and BLAS thread count it prints the median step time, tokens per second and two ratios:
+
+* **step / floor**. The floor is the step's matrix products alone: every matmul of the forward pass
+  (the projections, attention's ``q kᵀ`` and ``P v``, the MLP, the unembedding) and the two of the
+  backward pass for each (``dX`` and ``dW``; ``dV, dP, dQ, dK`` for attention), replayed on arrays of
+  the same shapes, each projection as one 2-D matmul. Their FLOPs over that replay's time is this
+  machine's matmul rate for these shapes, so floor = FLOPs / rate: no NumPy step can be faster.
+  Everything above 1.0 is the elementwise work (norms, GELU, softmax, RoPE, Adam) and Python.
+* **step / PyTorch**: the same model written for PyTorch's autograd (same weights, same batch; its
+  loss is checked against ours first), only when PyTorch happens to be installed. PyTorch is not a
+  dependency of this project; without it the column says so.
+
+Every number is a median over the steps of one run, the variants interleaved round by round (a burst
+of load on a shared machine hits all of them alike). ``train()`` picks its BLAS thread count by size
+(``training.blas_threads_for``): the last column says what it picks for each configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import print_table
+
+from attention_from_scratch.model.training import Adam, blas_threads_for
+from attention_from_scratch.model.transformer import Transformer, TransformerConfig
+
+# name -> (config, batch size, tokens per sequence)
+CONFIGS = {
+    "README (d 32, 2 layers, T 23, batch 32)": (TransformerConfig(16, 32, 2, 2, 64, 24), 32, 23),
+    "d 256, 8 heads, 4 layers, d_ff 1024, T 256, batch 16": (TransformerConfig(256, 256, 8, 4, 1024, 256), 16, 256),
+}
+
+
+def make_step(config, batch, t, seed=0):
+    """``(step, model, tokens, targets)``: one float32 training step of a fresh model on fixed random tokens."""
+    model = Transformer(config, seed=seed, dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    tokens, targets = (rng.integers(0, config.vocab_size, (batch, t)) for _ in range(2))
+    optimizer = Adam(model.params, lr=1e-3)
+
+    def step():
+        optimizer.step(model.loss_and_grads(tokens, targets)[1])
+
+    return step, model, tokens, targets
+
+
+def matmul_shapes(config, batch, t):
+    """Every matmul of one training step as ``(count, m, k, n)``: ``count`` products of (m, k) @ (k, n)."""
+    c, n = config, batch * t
+    kv = c.kv_heads * c.d_k
+    forward = [(1, n, c.d_model, w) for w in (c.d_model, kv, kv, c.d_model)]  # q, k, v, o projections
+    forward += [(1, n, c.d_model, c.d_ff), (1, n, c.d_ff, c.d_model)]  # the MLP
+    heads = batch * c.n_heads
+    attention = [(heads, t, c.d_k, t), (heads, t, t, c.d_k)]  # scores q kᵀ, output P v
+    attention_backward = [(heads, t, t, c.d_k), (heads, t, c.d_k, t), (heads, t, t, c.d_k), (heads, t, t, c.d_k)]
+    shapes = []
+    for count, m, k, w in forward * c.n_layers + [(1, n, c.d_model, c.vocab_size)]:  # + the unembedding
+        shapes += [(count, m, k, w), (count, m, w, k), (count, k, m, w)]  # forward, dX = dY Wᵀ, dW = Xᵀ dY
+    return shapes + (attention + attention_backward) * c.n_layers
+
+
+def make_floor(shapes, seed=0):
+    """``(replay, flops)``: a function doing exactly the matmuls of ``shapes`` on random float32 arrays."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for count, m, k, n in shapes:
+        lead = (count,) if count > 1 else ()
+        a = rng.standard_normal((*lead, m, k), dtype=np.float32)
+        pairs.append((a, rng.standard_normal((*lead, k, n), dtype=np.float32)))
+
+    def replay():
+        for a, b in pairs:
+            a @ b
+
+    return replay, sum(2 * count * m * k * n for count, m, k, n in shapes)
+
+
+def _thread_limit(threads):
+    """A context manager holding BLAS at ``threads`` (nothing without threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return nullcontext()
+    return threadpool_limits(limits=threads, user_api="blas")
+
+
+def torch_step(model, tokens, targets, threads):
+    """``(step, loss)`` of the same model under PyTorch's autograd and Adam, or ``(None, reason)``."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None, "PyTorch is not installed (it is not a dependency): ratio skipped"
+    torch.set_num_threads(threads)
+    c, (b, t) = model.config, tokens.shape
+    p = {name: torch.tensor(np.asarray(w), requires_grad=True) for name, w in model.params.items()}
+    optimizer = torch.optim.Adam(list(p.values()), lr=1e-3)
+    tok, tgt = torch.as_tensor(tokens), torch.as_tensor(targets)
+    angles = torch.arange(t, dtype=torch.float64)[:, None] * torch.as_tensor(np.asarray(model._freqs))[None, :]
+    cos, sin = torch.cos(angles).float(), torch.sin(angles).float()  # (T, d_k/2)
+
+    def rope(x):  # rotate consecutive pairs, as apply_rope
+        x_even, x_odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x_even * cos - x_odd * sin, x_even * sin + x_odd * cos], dim=-1).flatten(-2)
+
+    def rms(x, g):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g
+
+    def heads(x, n):  # (B, T, n·d_k) -> (B, n, T, d_k), each key/value head repeated for its query group
+        x = x.view(b, t, n, c.d_k).transpose(1, 2)
+        return x.repeat_interleave(c.n_heads // n, dim=1) if n != c.n_heads else x
+
+    def loss_fn():
+        x = p["embed"][tok] + (p["pos"][:t] if c.positions == "learned" else 0.0)
+        for i in range(c.n_layers):
+            h = rms(x, p[f"{i}.attn_norm"])
+            q, k, v = (heads(h @ p[f"{i}.w_{n}"], c.n_heads if n == "q" else c.kv_heads) for n in "qkv")
+            if c.positions == "rope":
+                q, k = rope(q), rope(k)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=c.causal, scale=None if c.scale else 1.0)
+            x = x + o.transpose(1, 2).reshape(b, t, -1) @ p[f"{i}.w_o"]
+            x = x + F.gelu(rms(x, p[f"{i}.mlp_norm"]) @ p[f"{i}.w_1"], approximate="tanh") @ p[f"{i}.w_2"]
+        logits = rms(x, p["final_norm"]) @ p["unembed"]
+        return F.cross_entropy(logits.reshape(-1, c.vocab_size), tgt.reshape(-1), ignore_index=-1)
+
+    ours = model.loss_and_grads(tokens, targets)[0]
+    theirs = float(loss_fn())
+    if abs(theirs - ours) > 1e-4 * abs(ours):
+        return None, f"the PyTorch twin's loss {theirs:.6f} differs from ours {ours:.6f}: ratio skipped"
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn().backward()
+        optimizer.step()
+
+    return step, None
+
+
+def measure(fns: dict, repeat: int, warmup: int = 3) -> dict:
+    """Median seconds of each ``(fn, threads)`` in ``fns``, rounds interleaved; the thread limit is set
+    outside the timed call."""
+    for fn, threads in fns.values():
+        with _thread_limit(threads):
+            for _ in range(warmup):
+                fn()
+    times = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(repeat):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn, threads = fns[name]
+            with _thread_limit(threads):
+                gc.collect()
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def run(configs, threads=(1, 2), repeat=25):
+    """Rows of the table: one per (configuration, thread count)."""
+    rows = []
+    for label, (config, batch, t) in configs.items():
+        step, model, tokens, targets = make_step(config, batch, t)
+        floor, flops = make_floor(matmul_shapes(config, batch, t))
+        fns, notes = {}, set()
+        for n in threads:
+            fns[("step", n)], fns[("floor", n)] = (step, n), (floor, n)
+            twin, note = torch_step(model, tokens, targets, n)
+            if twin is not None:
+                fns[("torch", n)] = (twin, n)
+            notes.add(note)
+        med = measure(fns, repeat)
+        for n in threads:
+            s, f = med[("step", n)], med[("floor", n)]
+            versus = f"{s / med[('torch', n)]:.2f}" if ("torch", n) in med else "-"
+            rows.append([
+                label, str(n), f"{s * 1e3:.1f}", f"{batch * t / s:,.0f}", f"{flops / f / 1e9:.1f}",
+                f"{s / f:.2f}", versus,
+            ])
+        rows[-1].append(str(blas_threads_for(config, batch * t) or "all"))
+        for note in notes - {None}:
+            print(f"note ({label}): {note}")
+    return rows
+
+
+def _load() -> str:
+    try:
+        import os
+
+        return "load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average: unknown"
+
+
+def main(quick: bool = False) -> None:
+    configs = dict(list(CONFIGS.items())[:1]) if quick else CONFIGS
+    print(f"{_load()}; {'quick run: ' if quick else ''}medians over {20 if quick else 25} interleaved steps")
+    rows = run(configs, repeat=20 if quick else 25)
+    for row in rows:
+        row += [""] * (8 - len(row))
+    headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
+               "step / floor", "step / PyTorch", "train() uses"]
+    print_table(headers, rows)
+    print(_load())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the README configuration only, 20 steps")
+    main(parser.parse_args().quick)

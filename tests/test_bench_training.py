@@ -1,0 +1,41 @@
+"""benchmarks/bench_training.py's FLOP count against the closed form, and one tiny run of its table.
+
+The timed runs are too slow for the suite: ``python benchmarks/bench_training.py`` (or the quick one
+in ``python -m attention_from_scratch bench``)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from attention_from_scratch.model.transformer import TransformerConfig
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+pytestmark = pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not in this checkout")
+
+
+@pytest.mark.parametrize("n_kv_heads", [None, 2])
+def test_matmul_flops_equal_six_per_weight_per_token_plus_attention(n_kv_heads):
+    bench = importlib.import_module("bench_training")  # benchmarks/ is on pytest's pythonpath
+    c = TransformerConfig(11, 24, 4, 3, 40, 9, n_kv_heads=n_kv_heads)
+    b, t = 5, 7
+    kv = c.kv_heads * c.d_k
+    weights = c.n_layers * (2 * c.d_model * c.d_model + 2 * c.d_model * kv + 2 * c.d_model * c.d_ff)
+    weights += c.d_model * c.vocab_size  # the unembedding; the embedding is a lookup, no matmul
+    # 2 FLOPs per multiply-add, x3 for forward + dX + dW; attention: 2 products forward, 4 backward
+    expected = 6 * b * t * weights + 2 * 6 * c.n_layers * b * c.n_heads * t * t * c.d_k
+    _, flops = bench.make_floor(bench.matmul_shapes(c, b, t))
+    assert flops == expected
+
+
+def test_a_tiny_run_prints_ratios_and_skips_pytorch_when_absent(capsys):
+    bench = importlib.import_module("bench_training")
+    rows = bench.run({"tiny": (TransformerConfig(7, 8, 2, 1, 12, 6), 2, 6)}, threads=(1,), repeat=2)
+    assert len(rows) == 1 and rows[0][0] == "tiny" and rows[0][-1] == "1"
+    assert float(rows[0][5]) > 0  # step / floor
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert "PyTorch is not installed" in capsys.readouterr().out and rows[0][6] == "-"
