@@ -17,8 +17,8 @@ Two layouts of RoPE meet here. The indexer rotates the first ``qk_rope_head_dim`
 the *rotate-half* layout (feature i pairs with i + d_r/2, :func:`~attention_from_scratch.rope.rotate_half_rope`),
 while MLA itself rotates consecutive pairs (:func:`~attention_from_scratch.rope.apply_rope`). DeepSeek's
 first V3.2-Exp demo code used consecutive pairs in both; their 2025-11-17 update says the indexer
-needs the non-interleaved layout and fixes it. Both layouts give scores that depend only on t - s;
-weights trained for one are wrong for the other (notebook 12 shows it).
+needs the non-interleaved layout and fixes it. Both layouts give scores that depend only on t - s,
+but the same weights give other scores under the other layout (notebook 12 shows it).
 
 The reference also rotates q and k by a Hadamard matrix and rounds them to FP8 (e4m3, one scale per
 128 values) before scoring: :func:`hadamard` is orthogonal, so every q·k is unchanged in exact

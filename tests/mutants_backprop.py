@@ -52,6 +52,11 @@ def sb_jacobian_1d(y, dy):
     return (np.diag(y) - np.outer(y, y)) @ dy  # one row only: np.diag of a matrix is its diagonal
 
 
+def sb_float16(y, dy):
+    y16, dy16 = y.astype(np.float16), dy.astype(np.float16)  # "half precision is enough for a gradient"
+    return (y16 * (dy16 - np.sum(dy16 * y16, axis=-1, keepdims=True))).astype(y.dtype)
+
+
 # --- softmax_backward: right -----------------------------------------------------------------------------
 
 
@@ -128,6 +133,40 @@ def ab_naive_softmax(q, k, v, d_out, mask=None):
         s = np.where(mask, s, -np.inf)
     e = np.exp(s - s.max(-1, keepdims=True))  # a fully masked row: -inf - (-inf) = nan
     return _grads(e / e.sum(-1, keepdims=True), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_no_max_subtracted(q, k, v, d_out, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    e = np.exp(s)  # no row max subtracted: exp of a huge score overflows
+    if mask is not None:
+        e = np.where(mask, e, 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return _grads(e / np.where(total > 0, total, 1.0), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_square_mask_is_causal(q, k, v, d_out, mask=None):
+    if mask is not None and q.shape[-2] == k.shape[-2]:
+        mask = np.tril(np.ones((q.shape[-2], k.shape[-2]), dtype=bool))  # "a square mask is the causal one"
+    return _grads(_p(q, k, mask), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_max_before_masking(q, k, v, d_out, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    m = s.max(-1, keepdims=True)  # the max over every key, blocked ones included
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - m)
+    total = e.sum(axis=-1, keepdims=True)
+    return _grads(e / np.where(total > 0, total, 1.0), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_max_before_masking_unguarded(q, k, v, d_out, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    m = s.max(-1, keepdims=True)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - m)
+    return _grads(e / e.sum(axis=-1, keepdims=True), q, k, v, d_out, q.shape[-1] ** -0.5)
 
 
 def ab_scales_q_in_place(q, k, v, d_out, mask=None):
@@ -213,15 +252,16 @@ BATTERIES = {
             (sb_in_place, "changed its input `dy` in place"),
             (sb_float64, "float32 in, float32 out"),
             (sb_jacobian_1d, None),
+            (sb_float16, "lower precision than the input"),
         ],
         "right": [sb_jacobian_loop, sb_batched_jacobian, sb_expanded],
     },
     "attention_backward": {
         "wrong": [
-            (ab_dv_no_transpose, "dV = Pᵀ dO"),
+            (ab_dv_no_transpose, "dV collects"),
             (ab_no_row_correction, "dS needs softmax's row correction"),
-            (ab_scale_forgotten_in_dq, "dQ = scale · dS K"),
-            (ab_scale_forgotten_in_dk, "dK = scale · dSᵀ Q"),
+            (ab_scale_forgotten_in_dq, "dQ is missing the scale"),
+            (ab_scale_forgotten_in_dk, "dK is missing the scale"),
             (ab_mask_ignored_in_backward, "masked keys must get no gradient"),
             (ab_minus_1e9, "−1e9 is finite"),
             (ab_fill_zero, "0 is an ordinary score"),
@@ -230,6 +270,10 @@ BATTERIES = {
             (ab_float64, "float32 in, float32 out"),
             (ab_dk_without_transpose, None),
             (ab_2d_transpose, "transpose only the last two"),
+            (ab_no_max_subtracted, "subtract the row max"),
+            (ab_square_mask_is_causal, None),
+            (ab_max_before_masking, "the row max belongs to the allowed keys"),
+            (ab_max_before_masking_unguarded, "the row max belongs to the allowed keys"),
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

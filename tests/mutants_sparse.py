@@ -80,6 +80,36 @@ def weights_on_the_wrong_axis(q, k, w):
     return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
 
 
+def _relu_scores(q, k, w):
+    dots = np.maximum(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0)
+    return np.einsum("bth,bhts->bts", w, dots)
+
+
+def window_one_too_wide(q, k, w):
+    t, s = q.shape[2], k.shape[1]
+    return np.where(np.tril(np.ones((t, s), dtype=bool), k=s - t + 1), _relu_scores(q, k, w), -np.inf)
+
+
+def window_one_too_narrow(q, k, w):
+    t, s = q.shape[2], k.shape[1]
+    return np.where(np.tril(np.ones((t, s), dtype=bool), k=s - t - 1), _relu_scores(q, k, w), -np.inf)
+
+
+def finfo_min_fill(q, k, w):
+    return np.where(_future(q.shape[2], k.shape[1]), np.finfo(q.dtype).min, _relu_scores(q, k, w))
+
+
+def weights_reshaped(q, k, w):
+    b, t, h = w.shape
+    w_heads = w.reshape(b, h, t)  # (B, T, H_I) -> (B, H_I, T) by reshape: tokens and heads mixed
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5, 0)  # (B, H_I, T, S)
+    return np.where(_future(t, k.shape[1]), -np.inf, np.sum(w_heads[..., None] * dots, axis=1))
+
+
+def weights_divided_by_heads_again(q, k, w):
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, _relu_scores(q, k, w / np.sqrt(q.shape[1])))
+
+
 def scores_by_loops(q, k, w):
     """One query, key and head at a time, as the formula reads."""
     b, h, t, d = q.shape
@@ -114,6 +144,11 @@ BATTERIES = {
             (divides_q_in_place, "changed its input `q` in place"),
             (float64_result, "float32 in, float32 out"),
             (weights_on_the_wrong_axis, "move w's head axis"),
+            (window_one_too_wide, "off by one at the causal edge"),
+            (window_one_too_narrow, "off by one at the causal edge"),
+            (finfo_min_fill, "not the most negative finite number"),
+            (weights_reshaped, "reshape keeps the memory order"),
+            (weights_divided_by_heads_again, "already inside w"),
         ],
         "right": [scores_by_loops, scale_folded_into_the_weights],
     },

@@ -70,6 +70,32 @@ def weights_swapped_in_m(p, g, m, v, t, lr, beta1, beta2, eps):
     return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
 
 
+def eps_hard_coded(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + 1e-8), m, v  # the eps argument ignored
+
+
+def damped_step(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - 0.999 * lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
+def amsgrad(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = np.maximum(v, beta2 * v + (1 - beta2) * g * g)  # AMSGrad's running max: another optimizer
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
+def float32_inside(p, g, m, v, t, lr, beta1, beta2, eps):
+    p32, g32, m32, v32 = (a.astype(np.float32) for a in (p, g, m, v))  # "float32 is enough for an optimizer"
+    m32 = beta1 * m32 + (1 - beta1) * g32
+    v32 = beta2 * v32 + (1 - beta2) * g32 * g32
+    p32 = p32 - lr * (m32 / (1 - beta1**t)) / (np.sqrt(v32 / (1 - beta2**t)) + eps)
+    return p32.astype(p.dtype), m32.astype(m.dtype), v32.astype(v.dtype)
+
+
 # --- correct, in other styles ---
 
 
@@ -104,6 +130,10 @@ BATTERIES = {
             (in_place, "changed its input `p` in place"),
             (float64_scalars, "float32 in, float32 out"),
             (weights_swapped_in_m, "the new gradient gets the small weight"),
+            (eps_hard_coded, "eps is an argument"),
+            (damped_step, None),
+            (amsgrad, None),
+            (float32_inside, "lower precision than the input"),
         ],
         "right": [kingma_efficient_form, elementwise_loop],
     },

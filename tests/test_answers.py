@@ -216,6 +216,22 @@ def test_replies(capsys):
     assert "give a finite number" in capsys.readouterr().out
     check_answer("10.2", 1e-15)  # 0 up to rounding, on the scale of the weights
     assert capsys.readouterr().out == "correct\n"
+    check_answer("12.1", np.float32(answers.expected("12.1")))  # 671612928 rounded to float32: not exact
+    assert "a count is an exact whole number" in capsys.readouterr().out
+    check_answer("12.1", np.float32(671612900))  # the same float32, typed as a nearby wrong count
+    assert "a count is an exact whole number" in capsys.readouterr().out
+    check_answer("12.1", float(answers.expected("12.1")))  # an integral float64 that is exactly the count
+    assert capsys.readouterr().out == "correct\n"
+    check_answer("12.1", answers.expected("12.1") + 1)
+    assert "not right yet" in capsys.readouterr().out
+    check_answer("08.1", np.array(80))  # a 0-d array is a number
+    assert capsys.readouterr().out == "correct\n"
+    check_answer("10.3", np.array(answers.expected("10.3")))
+    assert capsys.readouterr().out == "correct\n"
+    check_answer("10.3", -answers.expected("10.3"))  # a largest |difference| cannot be negative
+    assert "is ≥ 0" in capsys.readouterr().out
+    check_answer("16.2", -answers.expected("16.2"))
+    assert "is ≥ 0" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("key", [k for k in answers.keys() if answers.ANSWERS[k].kind != "shape"])

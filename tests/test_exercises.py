@@ -48,6 +48,17 @@ WRONG = [(name, fn, hint) for name, b in BATTERIES.items() for fn, hint in b["wr
 RIGHT = [(name, fn) for name, b in BATTERIES.items() for fn in b["right"]]
 
 
+NOT_PRECISION = [("adam_step", "damped_step"), ("adam_step", "amsgrad"), ("adam_step", "eps_hard_coded")]
+
+
+@pytest.mark.parametrize(("name", "mutant"), NOT_PRECISION)
+def test_float64_algorithm_bugs_are_not_called_lower_precision(name, mutant):
+    """A float64 bug whose error is small but not rounding's (a damped step, AMSGrad) gets no precision hint."""
+    wrong = next(fn for fn, _ in BATTERIES[name]["wrong"] if fn.__name__ == mutant)
+    verdict = exercises.check(name, wrong, quiet=True)
+    assert not verdict.passed and "lower precision" not in verdict.report, verdict.report
+
+
 @pytest.mark.parametrize(("name", "wrong", "hint"), WRONG, ids=[f"{w[0]}-{w[1].__name__}" for w in WRONG])
 def test_wrong_solution_fails_with_its_hint(name, wrong, hint):
     verdict = exercises.check(name, wrong, quiet=True)

@@ -39,6 +39,7 @@ class ShortAnswer:
     kind: str = "number"  # "number" (relative tolerance), "count" (an exact whole number), "shape" (a tuple)
     rtol: float = 1e-3
     atol: float = 0.0
+    magnitude: bool = False  # a largest |difference| or a norm: a negative answer is refused with its own hint
 
 
 _NOT_ANSWERED = "not answered yet: replace None with your answer and run the cell again"
@@ -71,6 +72,8 @@ def _judge(item: ShortAnswer, answer) -> str | None:
         if not isinstance(answer, (tuple, list)) or not all(isinstance(a, numbers.Integral) for a in answer):
             return "a shape is a tuple of whole numbers, e.g. (3, 4)"
         return None if tuple(int(a) for a in answer) == tuple(want) else ""
+    if isinstance(answer, np.ndarray) and answer.ndim == 0:
+        answer = answer.item()  # a 0-d array (np.abs(x).max() of an array, np.array(3.0)) is a number
     try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
         value = check_real(answer, "answer")
     except TypeError:
@@ -78,7 +81,16 @@ def _judge(item: ShortAnswer, answer) -> str | None:
     except ValueError:
         return "give a finite number"
     if item.kind == "count":
-        return None if value == float(want) else ""
+        # exact: an int, or a float whose value is that whole number (a float32 rounds large counts)
+        if isinstance(answer, numbers.Integral):
+            return None if int(answer) == int(want) else ""
+        spacing = float(np.spacing(np.abs(answer))) if isinstance(answer, np.floating) else 0.0
+        if spacing >= 1.0:  # a float32 above 2^24 cannot tell neighbouring whole numbers apart
+            return (f"a count is an exact whole number: give an int (a {type(answer).__name__} rounds this one to a "
+                    f"multiple of {spacing:g})")
+        return None if value.is_integer() and int(value) == int(want) else ""
+    if item.magnitude and value < 0:
+        return "a largest |difference| (or a norm) is ≥ 0: take the absolute value before the max."
     return None if abs(value - float(want)) <= item.atol + item.rtol * abs(float(want)) else ""
 
 
@@ -392,9 +404,9 @@ ANSWERS = {
     "10.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
                         "a pair comes back to its start after a full turn, 2π radians, at θ_i radians per token."),
     "10.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
-                        "both runs have the same offsets.", atol=1e-9),
+                        "both runs have the same offsets.", atol=1e-9, magnitude=True),
     "10.3": ShortAnswer(_decoupled_score_change, "compute the decoupled scores with the keys at the shuffled positions "
-                        "and at positions 0 … 5, and take the largest absolute difference."),
+                        "and at positions 0 … 5, and take the largest absolute difference.", magnitude=True),
     "11.1": ShortAnswer(_plain_wq_parameters, "the plain wq maps dim to n_heads · (d_h + d_r): multiply the two "
                         "sides of its shape.", kind="count"),
     "11.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
@@ -413,17 +425,17 @@ ANSWERS = {
     "13.3": ShortAnswer(lambda: int(np.zeros((128, 128), dtype=np.float32).nbytes),
                         "entries of the tile times the bytes of one float32.", kind="count"),
     "13.4": ShortAnswer(_flash_workers_difference, "each query block sums its key blocks in the same order with or "
-                        "without workers.", atol=1e-12),
+                        "without workers.", atol=1e-12, magnitude=True),
     "15.1": ShortAnswer(_runner_up_without_idf, "rank with docs as keys (no idf) and read the second score.",
                         rtol=1e-2),
     "15.2": ShortAnswer(lambda: _info_nce_gradient_norm(0.01), "call info_nce_backward with temperature=0.01 and take "
-                        "the norm of dL/dq (3 significant figures).", rtol=1e-2),
+                        "the norm of dL/dq (3 significant figures).", rtol=1e-2, magnitude=True),
     "15.3": ShortAnswer(_best_rank, "train the three ranks and compare their RMSE on the unseen ratings.",
                         kind="count"),
     "16.1": ShortAnswer(lambda: float(_afs().softmax([0.0, 0.1, 0.2])[0]),
                         "e^0 divided by the sum of the three exponentials.", rtol=1e-2),
     "16.2": ShortAnswer(_zero_fill_leak, "run the 0-filled attention on the changed and the original input and take "
-                        "the largest change in outputs 0..3.", rtol=1e-2),
+                        "the largest change in outputs 0..3.", rtol=1e-2, magnitude=True),
     "17.1": ShortAnswer(lambda: (2 * 2048**2 * 64) / (2 * 1024**2 * 64),
                         "the work is proportional to T²: compare it at 2T and at T."),
     "17.2": ShortAnswer(lambda: (64 * 2**20) / 2**30 / 25 * 1e3, "convert 64 MiB to GiB, divide by 25 GiB/s, and give "

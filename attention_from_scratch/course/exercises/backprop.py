@@ -12,7 +12,7 @@ import numpy as np
 from ...attention import attention_backward, scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import softmax, softmax_backward
-from .cases import Case, Exercise, _draw
+from .cases import _OVERFLOW, Case, Exercise, _draw
 
 __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
 
@@ -49,16 +49,18 @@ def _sum(a, **kw):
 SOFTMAX_BACKWARD = Exercise(
     "softmax_backward", "18_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
     mistakes=[
-        ("the row correction is missing: dx_i = y_i (g_i − ⟨g, y⟩); y ⊙ g alone is only the diagonal part "
-         "diag(y) g of the Jacobian, without the − y yᵀ g that couples the entries of a row",
+        ("the row correction is missing: y ⊙ g alone is only the diagonal part diag(y) g of the softmax Jacobian; "
+         "its off-diagonal part − y yᵀ g couples the entries of a row (one inner product per row)",
          lambda y, dy: y * dy),
         ("y_i (1 − y_i) is only the Jacobian's diagonal: the off-diagonal entries −y_i y_j couple every entry of a "
          "row, and they add up to the correction − y ⟨g, y⟩", lambda y, dy: y * (1 - y) * dy),
         ("the correction ⟨g, y⟩ = Σ_j g_j y_j weighs each upstream gradient by its softmax weight; Σ_j g_j leaves "
          "out the weights", lambda y, dy: y * (dy - _sum(dy, axis=-1, keepdims=True))),
-        ("dx = y ⊙ (g − ⟨g, y⟩): the whole bracket is multiplied by y (a masked entry, y = 0, gets gradient 0)",
+        ("the whole bracket is multiplied by y: every entry of dx carries its own weight y_i, the correction "
+         "included (a masked entry, y = 0, gets gradient 0)",
          lambda y, dy: dy - _sum(dy * y, axis=-1, keepdims=True)),
-        ("the sign of the correction is flipped: dx = y ⊙ (g − ⟨g, y⟩)",
+        ("the sign of the correction is flipped: the row's weighted average ⟨g, y⟩ is taken away from each g_i, "
+         "not g_i from it",
          lambda y, dy: y * (_sum(dy * y, axis=-1, keepdims=True) - dy)),
         ("⟨g, y⟩ is one number per row: sum over the last axis only (each row is its own softmax)",
          lambda y, dy: y * (dy - _sum(dy * y))),
@@ -96,14 +98,19 @@ def _rows_sum_to_zero(e, g):
 
 
 def _backward(q, k, v, d_out, mask=None, *, transpose_dv=True, correction=True, scale_q=True, scale_k=True,
-              fill=-np.inf, mask_p=True, sign=1.0):
+              fill=-np.inf, mask_p=True, sign=1.0, max_first=False, guard=True):
     """Attention's backward with one step changeable: the mistakes below are this with one flag flipped."""
     d_k = q.shape[-1]
     scale = 1 / d_k**0.5
     scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
     if mask is not None and mask_p:
         scores = np.where(mask, scores, fill)
-    if fill == -np.inf or mask is None or not mask_p:
+    if max_first:  # the row max taken over every key, blocked ones included, then the mask
+        raw = q @ np.swapaxes(k, -1, -2) * scale
+        e = np.exp(scores - np.max(raw, axis=-1, keepdims=True))
+        total = np.sum(e, axis=-1, keepdims=True)
+        p = e / (np.where(total > 0, total, 1.0) if guard else total)
+    elif fill == -np.inf or mask is None or not mask_p:
         p = scaled_dot_product_attention(q, k, v, mask if mask_p else None)[1]
     else:
         p = softmax(scores)
@@ -131,7 +138,13 @@ def _blocked_key_above(seed):
     return q, k, v, d_out, mask
 
 
+def _huge_unmasked(seed):
+    """Queries whose score with key 2 is about 1000 above every other score, nothing masked."""
+    return (*_blocked_key_above(seed)[:4], None)
+
+
 def _attention_backward_cases():
+    square_padding = padding_mask(np.array([3, 4]), 4)[:, None]  # (B, 1, S) -> (B, 1, 1, S), T = S = 4
     causal = np.tril(np.ones((4, 4), dtype=bool))
     masked_row = np.ones((3, 5), dtype=bool)
     masked_row[1] = False  # query 1 may attend to nothing
@@ -146,6 +159,9 @@ def _attention_backward_cases():
         Case("a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6): lengths 6 and 2",
              (*_draw(35, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), padding)),
         Case("a blocked key whose score is about 1000 above the others", _blocked_key_above(36)),
+        Case("an allowed key whose score is about 1000 above the others (no mask)", _huge_unmasked(40)),
+        Case("a padding mask with T = S = 4 (square, not causal): lengths 3 and 4",
+             (*_draw(41, (2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 3), (2, 2, 4, 3)), square_padding)),
         Case("a fully masked row (query 1 sees no key): it contributes nothing",
              (*_draw(37, (3, 4), (5, 4), (5, 2), (3, 2)), masked_row)),
         Case("d_k = 16 (the scale 1/4 matters)", (*_draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
@@ -169,6 +185,18 @@ def _masked_row_nan(case, e, g):
     return None
 
 
+def _overflow_nan(case, e, g):
+    q, k = case.args[0], case.args[1]
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    allowed = scores if case.args[4] is None else np.where(case.args[4], scores, 0.0)
+    huge = np.max(np.abs(allowed)) > 700  # exp(710) overflows float64: an allowed score that large
+    if huge and not _has_empty_row(case) and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
+        return _OVERFLOW
+    return None
+
+
+_MAX_FIRST = ("the row max belongs to the allowed keys only: take it after masking; a blocked score far above the "
+              "others makes every allowed exp(s − max) underflow to 0")
 _MASKED_KEYS = ("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
                 "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0")
 
@@ -176,17 +204,20 @@ ATTENTION_BACKWARD = Exercise(
     "attention_backward", "18_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
     _attention_backward_cases, _reference,
     mistakes=[
-        ("dV = Pᵀ dO: value j collects dO from every query in proportion to the weight that query gave key j, "
-         "which is column j of P: the transpose", lambda *a: _backward(*a, transpose_dv=False)),
-        ("dS needs softmax's row correction: dS = P ⊙ (dP − rowsum(dP ⊙ P)); P ⊙ dP alone is only the diagonal "
-         "of the softmax Jacobian", lambda *a: _backward(*a, correction=False)),
-        ("dQ = scale · dS K: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
+        ("dV collects, for each value j, dO from every query in proportion to the weight that query gave key j: "
+         "that is column j of P, so which matrix is transposed?", lambda *a: _backward(*a, transpose_dv=False)),
+        ("dS needs softmax's row correction: P ⊙ dP alone is only the diagonal of the softmax Jacobian; each row "
+         "also takes away its P-weighted average of dP", lambda *a: _backward(*a, correction=False)),
+        ("dQ is missing the scale: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
          "factor into dQ (and dK) too", lambda *a: _backward(*a, scale_q=False)),
-        ("dK = scale · dSᵀ Q: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
+        ("dK is missing the scale: the forward multiplied the scores by scale = 1/√d_k, so the chain rule brings that "
          "factor into dK (and dQ) too", lambda *a: _backward(*a, scale_k=False)),
         ("the scale is missing in both dQ and dK: S = scale · Q Kᵀ with scale = 1/√d_k",
          lambda *a: _backward(*a, scale_q=False, scale_k=False)),
-        ("the sign of dS is flipped: dS = P ⊙ (dP − rowsum(dP ⊙ P))", lambda *a: _backward(*a, sign=-1.0)),
+        ("the sign of dS is flipped: the row correction takes the row's P-weighted average away from dP, not dP "
+         "from it", lambda *a: _backward(*a, sign=-1.0)),
+        (_MAX_FIRST, lambda *a: _backward(*a, max_first=True)),
+        (_MAX_FIRST, lambda *a: _backward(*a, max_first=True, guard=False)),
         (_MASKED_KEYS, lambda *a: _backward(*a, mask_p=False)),
         ("−1e9 is finite: in a fully masked row every score becomes −1e9 and the softmax makes the row uniform, so "
          "a row that should contribute nothing sends gradient to every key; use −∞ and give that row weights 0",
@@ -194,7 +225,7 @@ ATTENTION_BACKWARD = Exercise(
         ("masked keys got gradient: a blocked score must be −∞ (weight 0); 0 is an ordinary score",
          lambda *a: _backward(*a, fill=0.0)),
     ],
-    symptoms=[_masked_row_nan],
+    symptoms=[_masked_row_nan, _overflow_nan],
     title="the backward passes of softmax and attention",
     task="""Then `my_attention_backward(q, k, v, d_out, mask=None)` returning `(dq, dk, dv)`, the gradients of a
 loss through `out = softmax(q kᵀ / √d_k) v` given `d_out = ∂L/∂out`: `q` `(..., T, d_k)`, `k` `(..., S, d_k)`,
@@ -205,8 +236,8 @@ dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = scale · 
 (boolean, True = may attend) broadcasts against the `(..., T, S)` scores, e.g. `(B, 1, 1, S)`; a masked key
 gets no gradient, and a fully masked row contributes nothing (no `nan`). Return the inputs' dtype and leave
 the inputs unchanged. The checker tries T ≠ S, d_v ≠ d_k, batch and head dimensions, float32, a causal mask,
-a padding mask, a blocked key scoring about 1000 above the others, a fully masked row, d_k = 16 and one
-token.""",
+a padding mask, a blocked key and an allowed key scoring about 1000 above the others, a square padding
+mask (T = S, not causal), a fully masked row, d_k = 16 and one token.""",
     stub='''def my_attention_backward(q, k, v, d_out, mask=None):
     """(dq, dk, dv) of out = softmax(q kᵀ / √d_k) v, given d_out = dL/d out; mask: True = may attend."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -118,10 +118,33 @@ def _difference(label, e, g, case):
         rtol = rtol_of(case)
         lines.append(f"  the difference is below the 4 decimals shown: largest absolute error {err:.2g}, relative "
                      f"{err / scale:.2g} (the tolerance is {rtol:g} relative to the largest expected value)")
-        if case.dtype == np.float64 and err / scale < 1e-4:
-            lines.append("  hint: computed in lower precision than the input? float64 in needs float64 all the way "
-                         "(no float32 or float16 step, no np.float32 constant)")
+    if case.dtype == np.float64 and finite_same and g.dtype.kind == "f" and _lower_precision(e, g):
+        lines.append("  hint: computed in lower precision than the input? float64 in needs float64 all the way "
+                     "(no float32 or float16 step, no np.float32 constant)")
     return lines
+
+
+def _lower_precision(e, g) -> bool:
+    """Whether ``g`` differs from ``e`` as a float32 or float16 computation would, and by no more.
+
+    A result computed in float32 (float16) and cast back holds only float32 (float16) values, within
+    a few hundred units of their last place of the expected ones; an error of a quarter to 64 float32
+    units relative to the values' scale is rounding too (a float32 constant in a float64 computation).
+    A larger error, or a smaller one, is an algorithm's.
+    """
+    e, g = e.astype(np.float64), g.astype(np.float64)
+    fin = np.isfinite(e) & np.isfinite(g)
+    if not fin.any():
+        return False
+    e, g = e[fin], g[fin]
+    err, scale = _error(e, g)
+    rel = err / scale
+    for low, units in ((np.float16, 256), (np.float32, 256)):
+        if np.array_equal(g.astype(low).astype(np.float64), g) and not np.array_equal(
+                e.astype(low).astype(np.float64), e) and rel <= units * float(np.finfo(low).eps):
+            return True
+    eps32 = float(np.finfo(np.float32).eps)
+    return eps32 / 4 <= rel <= 64 * eps32
 
 
 def show(x, indent: int = 0) -> str:

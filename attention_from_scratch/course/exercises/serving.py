@@ -70,8 +70,9 @@ def _empty_nan(case, e, g):
     """nan where a row saw no key in either split."""
     both_empty = np.isneginf(e[1])
     if both_empty.any() and np.isnan(np.asarray(g[0], dtype=np.float64)[both_empty]).any():
-        return ("a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Guard each row on its "
-                "own (not the whole array): such a row's result is out 0, lse −∞")
+        return ("a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Such a row needs a "
+                "guard of its own, row by row (a test of the whole array is not enough): its result is out 0, "
+                "lse −∞")
     return None
 
 

@@ -53,6 +53,21 @@ def _filled(q, k, w, fill):
     return np.where(np.isneginf(scores), fill, scores).astype(q.dtype)
 
 
+def _off_by_one(case, got):
+    """The causal edge moved by one key: a window one too wide (sees the next token) or one too narrow."""
+    q, k = case.args[0], case.args[1]
+    t, s = q.shape[-2], k.shape[-2]
+    got = np.asarray(got[0])
+    if got.shape[-2:] != (t, s):
+        return None
+    for shift in (1, -1):
+        visible = np.tril(np.ones((t, s), dtype=bool), k=s - t + shift)
+        if np.array_equal(np.broadcast_to(visible, got.shape), np.isfinite(got)):
+            return ("off by one at the causal edge: query i sits at position S − T + i and sees the keys up to "
+                    "its own position, that one included, and none after it")
+    return None
+
+
 def _error_hint(case, err):
     if "broadcast" in str(err):
         return ("w is (B, T, H_I) but the per-head dot products are (B, H_I, T, S): move w's head axis to "
@@ -71,8 +86,12 @@ INDEX_SCORES = Exercise(
          lambda q, k, w: _index_reference(q, k, w, scale=1.0)),
         ("the scale is 1/√d_I, the head width, not one over the square root of the number of heads (the "
          "1/√H_I is already inside w)", lambda q, k, w: _index_reference(q, k, w, scale=q.shape[1] ** -0.5)),
-        ("the scale is 1/√d_I, the width of one head, not of all heads together",
+        ("the scores came out √H_I too small: the scale is 1/√d_I, the width of one head (not of all heads "
+         "together), and the 1/√H_I is already inside w (do not divide by it again)",
          lambda q, k, w: _index_reference(q, k, w, scale=(q.shape[1] * q.shape[-1]) ** -0.5)),
+        ("w is (B, T, H_I): a reshape keeps the memory order and mixes tokens with heads; swap its last two axes "
+         "(a transpose) to put the heads where q's are", lambda q, k, w: _index_reference(
+             q, k, np.swapaxes(w.reshape(w.shape[0], w.shape[2], w.shape[1]), 1, 2))),  # w.reshape(B, H_I, T)
         ("each head is weighted by its own w[b, t, h], per query: not a plain mean over the heads",
          lambda q, k, w: _index_reference(q, k, np.full_like(w, 1.0 / q.shape[1]))),
         ("the future is not masked: key s is visible to query t only up to t's own position (-inf beyond)",
@@ -83,8 +102,12 @@ INDEX_SCORES = Exercise(
          lambda q, k, w: _filled(q, k, w, 0.0)),
         ("fill the future with −∞, not a large negative number: −1e9 is a score top-k can still pick when a "
          "query sees fewer than k keys", lambda q, k, w: _filled(q, k, w, -1e9)),
+        ("fill the future with −∞, not the most negative finite number: np.finfo(dtype).min is still a score "
+         "top-k can pick when a query sees fewer than k keys",
+         lambda q, k, w: _filled(q, k, w, np.finfo(q.dtype).min)),
     ],
     error_hint=_error_hint,
+    fallbacks=[lambda case, e, g: _off_by_one(case, g)],
     title="the lightning indexer's scores",
     task="""Write `my_index_scores(q, k, w)`: DeepSeek-V3.2's index scores
 $I(t, s) = \\sum_h w_{t,h}\\,\\mathrm{ReLU}(q_{t,h}\\cdot k_s / \\sqrt{d_I})$ for every query $t$ and key $s$, and

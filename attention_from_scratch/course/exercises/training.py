@@ -48,7 +48,7 @@ def _state(seed, shape, *, dtype=np.float64, g_scale=1.0, fresh=False):
 
 
 def _adam_cases():
-    d = (1e-3, 0.9, 0.999, 1e-8)
+    d = (0.1, 0.9, 0.999, 1e-8)  # an lr large enough that the update is not tiny next to |p|
     with_zero = _state(45, (6,))
     with_zero[1][2] = 0.0
     return [
@@ -56,11 +56,11 @@ def _adam_cases():
         Case("step t = 2, a (3, 4) matrix", (*_state(41, (3, 4)), 2, *d)),
         Case("step t = 10, lr = 0.01", (*_state(42, (4,)), 10, 1e-2, 0.9, 0.999, 1e-8)),
         Case("float32 (3, 5), t = 3", (*_state(43, (3, 5), dtype=np.float32), 3, *d), np.float32),
-        Case("tiny gradients (about 1e-9): where eps goes matters", (*_state(44, (5,), g_scale=1e-9, fresh=True), 1,
-                                                                    *d)),
+        Case("tiny gradients (about 1e-9), eps = 1e-6: where eps goes matters",
+             (*_state(44, (5,), g_scale=1e-9, fresh=True), 1, 0.1, 0.9, 0.999, 1e-6)),
         Case("a zero gradient entry", (*with_zero, 5, *d)),
         Case("other betas (0.5, 0.8), t = 4", (*_state(46, (2, 3)), 4, 1e-2, 0.5, 0.8, 1e-8)),
-        Case("a late step, t = 1000 (the correction is almost 1)", (*_state(47, (4,)), 1000, *d)),
+        Case("a late step, t = 1000 (1 − β₁ᵗ is almost 1; 1 − β₂ᵗ is still 0.63)", (*_state(47, (4,)), 1000, *d)),
         Case("float32 first step, batch of matrices (2, 2, 3)", (*_state(48, (2, 2, 3), dtype=np.float32, fresh=True),
                                                                 1, *d), np.float32),
     ]
@@ -80,10 +80,13 @@ ADAM_STEP = Exercise(
          "tiny gradients", lambda *a: _adam(*a, eps_inside=True)),
         ("return the running averages m and v themselves (the next step decays them again); the bias-corrected "
          "m̂ and v̂ are only for this step's update", lambda *a: _adam(*a, raw_state=False)),
+        ("eps is an argument: use the value passed in, not a constant of your own",
+         lambda p, g, m, v, t, lr, beta1, beta2, eps: _adam(p, g, m, v, t, lr, beta1, beta2, 1e-8)),
         ("β₁ belongs to the first moment m (the gradient's average), β₂ to the second moment v (its square's)",
          lambda *a: _adam(*a, swap_betas=True)),
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square=False)),
-        ("step against the gradient: p − lr · m̂ / (sqrt(v̂) + eps)", lambda *a: _adam(*a, sign=1.0)),
+        ("step against the gradient: the update descends, so it is taken away from p (the update itself has the "
+         "sign of m̂)", lambda *a: _adam(*a, sign=1.0)),
         ("the new gradient gets the small weight 1 − β₁ and the old average the large weight β₁",
          lambda *a: _adam(*a, m_weights_swapped=True)),
     ],
