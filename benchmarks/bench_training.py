@@ -2,6 +2,7 @@
 
     python benchmarks/bench_training.py           # both configurations, 1 and 2 BLAS threads, 25 steps each
     python benchmarks/bench_training.py --quick   # the README configuration only, 20 steps, a few seconds
+    python benchmarks/bench_training.py --config 1 --threads 2 --repeat 20   # one row of the table
 
 A step is ``loss_and_grads`` + one Adam update, float32, on fixed random tokens. For each
 configuration and BLAS thread count it prints the median step time, tokens per second and two ratios:
@@ -207,10 +208,13 @@ def _load() -> str:
         return "load average: unknown"
 
 
-def main(quick: bool = False) -> None:
+def main(quick: bool = False, threads=(1, 2), repeat=None, only=None) -> None:
     configs = dict(list(CONFIGS.items())[:1]) if quick else CONFIGS
-    print(f"{_load()}; {'quick run: ' if quick else ''}medians over {20 if quick else 25} interleaved steps")
-    rows = run(configs, repeat=20 if quick else 25)
+    if only is not None:
+        configs = dict([list(CONFIGS.items())[only]])
+    repeat = repeat or (20 if quick else 25)
+    print(f"{_load()}; {'quick run: ' if quick else ''}medians over {repeat} interleaved steps")
+    rows = run(configs, threads=threads, repeat=repeat)
     for row in rows:
         row += [""] * (8 - len(row))
     headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
@@ -222,4 +226,8 @@ def main(quick: bool = False) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the README configuration only, 20 steps")
-    main(parser.parse_args().quick)
+    parser.add_argument("--threads", default="1,2", help="BLAS thread counts, comma-separated (default 1,2)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed steps per variant (default 25)")
+    parser.add_argument("--config", type=int, default=None, help="only configuration 0 (README) or 1 (large)")
+    args = parser.parse_args()
+    main(args.quick, tuple(int(n) for n in args.threads.split(",")), args.repeat, args.config)
