@@ -6,6 +6,7 @@
     python -m attention_from_scratch figures [--out figures/]
     python -m attention_from_scratch bench           # quick versions of the benchmarks
     python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
+                                                      # (OUTDIR new or empty, or --force)
     python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
@@ -37,7 +38,9 @@ COMMANDS = {
                 "course.plots:main"),
     "bench": ("run quick versions of all benchmarks (< 60 s)", {}, "course.bench:main"),
     "student": ("write copies of the notebooks without solutions, answer keys and outputs, to hand out",
-                {"outdir": {"help": "folder for the student copies (created if missing)"},
+                {"outdir": {"help": "folder for the student copies: new or empty (created if missing)"},
+                 "--force": {"action": "store_true", "default": False,
+                             "help": "write into OUTDIR even if it already holds files (they may be overwritten)"},
                  "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"},
                  "--lang": {**_LANG, "help": "en (default) or zh: the Chinese notebooks, notebooks/zh/"}},
                 "course.student:main"),

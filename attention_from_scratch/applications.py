@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 
 from .backend import as_float, check_positive_int, device_of, get_namespace
 from .similarity import pairwise_cosine, pairwise_dot
@@ -30,7 +31,10 @@ __all__ = [
     "reward_pairwise_loss", "top_k",
 ]
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+# a Han, kana or compatibility ideograph is one token (Chinese and Japanese put no spaces between words);
+# any other run of letters and digits (of any script: "café", "Straße") is a word
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 
 
 # --- retrieval ---------------------------------------------------------------------------------
@@ -45,8 +49,10 @@ def _bucket(token: str, dim: int) -> tuple[int, float]:
 def hashed_bag_of_words(texts, dim: int = 256, *, xp=None, device=None):
     """Embed each text as signed word counts hashed into ``dim`` buckets. ``N texts -> (N, dim)``.
 
-    Lower-cased alphanumeric words; each adds ±1 to bucket ``hash(word) mod dim``. The random sign
-    makes collisions cancel on average instead of always adding up. ``texts``: any iterable of strings
+    Tokens: the text is NFKC-normalised and lower-cased; each Han or kana character is one token
+    (``"猫吃鱼"`` -> 猫, 吃, 鱼: Chinese has no spaces between words), and any other run of Unicode
+    letters and digits is a word (``"café"``). Each token adds ±1 to bucket ``hash(token) mod dim``; the
+    random sign makes collisions cancel on average instead of always adding up. ``texts``: any iterable of strings
     (a generator too); the result is a float64 array of backend ``xp`` (default NumPy) on ``device``.
     """
     seen = type(texts).__name__
@@ -58,7 +64,7 @@ def hashed_bag_of_words(texts, dim: int = 256, *, xp=None, device=None):
     rows = []
     for text in texts:
         row = [0.0] * dim
-        for token in _TOKEN.findall(text.lower()):
+        for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
             i, sign = _bucket(token, dim)
             row[i] += sign
         rows.append(row)
@@ -203,4 +209,8 @@ def grpo_advantages(rewards):
         raise ValueError(f"rewards must have shape (..., G) with G >= 2 answers per group, got {tuple(r.shape)}")
     centred = r - xp.mean(r, axis=-1, keepdims=True)  # (..., G)
     std = xp.std(r, axis=-1, keepdims=True)  # (..., 1)
-    return xp.where(std > 0, centred / xp.where(std > 0, std, xp.ones_like(std)), xp.zeros_like(centred))
+    # equal rewards leave a std of rounding size (~1e-17 for rewards near 0.1), not 0: a std within a few
+    # units of roundoff of the rewards' scale is no signal
+    scale = xp.max(xp.abs(r), axis=-1, keepdims=True)  # (..., 1)
+    signal = std > 16 * xp.finfo(r.dtype).eps * scale
+    return xp.where(signal, centred / xp.where(signal, std, xp.ones_like(std)), xp.zeros_like(centred))

@@ -26,11 +26,11 @@ from __future__ import annotations
 import itertools
 import math
 
-from .backend import as_common_float, broadcast_shapes, device_of, get_namespace
+from .backend import as_common_float, broadcast_shapes, check_real, device_of, get_namespace
 from .masking import _apply_mask, _full_mask, _matmul_skipping_zeros, apply_mask_
 from .similarity import pairwise_additive
 from .sinks import check_sink_logits, softmax_with_sink_
-from .softmax import softmax_
+from .softmax import narrow, softmax_, widen
 
 __all__ = ["additive_attention", "attention_backward", "attention_loop", "scaled_dot_product_attention"]
 
@@ -67,15 +67,7 @@ def _check_qkv(q, k, v, xp, *more, names=()):
 def _scale(scale, d_k):
     if scale is None:
         return 1.0 / math.sqrt(d_k)
-    value = math.nan
-    if not isinstance(scale, (bool, str, bytes)) and type(scale).__name__ != "bool_":  # True is not 1.0
-        try:
-            value = float(scale)
-        except (TypeError, ValueError):
-            pass
-    if not math.isfinite(value):
-        raise ValueError(f"scale must be a finite number, got {scale!r} (None means 1/sqrt(d_k))")
-    return value
+    return check_real(scale, "scale", hint=" (None means 1/sqrt(d_k))")
 
 
 def _all_finite(xp, *arrays) -> bool:
@@ -83,20 +75,20 @@ def _all_finite(xp, *arrays) -> bool:
     return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
 
-def _attend(scores_of, k, v, mask, xp, sink=None):
-    """Steps 1-4 of attention: scores ``scores_of(k)`` (a new array), mask, softmax, weighted sum.
+def _attend(scores_of, q, k, v, mask, xp, sink=None):
+    """Steps 1-4 of attention: scores ``scores_of(q, k)`` (a new array), mask, softmax, weighted sum.
 
     The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
     place: no second (T, S) array. But adding -inf cannot hide a NaN or +inf score of a blocked key
     (NaN + -inf is NaN), nor can a weight of 0 hide a NaN value (0 · NaN is NaN in a matmul). So it
-    runs only when k and v are finite (one pass over each, no (T, S) work) and is kept only when its
-    output is finite (one pass over (T, d_v); a blocked key's huge finite garbage can still overflow
-    q·k). Otherwise the scores are made from finite keys, a key holding a NaN or inf scores NaN,
-    blocked scores are *replaced* by -inf (``where``), and the values are summed so that a key of
-    weight 0 adds nothing: a blocked key never matters, whatever it holds.
+    runs only when q, k and v are finite (one pass over each) and is kept only when its output is
+    finite (a blocked key's huge finite garbage can still overflow q·k). Otherwise the scores are made
+    from finite queries and keys, a query or key holding a NaN or inf scores NaN, blocked scores are
+    *replaced* by -inf (``where``), and the values are summed so that a key of weight 0 adds nothing:
+    a blocked key, and a query that sees no key, never matter, whatever they hold.
     """
-    if _all_finite(xp, k, v):
-        scores = scores_of(k)  # 1) (..., T, S)
+    if _all_finite(xp, q, k, v):
+        scores = scores_of(q, k)  # 1) (..., T, S)
         if mask is not None:
             scores = apply_mask_(scores, mask, xp)  # 2) blocked entries -> -inf, in place
         weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)  # 3)
@@ -104,9 +96,9 @@ def _attend(scores_of, k, v, mask, xp, sink=None):
         if _all_finite(xp, out):
             return out, weights
         del scores, weights, out
-    finite = xp.isfinite(k)
-    scores = scores_of(xp.where(finite, k, xp.zeros_like(k)))  # (..., T, S)
-    usable = xp.all(finite, axis=-1)[..., None, :]  # (..., S) -> (..., 1, S): keys without NaN/inf
+    q_ok, k_ok = xp.isfinite(q), xp.isfinite(k)
+    scores = scores_of(xp.where(q_ok, q, xp.zeros_like(q)), xp.where(k_ok, k, xp.zeros_like(k)))  # (..., T, S)
+    usable = xp.all(q_ok, axis=-1)[..., :, None] & xp.all(k_ok, axis=-1)[..., None, :]  # (..., T, 1) & (..., 1, S)
     scores = xp.where(usable, scores, xp.full_like(scores, math.nan))
     scores = scores if mask is None else _apply_mask(scores, mask, xp)
     weights = softmax_(scores, axis=-1) if sink is None else softmax_with_sink_(scores, sink, xp)
@@ -122,7 +114,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     lets query i (at position S - T + i) see keys 0..S-T+i. ``scale`` defaults to ``1/sqrt(d_k)``.
     A query with nothing to attend to gets weights 0 and output 0; a blocked key never matters, even
     if it holds NaN or inf. The output has the inputs' common floating dtype
-    (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32.
+    (:func:`~attention_from_scratch.backend.as_common_float`): float32 stays float32; half precision
+    (float16, bfloat16) is computed in float32 (:func:`~attention_from_scratch.softmax.widen`).
     ``sink_logits`` (broadcastable to ``(..., T)``, e.g. ``(H, 1)``: one learned logit per head) joins
     each row's softmax and its probability is dropped, so the weights sum to at most 1 (``sinks.py``).
 
@@ -150,11 +143,13 @@ def _sdpa(q, k, v, mask, scale: float, xp, sink_logits=None):
 
     ``mask`` is what ``_full_mask`` returns (causal included), ``scale`` a float and ``sink_logits``
     checked: the inner step that the public functions (sdpa, its backward, multi-head attention)
-    share, checking nothing again.
+    share, checking nothing again. Half precision is computed in float32 and returned in q's dtype.
     """
-    q = q * scale  # scaling q touches T·d_k numbers, not T·S
+    dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)
+    q = widen(q, xp) * scale  # scaling q touches T·d_k numbers, not T·S
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
-    return _attend(lambda keys: q @ keys.mT, k, v, mask, xp, sink_logits)
+    out, weights = _attend(lambda queries, keys: queries @ keys.mT, q, k, v, mask, xp, sink_logits)
+    return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
 
 def _attention_loop_2d(q, k, v, mask, scale, xp):
@@ -199,6 +194,7 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
     """
     xp = get_namespace(q, k, v, mask)
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
+    dtype, q, k, v = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: float32 sums
     device, d_v = device_of(q), v.shape[-1]
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device)
@@ -219,11 +215,11 @@ def attention_loop(q, k, v, mask=None, *, causal=False, scale=None):
         outs.append(out)
         all_weights.append(weights)
     if not outs:  # an empty batch: empty results, as the vectorised version gives
-        out = xp.zeros((*lead, n_q, d_v), dtype=v.dtype, device=device)
-        return out, xp.zeros((*lead, n_q, n_k), dtype=v.dtype, device=device)
+        out = xp.zeros((*lead, n_q, d_v), dtype=dtype, device=device)
+        return out, xp.zeros((*lead, n_q, n_k), dtype=dtype, device=device)
     out = xp.reshape(xp.stack(outs), (*lead, n_q, d_v))  # (N, T, d_v) -> (..., T, d_v)
     weights = xp.reshape(xp.stack(all_weights), (*lead, n_q, n_k))  # (N, T, S) -> (..., T, S)
-    return out, weights
+    return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
 
 def _sum_to_shape(x, shape, xp):
@@ -247,8 +243,8 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
         dk = scale · dSᵀ q                 (..., S, d_k)
 
     Masked entries have P = 0 and so get no gradient, and a blocked key that holds NaN or inf gives
-    none either (as in the forward pass). Each gradient has its input's shape (gradients of broadcast
-    inputs are summed over the broadcast axes).
+    none either (as in the forward pass), nor does a query that sees no key, whatever it holds. Each
+    gradient has its input's shape (summed over broadcast axes) and dtype; half precision sums in float32.
     """
     xp = get_namespace(q, k, v, d_out, mask)
     q, k, v, d_out, n_q, n_k, d_k = _check_qkv(q, k, v, xp, d_out, names=("d_out",))
@@ -258,8 +254,9 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     out_shape = (*broadcast_shapes(lead, () if mask is None else mask.shape[:-2]), n_q, v.shape[-1])
     if tuple(d_out.shape) != out_shape:
         raise ValueError(f"d_out must have the output's shape {out_shape}, got {tuple(d_out.shape)}")
+    dtype, q, k, v, d_out = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp), widen(d_out, xp)
     out, p = _sdpa(q, k, v, mask, scale, xp)
-    return _attention_backward_saved(q, k, v, out, p, d_out, scale, xp)
+    return tuple(narrow(g, dtype, xp) for g in _attention_backward_saved(q, k, v, out, p, d_out, scale, xp))
 
 
 def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp):
@@ -283,7 +280,7 @@ def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp):
         dp = _matmul_skipping_zeros(d_out, v.mT, xp)
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
-    dk = (ds.mT @ q) * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
+    dk = _matmul_skipping_zeros(ds.mT, q, xp) * scale  # (..., S, d_k): a query with ds = 0 adds nothing, NaN or not
     return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
 
 
@@ -297,13 +294,18 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
     names = ("q", "k", "v", "w_q", "w_k", "v_a")
     q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=names)
-    # (..., T, S), validating q, k and the weights; a NaN/inf in k is set to 0 here, and _attend
-    # then gives the keys that held one a NaN score (blocked: no effect; used: a NaN row)
-    clean_k = k if _all_finite(xp, k) else xp.where(xp.isfinite(k), k, xp.zeros_like(k))
-    scores = pairwise_additive(q, clean_k, w_q, w_k, v_a)
+    dtype, q, k, v, w_q, w_k, v_a = q.dtype, *(widen(x, xp) for x in (q, k, v, w_q, w_k, v_a))  # half: float32
+    # (..., T, S), validating q, k and the weights; a NaN/inf in q or k is set to 0 here, and _attend
+    # then gives the queries and keys that held one a NaN score (blocked: no effect; used: a NaN row)
+    clean_q, clean_k = (x if _all_finite(xp, x) else xp.where(xp.isfinite(x), x, xp.zeros_like(x)) for x in (q, k))
+    scores = pairwise_additive(clean_q, clean_k, w_q, w_k, v_a)
     n_q, n_k = scores.shape[-2:]
     if v.ndim < 2 or v.shape[-2] != n_k:
         raise ValueError(f"v must have shape (..., S={n_k}, d_v), got {tuple(v.shape)}")
     mask = _full_mask(mask, causal, n_q, n_k, xp, scores.shape[:-2], device_of(scores))
     # the fast path works in place on `scores`; a fallback (non-finite output) needs fresh scores
-    return _attend(lambda keys: scores if keys is k else pairwise_additive(q, keys, w_q, w_k, v_a), k, v, mask, xp)
+    def scores_of(queries, keys):
+        return scores if queries is q and keys is k else pairwise_additive(queries, keys, w_q, w_k, v_a)
+
+    out, weights = _attend(scores_of, q, k, v, mask, xp)
+    return narrow(out, dtype, xp), narrow(weights, dtype, xp)

@@ -20,9 +20,7 @@ queries and keys decide them (``scores = q·k / √d_k``). Notebook 05 walks the
 
 from __future__ import annotations
 
-import math
-
-from .backend import as_common_float, check_namespace, check_positive_int, get_namespace
+from .backend import as_common_float, check_namespace, check_positive_int, check_real, get_namespace
 from .softmax import softmax
 
 __all__ = ["causal_average_weights", "nadaraya_watson"]
@@ -58,8 +56,7 @@ def nadaraya_watson(x_query, x_train, y_train, *, sigma: float):
     if y_train.ndim not in (1, 2) or y_train.shape[0] != x_train.shape[0]:
         raise ValueError(f"y_train must have shape ({x_train.shape[0]},) or ({x_train.shape[0]}, d_v), "
                          f"got {tuple(y_train.shape)}")
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not math.isfinite(sigma) or sigma <= 0:
-        raise ValueError(f"sigma must be a positive finite number (the kernel's width), got {sigma!r}")
+    sigma = check_real(sigma, "sigma", above=0, hint=" (the kernel's width)")
     scores = -((x_query[:, None] - x_train[None, :]) ** 2) / (2.0 * sigma**2)  # (T, S)
     weights = softmax(scores, axis=-1)  # (T, S): each row sums to 1
     return weights @ y_train, weights

@@ -20,23 +20,11 @@ from __future__ import annotations
 
 import math
 
-from .backend import backend_name, check_positive_int, device_of, get_namespace
+from .backend import check_positive_int, check_same_place, device_of, get_namespace
 from .masking import check_window, window_band
 from .mla_config import MLAConfig
 
-__all__ = ["KVCache", "LatentCache", "RollingKVCache", "TokenBuffer", "check_same_place"]
-
-
-def check_same_place(a, b, name_a, name_b, hint="move one with attention_from_scratch.backend.to_device"):
-    """A ``TypeError`` naming both arrays when they live on different backends or devices.
-
-    Never a silent copy: moving data between devices is the expensive step a reader must see.
-    """
-    own, other = backend_name(get_namespace(a)), backend_name(get_namespace(b))
-    if own != other:
-        raise TypeError(f"{name_a} is a {own} array but {name_b} is a {other} array; {hint}")
-    if device_of(a) != device_of(b):
-        raise TypeError(f"{name_a} is on device {device_of(a)} but {name_b} is on {device_of(b)}; {hint}")
+__all__ = ["KVCache", "LatentCache", "RollingKVCache", "TokenBuffer"]
 
 
 class TokenBuffer:

@@ -48,7 +48,7 @@ from .backend import backend_name, broadcast_shapes, check_flag, check_positive_
 from .blas import limit_worker_thread, one_blas_thread
 from .masking import _matmul_skipping_zeros, check_window
 from .sinks import check_sink_logits
-from .softmax import safe_shift
+from .softmax import narrow, safe_shift, widen
 from .tiles import _masked, _tile_mask, key_spans
 
 __all__ = [
@@ -80,9 +80,11 @@ def softmax_state(scores, v, *, v_is_finite=False):
     scores ``(..., T, S_b)`` (masked entries ``-inf``), v ``(..., S_b, d_v)`` ->
     m ``(..., T, 1)`` = rowmax(scores), l ``(..., T, 1)`` = Σ_j exp(scores_j - m),
     acc ``(..., T, d_v)`` = Σ_j exp(scores_j - m) v_j. A fully masked row has m = -inf, l = 0, acc = 0.
-    ``v_is_finite=True`` (the caller checked) skips the per-block NaN/inf check of ``v``.
+    ``v_is_finite=True`` (the caller checked) skips the per-block NaN/inf check of ``v``. Half precision
+    scores and values give a float32 state (:func:`~attention_from_scratch.softmax.widen`).
     """
     xp = get_namespace(scores, v)
+    scores, v = widen(scores, xp), widen(v, xp)
     m = xp.max(scores, axis=-1, keepdims=True)  # (..., T, 1)
     weights = xp.exp(scores - safe_shift(m, xp))  # (..., T, S_b), un-normalised: every exponent <= 0
     l = xp.sum(weights, axis=-1, keepdims=True)  # (..., T, 1)
@@ -137,7 +139,8 @@ def _prepare(q, k, v, mask, causal, scale, block_size, xp):
     q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
     block_q, block_k = _check_blocks(block_size, q)
     causal = check_flag(causal, "causal")
-    mask = _full_mask(mask, False, n_q, n_k, xp)  # checks shape/dtype only; causal is done per tile
+    # checks shape/dtype only (a list goes to q's device); causal is done per tile
+    mask = _full_mask(mask, False, n_q, n_k, xp, device=device_of(q))
     shapes = [q.shape[:-2], k.shape[:-2], v.shape[:-2]] + ([mask.shape[:-2]] if mask is not None else [])
     lead = broadcast_shapes(*shapes, names=("q batch dims", "k batch dims", "v batch dims", "mask dims"))
     return q, k, v, mask, lead, _scale(scale, d_k), block_q, block_k
@@ -155,7 +158,7 @@ def _pick(x, idx):
 def _finite_keys(k, xp):
     """``(k, None)`` when k (S, d_k) is finite, else (k with NaN/inf entries zeroed, ``usable`` (S,) bool):
     scores are then computed from finite numbers (no inf · 0 in the matmul) and the caller sets the
-    scores of unusable keys to NaN, as ``scaled_dot_product_attention`` does."""
+    scores of unusable keys (or queries: the same for q) to NaN, as ``scaled_dot_product_attention`` does."""
     finite = xp.isfinite(k)
     if bool(xp.all(finite)):
         return k, None
@@ -170,7 +173,8 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp, window=No
     """
     n_q, n_k = q.shape[0], k.shape[0]
     offset = n_k - n_q
-    q = q[i0:i1, :] * scale  # (bq, d_k), scaled once instead of every (bq, bk) tile
+    q, q_usable = _finite_keys(q[i0:i1, :], xp)  # a query holding NaN or inf scores NaN, as a key does
+    q = q * scale  # (bq, d_k), scaled once instead of every (bq, bk) tile
     on = device_of(q)  # every new array lives beside the inputs (a second GPU, a strict test device)
     # the empty state: nothing seen yet; a learned sink is one key of logit s and value 0 (m = s, l = 1)
     m = xp.full((i1 - i0, 1), -math.inf, dtype=q.dtype, device=on)
@@ -188,6 +192,8 @@ def _query_block(q, k, v, mask, i0, i1, *, causal, scale, block_k, xp, window=No
         scores = q @ k[j0:j1, :].mT
         if usable is not None:  # a key holding NaN or inf scores NaN (then -inf if the mask blocks it)
             scores = xp.where(usable[None, j0:j1], scores, xp.full_like(scores, math.nan))
+        if q_usable is not None:
+            scores = xp.where(q_usable[:, None], scores, xp.full_like(scores, math.nan))
         # 2) blocked entries -> -inf (the mask sliced to this tile, causal only on the diagonal)
         scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on, window, n_sinks), xp)
         # 3) + 4) this tile's (max, sum, weighted values), folded into the running ones
@@ -218,6 +224,8 @@ def flash_attention(
     masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs. ``window=W`` equals
     sdpa with ``sliding_window_mask(T, S, W, n_sinks=n_sinks)`` (a window implies causal) and skips
     every tile outside the band; ``sink_logits`` as in ``scaled_dot_product_attention`` (``sinks.py``).
+    Half precision (float16, bfloat16) keeps m, l and acc in float32, as FlashAttention does: out has
+    the input's dtype, lse stays float32.
 
     Dao et al. 2022 (FlashAttention, Algorithm 1); Dao 2023 (FlashAttention-2, §3.1.1).
     """
@@ -226,11 +234,12 @@ def flash_attention(
     workers = _check_workers(workers)
     return_lse = check_flag(return_lse, "return_lse")
     window, n_sinks = check_window(window, n_sinks)
-    n_q = q.shape[-2]
+    n_q, dtype = q.shape[-2], q.dtype
+    q, k, v = widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: m, l, acc in float32
     if sink_logits is not None:
         sink_logits = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=device_of(q))
     if math.prod(lead) == 0:  # an empty batch: an empty result, as scaled_dot_product_attention gives
-        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype, device=device_of(q))
+        out = xp.zeros((*lead, n_q, v.shape[-1]), dtype=dtype, device=device_of(q))
         return (out, xp.zeros((*lead, n_q), dtype=q.dtype, device=device_of(q))) if return_lse else out
     starts = range(0, n_q, block_q)
     tasks = list(itertools.product(itertools.product(*(range(n) for n in lead)), starts))
@@ -252,7 +261,7 @@ def flash_attention(
     # reassemble: query blocks along T, then the (batch, head) rows along the leading dims
     rows = [results[r : r + len(starts)] for r in range(0, len(results), len(starts))]
     out = xp.stack([xp.concat([o for o, _ in row], axis=0) for row in rows])  # (N, T, d_v)
-    out = xp.reshape(out, (*lead, n_q, v.shape[-1]))  # (N, T, d_v) -> (..., T, d_v)
+    out = narrow(xp.reshape(out, (*lead, n_q, v.shape[-1])), dtype, xp)  # (N, T, d_v) -> (..., T, d_v)
     if not return_lse:
         return out
     lse = xp.stack([xp.concat([s for _, s in row], axis=0) for row in rows])  # (N, T, 1)

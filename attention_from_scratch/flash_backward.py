@@ -16,7 +16,7 @@ from .backend import as_float, device_of, get_namespace
 from .blas import one_blas_thread
 from .flash import _finite_keys, _pick, _prepare
 from .masking import _matmul_skipping_zeros
-from .softmax import safe_shift
+from .softmax import narrow, safe_shift, widen
 from .tiles import _masked, _tile_mask
 
 __all__ = ["flash_attention_backward"]
@@ -33,6 +33,7 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
     # a blocked key (weight 0) must not matter even if it holds NaN or inf: checked once, handled per tile
     finite = bool(xp.all(xp.isfinite(k))) and bool(xp.all(xp.isfinite(v)))
     k_clean, usable = _finite_keys(k, xp)
+    q_clean, q_usable = _finite_keys(q, xp)  # a query holding NaN/inf scores NaN; if it sees nothing, ds = 0
     for j0 in range(0, n_k, block_k):
         j1 = min(j0 + block_k, n_k)
         k_j, v_j = k[j0:j1, :], v[j0:j1, :]
@@ -43,9 +44,11 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
             if causal and offset + i1 - 1 < j0:  # key block wholly in these queries' future
                 continue
             q_i, do_i = q[i0:i1, :], d_out[i0:i1, :]
-            scores = (q_i @ k_clean[j0:j1, :].mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
+            scores = (q_clean[i0:i1, :] @ k_clean[j0:j1, :].mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
             if usable is not None:  # as in the forward: a key holding NaN or inf scores NaN
                 scores = xp.where(usable[None, j0:j1], scores, xp.full_like(scores, math.nan))
+            if q_usable is not None:  # and so does a query
+                scores = xp.where(q_usable[i0:i1, None], scores, xp.full_like(scores, math.nan))
             scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
             weights = xp.exp(scores - lse[i0:i1, :])  # (bq, bk): the forward's softmax, rebuilt
             dv_j = dv_j + weights.mT @ do_i  # (bk, bq) @ (bq, d_v) -> (bk, d_v)
@@ -55,7 +58,8 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
                 diff = xp.where(weights == 0, xp.zeros_like(diff), diff)
             ds = weights * diff
             dq[b] = dq[b] + _matmul_skipping_zeros(ds, k_j, xp) * scale  # (bq, bk) @ (bk, d_k) -> (bq, d_k)
-            dk_j = dk_j + (ds.mT @ q_i) * scale  # (bk, bq) @ (bq, d_k) -> (bk, d_k)
+            # (bk, bq) @ (bq, d_k) -> (bk, d_k), skipping the queries of weight 0 where q is not finite
+            dk_j = dk_j + (ds.mT @ q_i if q_usable is None else _matmul_skipping_zeros(ds.mT, q_i, xp)) * scale
         dk.append(dk_j)
         dv.append(dv_j)
     return xp.concat(dq, axis=0), xp.concat(dk, axis=0), xp.concat(dv, axis=0)
@@ -77,11 +81,15 @@ def flash_attention_backward(
 
     ``block_size`` as in ``flash_attention`` (None: the backend's measured default). Memory stays
     O(block_q · block_k) per tile. Gradients of broadcast inputs are summed over the
-    broadcast axes, as in ``attention_backward``.
+    broadcast axes, as in ``attention_backward``; a query that sees no key gives none, whatever it
+    holds. Half precision is computed in float32; the gradients have the inputs' dtype.
     """
     xp = get_namespace(q, k, v, out, d_out, lse, mask)
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
-    out, d_out, lse = as_float(out, xp, "out"), as_float(d_out, xp, "d_out"), as_float(lse, xp, "lse")
+    dtype, on = q.dtype, device_of(q)  # host data (lists) goes to the inputs' device
+    saved = ((out, "out"), (d_out, "d_out"), (lse, "lse"))
+    out, d_out, lse = (widen(as_float(x, xp, name, device=on), xp) for x, name in saved)
+    q, k, v = widen(q, xp), widen(k, xp), widen(v, xp)  # half precision: every sum in float32
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     wanted = {"out": (*lead, n_q, d_v), "d_out": (*lead, n_q, d_v), "lse": (*lead, n_q)}
     for x, (name, want) in zip((out, d_out, lse), wanted.items(), strict=True):
@@ -92,7 +100,7 @@ def flash_attention_backward(
     lse = lse[..., None]  # (..., T) -> (..., T, 1)
     lse = safe_shift(lse, xp)  # fully masked rows (lse = -inf) shift by 0: exp(-inf - 0) = 0
     if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
-        return xp.zeros_like(q), xp.zeros_like(k), xp.zeros_like(v)
+        return tuple(xp.zeros(x.shape, dtype=dtype, device=on) for x in (q, k, v))
     grads = []
     with one_blas_thread():
         for idx in itertools.product(*(range(n) for n in lead)):
@@ -106,4 +114,5 @@ def flash_attention_backward(
     dq = xp.reshape(xp.stack(dqs), (*lead, n_q, q.shape[-1]))  # (N, T, d_k) -> (..., T, d_k)
     dk = xp.reshape(xp.stack(dks), (*lead, n_k, k.shape[-1]))  # (N, S, d_k) -> (..., S, d_k)
     dv = xp.reshape(xp.stack(dvs), (*lead, n_k, d_v))  # (N, S, d_v) -> (..., S, d_v)
-    return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
+    grads = _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
+    return tuple(narrow(g, dtype, xp) for g in grads)

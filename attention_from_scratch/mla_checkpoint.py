@@ -20,6 +20,7 @@ With the ``safetensors`` package the same is ``safe_open(path, framework="np")``
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -42,14 +43,29 @@ def read_safetensors(path, prefix: str = "") -> dict:
     """
     out = {}
     with open(path, "rb") as f:
-        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        size, n = os.fstat(f.fileno()).st_size, int.from_bytes(f.read(8), "little")
+        try:  # a file of another format gives a huge size or bytes that are not a JSON object
+            header = json.loads(f.read(n).decode("utf-8")) if 2 <= n <= size - 8 else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            header = None
+        if not isinstance(header, dict):
+            raise ValueError(f"{path} is not a safetensors file: expected an 8-byte header size (<= the file's "
+                             f"{size} bytes) and then a JSON object describing the tensors")
         base = f.tell()
         for name, info in header.items():
             if name == "__metadata__" or not name.startswith(prefix):
                 continue
-            start, end = info["data_offsets"]
+            try:
+                (start, end), shape, dtype = info["data_offsets"], tuple(info["shape"]), info["dtype"]
+                ok = 0 <= start <= end <= size - base
+            except (KeyError, TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"{path}: the header entry of {name!r} needs dtype, shape and data_offsets "
+                                 f"within the file's data, got {info!r}")
             f.seek(base + start)
             raw = f.read(end - start)
+            info = {"dtype": dtype, "shape": shape}
             if info["dtype"] == "BF16":
                 array = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
             elif info["dtype"] in _NUMPY_DTYPES:

@@ -10,10 +10,9 @@ DeepSeek-V3.2's lightning indexer (``sparse.py``); :meth:`MLAConfig.deepseek_v32
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
-from .backend import check_positive_int
+from .backend import check_positive_int, check_real
 from .rope import check_betas, yarn_mscale
 
 __all__ = ["MLAConfig", "mla_parameter_count", "mla_weight_shapes", "weight_attribute"]
@@ -78,9 +77,9 @@ class MLAConfig:
                 f"MLAConfig.qk_rope_head_dim must be even (RoPE rotates pairs), got {self.qk_rope_head_dim}"
             )
         for name in ("eps", "rope_theta", "rope_factor", "mscale", "beta_fast", "beta_slow"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-                raise TypeError(f"MLAConfig.{name} must be a finite real number, got {value!r}")
+            check_real(getattr(self, name), f"MLAConfig.{name}")
+        # mscale <= 0 would shrink (or flip) YaRN's temperature: -10/ln 40 gives a softmax scale of 3.6e-33
+        check_real(self.mscale, "MLAConfig.mscale", above=0, hint=" (YaRN: 0.1 mscale ln(rope_factor) + 1)")
         if not (self.eps > 0 and self.rope_theta > 1 and self.rope_factor > 0):
             raise ValueError(
                 f"MLAConfig needs eps > 0, rope_theta > 1, rope_factor > 0; got eps={self.eps}, "

@@ -23,47 +23,20 @@ import math
 from .attention import _sdpa
 from .backend import (
     as_float,
-    backend_name,
     check_flag,
+    check_float_dtype,
+    check_param,
     check_positive_int,
+    check_same_place,
     device_of,
     get_namespace,
     random_normal,
     to_device,
 )
-from .caches import KVCache, TokenBuffer, check_same_place
+from .caches import KVCache, TokenBuffer
 from .masking import _with_causal, as_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py
-
-
-def check_param(w, name, shape, x, layout="x @ W layout"):
-    """A layer's (possibly reassigned) parameter ``w``, checked against its ``shape`` and the input ``x``.
-
-    Parameters may be reassigned by the user, so a layer checks them when it runs, naming the
-    parameter -- instead of a reshape or matmul error deep inside the forward pass. ``w`` must live on
-    x's backend and device (lists are data: they are moved there).
-    """
-    xp = get_namespace(x)
-    if hasattr(w, "dtype"):
-        check_same_place(w, x, f"parameter {name}", "the input", "move the layer with layer.to(xp, device)")
-    else:
-        w = as_float(w, get_namespace(), f"parameter {name}")  # a list becomes a float64 host array ...
-        w = to_device(w, xp, device_of(x))  # ... on x's device
-    w = as_float(w, xp, f"parameter {name}")
-    if tuple(w.shape) != tuple(shape):
-        raise ValueError(f"parameter {name} has shape {tuple(w.shape)}, expected {tuple(shape)} ({layout})")
-    return w
-
-
-def check_float_dtype(dtype, xp, name="dtype"):
-    """Parameters must be real floating point: an integer dtype would truncate N(0, 1/fan_in) to zeros."""
-    try:
-        ok = xp.isdtype(dtype, "real floating")
-    except (TypeError, ValueError, AttributeError):
-        ok = False
-    if not ok:
-        raise TypeError(f"{name} must be a real floating dtype of {backend_name(xp)} (float32, float64), got {dtype!r}")
 
 
 def check_heads(d_model, n_heads, n_kv_heads=None):

@@ -25,10 +25,9 @@ from __future__ import annotations
 import math
 
 from .attention import _scale
-from .backend import check_namespace, check_positive_int, device_of, get_namespace
-from .caches import check_same_place
+from .backend import check_namespace, check_positive_int, check_same_place, device_of, get_namespace
 from .flash import online_softmax_merge, softmax_state
-from .softmax import safe_shift
+from .softmax import narrow, safe_shift, widen
 
 __all__ = ["PagedKVCache", "contiguous_slots", "paged_attention", "paged_slots"]
 
@@ -187,7 +186,8 @@ def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
     lengths = [cache.lengths[s] for s in seqs]
     if min(lengths) < n_q:
         raise ValueError(f"every sequence must hold the T={n_q} query tokens already; lengths {lengths}")
-    q = q * _scale(scale, cache.d_k)
+    dtype = q.dtype
+    q = widen(q, xp) * _scale(scale, cache.d_k)  # half precision: scores and the state in float32
     n_cols = max(len(cache.tables[s]) for s in seqs)
     # (B, n_cols) block ids, padded with block 0: padded slots are masked by the lengths below
     table = xp.asarray([cache.tables[s] + [0] * (n_cols - len(cache.tables[s])) for s in seqs], device=on)
@@ -197,12 +197,12 @@ def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
     state = (m, xp.zeros_like(m), xp.zeros((*q.shape[:3], cache.d_v), dtype=q.dtype, device=on))
     for c in range(n_cols):
         ids = table[:, c]  # (B,)
-        k_c = xp.take(cache.k_pool, ids, axis=0)  # (B, H_kv, bs, d_k)
-        v_c = xp.take(cache.v_pool, ids, axis=0)  # (B, H_kv, bs, d_v)
+        k_c = widen(xp.take(cache.k_pool, ids, axis=0), xp)  # (B, H_kv, bs, d_k)
+        v_c = widen(xp.take(cache.v_pool, ids, axis=0), xp)  # (B, H_kv, bs, d_v)
         j = xp.reshape(xp.arange(c * bs, (c + 1) * bs, device=on), (1, 1, 1, -1))  # (1, 1, 1, bs)
         seen = (j < length) & (j <= length - n_q + i)  # (B, 1, T, bs): the sequence's own past only
         scores = xp.where(seen, q @ k_c.mT, xp.asarray(-math.inf, dtype=q.dtype, device=on))  # (B, H, T, bs)
         state = online_softmax_merge(state, softmax_state(scores, v_c))
     m, l, acc = state
     assert bool(xp.all(l > 0)) and bool(xp.all(safe_shift(m, xp) == m))  # each query sees at least itself
-    return acc / l
+    return narrow(acc / l, dtype, xp)

@@ -12,18 +12,12 @@ Shapes: U users, I items, r the rank of the factorisation.
 from __future__ import annotations
 
 import math
-import numbers
 import statistics
 from dataclasses import dataclass
 
-from .backend import as_float, check_positive_int, device_of, get_namespace, random_normal
+from .backend import as_float, check_positive_int, check_real, device_of, get_namespace, random_normal
 
 __all__ = ["MatrixFactorization", "fit_matrix_factorization", "mf_loss_and_grad", "synthetic_ratings"]
-
-
-def _is_real(value) -> bool:
-    """A real number (NumPy scalars too), not a bool and not a string that looks like one."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _draw(shape, seed, xp, device, scale=1.0, dtype=None):
@@ -51,8 +45,9 @@ def synthetic_ratings(
     n_users, n_items, rank = (
         check_positive_int(value, name) for value, name in ((n_users, "n_users"), (n_items, "n_items"), (rank, "rank"))
     )
-    if not 0 < density <= 1:
+    if not 0 < check_real(density, "density", hint=" (the fraction of entries observed, in (0, 1])") <= 1:
         raise ValueError(f"density must be in (0, 1], got {density!r}")
+    noise = check_real(noise, "noise", at_least=0)
     xp = get_namespace() if xp is None else xp
     p = _draw((n_users, rank), seed, xp, device, 1 / math.sqrt(rank))
     q = _draw((n_items, rank), seed + 1, xp, device, 1 / math.sqrt(rank))
@@ -85,7 +80,8 @@ class MatrixFactorization:
 
 
 def _ratings_args(ratings, observed):
-    """Validated ratings and mask; unobserved entries may hold anything, NaN included (never read)."""
+    """Validated ratings and mask; unobserved entries may hold anything, NaN included (never read), but an
+    observed one must be finite: one NaN would make every factor NaN."""
     xp = get_namespace(ratings, observed)
     r = as_float(ratings, xp, "ratings")
     if r.ndim != 2:
@@ -99,6 +95,10 @@ def _ratings_args(ratings, observed):
     n_obs = int(xp.sum(xp.astype(observed, xp.int64)))
     if n_obs == 0:
         raise ValueError("observed has no True entry: there is nothing to learn from")
+    bad = int(xp.sum(xp.astype(observed & ~xp.isfinite(r), xp.int64)))
+    if bad:
+        raise ValueError(f"ratings holds {bad} observed entries that are NaN or inf; observed ratings must be "
+                         f"finite (mark unknown ones False in observed)")
     return xp, r, n_obs
 
 
@@ -135,10 +135,7 @@ def fit_matrix_factorization(
     xp, r, n_obs = _ratings_args(ratings, observed)
     rank = check_positive_int(rank, "rank")
     steps = check_positive_int(steps, "steps", minimum=0)
-    if not (_is_real(lr) and 0 < lr < math.inf):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    if not (_is_real(l2) and 0 <= l2 < math.inf):
-        raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
+    lr, l2 = check_real(lr, "lr", above=0), check_real(l2, "l2", at_least=0)
     (n_users, n_items), where = r.shape, device_of(r)  # new arrays go on the ratings' device
     mean = float(xp.sum(xp.where(observed, r, xp.zeros_like(r)))) / n_obs
     params = [

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .backend import as_float, check_positive_int, device_of, get_namespace
+from .backend import as_float, check_positive_int, check_real, device_of, get_namespace
 
 __all__ = [
     "apply_rope",
@@ -74,21 +74,13 @@ def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
     special case for ``rope_factor <= 1`` (Hugging Face's ``yarn_get_mscale`` returns 1 there; at
     ``rope_factor == 1`` both give 1).
     """
-    if not _real(rope_factor, "rope_factor") > 0:
-        raise ValueError(f"rope_factor must be positive, got {rope_factor!r}")
-    return 0.1 * mscale * math.log(rope_factor) + 1.0
-
-
-def _real(value, name: str) -> float:
-    """``value`` as a finite Python float, or a ``TypeError`` naming ``name`` (bools and strings refused)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite real number, got {value!r}")
-    return float(value)
+    rope_factor = check_real(rope_factor, "rope_factor", above=0)
+    return 0.1 * check_real(mscale, "mscale") * math.log(rope_factor) + 1.0
 
 
 def _check_theta(theta, name: str = "theta") -> float:
     """The RoPE base must exceed 1: θ_i = base^(-2i/d) then falls from 1 towards 0 (base 1: no rotation)."""
-    theta = _real(theta, name)
+    theta = check_real(theta, name)
     if not theta > 1:
         raise ValueError(f"{name} must be > 1 (θ_i = {name}^(-2i/d) must fall with i), got {theta!r}")
     return theta
@@ -96,7 +88,7 @@ def _check_theta(theta, name: str = "theta") -> float:
 
 def check_betas(beta_fast, beta_slow, prefix: str = "") -> None:
     """YaRN's rotation thresholds: ``0 < beta_slow <= beta_fast`` (both count turns over the original context)."""
-    fast, slow = _real(beta_fast, prefix + "beta_fast"), _real(beta_slow, prefix + "beta_slow")
+    fast, slow = check_real(beta_fast, prefix + "beta_fast"), check_real(beta_slow, prefix + "beta_slow")
     if not 0 < slow <= fast:
         raise ValueError(
             f"YaRN needs 0 < {prefix}beta_slow <= {prefix}beta_fast (rotations over the original context: "
@@ -142,8 +134,7 @@ def rope_frequencies(
     i = xp.arange(0, d // 2, dtype=xp.float64, device=device)  # pair index
     freqs = theta ** (-2.0 * i / d)  # (d/2,)
     if max_seq_len is not None and check_positive_int(max_seq_len, "max_seq_len") > original_seq_len:
-        if not _real(rope_factor, "rope_factor") > 0:
-            raise ValueError(f"rope_factor must be positive, got {rope_factor!r}")
+        rope_factor = check_real(rope_factor, "rope_factor", above=0)
         low, high = yarn_correction_range(d, theta, original_seq_len, beta_fast, beta_slow)
         if low == high:
             high += 0.001  # avoid 0/0 when the blend zone is a single pair

@@ -36,6 +36,7 @@ from .backend import broadcast_shapes, check_flag, check_positive_int, device_of
 from .blas import limit_worker_thread, one_blas_thread
 from .flash import online_softmax_merge, softmax_state
 from .masking import _apply_mask
+from .softmax import narrow, widen
 from .tiles import _masked, _tile_mask
 
 __all__ = ["flash_decode", "merge_partials", "ring_attention", "ring_work"]
@@ -92,7 +93,8 @@ def flash_decode(q, k, v, *, n_splits, mask=None, scale=None):
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, False, n_q, n_k, xp, lead, device_of(q))
     n_splits = _splits("n_splits", n_splits, n_k)
-    q = q * _scale(scale, d_k)
+    dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)  # half precision: the states in float32
+    q = widen(q, xp) * _scale(scale, d_k)
 
     def split(span):
         j0, j1 = span
@@ -103,7 +105,7 @@ def flash_decode(q, k, v, *, n_splits, mask=None, scale=None):
 
     with one_blas_thread(), ThreadPoolExecutor(max_workers=n_splits, initializer=limit_worker_thread) as pool:
         states = list(pool.map(split, _spans(n_k, n_splits)))
-    return _finish(functools.reduce(online_softmax_merge, states), xp)[0]
+    return narrow(_finish(functools.reduce(online_softmax_merge, states), xp)[0], dtype, xp)
 
 
 def _check_devices(n_devices, zigzag, n):
@@ -155,7 +157,8 @@ def ring_attention(q, k, v, *, n_devices, causal=False, scale=None, zigzag=False
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     causal, zigzag = check_flag(causal, "causal"), check_flag(zigzag, "zigzag")
     n_devices = _check_devices(n_devices, zigzag, min(n_q, n_k))
-    q, on, offset = q * _scale(scale, d_k), device_of(q), n_k - n_q
+    dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)  # half precision: the states in float32
+    q, on, offset = widen(q, xp) * _scale(scale, d_k), device_of(q), n_k - n_q
     q_place, k_place = _placement(n_q, n_devices, zigzag), _placement(n_k, n_devices, zigzag)
     # what each device holds and sends: its key/value chunks (and their positions)
     held = [[(span, k[..., span[0] : span[1], :], v[..., span[0] : span[1], :]) for span in spans] for spans in k_place]
@@ -177,7 +180,7 @@ def ring_attention(q, k, v, *, n_devices, causal=False, scale=None, zigzag=False
             bytes_sent += sum(_nbytes(a, xp) for blocks in held for _, k_b, v_b in blocks for a in (k_b, v_b))
             held = [held[(r - 1) % n_devices] for r in range(n_devices)]
     ordered = sorted(states)  # the query spans in position order
-    return xp.concat([_finish(states[span], xp)[0] for span in ordered], axis=-2), bytes_sent
+    return narrow(xp.concat([_finish(states[span], xp)[0] for span in ordered], axis=-2), dtype, xp), bytes_sent
 
 
 def _nbytes(a, xp):

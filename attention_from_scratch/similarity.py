@@ -2,7 +2,7 @@
 
 * dot product           a·b = sum_i a_i b_i = |a| |b| cos θ
 * norm                  |a| = sqrt(a·a)                      (the dot product of a vector with itself)
-* angle                 θ = arccos(a·b / (|a| |b|))
+* angle                 θ = arccos(a·b / (|a| |b|)), computed as 2 atan2(|u - w|, |u + w|) for the unit vectors
 * cosine similarity     cos θ = a·b / (|a| |b|)              (the dot product with lengths divided out)
 * Euclidean distance    |a - b| = sqrt(|a|² + |b|² - 2 a·b)   (for unit vectors: |a-b|² = 2 - 2 cos θ)
 * additive (Bahdanau)   score(q, k) = v_aᵀ tanh(W_1 q + W_2 k)   (Bahdanau, Cho & Bengio 2015)
@@ -92,16 +92,28 @@ def cosine_similarity(a, b):
 
 
 def angle(a, b):
-    """The angle θ between ``a`` and ``b`` in radians, ``arccos(cos θ)``. ``(..., d), (..., d) -> (...)``."""
-    xp = get_namespace(a, b)
-    return xp.acos(cosine_similarity(a, b))
+    """The angle θ between ``a`` and ``b`` in radians, ``arccos(cos θ)``. ``(..., d), (..., d) -> (...)``.
+
+    Computed as ``2 atan2(|u - w|, |u + w|)`` for the unit vectors u, w (Kahan's formula): arccos is
+    flat near ±1, so ``arccos(cos θ)`` loses small angles (``[1, 0]`` vs ``[1, 1e-9]`` gave 0, not 1e-9).
+    """
+    xp, a, b = _pair(a, b)
+    a, b = _unit_scale(a, "a", xp), _unit_scale(b, "b", xp)
+    u = a / xp.sqrt(xp.sum(a * a, axis=-1, keepdims=True))  # (..., d), |u| = 1
+    w = b / xp.sqrt(xp.sum(b * b, axis=-1, keepdims=True))
+    return 2.0 * xp.atan2(xp.sqrt(xp.sum((u - w) ** 2, axis=-1)), xp.sqrt(xp.sum((u + w) ** 2, axis=-1)))
 
 
 def euclidean_distance(a, b):
-    """``|a - b|`` along the last axis. ``(..., d), (..., d) -> (...)``."""
+    """``|a - b|`` along the last axis. ``(..., d), (..., d) -> (...)``.
+
+    The difference is divided by its largest entry before squaring, so ``[1e200, 0]`` gives 1e200, not inf.
+    """
     xp, a, b = _pair(a, b)
     diff = a - b
-    return xp.sqrt(xp.sum(diff * diff, axis=-1))
+    biggest = xp.max(xp.abs(diff), axis=-1, keepdims=True)  # (..., 1)
+    unit = diff / xp.where(biggest > 0, biggest, xp.ones_like(biggest))  # entries in [-1, 1]
+    return xp.sqrt(xp.sum(unit * unit, axis=-1)) * biggest[..., 0]
 
 
 def additive_score(q, k, w_q, w_k, v_a):
@@ -137,16 +149,27 @@ def pairwise_cosine(q, k):
 def pairwise_euclidean(q, k):
     """Distance of every query to every key via ``|q|² + |k|² - 2 q·k`` (one matmul). ``-> (..., T, S)``.
 
-    The expansion can come out slightly negative by rounding when two points nearly coincide, so
-    it is clipped at 0 before the square root.
+    Distances do not change when both sets move, so the keys' mean is subtracted from both first: the
+    expansion then cancels far less (``[[1e8, 0]]`` vs ``[[1e8, 1]]`` gave 0 instead of 1). Where it
+    still cancels -- a squared distance below ``sqrt(eps) · (|q|² + |k|²)``, which would keep under half
+    of its digits -- the query's row is recomputed from the direct differences ``q_i - k_j``.
     """
     xp, q, k = _pair(q, k, ("q", "k"), core=2)
     _need_matrix(q, "q")
     _need_matrix(k, "k")
+    centre = xp.mean(k, axis=-2, keepdims=True)  # (..., 1, d)
+    q, k = q - centre, k - centre
     sq_q = xp.sum(q * q, axis=-1)[..., :, None]  # (..., T, 1)
     sq_k = xp.sum(k * k, axis=-1)[..., None, :]  # (..., 1, S)
     sq = sq_q + sq_k - 2.0 * (q @ k.mT)  # (..., T, S)
-    return xp.sqrt(xp.clip(sq, 0.0, None))
+    out = xp.sqrt(xp.clip(sq, 0.0, None))
+    lost = sq <= xp.finfo(sq.dtype).eps ** 0.5 * (sq_q + sq_k)  # (..., T, S): cancelled digits
+    rows = xp.any(xp.reshape(lost, (-1, *lost.shape[-2:])), axis=(0, 2))  # (T,): rows with a cancelled entry
+    if not bool(xp.any(rows)):
+        return out
+    direct = [euclidean_distance(q[..., i : i + 1, :], k) if bool(rows[i]) else out[..., i, :]
+              for i in range(q.shape[-2])]  # each (..., S): (..., 1, d) - (..., S, d) summed over d
+    return xp.stack(direct, axis=-2)  # (..., T, S)
 
 
 def pairwise_additive(q, k, w_q, w_k, v_a):

@@ -19,6 +19,10 @@ instead of by ``-inf`` there and guard the division.
 
 Temperature ``T`` divides the scores: ``softmax(x / T)``. ``T -> 0`` approaches argmax (one-hot),
 ``T -> inf`` approaches uniform; dividing by sqrt(d_k) in attention is a temperature of sqrt(d_k).
+The shift comes before the division, ``(x - m) / T``, so a tiny T gives -inf (weight 0), never inf - inf.
+
+Half precision (float16, bfloat16) is computed in float32 and returned in the input's dtype, as
+FlashAttention accumulates (:func:`widen`): float16's sum of 2049 ones is 2048, and exp(12) is inf.
 """
 
 from __future__ import annotations
@@ -26,9 +30,23 @@ from __future__ import annotations
 import math
 import operator
 
-from .backend import as_common_float, as_float, check_flag, get_namespace, needs_grad
+from .backend import as_common_float, as_float, check_flag, check_real, get_namespace, needs_grad
 
-__all__ = ["log_softmax", "logsumexp", "naive_softmax", "softmax", "softmax_backward"]
+__all__ = ["log_softmax", "logsumexp", "naive_softmax", "softmax", "softmax_backward", "widen"]
+
+
+def widen(x, xp):
+    """``x`` in float32 when it is half precision (16 bits: float16, bfloat16), else ``x`` itself.
+
+    Scores, exponentials and their sums accumulate in float32, as FlashAttention does; callers return
+    results in the input's dtype (:func:`narrow`).
+    """
+    return xp.astype(x, xp.float32) if xp.finfo(x.dtype).bits < 32 else x
+
+
+def narrow(x, dtype, xp):
+    """``x`` cast back to ``dtype`` (no copy when it already has it)."""
+    return x if x.dtype == dtype else xp.astype(x, dtype)
 
 
 def naive_softmax(x, axis: int = -1):
@@ -60,15 +78,16 @@ def _as_scores(x, axis, xp):
 
 
 def _check_temperature(temperature) -> float:
-    if isinstance(temperature, (str, bytes, bool)) or type(temperature).__name__ == "bool_":
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
-    try:
-        t = float(temperature)
-    except (TypeError, ValueError):
-        t = math.nan
-    if not (t > 0 and math.isfinite(t)):
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
-    return t
+    return check_real(temperature, "temperature", above=0)
+
+
+def _divide(shifted, t, xp):
+    """``shifted / t`` for shifted scores (<= 0): ``-inf`` where a tiny ``t`` would overflow (without a warning)."""
+    if t >= 1.0:
+        return shifted / t
+    bound = -0.5 * t * float(xp.finfo(shifted.dtype).max)  # shifted >= bound keeps |shifted / t| < max
+    quotient = xp.clip(shifted, bound, None) / t
+    return xp.where(shifted < bound, xp.full_like(shifted, -math.inf), quotient)
 
 
 def safe_shift(m, xp):
@@ -120,9 +139,10 @@ def softmax(x, axis: int = -1, *, temperature: float = 1.0):
     xp = get_namespace(x)
     x = _as_scores(x, axis, xp)
     t = _check_temperature(temperature)
-    # x / T and x - m are new arrays, so the caller's x is never modified
-    shifted = x / t if t != 1.0 else x - 0.0
-    return softmax_(shifted, axis=axis)
+    wide = widen(x, xp)
+    # (x - m) / T and x - 0 are new arrays, so the caller's x is never modified
+    shifted = _divide(wide - _row_max(wide, axis, xp), t, xp) if t != 1.0 else wide - 0.0
+    return narrow(softmax_(shifted, axis=axis), x.dtype, xp)
 
 
 def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
@@ -134,8 +154,9 @@ def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
     xp = get_namespace(x)
     x = _as_scores(x, axis, xp)
     keepdims = check_flag(keepdims, "keepdims")
-    m = _row_max(x, axis, xp)
-    out = m + _log_sum_exp_shifted(x - m, axis, xp)
+    wide = widen(x, xp)
+    m = _row_max(wide, axis, xp)
+    out = narrow(m + _log_sum_exp_shifted(wide - m, axis, xp), x.dtype, xp)
     return out if keepdims else xp.squeeze(out, axis=axis)
 
 
@@ -155,10 +176,11 @@ def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
     Masked (``-inf``) entries give ``-inf``; an all ``-inf`` row gives all ``-inf``.
     """
     xp = get_namespace(x)
-    x = _as_scores(x, axis, xp) / _check_temperature(temperature)
-    shifted = x - _row_max(x, axis, xp)  # <= 0, with 0 at the max (an all -inf row stays -inf)
+    x = _as_scores(x, axis, xp)
+    t, wide = _check_temperature(temperature), widen(x, xp)
+    shifted = _divide(wide - _row_max(wide, axis, xp), t, xp)  # <= 0, with 0 at the max (an all -inf row stays -inf)
     lse = _log_sum_exp_shifted(shifted, axis, xp)  # -inf only for an all -inf row: subtract 0 there
-    return shifted - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse))
+    return narrow(shifted - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse)), x.dtype, xp)
 
 
 def softmax_backward(weights, d_weights, axis: int = -1):
@@ -173,4 +195,5 @@ def softmax_backward(weights, d_weights, axis: int = -1):
         raise ValueError(
             f"weights and d_weights must have the same shape, got {tuple(y.shape)} and {tuple(dy.shape)}"
         )
-    return y * (dy - xp.sum(dy * y, axis=axis, keepdims=True))
+    dtype, y, dy = y.dtype, widen(y, xp), widen(dy, xp)
+    return narrow(y * (dy - xp.sum(dy * y, axis=axis, keepdims=True)), dtype, xp)

@@ -258,3 +258,10 @@ def test_no_notebook_checks_a_short_answer_inline():
             source = "".join(cell["source"])
             if cell["cell_type"] == "code":
                 assert not re.search(r"def check(_shape)?\(answer|\bcheck(_shape)?\(answer_", source), path.name
+
+
+def test_an_answer_too_large_or_complex_gets_a_hint_not_a_crash(capsys):
+    for answer, hint in ((10**400, "give a finite number"), (math.inf, "give a finite number"),
+                         (np.complex128(64), "give a number, not a complex128")):
+        check_answer("08.1", answer)
+        assert hint in capsys.readouterr().out

@@ -199,9 +199,9 @@ def test_info_nce_is_between_zero_and_its_ceiling(n, t, seed):
 def test_info_nce_bad_input():
     with pytest.raises(ValueError, match=r"both have shape \(N, d\)"):
         info_nce(np.ones((3, 2)), np.ones((4, 2)))
-    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+    with pytest.raises(ValueError, match="temperature must be a finite real number > 0"):
         info_nce(np.ones((3, 2)), np.ones((3, 2)), temperature=0.0)
-    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+    with pytest.raises(ValueError, match="temperature must be a finite real number > 0"):
         info_nce_backward(np.ones((3, 2)), np.ones((3, 2)), temperature=-1.0)
 
 
@@ -307,7 +307,7 @@ def test_tour_section_runs_on_array_api_strict(capsys):
 
 def test_non_numeric_temperature_is_named():
     q = np.eye(2)
-    with pytest.raises(ValueError, match=r"temperature must be a positive finite number, got 'a'"):
+    with pytest.raises(TypeError, match=r"temperature must be a finite real number > 0, got 'a'"):
         info_nce(q, q, temperature="a")
 
 
@@ -343,9 +343,9 @@ def test_top_k_ranks_nan_scores_last(xp):
 def test_info_nce_refuses_a_temperature_given_as_a_string():
     q = np.eye(2)
     for bad in ("2", b"2", True, None):
-        with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        with pytest.raises(TypeError, match="temperature must be a finite real number > 0"):
             info_nce(q, q, temperature=bad)
-        with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        with pytest.raises(TypeError, match="temperature must be a finite real number > 0"):
             info_nce_backward(q, q, temperature=bad)
 
 
@@ -383,10 +383,11 @@ def test_fit_refuses_a_list_mask_and_bad_step_settings():
         fit_matrix_factorization(ratings, observed.tolist())
     with pytest.raises(ValueError, match="steps must be an integer >= 0, got -1"):
         fit_matrix_factorization(ratings, observed, steps=-1)
-    for lr in (-0.1, 0.0, float("nan"), float("inf"), "0.1", True):
-        with pytest.raises(ValueError, match="lr must be a finite number > 0"):
+    for lr in (-0.1, 0.0, float("nan"), float("inf"), "0.1", True, np.complex128(0.1)):
+        error = TypeError if isinstance(lr, (str, bool, complex)) else ValueError
+        with pytest.raises(error, match="lr must be a finite real number > 0"):
             fit_matrix_factorization(ratings, observed, lr=lr)
-    with pytest.raises(ValueError, match="l2 must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="l2 must be a finite real number >= 0"):
         fit_matrix_factorization(ratings, observed, l2=-1e-3)
     assert fit_matrix_factorization(ratings, observed, steps=0).losses == ()  # zero steps: the start
 
@@ -489,3 +490,45 @@ def test_grpo_advantages_only_compare_within_a_group():
 def test_grpo_advantages_bad_input():
     with pytest.raises(ValueError, match=r"G >= 2 answers per group, got \(1,\)"):
         grpo_advantages([1.0])
+
+
+def test_equal_rewards_give_zero_advantages_despite_rounding():
+    for rewards in ([0.1, 0.1, 0.1], np.full(7, 0.1), np.full((2, 5), 1e12 / 3), np.full(3, np.float32(0.7))):
+        r = np.asarray(rewards)
+        assert float(np.std(r, axis=-1).max()) >= 0  # (rounding leaves a tiny nonzero std for some)
+        assert np.all(grpo_advantages(r) == 0)
+    np.testing.assert_allclose(grpo_advantages([1e8, 1e8 + 1]), [-1.0, 1.0])  # a real difference stays
+
+
+def test_bag_of_words_reads_every_script():
+    cat = hashed_bag_of_words(["猫吃鱼", "鱼吃猫", "café", "caf", "ＣＡＦÉ"], dim=64)
+    assert np.abs(cat[0]).sum() == 3  # three Han characters, three tokens
+    np.testing.assert_array_equal(cat[0], cat[1])  # the same characters, another order: a bag
+    assert not np.array_equal(cat[2], cat[3])  # "é" is a letter, not a separator
+    np.testing.assert_array_equal(cat[2], cat[4])  # NFKC: full-width letters are the same word
+    ascii_only = hashed_bag_of_words(["Don't stop_me now 42"], dim=32)  # ASCII: words as before
+    want = np.zeros(32)
+    for word in ("don", "t", "stop", "me", "now", "42"):
+        h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+        want[h % 32] += 1.0 if (h >> 63) & 1 else -1.0
+    np.testing.assert_array_equal(ascii_only[0], want)
+
+
+def test_a_nan_observed_rating_is_refused_and_an_unobserved_one_ignored():
+    ratings, observed, _ = synthetic_ratings(5, 4, 2, density=0.6, seed=1)
+    r = np.array(ratings)
+    i, j = np.argwhere(observed)[0]
+    r[i, j] = np.nan
+    with pytest.raises(ValueError, match="1 observed entries that are NaN or inf"):
+        fit_matrix_factorization(r, observed, steps=3)
+    r[i, j], hidden = ratings[i, j], np.argwhere(~observed)[0]
+    r[tuple(hidden)] = np.nan
+    assert np.all(np.isfinite(fit_matrix_factorization(r, observed, steps=3).predict()))
+
+
+def test_synthetic_ratings_checks_its_numbers():
+    for bad in ("0.3", np.complex128(0.3), None):
+        with pytest.raises(TypeError, match="density must be a finite real number"):
+            synthetic_ratings(density=bad)
+    with pytest.raises(ValueError, match="noise must be a finite real number >= 0"):
+        synthetic_ratings(noise=-1.0)

@@ -62,7 +62,8 @@ def test_nadaraya_watson_far_from_every_point_does_not_give_nan():
 
 @pytest.mark.parametrize("sigma", [0, -1.0, math.inf, math.nan, "1", True])
 def test_nadaraya_watson_refuses_a_bad_sigma(sigma):
-    with pytest.raises(ValueError, match="sigma"):
+    error = TypeError if isinstance(sigma, (str, bool)) else ValueError  # not a number / not a finite one > 0
+    with pytest.raises(error, match="sigma"):
         nadaraya_watson([0.0], [0.0], [1.0], sigma=sigma)
 
 
@@ -76,3 +77,11 @@ def test_nadaraya_watson_refuses_bad_shapes():
 def test_causal_average_refuses_a_bad_length():
     with pytest.raises((ValueError, TypeError), match="n"):
         causal_average_weights(0)
+
+
+def test_sigma_must_be_a_positive_real_number():
+    for bad, error in ((0.0, ValueError), (-1.0, ValueError), (math.nan, ValueError), ("0.5", TypeError),
+                       (np.complex128(0.5), TypeError), (True, TypeError)):
+        with pytest.raises(error, match=r"sigma must be a finite real number > 0, got .* \(the kernel's width\)"):
+            nadaraya_watson([0.0], [0.0, 1.0], [3.0, 5.0], sigma=bad)
+    assert nadaraya_watson([0.0], [0.0, 1.0], [3.0, 5.0], sigma=np.float32(0.5))[0].shape == (1,)

@@ -1,5 +1,7 @@
 """backend.py: namespaces, host<->device, the RNG helper, and the mixed-backend error."""
 
+import math
+
 import array_api_compat
 import array_api_strict
 import numpy as np
@@ -263,3 +265,55 @@ def test_to_numpy_detaches_a_tensor_that_requires_grad():
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, np.full((2, 3), 2.0))
     assert backend.needs_grad(t) and not backend.needs_grad(np.ones(2))
+
+
+def test_check_real_accepts_real_numbers_only():
+    for good in (2, 2.5, np.float32(2.5), np.int64(2), np.asarray(2.5), np.float16(0.5)):
+        assert backend.check_real(good, "x") == float(good)
+    for bad in (True, np.bool_(False), "2", b"2", None, [1.0], 1 + 0j, np.complex128(2.0), np.complex64(1)):
+        with pytest.raises(TypeError, match=r"x must be a finite real number, got"):
+            backend.check_real(bad, "x")
+    for bad in (math.nan, math.inf, -math.inf, np.float64("nan"), 10**400):
+        with pytest.raises(ValueError, match=r"x must be a finite real number, got"):
+            backend.check_real(bad, "x")
+    with pytest.raises(ValueError, match=r"t must be a finite real number > 0, got 0.0 \(why\)"):
+        backend.check_real(0.0, "t", above=0, hint=" (why)")
+    assert backend.check_real(0, "t", at_least=0) == 0.0
+    with pytest.raises(ValueError, match=r"t must be a finite real number >= 0"):
+        backend.check_real(-1e-300, "t", at_least=0)
+
+
+def test_numpy_complex_scalars_are_refused_like_complex_arrays():
+    from attention_from_scratch import scaled_dot_product_attention, softmax
+
+    z = np.complex128(2.0)  # a subclass of Python's complex: np.asarray(z, float64) drops the imaginary part
+    for data in (z, [1.0, z], [[z]]):
+        with pytest.raises(TypeError, match="x must be real-valued, got complex numbers"):
+            backend.as_float(data, np, "x")
+    with pytest.raises(TypeError, match="x must be real-valued"):
+        softmax(z)
+    with pytest.raises(TypeError, match="temperature must be a finite real number"):
+        softmax([1.0, 2.0], temperature=z)
+    q = np.ones((2, 2))
+    with pytest.raises(TypeError, match="scale must be a finite real number"):
+        scaled_dot_product_attention(q, q, q, scale=z)
+
+
+def test_matrix_and_masked_arrays_are_refused_with_what_is_expected():
+    from attention_from_scratch import scaled_dot_product_attention, softmax
+
+    with pytest.raises(TypeError, match=r"x is a np.matrix; expected a plain array: pass np.asarray\(x\)"):
+        softmax(np.matrix([[1.0, 2.0]]))
+    masked = np.ma.masked_array([[1.0, 2.0]], mask=[[False, True]])
+    with pytest.raises(TypeError, match=r"q is a NumPy masked array, whose mask would be ignored.*filled"):
+        scaled_dot_product_attention(masked, np.ones((2, 2)), np.ones((2, 2)))
+
+
+def test_shared_checks_live_in_backend_only():
+    from attention_from_scratch import caches, multihead
+
+    for name in ("check_same_place", "check_param", "check_float_dtype"):
+        assert callable(getattr(backend, name))
+        assert name in backend.__all__
+        for module in (caches, multihead):
+            assert getattr(module, name, backend) is getattr(backend, name) or not hasattr(module, name)

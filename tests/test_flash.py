@@ -616,3 +616,19 @@ def test_garbage_in_a_blocked_key_changes_nothing(bad, kind):
         np.testing.assert_allclose(dv[..., :5, :], d_ref[2][..., :5, :], rtol=1e-12)
     # and flash still equals scaled_dot_product_attention on these inputs
     np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask, **kw)[0], rtol=1e-12)
+
+
+def test_host_data_moves_to_the_inputs_device(xp):
+    # a Python-list mask (and list out/d_out/lse) is data: it goes to q's device, as in sdpa
+    q, k, v = xp.randn(3, 2, seed=1), xp.randn(4, 2, seed=2), xp.randn(4, 2, seed=3)
+    mask = [[True, False, True, True], [True, True, False, True], [False, True, True, True]]
+    want, _ = scaled_dot_product_attention(q, k, v, mask)
+    out, lse = flash_attention(q, k, v, mask, block_size=2, return_lse=True)
+    xp.assert_close(out, want)
+    d_out = xp.randn(3, 2, seed=4)
+    grads = flash_attention_backward(q, k, v, out, d_out, lse, mask, block_size=2)
+    listed = flash_attention_backward(q, k, v, xp.np(out).tolist(), xp.np(d_out).tolist(), xp.np(lse).tolist(),
+                                      mask, block_size=2)
+    for g, h, ref in zip(grads, listed, attention_backward(q, k, v, d_out, mask), strict=True):
+        xp.assert_close(g, ref)
+        xp.assert_close(h, ref)

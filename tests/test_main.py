@@ -135,3 +135,30 @@ def test_figures_command_prints_the_paths_it_writes(tmp_path, monkeypatch, capsy
     assert cli.main(["figures", "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.split() == [str(tmp_path / "one.png")]
     assert (tmp_path / "one.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_figures_command_refuses_output_paths_it_cannot_use(tmp_path, monkeypatch, capsys):
+    from attention_from_scratch.course import plots
+
+    monkeypatch.setattr(plots, "FIGURES", {"one.png": lambda: plots.plt.figure(figsize=(1, 1))})
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    for out, message in ((a_file, "is a file, not a folder"), (a_file / "sub", "which is a file"), ("", "empty")):
+        assert cli.main(["figures", "--out", str(out)]) == 2
+        assert message in capsys.readouterr().err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if not os.access(locked, os.W_OK):
+            assert cli.main(["figures", "--out", str(locked)]) == 2
+            assert "Permission denied" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(ROOT)}
+    code = ("import sys; from attention_from_scratch.course import plots;"
+            "from attention_from_scratch import __main__ as c;"
+            "plots.FIGURES = {'one.png': lambda: plots.plt.figure(figsize=(1, 1))};"
+            f"sys.exit(c.main(['figures', '--out', {str(tmp_path / '图')!r}]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, encoding="ascii")
+    assert run.returncode == 0 and "\\u56fe" in run.stdout, run.stderr

@@ -352,7 +352,7 @@ def test_empty_input_and_wrong_caches_are_refused():
 def test_config_refuses_non_numbers_and_state_must_be_a_mapping():
     with pytest.raises(TypeError, match="rope_theta must be a finite real number"):
         MLAConfig(rope_theta="a")
-    with pytest.raises(TypeError, match="mscale must be a finite real number"):
+    with pytest.raises(ValueError, match="mscale must be a finite real number"):
         MLAConfig(mscale=float("nan"))
     with pytest.raises(TypeError, match="state must be a mapping"):
         MultiHeadLatentAttention.from_state_dict(MLAConfig(dim=8, n_heads=2, q_lora_rank=0, kv_lora_rank=4,
@@ -449,3 +449,34 @@ def test_integer_dtypes_are_refused():
 def test_config_refuses_betas_that_would_divide_by_zero_or_cross(fast, slow):
     with pytest.raises(ValueError, match=r"0 < MLAConfig\.beta_slow <= MLAConfig\.beta_fast"):
         MLAConfig(beta_fast=fast, beta_slow=slow)
+
+
+def test_config_refuses_a_yarn_mscale_that_is_not_positive():
+    for bad in (0.0, -1.0, -10 / math.log(40)):  # the last made the softmax scale 3.6e-33
+        with pytest.raises(ValueError, match=r"MLAConfig.mscale must be a finite real number > 0"):
+            MLAConfig(mscale=bad)
+    with pytest.raises(TypeError, match=r"MLAConfig.mscale must be a finite real number"):
+        MLAConfig(mscale=np.complex128(1.0))
+    assert MLAConfig(mscale=0.7).softmax_scale > 0
+
+
+def test_read_safetensors_names_a_file_of_another_format(tmp_path):
+    import struct
+
+    cases = {
+        "text.safetensors": b"this is not a safetensors file at all",  # a huge header size
+        "short.safetensors": b"\x01\x02",
+        "json.safetensors": struct.pack("<Q", 4) + b"[1,2",  # malformed JSON
+        "list.safetensors": struct.pack("<Q", 2) + b"[]",  # JSON, not an object
+        "bytes.safetensors": struct.pack("<Q", 2) + b"\xff\xfe",  # not UTF-8
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(ValueError, match=rf"{name} is not a safetensors file: expected an 8-byte header size"):
+            read_safetensors(path)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 800]}}).encode()
+    path = tmp_path / "cut.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    with pytest.raises(ValueError, match=r"cut.safetensors: the header entry of .w. needs dtype, shape"):
+        read_safetensors(path)

@@ -364,3 +364,10 @@ def test_a_mask_is_checked_once_at_the_boundary(monkeypatch):
         calls.clear()
         call()
         assert len(calls) == 1
+
+
+def test_a_list_mask_goes_to_the_inputs_device(xp):
+    mha = make(xp, 8, 2, seed=4)
+    x = xp.randn(1, 3, 8, seed=5)
+    mask = [[True, False, False], [True, True, False], [True, True, True]]
+    xp.assert_close(mha(x, mask=mask), mha(x, causal=True))

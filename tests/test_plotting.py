@@ -112,3 +112,22 @@ def test_additive_scores_do_not_grow_with_dk():
     # the score is bounded by |v_a|_1 whatever d_k; the dot product's std would grow 8x (sqrt(1024/16))
     assert large[0] < 2 * small[0]
     assert 1 / 16 < large[1] < 0.3
+
+
+def test_mla_singular_values_do_not_depend_on_blas_rounding(tmp_path, monkeypatch):
+    # another BLAS (or thread count) rounds the product W_UK W_DKV and the SVD differently: singular
+    # values change by ~1e-16 of the largest, which moves the rank-deficient tail (all rounding noise)
+    # by orders of magnitude on a log axis. Simulate that and require the same PNG bytes.
+    from attention_from_scratch.course.plots import part2
+
+    plain = plots.save_figure(part2.plot_mla_singular_values(), tmp_path / "plain.png").read_bytes()
+    svd, rng = np.linalg.svd, np.random.default_rng(0)
+
+    def other_blas(w, compute_uv=True):
+        sv = svd(w, compute_uv=compute_uv)
+        noise = rng.uniform(0.1, 30.0, sv.shape) * np.finfo(sv.dtype).eps * sv[0]  # rounding-sized changes
+        return sv * (1 + rng.uniform(-4, 4, sv.shape) * np.finfo(sv.dtype).eps) + noise
+
+    monkeypatch.setattr(np.linalg, "svd", other_blas)
+    moved = plots.save_figure(part2.plot_mla_singular_values(), tmp_path / "moved.png").read_bytes()
+    assert moved == plain

@@ -338,3 +338,15 @@ def test_check_bad_input():
         quiz.check("dot_product", "seventeen")
     with pytest.raises(ValueError, match=r"must have 3 number\(s\), got 2"):
         quiz.check("softmax_123", [0.5, 0.5])
+
+
+def test_a_number_too_large_for_a_float_is_a_clear_error():
+    for answer in (10**400, [10**400], -(10**400)):
+        with pytest.raises(ValueError, match=r"answer to 'dot_product' must be a finite number .*got -?1000"):
+            quiz.check("dot_product", answer)
+    for answer in (math.nan, math.inf, np.float64("nan")):
+        with pytest.raises(ValueError, match=r"must be a finite number"):
+            quiz.check("dot_product", answer)
+    with pytest.raises(TypeError, match="must be a real number"):
+        quiz.check("dot_product", np.complex128(17))
+    assert quiz.check("dot_product", 17).correct

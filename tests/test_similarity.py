@@ -72,7 +72,33 @@ def test_angles_of_special_pairs():
     b = a * 7.322015953741584
     assert (a @ b) / (np.sqrt(a @ a) * np.sqrt(b @ b)) > 1.0
     assert float(cosine_similarity(a, b)) == 1.0
-    assert float(angle(a, b)) == 0.0
+    assert float(angle(a, b)) == pytest.approx(0.0, abs=1e-15)  # b is parallel to a up to rounding
+
+
+def test_small_angles_keep_their_digits():
+    # arccos is flat near 1: arccos(cos 1e-9) rounds to 0; 2 atan2(|u - w|, |u + w|) does not
+    assert float(angle([1, 0], [1, 1e-9])) == pytest.approx(1e-9, rel=1e-12)
+    assert float(angle([1, 0], [-1, 1e-9])) == pytest.approx(math.pi - 1e-9, rel=1e-15)
+    rng = np.random.default_rng(4)
+    for _ in range(20):  # against atan2 of the 2-D cross and dot products (an independent formula)
+        a, b = rng.standard_normal(2) * 10.0 ** rng.integers(-100, 100), rng.standard_normal(2)
+        want = abs(math.atan2(a[0] * b[1] - a[1] * b[0], a @ b))
+        assert float(angle(a, b)) == pytest.approx(want, rel=1e-13, abs=1e-15)
+
+
+def test_distances_of_huge_and_offset_points():
+    assert float(euclidean_distance([1e200, 0], [0, 0])) == 1e200  # squaring first overflowed to inf
+    assert float(euclidean_distance([1e-200, 0], [0, 0])) == 1e-200  # ... or underflowed to 0
+    # the expansion |q|² + |k|² - 2 q·k lost the whole distance at an offset of 1e8
+    np.testing.assert_allclose(pairwise_euclidean([[1e8, 0.0]], [[1e8, 1.0]]), [[1.0]], rtol=1e-15)
+    got = pairwise_euclidean([[1e8, 0.0], [0.0, 0.0]], [[0.0, 0.0], [1e8, 1.0]])  # the centre does not help here
+    np.testing.assert_allclose(got, [[1e8, 1.0], [0.0, 1e8]], rtol=1e-12)
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((2, 6, 3)) + 1e6, rng.standard_normal((9, 3)) + 1e6
+    direct = np.sqrt(((q[:, :, None, :] - k[None, None]) ** 2).sum(-1))  # (2, 6, 9)
+    np.testing.assert_allclose(pairwise_euclidean(q, k), direct, rtol=1e-9)
+    x = rng.standard_normal((5, 3))
+    assert np.all(np.diag(pairwise_euclidean(x, x)) == 0)  # a point is at distance 0 from itself
 
 
 def test_pairwise_dot_is_q_at_k_transpose(xp):

@@ -1,7 +1,10 @@
 """Instructor mode: `python -m attention_from_scratch student OUTDIR` hands out notebooks without solutions."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +104,66 @@ def test_strip_solution_blocks_keeps_the_rest():
     assert strip_solution_blocks(md) == "Text.\n\nNext: [14](17_gpu.ipynb)."
     other = "<details><summary>Why?</summary>\nbecause\n</details>"
     assert strip_solution_blocks(other) == other  # a collapsed block that is not a solution stays
+
+
+def _one_notebook(folder):
+    folder.mkdir()
+    (folder / "01_x.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4}), encoding="utf-8")
+    return folder
+
+
+def test_cli_refuses_output_paths_it_cannot_use(tmp_path, capsys):
+    src = _one_notebook(tmp_path / "course")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    cases = {
+        "": "OUTDIR must name a folder, got an empty string",
+        str(a_file): "is a file, not a folder",
+        str(a_file / "below"): "which is a file, not a folder",
+    }
+    for outdir, message in cases.items():
+        assert main(["student", outdir, "--notebooks", str(src)]) == 2
+        assert message in capsys.readouterr().err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if not os.access(locked, os.W_OK):  # (root may write anywhere)
+            assert main(["student", str(locked / "out"), "--notebooks", str(src)]) == 2
+            assert "Permission denied" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_cli_refuses_a_folder_that_holds_files_unless_forced(tmp_path, capsys):
+    src = _one_notebook(tmp_path / "course")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "01_x.ipynb").write_text("the instructor's copy, with solutions")
+    assert main(["student", str(out), "--notebooks", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "is not empty" in err and "pass --force" in err
+    assert (out / "01_x.ipynb").read_text() == "the instructor's copy, with solutions"
+    assert main(["student", str(out), "--notebooks", str(src), "--force"]) == 0
+    assert json.loads((out / "01_x.ipynb").read_text())["cells"] == []
+
+
+def test_cli_names_a_notebook_that_is_not_one(tmp_path, capsys):
+    for name, data in {"list.ipynb": b"[1, 2]", "broken.ipynb": b'{"cells": [', "latin.ipynb": b'{"a": "caf\xe9"}',
+                       "cells.ipynb": b'{"cells": 3}'}.items():
+        src = tmp_path / name.removesuffix(".ipynb")
+        src.mkdir()
+        (src / name).write_bytes(data)
+        assert main(["student", str(tmp_path / f"out_{name}"), "--notebooks", str(src)]) == 2
+        err = capsys.readouterr().err
+        assert name in err and "not a notebook" in err, err
+        assert not (tmp_path / f"out_{name}").exists()  # nothing written
+
+
+def test_cli_prints_paths_an_ascii_terminal_cannot_show(tmp_path):
+    src = _one_notebook(tmp_path / "course")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run([sys.executable, "-m", "attention_from_scratch", "student", str(tmp_path / "课程"),
+                          "--notebooks", str(src)], capture_output=True, text=True, env=env, encoding="ascii")
+    assert run.returncode == 0, run.stderr
+    assert "\\u8bfe\\u7a0b" in run.stdout and "1 student notebooks written" in run.stdout

@@ -16,7 +16,7 @@ from attention_from_scratch.model.tasks import (
     previous_token_score,
     strongest_heads,
 )
-from attention_from_scratch.model.training import Adam, train
+from attention_from_scratch.model.training import Adam, fit, train
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
 
@@ -140,3 +140,59 @@ def test_blas_threads_follow_the_size_of_the_step():
     assert blas_threads_for(large, 16 * 256, load=1000.0) == 1  # busy cores: one thread
     n = MULTI_THREAD_WORK // (32 * 64)  # the threshold itself, in tokens
     assert blas_threads_for(readme, n - 1, load=0.0) == 1 and blas_threads_for(readme, n, load=0.0) is None
+
+
+def test_the_optimiser_and_the_loop_check_their_arguments_before_any_step():
+
+
+    model = Transformer(TransformerConfig(**{**CONFIG, "vocab_size": 7, "max_len": 10}), seed=0)
+    before = {k: np.array(v) for k, v in model.params.items()}
+    batches = CopyTask(7, 3).batches(4)
+    cases = [
+        ({"lr": -0.01}, ValueError, r"lr must be a finite real number > 0, got -0.01"),
+        ({"lr": "0.01"}, TypeError, r"lr must be a finite real number > 0, got '0.01'"),
+        ({"lr": 0.01, "warmup": -3}, ValueError, r"warmup .* must be an integer >= 0, got -3"),
+        ({"lr": 0.01, "betas": (1.0, 0.999)}, ValueError, r"betas must lie in \[0, 1\)"),
+        ({"lr": 0.01, "betas": (0.9,)}, TypeError, r"betas must be a pair"),
+        ({"lr": 0.01, "eps": 0.0}, ValueError, r"eps must be a finite real number > 0"),
+        ({"lr": 0.01, "log_every": 0}, ValueError, r"log_every must be a positive integer"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            train(model, batches, steps=3, **kwargs)
+    for name, p in model.params.items():
+        np.testing.assert_array_equal(p, before[name])  # nothing was trained
+    one = [next(batches)]
+    with pytest.raises(ValueError, match=r"batches holds 1 batches but steps=3"):
+        train(model, one, steps=3, lr=0.01)
+    with pytest.raises(ValueError, match=r"batches ran out after 1 batches, before steps=3"):
+        train(model, iter(one), steps=3, lr=0.01)
+    with pytest.raises(ValueError, match=r"betas\[1\] must be a finite real number >= 0"):
+        Adam({}, betas=(0.9, -0.1))
+
+
+def test_tasks_check_their_lengths_at_construction():
+    with pytest.raises(ValueError, match=r"CopyTask: length 12 > 8 .*distinct"):
+        CopyTask(8, (4, 12))
+    with pytest.raises(ValueError, match=r"length \(L, or each end of \(low, high\)\) must be a positive integer"):
+        CopyTask(4, 0)
+    with pytest.raises(ValueError, match=r"low <= high"):
+        CopyTask(16, (8, 4))
+    with pytest.raises(ValueError, match=r"ReversalTask: length 8 > 7"):
+        ReversalTask(8, 8)
+    assert CopyTask(16, (4, 12)).max_sequence_length == 24 and ReversalTask(8, 3).max_sequence_length == 7
+    config = TransformerConfig(**{**CONFIG, "vocab_size": 7, "max_len": 10})  # max_len 10
+    with pytest.raises(ValueError, match=r"up to 12 tokens, so the model reads 12 > config.max_len=10"):
+        fit(CopyTask(7, 6), config, steps=2, lr=0.01, full_sequence=True)
+    with pytest.raises(ValueError, match=r"reads 11 > config.max_len=10"):
+        fit(CopyTask(7, 6), config, steps=2, lr=0.01)
+    fit(CopyTask(7, (2, 5)), config, steps=2, lr=0.01)  # 2L - 1 = 9 tokens read: fits
+
+
+def test_induction_score_names_a_length_that_does_not_fit():
+    w = np.full((2, 6, 6), 1 / 6)
+    assert induction_score(w, 3).shape == (2,)
+    with pytest.raises(ValueError, match=r"2 \* length = 8 tokens or more, got shape \(2, 6, 6\)"):
+        induction_score(w, 4)
+    with pytest.raises(ValueError, match=r"length must be a positive integer"):
+        induction_score(w, 0)

@@ -276,3 +276,25 @@ def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkey
     for got, want in zip(grads, attention_backward(q, k, v, d_out, causal=causal), strict=True):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+def test_token_ids_on_another_device_are_moved_to_the_model(xp):
+    config = TransformerConfig(**TINY)
+    model = Transformer(config, seed=3, xp=xp.ns, device=xp.device, dtype=xp.dtype)
+    here = xp.asarray(TOKENS[:, :-1])  # on the model's device
+    elsewhere = xp.ns.asarray(TOKENS[:, :-1])  # on the backend's default device
+    xp.assert_close(model.logits(elsewhere), model.logits(here))
+    xp.assert_close(model.logits(TOKENS[:, :-1].tolist()), model.logits(here))
+
+
+def test_next_token_loss_reads_max_len_plus_one_tokens():
+    config = TransformerConfig(**TINY)  # max_len 10
+    model = Transformer(config, seed=2)
+    tokens = np.random.default_rng(3).integers(0, 7, (2, 11))  # T = max_len + 1: inputs are tokens[:, :-1]
+    loss, _ = model.loss_and_grads(tokens)
+    want, _ = model.loss_and_grads(tokens[:, :-1], tokens[:, 1:])
+    assert loss == want
+    with pytest.raises(ValueError, match=r"tokens has T=12 > max_len=10 \+ 1"):
+        model.loss_and_grads(np.zeros((1, 12), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"tokens has T=11 > max_len=10"):
+        model.loss_and_grads(tokens, tokens)

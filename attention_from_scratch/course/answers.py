@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import check_real
+
 __all__ = ["ShortAnswer", "check_answer", "expected", "keys"]
 
 
@@ -72,10 +74,11 @@ def _judge(item: ShortAnswer, answer) -> str | None:
         return None if tuple(int(a) for a in answer) == tuple(want) else ""
     if isinstance(answer, np.ndarray) and answer.ndim == 0:
         answer = answer.item()  # a 0-d array (np.abs(x).max() of an array, np.array(3.0)) is a number
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, numbers.Real):
+    try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
+        value = check_real(answer, "answer")
+    except TypeError:
         return f"give a number, not a {type(answer).__name__}"
-    value = float(answer)
-    if not math.isfinite(value):
+    except ValueError:
         return "give a finite number"
     if item.kind == "count":
         # exact: an int, or a float whose value is that whole number (a float32 rounds large counts)

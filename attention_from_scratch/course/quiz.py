@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import to_numpy
+from ..backend import check_real, to_numpy
 from .i18n import check_lang
 from .quiz_notes import (
     _D_K,
@@ -375,6 +375,14 @@ def _is_real_scalar(x) -> bool:
     return isinstance(x, (numbers.Real, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
+def _finite(v, name) -> float:
+    """A real scalar as a float, by the package's one check: NaN, ±inf and 10**400 are a ValueError."""
+    try:
+        return check_real(v, f"answer to {name!r}")
+    except ValueError:
+        raise ValueError(f"answer to {name!r} must be a finite number (a float can hold it), got {v!r}") from None
+
+
 def _as_numbers(x, name) -> list[float]:
     """Real numbers only: int/float/NumPy real scalars, 0-d/1-d real arrays, or lists/tuples of scalars."""
     rule = (f"answer to {name!r} must be a real number (int, float, NumPy scalar or array) or a list of them; "
@@ -386,15 +394,15 @@ def _as_numbers(x, name) -> list[float]:
         items = [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in x]
         if not all(_is_real_scalar(v) for v in items):
             raise TypeError(f"{rule}; got {x!r}")
-        return [float(v) for v in items]
+        return [_finite(v, name) for v in items]
     if _is_real_scalar(x):
-        return [float(x)]
+        return [_finite(x, name)]
     if isinstance(x, (str, bytes, bytearray, bool, np.bool_)) or not hasattr(x, "shape"):
         raise TypeError(f"{rule}; got {x!r}")
     arr = to_numpy(x)
     if arr.dtype.kind not in "iuf" or arr.ndim > 1:
         raise TypeError(f"{rule}; got an array of dtype {arr.dtype} and shape {arr.shape}")
-    return [float(v) for v in arr.reshape(-1)]
+    return [_finite(v, name) for v in arr.reshape(-1)]
 
 
 def _explain_options(q: Question, chosen: set[str], key: set[str], tr) -> str:

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
+
+from . import output_folder, say
 
 __all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "strip_solution_blocks", "student_notebook", "write_student_notebooks"]
 
@@ -68,13 +71,28 @@ def _course_notebooks(lang: str = "en") -> Path:
     return root if lang == "en" else root / lang
 
 
-def write_student_notebooks(out_dir, notebooks_dir=None, lang: str = "en") -> list[Path]:
+def _read_notebook(path: Path) -> dict:
+    """The parsed notebook at ``path``, or a ``ValueError`` naming the file and what was expected."""
+    try:
+        nb = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}): not a notebook") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err.msg}, line {err.lineno}): not a notebook") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+        raise ValueError(f"{path} is not a notebook: expected a JSON object with a list of cells")
+    return nb
+
+
+def write_student_notebooks(out_dir, notebooks_dir=None, *, force=False, lang: str = "en") -> list[Path]:
     """Write student copies of every ``*.ipynb`` in ``notebooks_dir`` (default: the course's) to ``out_dir``.
 
     ``lang="zh"`` (with no ``notebooks_dir``) copies the Chinese edition, ``notebooks/zh/``.
 
     Returns the paths written. Refuses to write into the folder it reads from, which would delete the
-    worked solutions and stored outputs of the course itself.
+    worked solutions and stored outputs of the course itself, and into a folder that already holds
+    files (perhaps a full copy with solutions) unless ``force=True``; ``out_dir`` may be new. Every
+    notebook is read and converted before the first one is written.
     """
     from .i18n import check_lang
 
@@ -84,16 +102,19 @@ def write_student_notebooks(out_dir, notebooks_dir=None, lang: str = "en") -> li
             f"no notebooks/ folder at {src}: the notebooks are part of the source repository, not of the "
             "installed package; run this from a git checkout (pip install -e .) or pass the folder"
         )
-    dst = Path(out_dir)
+    dst = output_folder(out_dir)
     if dst.resolve() == src.resolve():
         raise ValueError(f"OUTDIR must differ from the course's notebooks folder {src}, or the solutions are lost")
     paths = sorted(src.glob("*.ipynb"))
     if not paths:
         raise FileNotFoundError(f"no notebooks (*.ipynb) in {src}")
+    if dst.is_dir() and any(dst.iterdir()) and not force:
+        raise ValueError(f"OUTDIR {dst} is not empty: its files would be overwritten (it may hold a copy with the "
+                         f"solutions); choose a new or empty folder, or pass --force")
+    copies = [(path, student_notebook(_read_notebook(path))) for path in paths]
     dst.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in paths:
-        nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
+    for path, nb in copies:
         target = dst / path.name
         # the layout Jupyter itself writes (indent 1, UTF-8 kept, sorted keys), so a diff stays small
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
@@ -102,18 +123,14 @@ def write_student_notebooks(out_dir, notebooks_dir=None, lang: str = "en") -> li
 
 
 def main(args) -> int:
-    """The ``student`` sub-command: ``args.outdir`` and ``args.notebooks`` (None: the course's notebooks)."""
-    import sys
-
+    """The ``student`` sub-command: ``args.outdir``, ``args.notebooks`` (None: the course's notebooks) and
+    ``args.force``. Every failure is one line on stderr and exit status 2, never a traceback."""
     try:
-        paths = write_student_notebooks(args.outdir, getattr(args, "notebooks", None), getattr(args, "lang", "en"))
-    except (FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        paths = write_student_notebooks(args.outdir, getattr(args, "notebooks", None),
+                                        force=getattr(args, "force", False), lang=getattr(args, "lang", "en"))
+    except (OSError, ValueError) as err:  # OSError: missing, not writable, a disk error
+        say(f"error: {err}", file=sys.stderr)
         return 2
-    for path in paths:
-        print(path)
-    print(
-        f"{len(paths)} student notebooks written to {args.outdir} "
-        "(worked solutions, Solutions blocks and answer key removed, outputs cleared)"
-    )
+    say(*paths, f"{len(paths)} student notebooks written to {args.outdir} "
+        "(worked solutions, Solutions blocks and answer key removed, outputs cleared)")
     return 0

@@ -33,6 +33,27 @@ class CopyTask:
     vocab_size: int
     length: int | tuple = 8
 
+    def __post_init__(self):  # checked here, not at the first long sequence some later step draws
+        object.__setattr__(self, "vocab_size", check_positive_int(self.vocab_size, "vocab_size", minimum=2))
+        pair = self.length if isinstance(self.length, tuple | list) else (self.length, self.length)
+        if len(pair) != 2:
+            raise ValueError(f"length must be an integer L or a pair (low, high), got {self.length!r}")
+        low, high = (check_positive_int(n, "length (L, or each end of (low, high))") for n in pair)
+        if low > high:
+            raise ValueError(f"length (low, high) needs low <= high, got {self.length!r}")
+        if high > self._most_distinct():
+            raise ValueError(f"{type(self).__name__}: length {high} > {self._most_distinct()} (the distinct tokens "
+                             f"of vocab_size={self.vocab_size}): a sequence's L tokens must be distinct")
+        object.__setattr__(self, "length", low if low == high and not isinstance(self.length, tuple) else (low, high))
+
+    def _most_distinct(self):
+        return self.vocab_size
+
+    @property
+    def max_sequence_length(self) -> int:
+        """The longest sequence :meth:`batches` yields (2L for the largest L)."""
+        return 2 * (self.length if isinstance(self.length, int) else self.length[1])
+
     def sample_length(self, rng):
         low, high = (self.length, self.length) if isinstance(self.length, int) else self.length
         return int(rng.integers(low, high + 1))
@@ -77,6 +98,13 @@ class CopyTask:
 @dataclass(frozen=True)
 class ReversalTask(CopyTask):
     """L distinct tokens, a separator (token V - 1), then the L tokens reversed: ``(B, 2L + 1)``."""
+
+    def _most_distinct(self):
+        return self.vocab_size - 1  # the separator is not a content token
+
+    @property
+    def max_sequence_length(self) -> int:
+        return super().max_sequence_length + 1
 
     def sample(self, rng, batch_size, length):
         if length > self.vocab_size - 1:
@@ -127,6 +155,10 @@ def induction_score(weights, length):
     head puts its weight there: a stripe parallel to the diagonal, L - 1 to its left.
     """
     w = to_numpy(weights)
+    length = check_positive_int(length, "length")
+    if w.ndim < 2 or w.shape[-1] != w.shape[-2] or w.shape[-1] < 2 * length:
+        raise ValueError(f"weights must be (..., T, T) attention maps of a copy sequence of 2 * length = {2 * length} "
+                         f"tokens or more, got shape {w.shape}")
     rows = np.arange(length, 2 * length - 1)  # the last query has no next token to find
     return np.mean(w[..., rows, rows - length + 1], axis=-1)
 

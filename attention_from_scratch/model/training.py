@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..backend import check_positive_int
+from ..backend import check_positive_int, check_real
 from ..blas import one_blas_thread
 from .tasks import CopyTask
 from .transformer import Transformer, TransformerConfig
@@ -55,10 +55,20 @@ def blas_threads_for(config, n_tokens: int, *, load: float | None = None) -> int
 
 
 class Adam:
-    """Adam with bias correction over a dict of parameters, updated in place of the dict's entries."""
+    """Adam with bias correction over a dict of parameters, updated in place of the dict's entries.
+
+    ``lr > 0`` (a negative one would climb the loss), ``0 <= beta1, beta2 < 1`` (β = 1 makes the bias
+    correction 1 - β^t zero) and ``eps > 0`` are checked here, before any step.
+    """
 
     def __init__(self, params: dict, *, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
-        self.params, self.lr, (self.beta1, self.beta2), self.eps = params, float(lr), betas, float(eps)
+        if not isinstance(betas, tuple | list) or len(betas) != 2:
+            raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+        betas = tuple(check_real(b, f"betas[{i}]", at_least=0) for i, b in enumerate(betas))
+        if max(betas) >= 1:
+            raise ValueError(f"betas must lie in [0, 1) (the averages' decay; 1 - beta^t divides), got {betas}")
+        lr, eps = check_real(lr, "lr", above=0), check_real(eps, "eps", above=0)
+        self.params, self.lr, (self.beta1, self.beta2), self.eps = params, lr, betas, eps
         self.m = {name: p * 0.0 for name, p in params.items()}  # first moment, on each parameter's device
         self.v = {name: p * 0.0 for name, p in params.items()}  # second moment
         self.t = 0
@@ -91,9 +101,15 @@ def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, 
 
     ``batches``: an iterator of token arrays ``(B, T)`` (next-token targets) or of pairs ``(tokens,
     targets)``, e.g. ``task.batches(batch_size, seed=0)``. ``warmup`` ramps the learning rate
-    linearly over the first steps; ``log_every=n`` prints the loss every n steps.
+    linearly over the first steps; ``log_every=n`` prints the loss every n steps. Every argument is
+    checked before the first step, and a list of fewer than ``steps`` batches is refused.
     """
     steps = check_positive_int(steps, "steps")
+    warmup = check_positive_int(warmup, "warmup (steps of linear warm-up, 0 = none)", minimum=0)
+    log_every = None if log_every is None else check_positive_int(log_every, "log_every")
+    if hasattr(batches, "__len__") and not isinstance(batches, tuple) and len(batches) < steps:
+        raise ValueError(f"batches holds {len(batches)} batches but steps={steps}: pass at least as many "
+                         f"(or an endless stream such as task.batches(batch_size))")
     optimizer, history, t0 = Adam(model.params, lr=lr, betas=betas, eps=eps), TrainingHistory(), time.perf_counter()
     batches = iter(batches)
     first = next(batches)  # its size picks the BLAS threads (see MULTI_THREAD_WORK)
@@ -108,7 +124,10 @@ def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, 
 
 def _loop(model, batches, optimizer, history, steps, lr, warmup, log_every):
     for step in range(steps):
-        batch = next(batches)
+        batch = next(batches, None)
+        if batch is None:
+            raise ValueError(f"batches ran out after {step} batches, before steps={steps}: pass an endless "
+                             f"stream such as task.batches(batch_size), or fewer steps")
         tokens, targets = batch if isinstance(batch, tuple) else (batch, None)
         loss, grads = model.loss_and_grads(tokens, targets)
         if not math.isfinite(loss):
@@ -121,7 +140,15 @@ def _loop(model, batches, optimizer, history, steps, lr, warmup, log_every):
 
 
 def fit(task, config, *, steps, lr, batch_size=32, warmup=0, seed=0, full_sequence=False):
-    """Build ``Transformer(config, seed=seed)`` and train it on ``task``: ``(model, history)``."""
+    """Build ``Transformer(config, seed=seed)`` and train it on ``task``: ``(model, history)``.
+
+    Refused up front when the task's longest sequence does not fit ``config.max_len`` (the model reads
+    all of it with ``full_sequence``, all but the last token otherwise).
+    """
+    read = task.max_sequence_length - (0 if full_sequence else 1)
+    if read > config.max_len:
+        raise ValueError(f"{task} makes sequences of up to {task.max_sequence_length} tokens, so the model reads "
+                         f"{read} > config.max_len={config.max_len}; use a larger max_len or a shorter length")
     model = Transformer(config, seed=seed)
     batches = task.batches(batch_size, seed=seed, full_sequence=full_sequence)
     return model, train(model, batches, steps=steps, lr=lr, warmup=warmup)

@@ -28,12 +28,13 @@ from dataclasses import dataclass
 
 import array_api_compat
 
+from .. import backend
 from ..attention import _scale, scaled_dot_product_attention
 from ..backend import backend_name, check_flag, check_positive_int, device_of, get_namespace, random_normal, to_device
 from ..caches import KVCache
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
-from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads, check_float_dtype, check_heads
+from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads, check_heads
 from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
 
@@ -107,7 +108,7 @@ class Transformer:
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
         self.config, self.xp = config, get_namespace() if xp is None else xp
         self.dtype = self.xp.float64 if dtype is None else dtype
-        check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
+        backend.check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
         self.params = {}
         for i, (name, shape) in enumerate(config.param_shapes().items()):  # one independent stream per tensor
             norm = name.endswith("norm")  # norm gains start at 1 (0 · draw + 1)
@@ -119,22 +120,22 @@ class Transformer:
         self._rope_cache = None  # (max_len, cos, sin, -sin), built by _rope when first needed
 
     # -- inputs -------------------------------------------------------------------------------------
-    def _tokens(self, tokens, name="tokens", allow_negative=False):
-        """``tokens`` as a (B, T) integer array of the model's backend and device."""
+    def _tokens(self, tokens, name="tokens", allow_negative=False, extra=0):
+        """``tokens`` as a (B, T) integer array (T <= max_len + extra) of the model's backend and device."""
         xp = self.xp
         if isinstance(tokens, list | tuple) or array_api_compat.is_numpy_array(tokens):
             tokens = to_device(tokens, xp, self.device)
         elif backend_name(get_namespace(tokens)) != backend_name(xp):
             raise TypeError(f"{name} must be on the model's backend {backend_name(xp)}, got {type(tokens).__name__}")
+        elif array_api_compat.device(tokens) != self.device:  # token ids are small data: moved, as lists are
+            tokens = to_device(tokens, xp, self.device)
         if not xp.isdtype(tokens.dtype, "integral") or tokens.ndim != 2 or 0 in tokens.shape:
-            raise ValueError(
-                f"{name} must be a non-empty (B, T) integer array, got {tokens.dtype} {tuple(tokens.shape)}"
-            )
+            raise ValueError(f"{name} must be a non-empty (B, T) integer array, got {tokens.dtype} {tokens.shape}")
         low, high = int(xp.min(tokens)), int(xp.max(tokens))
         if high >= self.config.vocab_size or (low < 0 and not allow_negative):
             raise ValueError(f"{name} must lie in 0..vocab_size-1 = {self.config.vocab_size - 1}, got {low}..{high}")
-        if tokens.shape[1] > self.config.max_len:
-            raise ValueError(f"{name} has T={tokens.shape[1]} > max_len={self.config.max_len}")
+        if tokens.shape[1] > self.config.max_len + extra:
+            raise ValueError(f"{name} has T={tokens.shape[1]} > max_len={self.config.max_len}" + " + 1" * extra)
         return xp.astype(tokens, xp.int64)
 
     # -- attention: forward and backward ------------------------------------------------------------
@@ -236,7 +237,7 @@ class Transformer:
         next token, i.e. run on ``tokens[:, :-1]`` with targets ``tokens[:, 1:]``.
         """
         xp, p, c = self.xp, self.params, self.config
-        tokens = self._tokens(tokens)
+        tokens = self._tokens(tokens, extra=int(targets is None))  # the model reads only tokens[:, :-1] then
         if targets is None:
             tokens, targets = tokens[:, :-1], tokens[:, 1:]
             if tokens.shape[1] == 0:

@@ -128,9 +128,9 @@ def _lower_precision(e, g) -> bool:
     """Whether ``g`` differs from ``e`` as a float32 or float16 computation would, and by no more.
 
     A result computed in float32 (float16) and cast back holds only float32 (float16) values, within
-    a few hundred units of their last place of the expected ones; an error of a quarter to 64 float32
-    units relative to the values' scale is rounding too (a float32 constant in a float64 computation).
-    A larger error, or a smaller one, is an algorithm's.
+    a few units of their last place (float16: 16, float32: 256) of the expected ones; an error of a
+    quarter to 64 float32 units relative to the values' scale is rounding too (a float32 constant in a
+    float64 computation). A larger error, or a smaller one, is an algorithm's.
     """
     e, g = e.astype(np.float64), g.astype(np.float64)
     fin = np.isfinite(e) & np.isfinite(g)
@@ -139,7 +139,7 @@ def _lower_precision(e, g) -> bool:
     e, g = e[fin], g[fin]
     err, scale = _error(e, g)
     rel = err / scale
-    for low, units in ((np.float16, 256), (np.float32, 256)):
+    for low, units in ((np.float16, 16), (np.float32, 256)):
         if np.array_equal(g.astype(low).astype(np.float64), g) and not np.array_equal(
                 e.astype(low).astype(np.float64), e) and rel <= units * float(np.finfo(low).eps):
             return True

@@ -19,10 +19,13 @@ re-run writes the same bytes. Benchmark figures come from measured data and are 
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+
+from .. import output_folder, say
 
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
@@ -60,7 +63,17 @@ def write_all_figures(out="figures") -> list[Path]:
 
 
 def main(args) -> int:
-    """The ``figures`` sub-command: write every figure under ``args.out`` and print the paths."""
-    for path in write_all_figures(args.out):
-        print(path)
+    """The ``figures`` sub-command: write every figure under ``args.out`` and print the paths.
+
+    An output folder that is a file, lies under a file or cannot be written is one line on stderr and
+    exit status 2, never a traceback.
+    """
+    try:
+        out = output_folder(args.out, "--out")
+        out.mkdir(parents=True, exist_ok=True)
+        for name, make in FIGURES.items():
+            say(save_figure(make(), out / name))
+    except (OSError, ValueError) as err:
+        say(f"error: cannot write the figures: {err}", file=sys.stderr)
+        return 2
     return 0

@@ -70,8 +70,17 @@ def plot_rope_relative():
     return fig
 
 
+# Singular values below this fraction of the largest are rounding noise of the matmul and the SVD (about
+# n · eps = 256 · 2.2e-16 = 6e-14): their exact values depend on the BLAS and its thread count, so they
+# are drawn on this line instead, and the PNG is the same on every BLAS.
+ROUNDING_FLOOR = 1e-12
+
+
 def plot_mla_singular_values():
-    """Singular values of a full key projection vs MLA's W_UK W_DKV, which has rank at most d_c."""
+    """Singular values of a full key projection vs MLA's W_UK W_DKV, which has rank at most d_c.
+
+    Values below :data:`ROUNDING_FLOOR` (relative to the largest) are drawn on the floor line.
+    """
     from ...backend import random_normal
     from ...mla import MLAConfig, MultiHeadLatentAttention
 
@@ -85,9 +94,10 @@ def plot_mla_singular_values():
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for w, label in ((full, "a full W_K (256 x 256)"), (w_uk @ w_dkv, "MLA: W_UK W_DKV through d_c = 32")):
         sv = np.linalg.svd(w, compute_uv=False)
-        ax.semilogy(np.arange(1, sv.size + 1), np.maximum(sv / sv[0], 1e-17), ".-", label=label)
+        ax.semilogy(np.arange(1, sv.size + 1), np.maximum(sv / sv[0], ROUNDING_FLOOR), ".-", label=label)
     ax.axvline(cfg.kv_lora_rank, color="gray", ls=":", lw=1)
-    ax.set(xlabel="index", ylabel="singular value / largest", ylim=(1e-17, 2),
+    ax.axhline(ROUNDING_FLOOR, color="gray", ls="--", lw=1, label="rounding level: smaller values drawn here")
+    ax.set(xlabel="index", ylabel="singular value / largest", ylim=(ROUNDING_FLOOR / 10, 2),
            title="A key projection through a 32-dim latent has rank 32")
     ax.legend(fontsize=8)
     fig.tight_layout()
