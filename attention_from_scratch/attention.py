@@ -43,24 +43,14 @@ def _check_qkv(q, k, v, xp, *more, names=()):
     q, k, v, *more = as_common_float(xp, q, k, v, *more, names=("q", "k", "v", *names))
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
         if x.ndim < 2:
-            raise ValueError(
-                f"{name} must have shape {dim} with at least 2 dimensions, got shape {tuple(x.shape)}"
-            )
+            raise ValueError(f"{name} must have shape {dim} with at least 2 dimensions, got shape {tuple(x.shape)}")
         if 0 in x.shape[-2:]:
-            raise ValueError(
-                f"{name} has an empty sequence or feature axis: shape {tuple(x.shape)}, expected {dim}"
-            )
+            raise ValueError(f"{name} has an empty sequence or feature axis: shape {tuple(x.shape)}, expected {dim}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same d_k (last axis): q {tuple(q.shape)}, k {tuple(k.shape)}"
-        )
+        raise ValueError(f"q and k must have the same d_k (last axis): q {tuple(q.shape)}, k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of keys S (axis -2): k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
-    broadcast_shapes(
-        q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims")
-    )
+        raise ValueError(f"k and v must have the same number of keys S (axis -2): k {k.shape}, v {v.shape}")
+    broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims", "v batch dims"))
     return q, k, v, *more, q.shape[-2], k.shape[-2], q.shape[-1]
 
 
@@ -292,8 +282,7 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     is needed because tanh already bounds each term.
     """
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
-    names = ("q", "k", "v", "w_q", "w_k", "v_a")
-    q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=names)
+    q, k, v, w_q, w_k, v_a = as_common_float(xp, q, k, v, w_q, w_k, v_a, names=("q", "k", "v", "w_q", "w_k", "v_a"))
     dtype, q, k, v, w_q, w_k, v_a = q.dtype, *(widen(x, xp) for x in (q, k, v, w_q, w_k, v_a))  # half: float32
     # (..., T, S), validating q, k and the weights; a NaN/inf in q or k is set to 0 here, and _attend
     # then gives the queries and keys that held one a NaN score (blocked: no effect; used: a NaN row)

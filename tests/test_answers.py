@@ -113,7 +113,7 @@ def _by_numpy(key):
         return float(np.abs(leaky(changed)[:4] - leaky(x)[:4]).max())
     if key == "15.1":
         from attention_from_scratch.applications import hashed_bag_of_words
-        from attention_from_scratch.course.answers import _CORPUS
+        from attention_from_scratch.course.answer_values import _CORPUS
 
         docs = hashed_bag_of_words(_CORPUS, dim=1024)
         question = hashed_bag_of_words(["Why do we divide attention scores by the square root of d_k?"], dim=1024)[0]

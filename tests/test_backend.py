@@ -299,6 +299,7 @@ def test_numpy_complex_scalars_are_refused_like_complex_arrays():
         scaled_dot_product_attention(q, q, q, scale=z)
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")  # np.matrix itself warns
 def test_matrix_and_masked_arrays_are_refused_with_what_is_expected():
     from attention_from_scratch import scaled_dot_product_attention, softmax
 

@@ -21,11 +21,9 @@ from ..examples import (
 )
 from .heatmaps import plot_attention_weights, plot_mha_heads
 
-__all__ = [
-    "FIGURES", "plot_cat_eats_fish", "plot_causal_mask", "plot_cosine_vs_distance", "plot_cross_attention",
-    "plot_dot_product_geometry", "plot_mask_fill", "plot_mha_example", "plot_saturation_vs_dk",
-    "plot_softmax_sharpness", "plot_softmax_temperature", "plot_variance_vs_dk",
-]
+__all__ = ["FIGURES", "plot_cat_eats_fish", "plot_causal_mask", "plot_cosine_vs_distance", "plot_cross_attention",
+           "plot_dot_product_geometry", "plot_mask_fill", "plot_mha_example", "plot_saturation_vs_dk",
+           "plot_softmax_sharpness", "plot_softmax_temperature", "plot_variance_vs_dk"]
 
 _BLUE, _ORANGE, _GREY, _RED = "tab:blue", "tab:orange", "0.55", "tab:red"
 

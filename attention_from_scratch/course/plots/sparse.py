@@ -56,7 +56,7 @@ def plot_selected_keys(k: int = 8, sequence: int = 0):
             rows, cols = np.nonzero(mask)
             ax.scatter(cols, rows, s=4, marker="s", facecolors="none", edgecolors="white", linewidths=0.3)
         ax.set(title=title, xlabel="key s", ylabel="query t")
-    fig.suptitle(f"Which keys each query keeps: top-{k} of up to 32 (held-out sequence {sequence})")
+    fig.suptitle(f"Which keys each query keeps: top-{k} of up to 32 (held-out sequence {sequence})", y=1.02)
     fig.tight_layout()
     return fig
 

@@ -1,0 +1,160 @@
+"""The short answers of every notebook: for each key ("08.1"), how its answer is computed and the hint a
+wrong answer gets (question data; the computations are in :mod:`.answer_values`, the checking in
+:mod:`.answers`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .answer_values import (
+    _afs,
+    _best_rank,
+    _cat_eats_fish,
+    _decoupled_score_change,
+    _dsa_reads_less_from,
+    _flash,
+    _flash_workers_difference,
+    _info_nce_gradient_norm,
+    _kv,
+    _largest_n_fitting,
+    _library_weights,
+    _mha_cache_overflow_token,
+    _naive_mla_over_mha,
+    _outputs_changed_by_wkv_b,
+    _plain_wq_parameters,
+    _rope_weights_shift,
+    _runner_up_without_idf,
+    _similarity,
+    _solve_orthogonal,
+    _strict_agreements,
+    _variance_sigma2,
+    _zero_fill_leak,
+)
+
+__all__ = ["ANSWERS", "ShortAnswer"]
+
+
+@dataclass(frozen=True)
+class ShortAnswer:
+    """One exercise: how to compute its answer, and the hint a wrong answer gets."""
+
+    compute: Callable[[], object]
+    why: str  # how to get there, shown with a wrong answer; never the value
+    kind: str = "number"  # "number" (relative tolerance), "count" (an exact whole number), "shape" (a tuple)
+    rtol: float = 1e-3
+    atol: float = 0.0
+    magnitude: bool = False  # a largest |difference| or a norm: a negative answer is refused with its own hint
+
+
+
+ANSWERS = {
+    "00.1": ShortAnswer(lambda: int(np.argmax(_library_weights([0.0, 2.0]))),
+                        "score each book's label against the new query (a dot product, over √2); the largest score "
+                        "gets the largest weight. Give the book's index: 0, 1 or 2.", kind="count"),
+    "00.2": ShortAnswer(lambda: float(_library_weights([1.0, 1.0])[2]),
+                        "the three scores are q·k_j / √2; exponentiate each and divide by their sum."),
+    "00.3": ShortAnswer(lambda: float(_afs().scaled_dot_product_attention(np.array([[2.0, 0.0]]), np.ones((3, 2)),
+                                                                          10.0 * np.eye(3))[1][0, 0]),
+                        "equal keys give equal scores, and softmax turns equal scores into equal weights that "
+                        "sum to 1."),
+    "01.1": ShortAnswer(lambda: float(_afs().dot([1, -1, 2], [3, 4, 0])), "multiply entry by entry, then add.",
+                        kind="count"),
+    "01.2": ShortAnswer(lambda: float(np.degrees(_similarity().angle([1, 0], [1, 1]))),
+                        "cos θ = a·b / (|a| |b|); give the angle in degrees, not radians."),
+    "01.3": ShortAnswer(_solve_orthogonal, "orthogonal means a dot product of 0: write (2, x)·(3, −6) out and solve "
+                        "for x."),
+    "02.1": ShortAnswer(lambda: float(_afs().cosine_similarity([1, 0], [-3, 0])),
+                        "cosine similarity divides the lengths out: only the directions count."),
+    "02.2": ShortAnswer(lambda: float(_afs().euclidean_distance([1, 0], [math.cos(math.pi / 3),
+                                                                        math.sin(math.pi / 3)])),
+                        "|a − b|² = |a|² + |b|² − 2 a·b, and a·b = cos θ for unit vectors."),
+    "02.3": ShortAnswer(lambda: 1000 * 1000 * 128, "additive scoring builds one d_a-vector of tanh per (query, key) "
+                        "pair: count the pairs, times d_a.", kind="count"),
+    "03.1": ShortAnswer(_variance_sigma2, "for independent mean-0 entries Var(q_i k_i) = E[q_i²] E[k_i²], and the "
+                        "d_k terms of q·k add their variances."),
+    "03.2": ShortAnswer(lambda: float(np.max(_afs().softmax([2.0, 4.0, 6.0]))),
+                        "exponentiate each score and divide the largest by the sum."),
+    "03.3": ShortAnswer(lambda: 1 / math.sqrt(_variance_sigma2()), "Var(c X) = c² Var(X): choose c so that this is 1."),
+    "04.1": ShortAnswer(lambda: float(_afs().softmax([0.0, math.log(3)])[1]), "e^0 = 1 and e^(ln 3) = 3: normalise."),
+    "04.2": ShortAnswer(lambda: float(_afs().logsumexp([0.0, 0.0, 0.0, 0.0])),
+                        "LSE(x) = log Σ e^(x_j): four terms of e^0."),
+    "04.3": ShortAnswer(lambda: float(_afs().softmax(np.where([True, True, False], [1.0, 1.0, 1.0], 0.0))[2]),
+                        "the blocked score became 0, an ordinary score: softmax of the three scores, third entry."),
+    "06.1": ShortAnswer(lambda: float(_cat_eats_fish(d_k=8)[0, 1]), "divide row \"the cat\" of QKᵀ by √8, then "
+                        "softmax: exponentiate each score and divide by the row's sum."),
+    "06.2": ShortAnswer(lambda: float(_cat_eats_fish(2.0)[1, 0]), "the verb's query doubles, so its scores against the "
+                        "three keys double (before the 1/√2); then softmax over its row."),
+    "06.3": ShortAnswer(lambda: int(_afs().scaled_dot_product_attention(np.ones((5, 8)), np.ones((7, 8)),
+                                                                        np.ones((7, 4)))[1].size),
+                        "the weights hold one number per (query, key) pair; d_k and d_v do not enter.", kind="count"),
+    "07.1": ShortAnswer(lambda: int(np.sum(_afs().causal_mask(5))), "row i of the causal mask allows keys 0 … i: add "
+                        "the rows' counts.", kind="count"),
+    "07.2": ShortAnswer(lambda: int(np.sum(_afs().causal_mask(3, 10)[0])), "the new queries are the last 3 of 10 "
+                        "positions: find the first one's position, and count the keys up to and including it.",
+                        kind="count"),
+    "07.3": ShortAnswer(lambda: int(np.sum(_afs().combine_masks(_afs().padding_mask(np.array([2, 4]), 4),
+                                                                _afs().causal_mask(4)))),
+                        "a pair is allowed when the key is not padding AND not in the query's future: count per "
+                        "sequence, row by row, then add.", kind="count"),
+    "08.1": ShortAnswer(lambda: 2560 // 32, "the heads share the model width evenly.", kind="count"),
+    "08.2": ShortAnswer(lambda: tuple(_afs().scaled_dot_product_attention(np.ones((7, 4)), np.ones((5, 4)),
+                                                                          np.ones((5, 4)))[1].shape),
+                        "one row per query (a decoder token), one column per key (an encoder token).", kind="shape"),
+    "08.3": ShortAnswer(lambda: _afs().MultiHeadAttention(64, 32, seed=0).w_k.shape[1]
+                        / _afs().MultiHeadAttention(64, 32, n_kv_heads=8, seed=0).w_k.shape[1],
+                        "the cache holds one key and one value per KV head: compare the numbers of KV heads."),
+    "09.1": ShortAnswer(lambda: _kv().gqa_values_per_token(8, 128) * 80 * 2,
+                        "values per token per layer (keys and values of every KV head), times the layers, times the "
+                        "bytes per value.", kind="count"),
+    "09.2": ShortAnswer(_mha_cache_overflow_token, "the cache holds max_len tokens: the first token that does not fit "
+                        "raises (count from 1).", kind="count"),
+    "09.3": ShortAnswer(lambda: 2**30 / _kv().bytes_per_token(_afs().MLAConfig(), "mla"),
+                        "divide the bytes available by the bytes one token takes in the MLA cache, all layers.",
+                        rtol=1e-4),
+    "10.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
+                        "a pair comes back to its start after a full turn, 2π radians, at θ_i radians per token."),
+    "10.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
+                        "both runs have the same offsets.", atol=1e-9, magnitude=True),
+    "10.3": ShortAnswer(_decoupled_score_change, "compute the decoupled scores with the keys at the shuffled positions "
+                        "and at positions 0 … 5, and take the largest absolute difference.", magnitude=True),
+    "11.1": ShortAnswer(_plain_wq_parameters, "the plain wq maps dim to n_heads · (d_h + d_r): multiply the two "
+                        "sides of its shape.", kind="count"),
+    "11.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
+    "11.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
+                        "attends to one key only under the causal mask.", kind="count"),
+    "12.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
+                        "every indexer key (FP8 bytes and its scale) and only the top-k latents (BF16), per layer, "
+                        "times the layers.", kind="count"),
+    "12.2": ShortAnswer(_dsa_reads_less_from, "below k every latent is read and the indexer keys come on top; above "
+                        "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes).", kind="count"),
+    "13.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
+                                                             np.array([[5.0], [6.0]]))[1][0, 0]),
+                        "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores."),
+    "13.2": ShortAnswer(_largest_n_fitting, "32 heads × n² scores × 4 bytes must fit in 8 GiB = 2^33 bytes; take "
+                        "the largest power of 2.", kind="count"),
+    "13.3": ShortAnswer(lambda: int(np.zeros((128, 128), dtype=np.float32).nbytes),
+                        "entries of the tile times the bytes of one float32.", kind="count"),
+    "13.4": ShortAnswer(_flash_workers_difference, "each query block sums its key blocks in the same order with or "
+                        "without workers.", atol=1e-12, magnitude=True),
+    "15.1": ShortAnswer(_runner_up_without_idf, "rank with docs as keys (no idf) and read the second score.",
+                        rtol=1e-2),
+    "15.2": ShortAnswer(lambda: _info_nce_gradient_norm(0.01), "call info_nce_backward with temperature=0.01 and take "
+                        "the norm of dL/dq (3 significant figures).", rtol=1e-2, magnitude=True),
+    "15.3": ShortAnswer(_best_rank, "train the three ranks and compare their RMSE on the unseen ratings.",
+                        kind="count"),
+    "16.1": ShortAnswer(lambda: float(_afs().softmax([0.0, 0.1, 0.2])[0]),
+                        "e^0 divided by the sum of the three exponentials.", rtol=1e-2),
+    "16.2": ShortAnswer(_zero_fill_leak, "run the 0-filled attention on the changed and the original input and take "
+                        "the largest change in outputs 0..3.", rtol=1e-2, magnitude=True),
+    "17.1": ShortAnswer(lambda: (2 * 2048**2 * 64) / (2 * 1024**2 * 64),
+                        "the work is proportional to T²: compare it at 2T and at T."),
+    "17.2": ShortAnswer(lambda: (64 * 2**20) / 2**30 / 25 * 1e3, "convert 64 MiB to GiB, divide by 25 GiB/s, and give "
+                        "milliseconds."),
+    "17.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
+                        "NumPy (rtol 1e-10).", kind="count"),
+}

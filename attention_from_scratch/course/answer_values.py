@@ -1,0 +1,241 @@
+"""The computations behind the short answers' expected values (:mod:`.answer_key`), each with the package.
+
+They run only when a student gives an answer (:func:`.answers.check_answer`), so no check cell and no
+stored output shows a value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+
+def _afs():
+    import attention_from_scratch as afs
+
+    return afs
+
+
+def _library_weights(query):
+    """Notebook 00's library: three books (keys = labels, values = contents) asked one query."""
+    keys = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
+    return _afs().scaled_dot_product_attention(np.array([query]), keys, 10.0 * np.eye(3))[1][0]
+
+
+def _cat_eats_fish(w_q_row_scale=1.0, d_k=2):
+    from .examples import CAT_EATS_FISH
+
+    x, w_q, w_k, w_v = (np.array(CAT_EATS_FISH[n]) for n in ("x", "w_q", "w_k", "w_v"))
+    w_q[1] *= w_q_row_scale  # row "action": the verb's query
+    return _afs().scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, scale=d_k**-0.5)[1]
+
+
+def _solve_orthogonal():
+    """x with (2, x)·(3, −6) = 0: the dot product is linear in x."""
+    f = lambda x: float(_afs().dot([2.0, x], [3.0, -6.0]))  # noqa: E731
+    return -f(0.0) / (f(1.0) - f(0.0))
+
+
+def _variance_sigma2(sigma2=2.0, d_k=64):
+    return d_k * sigma2 * sigma2  # Var(q_i k_i) = E[q_i²] E[k_i²] for independent mean-0 entries, d_k terms
+
+
+def _mha_cache_overflow_token():
+    from ..backend import random_normal
+    from ..multihead import MultiHeadAttention
+
+    mha = MultiHeadAttention(64, 8, seed=0)
+    x = random_normal((1, 12, 64), seed=1)
+    cache = mha.new_cache(max_len=8)
+    for t in range(12):
+        try:
+            mha(x[:, t : t + 1, :], cache=cache, causal=True)
+        except ValueError:
+            return t + 1
+    return None
+
+
+def _rope_weights_shift():
+    from ..backend import random_normal
+    from ..rope import apply_rope
+
+    q6, k6 = random_normal((6, 16), seed=11), random_normal((6, 16), seed=12)
+    at = lambda pos: _afs().scaled_dot_product_attention(apply_rope(q6, pos), apply_rope(k6, pos), k6)[1]  # noqa: E731
+    return float(np.abs(at(range(6)) - at(range(50, 56))).max())
+
+
+def _decoupled_score_change():
+    """Notebook 10, section 6: latents, W_UK, the no-position query and the RoPE query/keys."""
+    from ..backend import random_normal
+    from ..rope import apply_rope
+
+    d_c, d_h, s, d_r = 16, 8, 6, 4
+    w_uk = random_normal((d_c, d_h), seed=5, scale=d_c**-0.5)
+    latents = random_normal((s, d_c), seed=6)
+    q_c, q_r = random_normal((d_h,), seed=8), random_normal((d_r,), seed=9)
+    k_r = random_normal((s, d_r), seed=10)
+    scores = lambda pos: latents @ (w_uk @ q_c) + apply_rope(k_r, pos) @ apply_rope(q_r[None, :], [5])[0]  # noqa: E731
+    return float(np.abs(scores([3, 0, 5, 1, 4, 2]) - scores(range(6))).max())
+
+
+def _mla_small():
+    from ..mla_config import MLAConfig
+
+    return MLAConfig(dim=64, n_heads=4, q_lora_rank=24, kv_lora_rank=16, qk_nope_head_dim=8,
+                     qk_rope_head_dim=4, v_head_dim=8, n_layers=1, max_seq_len=64, original_seq_len=64)
+
+
+def _plain_wq_parameters():
+    from ..mla import MultiHeadLatentAttention
+
+    plain = dataclasses.replace(_mla_small(), q_lora_rank=0)  # a plain wq, as in DeepSeek-V2-Lite
+    return math.prod(MultiHeadLatentAttention.weight_shapes(plain)["wq.weight"])
+
+
+def _naive_mla_over_mha():
+    """Multiply-adds per cached token: naive MLA rebuilds K and V from the latent; MHA reads them."""
+    from ..mla_config import MLAConfig
+
+    med = MLAConfig(dim=512, n_heads=16, q_lora_rank=128, kv_lora_rank=64, qk_nope_head_dim=32,
+                    qk_rope_head_dim=16, v_head_dim=32, n_layers=1, max_seq_len=2048, original_seq_len=2048)
+    naive = med.kv_lora_rank * med.n_heads * (med.qk_nope_head_dim + med.v_head_dim) + med.n_heads * (
+        med.qk_head_dim + med.v_head_dim)
+    d_k = med.dim // med.n_heads
+    return naive / (med.n_heads * (d_k + d_k))
+
+
+def _outputs_changed_by_wkv_b():
+    from ..backend import random_normal
+    from ..mla import MultiHeadLatentAttention
+
+    cfg = _mla_small()
+    mla = MultiHeadLatentAttention(cfg, seed=0)
+    x = random_normal((1, 6, cfg.dim), seed=1)
+    state = {name: np.array(w, copy=True) for name, w in mla.state_dict().items()}
+    state["wkv_b.weight"][0, 0] += 1.0
+    changed = np.abs(MultiHeadLatentAttention.from_state_dict(cfg, state)(x) - mla(x)).max(axis=-1) > 1e-12
+    return int(changed.sum())
+
+
+def _dsa_reads_less_from():
+    """The smallest context at which one DeepSeek-V3.2 decode step reads fewer cache bytes than dense MLA."""
+    v32 = _afs().MLAConfig.deepseek_v32()
+    return next(s for s in range(1, 100_000)
+                if _kv().decode_bytes_read(v32, "dsa", s) < _kv().decode_bytes_read(v32, "mla", s))
+
+
+def _largest_n_fitting(heads=32, element=4, budget=8 * 2**30):
+    n = 1
+    while heads * (2 * n) ** 2 * element <= budget:
+        n *= 2
+    return n
+
+
+def _flash_workers_difference():
+    from ..backend import random_normal
+    from ..flash import flash_attention
+
+    q, k, v = (random_normal((2, 4, 100, 32), seed=s) for s in (2, 3, 4))
+    threaded = flash_attention(q, k, v, causal=True, block_size=16, workers=2)
+    return float(np.abs(threaded - flash_attention(q, k, v, causal=True, block_size=16)).max())
+
+
+_CORPUS = [
+    "Attention divides the scores by the square root of d_k so that softmax does not saturate.",
+    "The KV cache stores keys and values of past tokens so decoding does not recompute them.",
+    "Multi-head latent attention compresses keys and values into a small latent vector.",
+    "FlashAttention computes attention in tiles and never stores the full score matrix.",
+    "A recipe for tomato soup: tomatoes, onions, garlic, salt and olive oil.",
+    "The football match ended in a draw after extra time and penalties.",
+    "Softmax turns scores into weights that are positive and sum to one.",
+    "Recommender systems predict ratings with the dot product of user and item vectors.",
+]
+
+
+def _runner_up_without_idf():
+    from ..applications import hashed_bag_of_words, top_k
+
+    docs = hashed_bag_of_words(_CORPUS, dim=1024)
+    question = hashed_bag_of_words(["Why do we divide attention scores by the square root of d_k?"], dim=1024)[0]
+    return float(top_k(question, docs, k=3, metric="cosine")[1][1])
+
+
+def _info_nce_gradient_norm(tau=0.01):
+    from ..applications import info_nce_backward
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16))
+    unit = lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True)  # noqa: E731
+    q = unit(x + 0.5 * rng.standard_normal((8, 16)))
+    k = unit(x + 0.5 * rng.standard_normal((8, 16)))
+    return float(np.linalg.norm(info_nce_backward(q, k, temperature=tau)[0]))
+
+
+def _best_rank():
+    from ..recommender import fit_matrix_factorization, synthetic_ratings
+
+    ratings, observed, truth = synthetic_ratings(30, 20, rank=3, density=0.3, noise=0.1, seed=0)
+    unseen = ~observed
+
+    def rmse(rank):
+        pred = fit_matrix_factorization(ratings, observed, rank=rank, steps=300, lr=0.1, l2=1e-3, seed=0).predict()
+        return float(np.sqrt(np.mean((pred - truth)[unseen] ** 2)))
+
+    return min((1, 3, 6), key=rmse)
+
+
+def _zero_fill_leak(delta=-20.0):
+    from ..backend import random_normal
+    from ..softmax import softmax
+
+    def zero_filled(z):  # the WRONG causal attention of misconception 5: blocked scores 0, not −∞
+        scores = z @ z.T / math.sqrt(z.shape[-1])
+        return softmax(np.where(np.tril(np.ones((len(z), len(z)), dtype=bool)), scores, 0.0)) @ z
+
+    x = random_normal((5, 8), seed=10)
+    x_changed = x.copy()
+    x_changed[4] += delta
+    return float(np.abs(zero_filled(x_changed)[:4] - zero_filled(x)[:4]).max())
+
+
+def _strict_agreements():
+    """Notebook 17, section 3's five computations, on array-api-strict arrays, against NumPy."""
+    from .. import attention_backward, flash_attention, scaled_dot_product_attention, softmax
+    from ..backend import namespace_for, random_normal, to_device, to_numpy
+
+    strict = namespace_for("array_api_strict")
+    shape = (2, 4, 256, 64)
+    q, k, v, d_out = (random_normal(shape, seed=s) for s in (1, 2, 3, 4))
+    out, w = scaled_dot_product_attention(q, k, v, causal=True)
+    qs, ks, vs, ds = (to_device(a, strict) for a in (q, k, v, d_out))
+    pairs = [
+        (scaled_dot_product_attention(qs, ks, vs, causal=True)[0], out),
+        (scaled_dot_product_attention(qs, ks, vs, causal=True)[1], w),
+        (strict.concat(attention_backward(qs, ks, vs, ds, causal=True), axis=-1),
+         np.concatenate(attention_backward(q, k, v, d_out, causal=True), axis=-1)),
+        (softmax(qs @ ks.mT / 100), softmax(q @ k.mT / 100)),
+        (flash_attention(qs, ks, vs, causal=True, block_size=64), out),
+    ]
+    return sum(bool(np.allclose(to_numpy(a), b, rtol=1e-10, atol=1e-12)) for a, b in pairs)
+
+
+def _similarity():
+    from .. import similarity
+
+    return similarity
+
+
+def _flash():
+    from .. import flash
+
+    return flash
+
+
+def _kv():
+    from .. import kv_cache
+
+    return kv_cache
+
+
