@@ -129,3 +129,19 @@ class Catalog:
             indent = line[: len(line) - len(body)]
             out.append(indent + self.translate(body, lang))
         return "\n".join(out)
+
+
+def printed_in(lang: str, catalog: Catalog, fn, *args) -> None:
+    """Call ``fn(*args)``; in English its printing goes straight out, in Chinese it is caught (as UTF-8, so
+    猫 is printable on any terminal) and printed again line by line through ``catalog``."""
+    import contextlib
+    import io
+
+    if check_lang(lang) == "en":
+        fn(*args)
+        return
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        fn(*args)
+    out.seek(0)
+    print(catalog.translate_lines(out.read().rstrip("\n"), lang))

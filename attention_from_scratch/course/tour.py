@@ -28,20 +28,14 @@ def section(title):
     def register(fn):
         TOUR_SECTIONS.append((title, fn))
         return fn
-
     return register
 
 
 def run_tour(backend: str = "numpy", lang: str = "en") -> int:
-    """Run every section on ``backend`` ("numpy" or "cupy"); 0 when all checks pass, 2 without the backend.
-
-    ``lang="zh"`` prints the tour in Chinese: each section's English lines, translated (``tour_zh.py``).
-    """
-    import contextlib
-    import io
-
+    """Run every section on ``backend`` ("numpy" or "cupy"), printed in ``lang`` ("en", or "zh": each line
+    translated through ``tour_zh.py``); 0 when all checks pass, 2 without the backend."""
     from ..backend import backend_name, namespace_for
-    from .i18n import check_lang
+    from .i18n import check_lang, printed_in
     from .tour_zh import TOUR_ZH
 
     tr = lambda text: TOUR_ZH.translate_lines(text, check_lang(lang))  # noqa: E731
@@ -55,14 +49,7 @@ def run_tour(backend: str = "numpy", lang: str = "en") -> int:
     print(tr(f"attention_from_scratch tour -- backend: {backend_name(xp)}") + "\n")
     for n, (title, fn) in enumerate(TOUR_SECTIONS, start=1):
         print(f"{n}. {tr(title)}")
-        if lang == "en":
-            fn(xp)
-        else:
-            out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # a UTF-8 "terminal": 猫 is printable
-            with contextlib.redirect_stdout(out):
-                fn(xp)
-            out.seek(0)
-            print(tr(out.read().rstrip("\n")))
+        printed_in(lang, TOUR_ZH, fn, xp)
         print()
     print(tr("All checks passed."))
     return 0
@@ -111,8 +98,7 @@ def _tour_dot(xp):
 def _tour_norm(xp):
     from ..similarity import dot, euclidean_distance, norm
 
-    a = xp.asarray([1.0, 2.0, 3.0, 4.0])
-    b = xp.asarray([2.0, 0.0, 1.0, 3.0])
+    a, b = xp.asarray([1.0, 2.0, 3.0, 4.0]), xp.asarray([2.0, 0.0, 1.0, 3.0])
     aa = float(dot(a, a))
     assert aa == 1 + 4 + 9 + 16 == 30
     assert math.isclose(float(norm(a)), math.sqrt(30), rel_tol=1e-12)
@@ -147,8 +133,7 @@ def _tour_softmax(xp):
     small = softmax(xp.asarray([1.0, 2.0, 3.0]))
     big = softmax(xp.asarray([10.0, 20.0, 30.0]))
     z = math.e + math.e**2 + math.e**3
-    assert abs(float(small[2]) - math.e**3 / z) < 1e-12
-    assert float(big[2]) > 0.9999
+    assert abs(float(small[2]) - math.e**3 / z) < 1e-12 and float(big[2]) > 0.9999
     print(f"   softmax([1, 2, 3])    = {_fmt(small)}")
     print(f"   softmax([10, 20, 30]) = {_fmt(big, 5)}   <- nearly one-hot: tiny gradients")
     x = xp.asarray([1000.0, 0.0])
@@ -174,8 +159,7 @@ def _tour_three_tokens(xp):
     loop_out, loop_weights = attention_loop(q, k, v)
     w = to_numpy(weights)
     assert abs(w.sum(axis=-1) - 1).max() < 1e-12
-    assert abs(w - to_numpy(loop_weights)).max() < 1e-12
-    assert abs(to_numpy(out) - to_numpy(loop_out)).max() < 1e-12
+    assert max(abs(w - to_numpy(loop_weights)).max(), abs(to_numpy(out) - to_numpy(loop_out)).max()) < 1e-12
     print("   Q = X W_Q, K = X W_K, V = X W_V;  weights = softmax(Q Kᵀ / sqrt(d_k)), each row sums to 1")
     width = max(len(t) for t in tokens) + 3
     print("   " + " " * width + "".join(_pad(t, width) for t in tokens))
@@ -199,8 +183,7 @@ def _tour_causal(xp):
     keep = mask[1, :]
     right = to_numpy(softmax(apply_mask(scores, keep)))
     wrong = to_numpy(softmax(xp.where(keep, scores, xp.asarray(0.0, dtype=scores.dtype))))
-    assert right[2] == right[3] == 0.0
-    assert math.isclose(right[0] + right[1], 1.0, rel_tol=1e-12)
+    assert right[2] == right[3] == 0.0 and math.isclose(right[0] + right[1], 1.0, rel_tol=1e-12)
     assert wrong[2] + wrong[3] > 0.4  # exp(0) = 1: the "masked" future still gets weight
     print(f"   scores of query 1: {_fmt(scores, 1)}, keys 2 and 3 are in its future")
     print(f"   fill with -inf: weights {_fmt(right)}   (future gets exactly 0)")
@@ -299,7 +282,6 @@ def _tour_applications(xp):
     print(f"   matrix factorisation: RMSE on unseen ratings {rmse:.3f} vs {rmse_mean:.3f} for the mean")
 
 
-
 @section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy")
 def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 19 runs the model on other backends
     from ..model.tasks import evaluate
@@ -311,6 +293,7 @@ def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 19 runs the 
     assert accuracy >= 0.99 and history.loss[-1] < history.loss[0] / 2
     print(f"   {recipe['steps']} Adam steps, loss {history.loss[0]:.2f} -> {history.loss[-1]:.2f}; "
           f"the generated copies are {accuracy:.0%} right")
+
 
 def main(args) -> int:
     """The ``tour`` sub-command: ``args.backend`` is "numpy" or "cupy", ``args.lang`` "en" or "zh"."""
