@@ -9,9 +9,10 @@ configuration and BLAS thread count it prints the median step time, tokens per s
 
 * **step / floor**. The floor is the step's matrix products alone: every matmul of the forward pass
   (the projections, attention's ``q kᵀ`` and ``P v``, the MLP, the unembedding) and the two of the
-  backward pass for each (``dX`` and ``dW``; ``dV, dP, dQ, dK`` for attention), replayed on arrays of
-  the same shapes, each projection as one 2-D matmul. Their FLOPs over that replay's time is this
-  machine's matmul rate for these shapes, so floor = FLOPs / rate: no NumPy step can be faster.
+  backward pass for each (``dX`` and ``dW``; ``dV, dP, dQ, dK`` for attention, per tile of the step:
+  ``layers.attention_tiles``), replayed on arrays of the same shapes, each projection as one 2-D
+  matmul. Their FLOPs over that replay's time is this machine's matmul rate for these shapes, so
+  floor = FLOPs / rate: no NumPy step can be faster.
   Everything above 1.0 is the elementwise work (norms, GELU, softmax, RoPE, Adam) and Python.
 * **step / PyTorch**: the same model written for PyTorch's autograd (same weights, same batch; its
   loss is checked against ours first), only when PyTorch happens to be installed. PyTorch is not a
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import sys
 import time
@@ -37,6 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import print_table
 
+from attention_from_scratch.model.layers import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
@@ -66,13 +69,16 @@ def matmul_shapes(config, batch, t):
     kv = c.kv_heads * c.d_k
     forward = [(1, n, c.d_model, w) for w in (c.d_model, kv, kv, c.d_model)]  # q, k, v, o projections
     forward += [(1, n, c.d_model, c.d_ff), (1, n, c.d_ff, c.d_model)]  # the MLP
-    heads = batch * c.n_heads
-    attention = [(heads, t, c.d_k, t), (heads, t, t, c.d_k)]  # scores q kᵀ, output P v
-    attention_backward = [(heads, t, t, c.d_k), (heads, t, c.d_k, t), (heads, t, t, c.d_k), (heads, t, t, c.d_k)]
+    attention = []  # per tile of the step (layers.attention_tiles: causal skips the blocked triangle)
+    for rows, queries, s in attention_tiles((batch, c.n_heads, t, c.d_k), t, c.causal):
+        m, heads = queries.stop - queries.start, (rows.stop - rows.start) * c.n_heads
+        attention += [(heads, m, c.d_k, s), (heads, m, s, c.d_k)]  # scores q kᵀ, output P v
+        attention += [(heads, s, m, c.d_k), (heads, m, c.d_k, s)]  # backward: dV = Pᵀ dO, dP = dO Vᵀ
+        attention += [(heads, m, s, c.d_k), (heads, s, m, c.d_k)]  # dQ = dS K, dK = dSᵀ Q
     shapes = []
     for count, m, k, w in forward * c.n_layers + [(1, n, c.d_model, c.vocab_size)]:  # + the unembedding
         shapes += [(count, m, k, w), (count, m, w, k), (count, k, m, w)]  # forward, dX = dY Wᵀ, dW = Xᵀ dY
-    return shapes + (attention + attention_backward) * c.n_layers
+    return shapes + attention * c.n_layers
 
 
 def make_floor(shapes, seed=0):
@@ -107,7 +113,6 @@ def torch_step(model, tokens, targets, threads):
         import torch.nn.functional as F
     except ImportError:
         return None, "PyTorch is not installed (it is not a dependency): ratio skipped"
-    torch.set_num_threads(threads)
     c, (b, t) = model.config, tokens.shape
     p = {name: torch.tensor(np.asarray(w), requires_grad=True) for name, w in model.params.items()}
     optimizer = torch.optim.Adam(list(p.values()), lr=1e-3)
@@ -139,12 +144,18 @@ def torch_step(model, tokens, targets, threads):
         logits = rms(x, p["final_norm"]) @ p["unembed"]
         return F.cross_entropy(logits.reshape(-1, c.vocab_size), tgt.reshape(-1), ignore_index=-1)
 
-    ours = model.loss_and_grads(tokens, targets)[0]
-    theirs = float(loss_fn())
-    if abs(theirs - ours) > 1e-4 * abs(ours):
-        return None, f"the PyTorch twin's loss {theirs:.6f} differs from ours {ours:.6f}: ratio skipped"
+    torch.set_num_threads(threads)
+    ours, grads = model.loss_and_grads(tokens, targets)
+    loss = loss_fn()
+    loss.backward()  # autograd's gradients, against the hand-written ones
+    if abs(float(loss.detach()) - ours) > 1e-4 * abs(ours):
+        return None, f"the PyTorch twin's loss {float(loss.detach()):.6f} differs from ours {ours:.6f}: ratio skipped"
+    error = max(float(np.max(np.abs(p[n].grad.numpy() - grads[n])) / np.max(np.abs(grads[n]))) for n in grads)
+    if error > 1e-3:  # float32 rounding of two different summation orders stays far below this
+        return None, f"autograd's gradients differ from ours by {error:.1e} of their largest entry: ratio skipped"
 
     def step():
+        torch.set_num_threads(threads)  # PyTorch's own pool (intra-op), set for each step: the rows interleave
         optimizer.zero_grad()
         loss_fn().backward()
         optimizer.step()
@@ -188,10 +199,11 @@ def run(configs, threads=(1, 2), repeat=25):
         med = measure(fns, repeat)
         for n in threads:
             s, f = med[("step", n)], med[("floor", n)]
-            versus = f"{s / med[('torch', n)]:.2f}" if ("torch", n) in med else "-"
+            torch_time = med.get(("torch", n))
             rows.append([
                 label, str(n), f"{s * 1e3:.1f}", f"{batch * t / s:,.0f}", f"{flops / f / 1e9:.1f}",
-                f"{s / f:.2f}", versus,
+                f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
+                "-" if torch_time is None else f"{torch_time / f:.2f}",
             ])
         rows[-1].append(str(blas_threads_for(config, batch * t) or "all"))
         for note in notes - {None}:
@@ -201,8 +213,6 @@ def run(configs, threads=(1, 2), repeat=25):
 
 def _load() -> str:
     try:
-        import os
-
         return "load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "load average: unknown"
@@ -214,11 +224,13 @@ def main(quick: bool = False, threads=(1, 2), repeat=None, only=None) -> None:
         configs = dict([list(CONFIGS.items())[only]])
     repeat = repeat or (20 if quick else 25)
     print(f"{_load()}; {'quick run: ' if quick else ''}medians over {repeat} interleaved steps")
+    allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}
+    print(f"glibc allocator settings: {allocator or 'the defaults'} (README, 'The training step')")
     rows = run(configs, threads=threads, repeat=repeat)
     for row in rows:
-        row += [""] * (8 - len(row))
+        row += [""] * (9 - len(row))
     headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
-               "step / floor", "step / PyTorch", "train() uses"]
+               "step / floor", "step / PyTorch", "PyTorch / floor", "train() uses"]
     print_table(headers, rows)
     print(_load())
 

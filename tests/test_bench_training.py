@@ -16,16 +16,23 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 pytestmark = pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not in this checkout")
 
 
-@pytest.mark.parametrize("n_kv_heads", [None, 2])
-def test_matmul_flops_equal_six_per_weight_per_token_plus_attention(n_kv_heads):
+@pytest.mark.parametrize(("n_kv_heads", "causal", "query_block"), [(None, True, 64), (2, True, 64), (None, True, 3),
+                                                                  (2, False, 3)])
+def test_matmul_flops_equal_six_per_weight_per_token_plus_attention(monkeypatch, n_kv_heads, causal, query_block):
+    """Causal attention in query blocks of 3 (T = 7: queries 0-2 see 3 keys, 3-5 see 6, 6 sees 7) does
+    3·3 + 3·6 + 1·7 = 34 of the 49 query-key products; without the mask, or in one block, all 49."""
+    from attention_from_scratch.model import layers
+
+    monkeypatch.setattr(layers, "QUERY_BLOCK", query_block)
     bench = importlib.import_module("bench_training")  # benchmarks/ is on pytest's pythonpath
-    c = TransformerConfig(11, 24, 4, 3, 40, 9, n_kv_heads=n_kv_heads)
+    c = TransformerConfig(11, 24, 4, 3, 40, 9, n_kv_heads=n_kv_heads, causal=causal)
     b, t = 5, 7
     kv = c.kv_heads * c.d_k
     weights = c.n_layers * (2 * c.d_model * c.d_model + 2 * c.d_model * kv + 2 * c.d_model * c.d_ff)
     weights += c.d_model * c.vocab_size  # the unembedding; the embedding is a lookup, no matmul
     # 2 FLOPs per multiply-add, x3 for forward + dX + dW; attention: 2 products forward, 4 backward
-    expected = 6 * b * t * weights + 2 * 6 * c.n_layers * b * c.n_heads * t * t * c.d_k
+    products = 34 if causal and query_block < t else t * t  # query-key pairs whose score is computed
+    expected = 6 * b * t * weights + 2 * 6 * c.n_layers * b * c.n_heads * products * c.d_k
     _, flops = bench.make_floor(bench.matmul_shapes(c, b, t))
     assert flops == expected
 

@@ -12,10 +12,11 @@ layout, Radford et al. 2019; Llama/DeepSeek's RMSNorm and RoPE):
 
 Attention is the package's own: ``scaled_dot_product_attention`` and ``attention_backward``'s formulas
 (``attention="sdpa"``), or ``flash_attention(return_lse=True)`` and ``flash_attention_backward``. The
-forward keeps what the backward needs: sdpa's weights P (T·S numbers per head: 32 MiB per layer at B 16,
-H 8, T 256, float32) or flash's log-sum-exp (T per head; its backward rebuilds P tile by tile, one more
-q kᵀ). The other layers' backwards are in ``layers.py``; each block's backward mirrors its forward in
-reverse. RoPE's backward is R_mᵀ = R_(-m) (sin negated; the tables are built once per ``max_len``).
+forward keeps what the backward needs: sdpa's weights P (at most T·S numbers per head; causal tiles of 64
+query rows skip the blocked triangle: 20 MiB per layer at B 16, H 8, T 256, float32, 62.5% of T·S) or
+flash's log-sum-exp (T per head; its backward rebuilds P tile by tile, one more q kᵀ). The other
+layers' backwards are in ``layers.py``; each block's backward mirrors its forward in reverse. RoPE's
+backward is R_mᵀ = R_(-m) (sin negated; the tables are built once per ``max_len``).
 GQA is multi-head attention's broadcast (``multihead._group_heads``); the attention backward sums a
 broadcast input's gradient over the group.
 
@@ -164,7 +165,7 @@ class Transformer:
         q, k, v = _group_heads(q, k, v, c.kv_heads, xp)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
         if c.attention == "flash":  # saved: the log-sum-exp (..., T)
             o, saved = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
-        else:  # saved: the weights P (..., T, S), one array per chunk of the batch
+        else:  # saved: the weights P, one (rows, ..., queries, keys) array per tile (blocked triangle skipped)
             o, saved = L.attention_in_chunks(q, k, v, self._attn_opts(), xp)
         a = _merge_heads(_ungroup_heads(o, xp), xp)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
         return a @ p[f"{i}.w_o"], (h, q, k, v, o, a, saved, start)
@@ -270,8 +271,10 @@ class Transformer:
         maps = []
         for _, (_, q, k, v, _, _, w, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
             if self.config.attention == "flash":  # w is the log-sum-exp: run sdpa for the weights
-                w = [scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]]  # (B, H_kv, g, T, S)
-            maps.append(_ungroup_heads(self.xp.concat(w, axis=0), self.xp))  # chunks -> (B, H, T, S)
+                w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
+            else:  # the step's own weights, tile by tile
+                w = L.saved_weights(w, (*q.shape[:-1], k.shape[-2]), self.xp)  # (B, H_kv, g, T, S)
+            maps.append(_ungroup_heads(w, self.xp))  # (B, H, T, S)
         return maps
 
     def generate(self, prompt, n_new):
