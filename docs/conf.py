@@ -99,13 +99,13 @@ def _lang_switch(app, pagename, templatename, context, doctree):
 
 
 def _build_chinese_site(app, exception):
-    """After the English site, build the Chinese one into <outdir>/zh with the same strictness (-W)."""
+    """After the English site, build the Chinese one into <outdir>/zh with the same strictness (-W) and -j."""
     if exception is not None or SITE_LANG != "en" or app.builder.name != "html":
         return
     import subprocess
 
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS / "zh"),
-               str(Path(app.outdir) / "zh")]
+    command = [sys.executable, "-m", "sphinx", "-j", str(app.parallel or 1), "-W", "--keep-going", "-q", "-b", "html",
+               str(DOCS / "zh"), str(Path(app.outdir) / "zh")]  # as many processes as the English build (-j)
     done = subprocess.run(command, cwd=REPO)
     if done.returncode:
         raise RuntimeError(f"the Chinese site (docs/zh) did not build: {' '.join(command)} exited {done.returncode}")

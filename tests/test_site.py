@@ -49,7 +49,7 @@ NOTEBOOKS_ZH = sorted((REPO / "notebooks" / "zh").glob("*.ipynb"))  # the Chines
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 # README, "Read it as a website" (the output folder differs: a temporary one)
-BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "docs"]
+BUILD = [sys.executable, "-m", "sphinx", "-j", "auto", "-W", "--keep-going", "-b", "html", "docs"]
 
 
 def _skip_or_fail(reason: str) -> None:
