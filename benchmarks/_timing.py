@@ -10,29 +10,44 @@ import gc
 import statistics
 import time
 import tracemalloc
+from contextlib import nullcontext
 from pathlib import Path
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"
 
 
-def median_times(fns: dict, repeat: int, warmup: int = 1) -> dict:
+def blas_threads(threads: int | None):
+    """A context manager holding BLAS at ``threads`` threads (threadpoolctl, in the dev extra); None: BLAS's
+    own choice."""
+    if threads is None:
+        return nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads, user_api="blas")
+
+
+def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None) -> dict:
     """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
 
     ``warmup`` calls each first; then in each round every function runs once, and the order rotates
     from round to round so that no function always runs right after the same neighbour (caches,
-    memory freed by the previous call).
+    memory freed by the previous call). ``threads`` (name -> BLAS threads, see :func:`blas_threads`)
+    sets a function's thread count around its calls, outside the timed interval.
     """
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
+    threads = threads or {}
+    for name, fn in fns.items():
+        with blas_threads(threads.get(name)):
+            for _ in range(warmup):
+                fn()
     names = list(fns)
     times = {name: [] for name in fns}
     for r in range(repeat):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            gc.collect()
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
+            with blas_threads(threads.get(name)):
+                gc.collect()
+                start = time.perf_counter()
+                fns[name]()
+                times[name].append(time.perf_counter() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import blas_threads
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.kv_cache import bytes_per_token
@@ -129,13 +130,8 @@ FIGURE = Path(__file__).resolve().parents[1] / "figures" / "decode_time.png"
 def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table, and (full run only) write the figure. Returns the rows."""
     contexts, steps = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 9)
-    if threads is None:
+    with blas_threads(threads):
         rows = [measure(c, steps) for c in contexts]
-    else:
-        from threadpoolctl import threadpool_limits  # optional: only for --threads
-
-        with threadpool_limits(limits=threads, user_api="blas"):
-            rows = [measure(c, steps) for c in contexts]
     print_table(rows)
     last = rows[-1]
     speedup = last["naive_ms"] / last["absorb_ms"]

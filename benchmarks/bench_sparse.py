@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _timing import median_times
+from _timing import blas_threads, median_times
 
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.sparse import select_topk
@@ -125,13 +125,8 @@ def plot(rows, cross=None):
 def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table and the crossover, and (full run only) write the figure. Returns the rows."""
     contexts, repeat = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 15)
-    if threads is None:
+    with blas_threads(threads):
         rows = [measure(c, repeat) for c in contexts]
-    else:
-        from threadpoolctl import threadpool_limits  # optional: only for --threads
-
-        with threadpool_limits(limits=threads, user_api="blas"):
-            rows = [measure(c, repeat) for c in contexts]
     print_table(rows)
     cross = crossover(rows)
     last = rows[-1]

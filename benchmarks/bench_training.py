@@ -26,18 +26,14 @@ of load on a shared machine hits all of them alike). ``train()`` picks its BLAS 
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import statistics
 import sys
-import time
-from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import print_table
+from _timing import median_times, print_table
 
 from attention_from_scratch.model.layers import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
@@ -97,15 +93,6 @@ def make_floor(shapes, seed=0):
     return replay, sum(2 * count * m * k * n for count, m, k, n in shapes)
 
 
-def _thread_limit(threads):
-    """A context manager holding BLAS at ``threads`` (nothing without threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return nullcontext()
-    return threadpool_limits(limits=threads, user_api="blas")
-
-
 def torch_step(model, tokens, targets, threads):
     """``(step, loss)`` of the same model under PyTorch's autograd and Adam, or ``(None, reason)``."""
     try:
@@ -163,26 +150,6 @@ def torch_step(model, tokens, targets, threads):
     return step, None
 
 
-def measure(fns: dict, repeat: int, warmup: int = 3) -> dict:
-    """Median seconds of each ``(fn, threads)`` in ``fns``, rounds interleaved; the thread limit is set
-    outside the timed call."""
-    for fn, threads in fns.values():
-        with _thread_limit(threads):
-            for _ in range(warmup):
-                fn()
-    times = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(repeat):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            fn, threads = fns[name]
-            with _thread_limit(threads):
-                gc.collect()
-                start = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
-
-
 def run(configs, threads=(1, 2), repeat=25):
     """Rows of the table: one per (configuration, thread count)."""
     rows = []
@@ -191,12 +158,12 @@ def run(configs, threads=(1, 2), repeat=25):
         floor, flops = make_floor(matmul_shapes(config, batch, t))
         fns, notes = {}, set()
         for n in threads:
-            fns[("step", n)], fns[("floor", n)] = (step, n), (floor, n)
+            fns[("step", n)], fns[("floor", n)] = step, floor
             twin, note = torch_step(model, tokens, targets, n)
             if twin is not None:
-                fns[("torch", n)] = (twin, n)
+                fns[("torch", n)] = twin
             notes.add(note)
-        med = measure(fns, repeat)
+        med = median_times(fns, repeat, warmup=3, threads={name: name[1] for name in fns})
         for n in threads:
             s, f = med[("step", n)], med[("floor", n)]
             torch_time = med.get(("torch", n))
