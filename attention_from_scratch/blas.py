@@ -18,7 +18,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["blas_threads", "limit_worker_thread", "one_blas_thread"]
+__all__ = ["blas_thread_limit", "blas_threads", "limit_worker_thread", "one_blas_thread"]
 
 _lock = threading.Lock()
 _holders = 0  # callers inside one_blas_thread() right now
@@ -138,3 +138,25 @@ def limit_worker_thread():
     per_thread, _ = _blas_by_scope()
     if per_thread is not None:
         per_thread.limit(limits=1, user_api="blas")  # not restored: the worker ends with its pool
+
+
+@contextlib.contextmanager
+def blas_thread_limit(threads: int | None):
+    """Context manager: BLAS at ``threads`` threads inside (None: as it is), for a caller that chooses the
+    count around code that may use :func:`one_blas_thread` (a benchmark's row). A process-wide count is set
+    from this module's control thread, like :func:`one_blas_thread`'s, which would otherwise be ignored
+    inside (threadpoolctl lets only one thread set OpenBLAS's count); an OpenMP BLAS's in the calling thread."""
+    per_thread, shared = _blas_by_scope()
+    with contextlib.ExitStack() as stack:
+        if threads is not None and per_thread is not None:
+            stack.enter_context(per_thread.limit(limits=threads, user_api="blas"))
+        if threads is not None and shared is not None:
+            with _lock:
+                limiter = _on_control_thread(lambda: shared.limit(limits=threads, user_api="blas"))
+
+            def restore():
+                with _lock:
+                    _on_control_thread(functools.partial(_restore, limiter))
+
+            stack.callback(restore)
+        yield

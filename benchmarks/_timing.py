@@ -10,7 +10,6 @@ import gc
 import statistics
 import time
 import tracemalloc
-from contextlib import nullcontext
 from pathlib import Path
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"
@@ -18,12 +17,11 @@ FIGURES = Path(__file__).resolve().parents[1] / "figures"
 
 def blas_threads(threads: int | None):
     """A context manager holding BLAS at ``threads`` threads (threadpoolctl, in the dev extra); None: BLAS's
-    own choice."""
-    if threads is None:
-        return nullcontext()
-    from threadpoolctl import threadpool_limits
+    own choice. Set the way the package's ``one_blas_thread`` sets it (``blas.blas_thread_limit``), so that
+    tiled code inside a timed call can still hold BLAS to one thread."""
+    from attention_from_scratch.blas import blas_thread_limit
 
-    return threadpool_limits(limits=threads, user_api="blas")
+    return blas_thread_limit(threads)
 
 
 def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None) -> dict:

@@ -25,7 +25,7 @@ from scipy.special import softmax as scipy_softmax
 from attention_from_scratch import blas, flash, flash_backward
 from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
 from attention_from_scratch.backend import to_numpy
-from attention_from_scratch.blas import blas_threads, one_blas_thread
+from attention_from_scratch.blas import blas_thread_limit, blas_threads, one_blas_thread
 from attention_from_scratch.flash import (
     attention_io_bytes,
     flash_attention,
@@ -325,6 +325,26 @@ def test_blas_limit_survives_calls_that_finish_in_either_order():
     assert blas_threads() == original
 
 
+def test_blas_thread_limit_leaves_one_blas_thread_working_inside():
+    """A benchmark's row sets 2 threads around tiled code: one_blas_thread() inside must still get 1.
+
+    With threadpoolctl's own ``threadpool_limits`` in this thread, this thread would control OpenBLAS and
+    the package's control thread would be ignored (threadpoolctl >= 3.8): ``blas_thread_limit`` sets it
+    from that control thread instead."""
+    original = _blas_or_skip()
+    with blas_thread_limit(2):
+        assert all(n == 2 for n in blas_threads())
+        with one_blas_thread():
+            assert all(n == 1 for n in blas_threads()), "one_blas_thread() ignored inside blas_thread_limit"
+        assert all(n == 2 for n in blas_threads())
+        with blas_thread_limit(None):  # None: as it is
+            assert all(n == 2 for n in blas_threads())
+    assert blas_threads() == original
+    with pytest.raises(RuntimeError), blas_thread_limit(1):  # an exception inside restores it too
+        raise RuntimeError
+    assert blas_threads() == original
+
+
 def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
     """Two threads each run flash_attention(workers=2); A's call ends while B's is still inside its tiles."""
     original = _blas_or_skip()
@@ -408,7 +428,7 @@ def test_blas_limit_during_interpreter_shutdown():
     script = textwrap.dedent("""
         import json, threading, time
         import numpy as np
-        from attention_from_scratch.blas import blas_threads, one_blas_thread
+        from attention_from_scratch.blas import blas_thread_limit, blas_threads, one_blas_thread
         from attention_from_scratch.flash import flash_attention
 
         def late():

@@ -35,6 +35,21 @@ def test_adam_matches_two_steps_by_hand():
     np.testing.assert_allclose(params["w"], after_one - 0.1 * m_hat / (np.sqrt(v_hat) + 1e-8), rtol=1e-14)
 
 
+def test_adam_writes_only_its_own_moments():
+    """The moments are updated in place; the caller's parameter and gradient arrays are never written."""
+    w, g = np.array([1.0, -2.0, 0.5]), np.array([0.5, -1.0, 0.25])
+    params = {"w": w}
+    adam = Adam(params, lr=0.1)
+    m, v = adam.m["w"], adam.v["w"]
+    for _ in range(2):
+        adam.step({"w": g})
+    np.testing.assert_array_equal(w, [1.0, -2.0, 0.5])  # the original array: replaced in the dict, not written
+    np.testing.assert_array_equal(g, [0.5, -1.0, 0.25])
+    assert params["w"] is not w and adam.m["w"] is m and adam.v["w"] is v  # the same buffers, updated
+    np.testing.assert_allclose(m, (0.9 * 0.1 + 0.1) * g, rtol=1e-15)  # two steps of the same g
+    np.testing.assert_allclose(v, (0.999 * 0.001 + 0.001) * g**2, rtol=1e-15)
+
+
 def test_copy_task_repeats_distinct_tokens():
     tokens, predictable = CopyTask(10, 4).sample(np.random.default_rng(0), 5, 4)
     assert tokens.shape == (5, 8) and predictable.shape == (5, 7)

@@ -219,10 +219,11 @@ def test_rope_tables_are_built_once_and_rebuilt_for_a_new_max_len():
     assert tables[0] == TINY["max_len"] and tables[1].shape == (TINY["max_len"], model.config.d_k // 2)
     model.loss_and_grads(TOKENS)
     assert model._rope_cache is tables  # not rebuilt by a second step
-    x = np.random.default_rng(7).standard_normal((2, 2, 4, model.config.d_k))
+    x = np.random.default_rng(7).standard_normal((2, 4, 2, model.config.d_k))  # token-major (B, T, heads, d_k)
     for start, sign in ((0, 1), (3, 1), (2, -1)):  # the cached rows against apply_rope's own tables
         positions = sign * np.arange(start, start + 4)
-        np.testing.assert_allclose(model._rope(x, start, sign), apply_rope(x, positions), rtol=1e-14, atol=1e-15)
+        by_heads = apply_rope(x.transpose(0, 2, 1, 3), positions).transpose(0, 2, 1, 3)  # apply_rope: (..., T, d)
+        np.testing.assert_allclose(model._rope(x, start, sign), by_heads, rtol=1e-14, atol=1e-15)
     model.config = replace(model.config, max_len=14)
     model.logits(np.zeros((1, 12), dtype=np.int64))
     assert model._rope_cache[0] == 14 and model._rope_cache[1].shape[0] == 14

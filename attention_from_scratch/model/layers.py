@@ -16,6 +16,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``d_model`` the residual width, ``V`` the voc
   DeepSeek-V3 and Llama use it instead of LayerNorm: no mean, no bias).
 * GELU (tanh form)   ``y = x/2 · (1 + tanh(c (x + 0.044715 x³)))``, ``c = sqrt(2/π)``  (Hendrycks &
   Gimpel 2016; GPT-2's MLP). Smooth everywhere, so finite differences check it cleanly (ReLU has a kink).
+  Its forward keeps the derivative dy/dx (one array, computed while x is in cache); the backward is dy · it.
 * softmax cross-entropy ``L = mean_t [logsumexp(z_t) - z_t[y_t]]``, whose gradient is the famous
   ``dz = (softmax(z) - onehot(y)) / N``.
 * attention: the package's sdpa and its backward's formulas (``attention.py``), tile by tile (a few
@@ -58,7 +59,7 @@ ATTENTION_CHUNK = 2**19
 # causal query rows per tile (attention_tiles); the large benchmark step took 0.92x the untiled time, 0.93x
 # in tiles of 128 rows and 0.94x in tiles of 32 (interleaved in one process)
 QUERY_BLOCK = 64
-GELU_ROWS = 64  # rows per block in gelu_backward: 64 · 1024 float32 = 256 KiB; 2x faster than whole, measured
+GELU_ROWS = 64  # rows per block in gelu_forward: 64 · 1024 float32 = 256 KiB; 2x faster than whole, measured
 
 
 def one_hot(tokens, n, xp, dtype):
@@ -185,44 +186,48 @@ def rms_norm_backward(cache, dy, xp):
 
 
 def gelu_forward(x, xp):
-    """GELU, tanh approximation: ``(y, cache)``, ``y = x · h`` with ``h = (1 + tanh(c (x + 0.044715 x³)))/2``."""
-    h = x * x
-    h *= _C * 0.044715
+    """GELU, tanh approximation: ``(y, cache)``, ``y = x · h`` with ``h = (1 + tanh(c (x + 0.044715 x³)))/2``.
+
+    The cache is the derivative ``dy/dx`` itself (:func:`gelu_backward` multiplies by it), computed here
+    while ``x`` and ``h`` are in the CPU's cache, GELU_ROWS rows at a time: one array kept instead of x
+    and h, and a backward of one product.
+    """
+    shape = (-1, x.shape[-1])  # (..., d_ff) -> (N, d_ff)
+    x2 = xp.reshape(x, shape)
+    y, dydx = xp.empty_like(x2), xp.empty_like(x2)
+    for i in range(0, x2.shape[0], GELU_ROWS):
+        rows = slice(i, min(i + GELU_ROWS, x2.shape[0]))
+        y[rows, :], dydx[rows, :] = _gelu_rows(x2[rows, :], xp)
+    return xp.reshape(y, x.shape), xp.reshape(dydx, x.shape)
+
+
+def _gelu_rows(x, xp):
+    """``(y, dy/dx)`` of GELU on one block of rows, in a few new buffers:
+
+        dy/dx = h + x h' = h + 2c x (1 + 3·0.044715 x²) · h (1 - h)
+
+    With ``t = tanh(u)``, ``h = (1 + t)/2``: ``h' = (1 - t²)/2 · u'`` and ``1 - t² = 4 h (1 - h)``.
+    """
+    x_sq = x * x
+    h = x_sq * (_C * 0.044715)
     h += _C
-    h *= x  # c (x + 0.044715 x³)
+    h *= x  # u = c (x + 0.044715 x³)
     h = xp.tanh(h)
     h *= 0.5
-    h += 0.5  # (1 + tanh)/2, kept for the backward
-    return x * h, (x, h)
+    h += 0.5  # h = (1 + tanh u)/2
+    dydx = x_sq  # x² -> 2c x (1 + 3·0.044715 x²) h (1 - h) + h, in x²'s buffer
+    dydx *= 6 * 0.044715 * _C
+    dydx += 2 * _C
+    dydx *= x
+    dydx *= h
+    dydx *= 1.0 - h
+    dydx += h
+    return x * h, dydx
 
 
 def gelu_backward(cache, dy, xp):
-    """``dx`` of GELU: ``dy/dx = h + x h' = h + 2c x (1 + 3·0.044715 x²) · h (1 - h)``.
-
-    With ``t = tanh(u)``, ``h = (1 + t)/2``: ``h' = (1 - t²)/2 · u'`` and ``1 - t² = 4 h (1 - h)``.
-    Computed GELU_ROWS rows at a time, so that its eight passes stay in the CPU's cache.
-    """
-    x, h = cache
-    shape = (-1, dy.shape[-1])  # (..., d_ff) -> (N, d_ff)
-    x, h, dy = xp.reshape(x, shape), xp.reshape(h, shape), xp.reshape(dy, shape)
-    dx = xp.empty_like(dy)
-    for i in range(0, dy.shape[0], GELU_ROWS):
-        rows = slice(i, min(i + GELU_ROWS, dy.shape[0]))
-        dx[rows, :] = _gelu_grad(x[rows, :], h[rows, :], dy[rows, :])
-    return xp.reshape(dx, cache[0].shape)
-
-
-def _gelu_grad(x, h, dy):
-    """``dy · dGELU/dx`` of one block of rows (see :func:`gelu_backward`), in one new buffer."""
-    dx = x * x
-    dx *= 6 * 0.044715 * _C
-    dx += 2 * _C
-    dx *= x  # 2c x (1 + 3·0.044715 x²)
-    dx *= h
-    dx *= 1.0 - h
-    dx += h
-    dx *= dy
-    return dx
+    """``dx = dy · dGELU/dx`` of GELU; ``cache`` is the derivative :func:`gelu_forward` kept."""
+    return dy * cache
 
 
 def cross_entropy_forward(logits, targets, xp):

@@ -58,6 +58,9 @@ def blas_threads_for(config, n_tokens: int, *, load: float | None = None) -> int
 class Adam:
     """Adam with bias correction over a dict of parameters, updated in place of the dict's entries.
 
+    Each step replaces a parameter with a new array (the caller's arrays are never written) and updates
+    the moments ``m`` and ``v``, the optimizer's own buffers, in place.
+
     ``lr > 0`` (a negative one would climb the loss), ``0 <= beta1, beta2 < 1`` (β = 1 makes the bias
     correction 1 - β^t zero) and ``eps > 0`` are checked here, before any step.
     """
@@ -79,10 +82,17 @@ class Adam:
         self.t += 1
         c1, c2 = 1.0 - self.beta1**self.t, 1.0 - self.beta2**self.t  # bias corrections
         for name, g in grads.items():
-            self.m[name] = self.beta1 * self.m[name] + (1.0 - self.beta1) * g
-            self.v[name] = self.beta2 * self.v[name] + (1.0 - self.beta2) * g * g
-            m_hat, v_hat = self.m[name] / c1, self.v[name] / c2
-            self.params[name] = self.params[name] - self.lr * m_hat / ((v_hat) ** 0.5 + self.eps)
+            m, v = self.m[name], self.v[name]  # the optimizer's own buffers: updated in place
+            m *= self.beta1
+            m += (1.0 - self.beta1) * g  # m = β1 m + (1 - β1) g
+            g_sq = (1.0 - self.beta2) * g
+            g_sq *= g
+            v *= self.beta2
+            v += g_sq  # v = β2 v + (1 - β2) g²
+            step = m / c1  # m̂
+            step *= self.lr
+            step /= (v / c2) ** 0.5 + self.eps  # lr · m̂ / (sqrt(v̂) + eps)
+            self.params[name] = self.params[name] - step  # a new array: the caller's parameters are not written
 
 
 @dataclass

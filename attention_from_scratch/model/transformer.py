@@ -141,14 +141,33 @@ class Transformer:
 
     # -- attention: forward and backward ------------------------------------------------------------
     def _rope(self, x, start, sign=1):
+        """RoPE on x ``(B, T, heads, d_k)``, token-major (a projection's own layout): positions start ..
+        start + T - 1 on axis 1, the tables broadcast over the heads; ``sign=-1`` rotates by R_(-m) = R_mᵀ."""
         c = self.config
         if c.positions != "rope":
             return x
         if self._rope_cache is None or self._rope_cache[0] != c.max_len:  # built once per max_len
             self._rope_cache = (c.max_len, *L.rope_tables_upto(c.max_len, self._freqs, self.dtype, self.xp))
         _, cos, sin, minus_sin = self._rope_cache  # (max_len, d_k/2) each
-        at = slice(start, start + x.shape[-2])  # positions start .. start + T - 1; sign=-1: R_(-m) = R_mᵀ
-        return rotate_pairs(x, cos[at, :], (sin if sign > 0 else minus_sin)[at, :], self.xp)
+        at = slice(start, start + x.shape[1])
+        cos, sin = cos[at, None, :], (sin if sign > 0 else minus_sin)[at, None, :]  # (T, 1, d_k/2)
+        return rotate_pairs(x, cos, sin, self.xp)
+
+    def _heads(self, x, n_heads, start=0, rope=False):
+        """A projection ``(B, T, n·d_k)`` -> heads ``(B, n, T, d_k)`` (a view), RoPE-rotated first if
+        ``rope``: rotating before the heads are split reads the projection's contiguous rows."""
+        b, t, _ = x.shape
+        x = self.xp.reshape(x, (b, t, n_heads, self.config.d_k))  # (B, T, n, d_k)
+        x = self._rope(x, start) if rope else x
+        return self.xp.permute_dims(x, (0, 2, 1, 3))  # (B, T, n, d_k) -> (B, n, T, d_k)
+
+    def _merged(self, dx, start=0, rope=False):
+        """The inverse of :meth:`_heads` for a gradient: ``(B, n, T, d_k)`` -> ``(B, T, n·d_k)``, un-rotated
+        (R_(-m)) first if ``rope``; the rotation writes the token-major layout, so no second copy."""
+        b, n, t, d = dx.shape
+        dx = self.xp.permute_dims(dx, (0, 2, 1, 3))  # (B, n, T, d_k) -> (B, T, n, d_k), a view
+        dx = self._rope(dx, start, -1) if rope else dx
+        return self.xp.reshape(dx, (b, t, n * d))
 
     def _attn_opts(self):
         c = self.config
@@ -157,9 +176,10 @@ class Transformer:
     def _attention_forward(self, i, h, start=0, kv_cache=None):
         """h ``(B, T, d_model)`` -> ``(a, cache)``: causal multi-head self-attention of block ``i``."""
         xp, p, c = self.xp, self.params, self.config
-        q = self._rope(_split_heads(h @ p[f"{i}.w_q"], c.n_heads, xp), start)  # (B, H, T, d_k)
-        k = self._rope(_split_heads(h @ p[f"{i}.w_k"], c.kv_heads, xp), start)  # (B, H_kv, T, d_k)
-        v = _split_heads(h @ p[f"{i}.w_v"], c.kv_heads, xp)  # (B, H_kv, T, d_k)
+        rope = c.positions == "rope"
+        q = self._heads(h @ p[f"{i}.w_q"], c.n_heads, start, rope)  # (B, H, T, d_k)
+        k = self._heads(h @ p[f"{i}.w_k"], c.kv_heads, start, rope)  # (B, H_kv, T, d_k)
+        v = self._heads(h @ p[f"{i}.w_v"], c.kv_heads)  # (B, H_kv, T, d_k)
         if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
             k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
         q, k, v = _group_heads(q, k, v, c.kv_heads, xp)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
@@ -181,11 +201,12 @@ class Transformer:
         else:  # attention_backward's formulas from the saved weights
             scale = _scale(self._attn_opts()["scale"], c.d_k)
             dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, scale, xp)
-        dq = self._rope(_ungroup_heads(dq, xp), start, -1)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k), un-rotated
-        dk = self._rope(_ungroup_heads(dk, xp), start, -1)  # (B, H_kv, 1, S, d_k) -> (B, H_kv, S, d_k), group-summed
+        rope = c.positions == "rope"
+        dq = self._merged(_ungroup_heads(dq, xp), start, rope)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k), un-rotated
+        dk = self._merged(_ungroup_heads(dk, xp), start, rope)  # (B, H_kv, 1, S, d_k) -> (B, S, H_kv·d_k), group-summed
         dh, grads = None, {f"{i}.w_o": dw_o}
-        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", _ungroup_heads(dv, xp))):
-            dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], _merge_heads(d, xp), xp)
+        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", self._merged(_ungroup_heads(dv, xp)))):
+            dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], d, xp)
             dh = dh_part if dh is None else dh + dh_part  # h feeds all three projections: their gradients add
         return dh, grads
 

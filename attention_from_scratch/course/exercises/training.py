@@ -32,7 +32,8 @@ def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_
 def _reference(p, g, m, v, t, lr, beta1, beta2, eps):
     """The package's Adam on a one-entry dict, its moments and step count set to the given state."""
     optimizer = Adam({"p": p}, lr=lr, betas=(beta1, beta2), eps=eps)
-    optimizer.m["p"], optimizer.v["p"], optimizer.t = m, v, t - 1  # step() counts this step: t
+    optimizer.m["p"], optimizer.v["p"], optimizer.t = m.copy(), v.copy(), t - 1  # step() counts this step: t;
+    # copies: step() updates its moments in place, and m, v are the checker's
     optimizer.step({"p": g})
     return optimizer.params["p"], optimizer.m["p"], optimizer.v["p"]
 
