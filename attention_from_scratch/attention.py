@@ -65,7 +65,7 @@ def _all_finite(xp, *arrays) -> bool:
     return all(bool(xp.all(xp.isfinite(x))) for x in arrays)
 
 
-def _attend(scores_of, q, k, v, mask, xp, sink=None):
+def _attend(scores_of, q, k, v, mask, xp, sink=None, finite=False):
     """Steps 1-4 of attention: scores ``scores_of(q, k)`` (a new array), mask, softmax, weighted sum.
 
     The fast path works in the scores' own buffer -- the mask is added in place, softmax runs in
@@ -75,9 +75,10 @@ def _attend(scores_of, q, k, v, mask, xp, sink=None):
     finite (a blocked key's huge finite garbage can still overflow q·k). Otherwise the scores are made
     from finite queries and keys, a query or key holding a NaN or inf scores NaN, blocked scores are
     *replaced* by -inf (``where``), and the values are summed so that a key of weight 0 adds nothing:
-    a blocked key, and a query that sees no key, never matter, whatever they hold.
+    a blocked key, and a query that sees no key, never matter, whatever they hold. ``finite=True``: the
+    caller has checked q, k and v already (once for many tiles), so the first pass over each is skipped.
     """
-    if _all_finite(xp, q, k, v):
+    if finite or _all_finite(xp, q, k, v):
         scores = scores_of(q, k)  # 1) (..., T, S)
         if mask is not None:
             scores = apply_mask_(scores, mask, xp)  # 2) blocked entries -> -inf, in place
@@ -128,17 +129,18 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     return _sdpa(q, k, v, mask, _scale(scale, d_k), xp, sink_logits)
 
 
-def _sdpa(q, k, v, mask, scale: float, xp, sink_logits=None):
+def _sdpa(q, k, v, mask, scale: float, xp, sink_logits=None, finite=False):
     """The four steps of :func:`scaled_dot_product_attention` on inputs its boundary already checked.
 
     ``mask`` is what ``_full_mask`` returns (causal included), ``scale`` a float and ``sink_logits``
     checked: the inner step that the public functions (sdpa, its backward, multi-head attention)
     share, checking nothing again. Half precision is computed in float32 and returned in q's dtype.
+    ``finite=True``: q, k and v are known to hold no NaN or inf (see :func:`_attend`).
     """
     dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)
     q = widen(q, xp) * scale  # scaling q touches T·d_k numbers, not T·S
     # 1) scores: (..., T, d_k) @ (..., d_k, S) -> (..., T, S); then mask, softmax, weighted sum
-    out, weights = _attend(lambda queries, keys: queries @ keys.mT, q, k, v, mask, xp, sink_logits)
+    out, weights = _attend(lambda queries, keys: queries @ keys.mT, q, k, v, mask, xp, sink_logits, finite)
     return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
 
@@ -249,28 +251,31 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     return tuple(narrow(g, dtype, xp) for g in _attention_backward_saved(q, k, v, out, p, d_out, scale, xp))
 
 
-def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp):
+def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp, finite=False):
     """:func:`attention_backward`'s formulas from the forward's own ``out`` and weights ``p`` (not recomputed).
 
     A training step keeps ``(out, weights)`` of ``scaled_dot_product_attention`` for this: it holds P
     (T·S numbers per head) instead of running the forward a second time. Nothing is checked here;
-    ``p`` and ``out`` are only read.
+    ``p`` and ``out`` are only read. ``finite=True``: the caller has checked that q, k and v hold no
+    NaN or inf (once for many tiles), so their passes here are skipped.
     """
     dv = p.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     # rowsum(dP ∘ P) = rowsum(dO ∘ O): a (T, d_v) product instead of a (T, S) one
     row = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
-    fast = _all_finite(xp, k, v)
+    fast = finite or _all_finite(xp, k, v)
     if fast:
         ds = d_out @ v.mT  # dP: (..., T, d_v) @ (..., d_v, S) -> (..., T, S), a new buffer
         ds -= row
         ds *= p  # dS = P ∘ (dP - row), in dP's buffer: no second (T, S) temporary
-        dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+        dq = ds @ k  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+        dq *= scale
         fast = _all_finite(xp, dq)
     if not fast:  # a blocked key's NaN, inf or huge entry in v (via dP) or k: 0 · NaN would be NaN
         dp = _matmul_skipping_zeros(d_out, v.mT, xp)
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
-    dk = _matmul_skipping_zeros(ds.mT, q, xp) * scale  # (..., S, d_k): a query with ds = 0 adds nothing, NaN or not
+    dk = ds.mT @ q if finite else _matmul_skipping_zeros(ds.mT, q, xp)  # (..., S, d_k): a query with ds = 0
+    dk *= scale  # adds nothing, NaN or not (q finite: the plain matmul)
     return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
 
 

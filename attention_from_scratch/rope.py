@@ -219,8 +219,10 @@ def rotate_pairs(x, cos, sin, xp):
     """The rotation of :func:`apply_rope` from ready tables: x ``(..., T, d)``, cos and sin ``(T, d/2)``."""
     pairs = xp.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))  # (..., T, d) -> (..., T, d/2, 2)
     x_even, x_odd = pairs[..., 0], pairs[..., 1]  # (..., T, d/2): real and imaginary parts
-    y_even = x_even * cos - x_odd * sin
-    y_odd = x_even * sin + x_odd * cos
+    y_even = x_even * cos
+    y_even -= x_odd * sin  # x_even cos - x_odd sin, in the first product's buffer
+    y_odd = x_even * sin
+    y_odd += x_odd * cos
     return xp.reshape(xp.stack([y_even, y_odd], axis=-1), x.shape)  # (..., T, d/2, 2) -> (..., T, d)
 
 

@@ -258,16 +258,22 @@ def test_layers_leave_their_inputs_and_caches_unchanged():
         np.testing.assert_array_equal(a, c)
 
 
-@pytest.mark.parametrize(("causal", "t", "block"), [(True, 6, 64), (True, 6, 4), (True, 3, 2), (False, 6, 4)])
-def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkeypatch, causal, t, block):
+@pytest.mark.parametrize(("causal", "t", "block", "nan_query"),
+                         [(True, 6, 64, False), (True, 6, 4, False), (True, 3, 2, False), (False, 6, 4, False),
+                          (True, 6, 4, True), (False, 6, 4, True)])
+def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkeypatch, causal, t, block, nan_query):
     """The training step's attention (tiles of a few batch rows and, causally, of query blocks, the
     weights kept) against the public sdpa and attention_backward on the whole batch, with GQA's
-    broadcast key/value heads; t = 3 queries against 6 keys is decoding's offset (query i at 3 + i)."""
+    broadcast key/value heads; t = 3 queries against 6 keys is decoding's offset (query i at 3 + i).
+    ``nan_query``: one query holds NaN, so the layer's one finiteness check fails and each tile checks
+    itself (sdpa's own path): that query's row is NaN as in sdpa, every other row as before."""
     from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
 
     rng = np.random.default_rng(13)
     q, k, v = (rng.standard_normal(s) for s in ((5, 2, 3, t, 4), (5, 2, 1, 6, 4), (5, 2, 1, 6, 4)))
     d_out = rng.standard_normal((5, 2, 3, t, 4))
+    if nan_query:
+        q[4, 1, 2, t - 1, 0] = np.nan  # batch row 4's last query: a tile of its own in every layout
     monkeypatch.setattr(layers, "ATTENTION_CHUNK", 2 * 3 * t * 6 * 2)  # two batch rows of the whole (T, S)
     monkeypatch.setattr(layers, "QUERY_BLOCK", block)
     out, saved = layers.attention_in_chunks(q, k, v, {"causal": causal}, np)
@@ -279,6 +285,7 @@ def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkey
     else:  # queries 0-1 (positions 3, 4) see keys 0-4 (3 rows of 6·2·5 fit 216), query 2 (position 5) all six
         assert tiles == [(0, 3, 0, 2, 5), (3, 5, 0, 2, 5), (0, 5, 2, 3, 6)]
     ref_out, ref_weights = scaled_dot_product_attention(q, k, v, causal=causal)
+    assert np.isnan(out).any() == nan_query and np.isnan(out[:4]).sum() == 0  # NaN stays in its batch row
     np.testing.assert_allclose(out, ref_out, rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(layers.saved_weights(saved, ref_weights.shape, np), ref_weights, rtol=1e-13, atol=1e-14)
     grads = layers.attention_backward_in_chunks(q, k, v, out, saved, d_out, 0.5, np)

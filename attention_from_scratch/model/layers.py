@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import math
 
-from ..attention import _attention_backward_saved, scaled_dot_product_attention
+from ..attention import _all_finite, _attention_backward_saved, _scale, _sdpa
 from ..backend import broadcast_shapes, device_of
+from ..masking import causal_mask
 from ..rope import rope_tables
 from ..softmax import logsumexp, softmax
 
@@ -104,13 +105,24 @@ def attention_tiles(q_shape, n_keys, causal):
 
 def attention_in_chunks(q, k, v, options, xp):
     """``scaled_dot_product_attention(q, k, v, **options)`` one tile at a time (:func:`attention_tiles`)
-    -> ``(out, saved)``: the output whole, and ``saved``, each tile with its weights (the backward's)."""
+    -> ``(out, saved)``: the output whole, and ``saved``, each tile with its weights (the backward's).
+
+    Each tile runs sdpa's inner step (``attention._sdpa``) on the model's own arrays: q, k and v are
+    checked for NaN and inf once for the whole layer, not once per tile, and each tile's causal mask
+    is sdpa's own bottom-right one (``causal_mask``), built once per tile shape.
+    """
     shape = (*broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])  # (B, ..., T, d_v)
     out, saved = xp.empty(shape, dtype=q.dtype, device=device_of(q)), []
-    for rows, queries, stop in attention_tiles(q.shape, k.shape[-2], options.get("causal", False)):
+    causal, scale = options.get("causal", False), _scale(options.get("scale"), q.shape[-1])
+    finite = _all_finite(xp, q, k, v)  # once for the layer
+    masks = {}  # (queries, keys) -> the tile's causal mask
+    for rows, queries, stop in attention_tiles(q.shape, k.shape[-2], causal):
         keys = slice(0, stop)
         tile = q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :]
-        o, w = scaled_dot_product_attention(*tile, **options)
+        n_q = queries.stop - queries.start
+        if causal and (n_q, stop) not in masks:
+            masks[(n_q, stop)] = causal_mask(n_q, stop, xp=xp, device=device_of(q))
+        o, w = _sdpa(*tile, masks.get((n_q, stop)), scale, xp, finite=finite)
         out[rows, ..., queries, :] = o
         saved.append(((rows, queries, stop), w))
     return out, saved
@@ -118,13 +130,15 @@ def attention_in_chunks(q, k, v, options, xp):
 
 def attention_backward_in_chunks(q, k, v, out, saved, d_out, scale, xp):
     """``(dq, dk, dv)`` from :func:`attention_in_chunks`' saved weights, with ``attention_backward``'s
-    formulas tile by tile; a key's gradient sums over the query blocks that saw it."""
+    formulas tile by tile; a key's gradient sums over the query blocks that saw it. q, k and v are
+    checked for NaN and inf once for the layer (``finite``), not once per tile."""
     dq, dk, dv = (xp.empty(x.shape, dtype=x.dtype, device=device_of(x)) for x in (q, k, v))
+    finite = _all_finite(xp, q, k, v)
     for (rows, queries, stop), w in reversed(saved):  # the last query block first: it sees all S keys
         keys = slice(0, stop)
         dq_t, dk_t, dv_t = _attention_backward_saved(
             q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :], out[rows, ..., queries, :], w,
-            d_out[rows, ..., queries, :], scale, xp,
+            d_out[rows, ..., queries, :], scale, xp, finite,
         )
         dq[rows, ..., queries, :] = dq_t  # every query row lies in exactly one tile
         if queries.stop == q.shape[-2]:  # a tile of the last block fills its rows of dk and dv
@@ -250,5 +264,7 @@ def cross_entropy_forward(logits, targets, xp):
 def cross_entropy_backward(cache, xp):
     """``dL/dlogits = (softmax(z) - onehot(y)) / N`` at counted positions, 0 elsewhere: ``(B, T, V)``."""
     logits, y, counted, n = cache
-    d = (softmax(logits, axis=-1) - y) / n
+    d = softmax(logits, axis=-1)  # a new array: the rest in its buffer
+    d -= y
+    d /= n
     return xp.where(counted[..., None], d, xp.zeros_like(d))

@@ -207,7 +207,10 @@ class Transformer:
         dh, grads = None, {f"{i}.w_o": dw_o}
         for name, d in (("w_q", dq), ("w_k", dk), ("w_v", self._merged(_ungroup_heads(dv, xp)))):
             dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], d, xp)
-            dh = dh_part if dh is None else dh + dh_part  # h feeds all three projections: their gradients add
+            if dh is None:
+                dh = dh_part
+            else:  # h feeds all three projections: their gradients add (in the first one's new buffer)
+                dh += dh_part
         return dh, grads
 
     # -- one block: forward and backward ------------------------------------------------------------
@@ -215,11 +218,14 @@ class Transformer:
         xp, p = self.xp, self.params
         h, norm_1 = L.rms_norm_forward(x, p[f"{i}.attn_norm"], xp)  # (B, T, d_model)
         a, attn = self._attention_forward(i, h, start, kv_cache)
-        x = x + a  # residual
+        a += x  # the residual x + a, in the attention output's new buffer
+        x = a
         h2, norm_2 = L.rms_norm_forward(x, p[f"{i}.mlp_norm"], xp)
         u = h2 @ p[f"{i}.w_1"]  # (B, T, d_model) @ (d_model, d_ff) -> (B, T, d_ff)
         z, act = L.gelu_forward(u, xp)
-        x = x + z @ p[f"{i}.w_2"]  # (B, T, d_ff) @ (d_ff, d_model) -> (B, T, d_model), residual
+        y = z @ p[f"{i}.w_2"]  # (B, T, d_ff) @ (d_ff, d_model) -> (B, T, d_model)
+        y += x  # residual
+        x = y
         return x, (norm_1, attn, norm_2, h2, act, z)
 
     def _block_backward(self, i, cache, dx):
@@ -229,11 +235,13 @@ class Transformer:
         du = L.gelu_backward(act, dz, xp)
         dh2, dw_1 = L.linear_backward(h2, p[f"{i}.w_1"], du, xp)
         d_norm, dg_2 = L.rms_norm_backward(norm_2, dh2, xp)
-        dx = dx + d_norm
+        d_norm += dx  # dx + d_norm: the residual's gradient and the norm's add, in the norm's new buffer
+        dx = d_norm
         dh, grads = self._attention_backward(i, attn, dx)
         d_norm, dg_1 = L.rms_norm_backward(norm_1, dh, xp)
         grads |= {f"{i}.w_1": dw_1, f"{i}.w_2": dw_2, f"{i}.mlp_norm": dg_2, f"{i}.attn_norm": dg_1}
-        return dx + d_norm, grads
+        d_norm += dx
+        return d_norm, grads
 
     # -- the whole model ------------------------------------------------------------------------------
     def _forward(self, tokens, start=0, kv_cache=None):
