@@ -267,15 +267,14 @@ def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp, finite=False):
         ds = d_out @ v.mT  # dP: (..., T, d_v) @ (..., d_v, S) -> (..., T, S), a new buffer
         ds -= row
         ds *= p  # dS = P ∘ (dP - row), in dP's buffer: no second (T, S) temporary
-        dq = ds @ k  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
-        dq *= scale
+        dq = (ds @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
         fast = _all_finite(xp, dq)
     if not fast:  # a blocked key's NaN, inf or huge entry in v (via dP) or k: 0 · NaN would be NaN
         dp = _matmul_skipping_zeros(d_out, v.mT, xp)
         ds = p * (xp.where(p == 0, xp.zeros_like(dp), dp) - row)
         dq = _matmul_skipping_zeros(ds, k, xp) * scale
-    dk = ds.mT @ q if finite else _matmul_skipping_zeros(ds.mT, q, xp)  # (..., S, d_k): a query with ds = 0
-    dk *= scale  # adds nothing, NaN or not (q finite: the plain matmul)
+    # (..., S, d_k): a query with ds = 0 adds nothing, NaN or not (q known finite: the plain matmul)
+    dk = (ds.mT @ q if finite else _matmul_skipping_zeros(ds.mT, q, xp)) * scale
     return _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
 
 

@@ -12,16 +12,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from attention_from_scratch.blas import blas_thread_limit
+
 FIGURES = Path(__file__).resolve().parents[1] / "figures"
-
-
-def blas_threads(threads: int | None):
-    """A context manager holding BLAS at ``threads`` threads (threadpoolctl, in the dev extra); None: BLAS's
-    own choice. Set the way the package's ``one_blas_thread`` sets it (``blas.blas_thread_limit``), so that
-    tiled code inside a timed call can still hold BLAS to one thread."""
-    from attention_from_scratch.blas import blas_thread_limit
-
-    return blas_thread_limit(threads)
 
 
 def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None) -> dict:
@@ -29,19 +22,20 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
 
     ``warmup`` calls each first; then in each round every function runs once, and the order rotates
     from round to round so that no function always runs right after the same neighbour (caches,
-    memory freed by the previous call). ``threads`` (name -> BLAS threads, see :func:`blas_threads`)
-    sets a function's thread count around its calls, outside the timed interval.
+    memory freed by the previous call). ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets
+    a function's thread count around its calls, outside the timed interval, with the package's
+    ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread).
     """
     threads = threads or {}
     for name, fn in fns.items():
-        with blas_threads(threads.get(name)):
+        with blas_thread_limit(threads.get(name)):
             for _ in range(warmup):
                 fn()
     names = list(fns)
     times = {name: [] for name in fns}
     for r in range(repeat):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            with blas_threads(threads.get(name)):
+            with blas_thread_limit(threads.get(name)):
                 gc.collect()
                 start = time.perf_counter()
                 fns[name]()

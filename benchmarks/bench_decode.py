@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _timing import blas_threads
 
 from attention_from_scratch.attention import scaled_dot_product_attention
+from attention_from_scratch.blas import blas_thread_limit
 from attention_from_scratch.kv_cache import bytes_per_token
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.multihead import KVCache
@@ -130,7 +130,7 @@ FIGURE = Path(__file__).resolve().parents[1] / "figures" / "decode_time.png"
 def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table, and (full run only) write the figure. Returns the rows."""
     contexts, steps = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 9)
-    with blas_threads(threads):
+    with blas_thread_limit(threads):
         rows = [measure(c, steps) for c in contexts]
     print_table(rows)
     last = rows[-1]

@@ -28,8 +28,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _timing import blas_threads, median_times
+from _timing import median_times
 
+from attention_from_scratch.blas import blas_thread_limit
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.sparse import select_topk
 
@@ -125,7 +126,7 @@ def plot(rows, cross=None):
 def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
     """Measure, print the table and the crossover, and (full run only) write the figure. Returns the rows."""
     contexts, repeat = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 15)
-    with blas_threads(threads):
+    with blas_thread_limit(threads):
         rows = [measure(c, repeat) for c in contexts]
     print_table(rows)
     cross = crossover(rows)

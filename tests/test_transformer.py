@@ -277,7 +277,7 @@ def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkey
     monkeypatch.setattr(layers, "ATTENTION_CHUNK", 2 * 3 * t * 6 * 2)  # two batch rows of the whole (T, S)
     monkeypatch.setattr(layers, "QUERY_BLOCK", block)
     out, saved = layers.attention_in_chunks(q, k, v, {"causal": causal}, np)
-    tiles = [(r.start, r.stop, queries.start, queries.stop, stop) for (r, queries, stop), _ in saved]
+    tiles = [(r.start, r.stop, queries.start, queries.stop, stop) for (r, queries, stop), _ in saved[1]]
     if not causal or block >= t:  # one query block; the batch in chunks of 2, 2, 1 rows
         assert tiles == [(0, 2, 0, t, 6), (2, 4, 0, t, 6), (4, 5, 0, t, 6)]
     elif t == 6:  # queries 0-3 see keys 0-3 (4 rows of 6·4·4 fit 432 weights), queries 4-5 all six keys

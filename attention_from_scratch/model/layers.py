@@ -105,14 +105,16 @@ def attention_tiles(q_shape, n_keys, causal):
 
 def attention_in_chunks(q, k, v, options, xp):
     """``scaled_dot_product_attention(q, k, v, **options)`` one tile at a time (:func:`attention_tiles`)
-    -> ``(out, saved)``: the output whole, and ``saved``, each tile with its weights (the backward's).
+    -> ``(out, saved)``: the output whole, and ``saved = (finite, tiles)``, each tile with its weights
+    (the backward's), and whether q, k and v are free of NaN and inf.
 
     Each tile runs sdpa's inner step (``attention._sdpa``) on the model's own arrays: q, k and v are
-    checked for NaN and inf once for the whole layer, not once per tile, and each tile's causal mask
-    is sdpa's own bottom-right one (``causal_mask``), built once per tile shape.
+    checked for NaN and inf once for the whole layer (the backward reuses the answer), not once per
+    tile, and each tile's causal mask is sdpa's own bottom-right one (``causal_mask``), built once per
+    tile shape.
     """
     shape = (*broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])  # (B, ..., T, d_v)
-    out, saved = xp.empty(shape, dtype=q.dtype, device=device_of(q)), []
+    out, tiles = xp.empty(shape, dtype=q.dtype, device=device_of(q)), []
     causal, scale = options.get("causal", False), _scale(options.get("scale"), q.shape[-1])
     finite = _all_finite(xp, q, k, v)  # once for the layer
     masks = {}  # (queries, keys) -> the tile's causal mask
@@ -124,17 +126,17 @@ def attention_in_chunks(q, k, v, options, xp):
             masks[(n_q, stop)] = causal_mask(n_q, stop, xp=xp, device=device_of(q))
         o, w = _sdpa(*tile, masks.get((n_q, stop)), scale, xp, finite=finite)
         out[rows, ..., queries, :] = o
-        saved.append(((rows, queries, stop), w))
-    return out, saved
+        tiles.append(((rows, queries, stop), w))
+    return out, (finite, tiles)
 
 
 def attention_backward_in_chunks(q, k, v, out, saved, d_out, scale, xp):
     """``(dq, dk, dv)`` from :func:`attention_in_chunks`' saved weights, with ``attention_backward``'s
-    formulas tile by tile; a key's gradient sums over the query blocks that saw it. q, k and v are
-    checked for NaN and inf once for the layer (``finite``), not once per tile."""
+    formulas tile by tile; a key's gradient sums over the query blocks that saw it. The forward's
+    check of q, k and v for NaN and inf (``saved``'s ``finite``) holds for every tile."""
     dq, dk, dv = (xp.empty(x.shape, dtype=x.dtype, device=device_of(x)) for x in (q, k, v))
-    finite = _all_finite(xp, q, k, v)
-    for (rows, queries, stop), w in reversed(saved):  # the last query block first: it sees all S keys
+    finite, tiles = saved
+    for (rows, queries, stop), w in reversed(tiles):  # the last query block first: it sees all S keys
         keys = slice(0, stop)
         dq_t, dk_t, dv_t = _attention_backward_saved(
             q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :], out[rows, ..., queries, :], w,
@@ -152,8 +154,9 @@ def attention_backward_in_chunks(q, k, v, out, saved, d_out, scale, xp):
 def saved_weights(saved, shape, xp):
     """The attention weights ``(B, ..., T, S)`` of ``shape`` from :func:`attention_in_chunks`' tiles (0 where
     no tile reached: causally blocked keys)."""
-    weights = xp.zeros(shape, dtype=saved[0][1].dtype, device=device_of(saved[0][1]))
-    for (rows, queries, stop), w in saved:
+    tiles = saved[1]
+    weights = xp.zeros(shape, dtype=tiles[0][1].dtype, device=device_of(tiles[0][1]))
+    for (rows, queries, stop), w in tiles:
         weights[rows, ..., queries, :stop] = w
     return weights
 

@@ -38,8 +38,7 @@ __all__ = ["RECIPES", "SCALE_LRS", "SCALE_SEEDS", "Adam", "TrainingHistory", "bl
 # than on one at a load of 7 (waking BLAS threads costs more than its tiny matmuls); the large model
 # (4096 · 256 · 1024 = 1.1e9) was 8.6x slower on two threads at a load of 8 (BLAS threads spinning
 # against the other processes). On the idle machine two threads gave README's model nothing (9.6 ms
-# against 9.5) and the large one 0.70-0.83x the one-thread step (0.74-0.76x after the step's last
-# changes, README's table). The threshold
+# against 9.5) and the large one 0.74-0.76x the one-thread step (README's table). The threshold
 # lies between the two sizes, not measured finer. One thread also keeps the losses independent of the
 # thread count; notebook 19's recipes all lie far below the threshold.
 MULTI_THREAD_WORK = 2**24

@@ -25,75 +25,20 @@ Shapes: B batch, T tokens, H heads, H_kv key/value heads, S keys, d_k = d_model 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import array_api_compat
 
 from .. import backend
 from ..attention import _scale, scaled_dot_product_attention
-from ..backend import backend_name, check_flag, check_positive_int, device_of, get_namespace, random_normal, to_device
+from ..backend import backend_name, check_positive_int, device_of, get_namespace, random_normal, to_device
 from ..caches import KVCache
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
-from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads, check_heads
+from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads
 from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
+from .config import TransformerConfig
 
 __all__ = ["Transformer", "TransformerConfig"]
-
-
-@dataclass(frozen=True)
-class TransformerConfig:
-    """The shape of the model; every field says why it is there."""
-
-    vocab_size: int  # V: distinct tokens; the embedding has V rows and the logits V columns
-    d_model: int  # width of the residual stream that every block reads and writes
-    n_heads: int  # H attention heads per layer, each of width d_k = d_model / H
-    n_layers: int  # blocks; an induction head needs 2 (one to look back, one to copy)
-    d_ff: int  # MLP hidden width (4 · d_model in GPT-2)
-    max_len: int  # longest sequence: the learned position table's rows, the limit for generate
-    n_kv_heads: int | None = None  # key/value heads (GQA, notebook 08); None = n_heads (plain MHA)
-    positions: str = "rope"  # "rope" (rotate q and k, no parameters) or "learned" (a table P added to x)
-    attention: str = "sdpa"  # "sdpa" (attention.py) or "flash" (flash.py, tiled, same numbers)
-    scale: bool = True  # divide scores by sqrt(d_k); False is the ablation of notebook 03's argument
-    causal: bool = True  # mask the future; False lets a position read the token it must predict
-    block_size: int | None = None  # FlashAttention's tile when attention="flash"; None = measured best
-
-    def __post_init__(self):
-        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            check_positive_int(getattr(self, name), name)
-        if self.block_size is not None:
-            check_positive_int(self.block_size, "block_size")
-        check_heads(self.d_model, self.n_heads, self.n_kv_heads)
-        if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
-            raise ValueError(f"positions='rope' needs an even d_k, got d_k={self.d_model // self.n_heads}")
-        for name, allowed in (("positions", ("rope", "learned")), ("attention", ("sdpa", "flash"))):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        check_flag(self.scale, "scale")
-        check_flag(self.causal, "causal")
-
-    @property
-    def d_k(self) -> int:
-        return self.d_model // self.n_heads
-
-    @property
-    def kv_heads(self) -> int:
-        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
-
-    def param_shapes(self) -> dict:
-        """Parameter name -> shape, in the ``x @ W`` layout."""
-        c, kv = self, self.kv_heads * self.d_k
-        shapes = {"embed": (c.vocab_size, c.d_model)}
-        if c.positions == "learned":
-            shapes["pos"] = (c.max_len, c.d_model)
-        for i in range(c.n_layers):
-            shapes |= {
-                f"{i}.attn_norm": (c.d_model,), f"{i}.w_q": (c.d_model, c.d_model), f"{i}.w_k": (c.d_model, kv),
-                f"{i}.w_v": (c.d_model, kv), f"{i}.w_o": (c.d_model, c.d_model), f"{i}.mlp_norm": (c.d_model,),
-                f"{i}.w_1": (c.d_model, c.d_ff), f"{i}.w_2": (c.d_ff, c.d_model),
-            }
-        return shapes | {"final_norm": (c.d_model,), "unembed": (c.d_model, c.vocab_size)}
 
 
 class Transformer:
@@ -153,20 +98,23 @@ class Transformer:
         cos, sin = cos[at, None, :], (sin if sign > 0 else minus_sin)[at, None, :]  # (T, 1, d_k/2)
         return rotate_pairs(x, cos, sin, self.xp)
 
-    def _heads(self, x, n_heads, start=0, rope=False):
-        """A projection ``(B, T, n·d_k)`` -> heads ``(B, n, T, d_k)`` (a view), RoPE-rotated first if
-        ``rope``: rotating before the heads are split reads the projection's contiguous rows."""
-        b, t, _ = x.shape
-        x = self.xp.reshape(x, (b, t, n_heads, self.config.d_k))  # (B, T, n, d_k)
-        x = self._rope(x, start) if rope else x
-        return self.xp.permute_dims(x, (0, 2, 1, 3))  # (B, T, n, d_k) -> (B, n, T, d_k)
+    def _heads(self, x, n_heads, start=None):
+        """A projection ``(B, T, n·d_k)`` -> heads ``(B, n, T, d_k)`` (``_split_heads``' view), rotated by
+        :meth:`_rope` from position ``start`` first (None: values, not rotated): rotating before the heads
+        are split reads the projection's contiguous rows."""
+        if start is not None:
+            b, t, _ = x.shape
+            x = self.xp.reshape(self._rope(self.xp.reshape(x, (b, t, n_heads, -1)), start), x.shape)
+        return _split_heads(x, n_heads, self.xp)
 
-    def _merged(self, dx, start=0, rope=False):
-        """The inverse of :meth:`_heads` for a gradient: ``(B, n, T, d_k)`` -> ``(B, T, n·d_k)``, un-rotated
-        (R_(-m)) first if ``rope``; the rotation writes the token-major layout, so no second copy."""
+    def _merged(self, dx, start=None):
+        """The inverse of :meth:`_heads` for a gradient: ``(B, n, T, d_k)`` -> ``(B, T, n·d_k)``
+        (``_merge_heads``), un-rotated by R_(-m) from position ``start`` (None: not rotated); the rotation
+        writes the token-major layout itself, so no second copy."""
+        if start is None:
+            return _merge_heads(dx, self.xp)
         b, n, t, d = dx.shape
-        dx = self.xp.permute_dims(dx, (0, 2, 1, 3))  # (B, n, T, d_k) -> (B, T, n, d_k), a view
-        dx = self._rope(dx, start, -1) if rope else dx
+        dx = self._rope(self.xp.permute_dims(dx, (0, 2, 1, 3)), start, -1)  # (B, n, T, d_k) -> (B, T, n, d_k)
         return self.xp.reshape(dx, (b, t, n * d))
 
     def _attn_opts(self):
@@ -176,16 +124,15 @@ class Transformer:
     def _attention_forward(self, i, h, start=0, kv_cache=None):
         """h ``(B, T, d_model)`` -> ``(a, cache)``: causal multi-head self-attention of block ``i``."""
         xp, p, c = self.xp, self.params, self.config
-        rope = c.positions == "rope"
-        q = self._heads(h @ p[f"{i}.w_q"], c.n_heads, start, rope)  # (B, H, T, d_k)
-        k = self._heads(h @ p[f"{i}.w_k"], c.kv_heads, start, rope)  # (B, H_kv, T, d_k)
+        q = self._heads(h @ p[f"{i}.w_q"], c.n_heads, start)  # (B, H, T, d_k), rotated
+        k = self._heads(h @ p[f"{i}.w_k"], c.kv_heads, start)  # (B, H_kv, T, d_k), rotated
         v = self._heads(h @ p[f"{i}.w_v"], c.kv_heads)  # (B, H_kv, T, d_k)
         if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
             k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
         q, k, v = _group_heads(q, k, v, c.kv_heads, xp)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
         if c.attention == "flash":  # saved: the log-sum-exp (..., T)
             o, saved = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
-        else:  # saved: the weights P, one (rows, ..., queries, keys) array per tile (blocked triangle skipped)
+        else:  # saved: (finite, tiles): each tile with its weights P (the blocked triangle skipped)
             o, saved = L.attention_in_chunks(q, k, v, self._attn_opts(), xp)
         a = _merge_heads(_ungroup_heads(o, xp), xp)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
         return a @ p[f"{i}.w_o"], (h, q, k, v, o, a, saved, start)
@@ -201,9 +148,8 @@ class Transformer:
         else:  # attention_backward's formulas from the saved weights
             scale = _scale(self._attn_opts()["scale"], c.d_k)
             dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, scale, xp)
-        rope = c.positions == "rope"
-        dq = self._merged(_ungroup_heads(dq, xp), start, rope)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k), un-rotated
-        dk = self._merged(_ungroup_heads(dk, xp), start, rope)  # (B, H_kv, 1, S, d_k) -> (B, S, H_kv·d_k), group-summed
+        dq = self._merged(_ungroup_heads(dq, xp), start)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k), un-rotated
+        dk = self._merged(_ungroup_heads(dk, xp), start)  # (B, H_kv, 1, S, d_k) -> (B, S, H_kv·d_k), group-summed
         dh, grads = None, {f"{i}.w_o": dw_o}
         for name, d in (("w_q", dq), ("w_k", dk), ("w_v", self._merged(_ungroup_heads(dv, xp)))):
             dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], d, xp)
