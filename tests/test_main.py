@@ -14,14 +14,7 @@ from attention_from_scratch.backend import gpu_available
 from attention_from_scratch.course import tour
 
 ROOT = Path(__file__).resolve().parents[1]
-FOUNDATION_SECTIONS = [
-    "_tour_dot",
-    "_tour_norm",
-    "_tour_variance",
-    "_tour_softmax",
-    "_tour_three_tokens",
-    "_tour_causal",
-]
+NUMPY_ONLY_SECTIONS = {"_tour_training"}  # trains on NumPy whatever the backend (notebook 19 covers the others)
 
 
 def test_tour_runs_and_prints_the_key_numbers(capsys):
@@ -46,12 +39,35 @@ def test_tour_sub_command_is_the_default(capsys):
     assert "All checks passed." in capsys.readouterr().out
 
 
-def test_foundation_sections_use_only_the_array_api_standard(capsys):
+def test_every_section_but_training_uses_only_the_array_api_standard(capsys):
     # array-api-strict refuses anything outside the standard: the tour then runs on CuPy too
-    by_name = {fn.__name__: fn for _, fn in tour.TOUR_SECTIONS}
-    for name in FOUNDATION_SECTIONS:
-        by_name[name](array_api_strict)
+    names = [fn.__name__ for _, fn in tour.TOUR_SECTIONS if fn.__name__ not in NUMPY_ONLY_SECTIONS]
+    assert len(names) == len(tour.TOUR_SECTIONS) - 1
+    for _, fn in tour.TOUR_SECTIONS:
+        if fn.__name__ not in NUMPY_ONLY_SECTIONS:
+            fn(array_api_strict)
     assert f"{17 / math.sqrt(30 * 14):.4f}" in capsys.readouterr().out
+
+
+def test_tour_covers_the_course_in_its_order(capsys):
+    # one section per concept notebook that has one, in the notebooks' order
+    assert [fn.__name__ for _, fn in tour.TOUR_SECTIONS] == [
+        "_tour_dot", "_tour_norm", "_tour_variance", "_tour_softmax", "_tour_averaging", "_tour_three_tokens",
+        "_tour_causal", "_tour_multihead", "_tour_rope", "_tour_kv_cache", "_tour_sparse", "_tour_flash",
+        "_tour_serving", "_tour_applications", "_tour_backprop", "_tour_training"]
+
+
+def test_later_sections_print_numbers_computed_here(capsys):
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    for i in range(4):  # the uniform causal average: row i holds i + 1 weights of 1/(i + 1)
+        assert " ".join([f"{1 / (i + 1):.4f}"] * (i + 1) + ["0.0000"] * (3 - i)) in out
+    assert "query 5 sees keys [0, 3, 4, 5]" in out  # window 3: keys 3..5, plus sink 0
+    assert f"{576 * 2 + 128 + 4:,} bytes/token/layer" in out  # DSA: the latent row in BF16 + the FP8 indexer key
+    assert f"{(4 - 1) * 2 * (2 * 12 * 8 * 8):,} bytes sent" in out  # ring of 4: 3 hops of k and v, float64
+    rope = next(line for line in out.splitlines() if "q at 5, k at 2" in line)
+    near, far = (float(part.split("=")[-1].split()[0]) for part in rope.split(";"))
+    assert near == far
 
 
 def test_help_explains_the_tour():

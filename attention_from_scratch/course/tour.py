@@ -146,6 +146,23 @@ def _tour_softmax(xp):
     print(f"   stable, shifted by the max first      = {_fmt(stable)}")
 
 
+@section("From averaging to attention: equal scores under a causal mask average the past")
+def _tour_averaging(xp):
+    from ..averaging import causal_average_weights
+    from ..masking import apply_mask, causal_mask
+    from ..softmax import softmax
+
+    w = causal_average_weights(4, xp=xp)  # w[i, j] = 1/(i + 1) for j <= i
+    expected = xp.asarray([[1 / (i + 1) if j <= i else 0.0 for j in range(4)] for i in range(4)])
+    as_softmax = softmax(apply_mask(xp.zeros((4, 4)), causal_mask(4, xp=xp)))  # scores 0, -inf above the diagonal
+    assert float(xp.max(xp.abs(w - expected))) < 1e-15 and float(xp.max(xp.abs(as_softmax - w))) < 1e-15
+    print("   position i averages tokens 0..i: w[i, j] = 1/(i + 1) for j <= i, 0 above the diagonal")
+    for row in to_numpy(w):
+        print("     " + " ".join(f"{p:.4f}" for p in row))
+    print("   = softmax of all-zero scores with the causal mask (-inf above the diagonal), to 1e-15;")
+    print("   attention keeps the softmax and lets the scores q·k / sqrt(d_k) depend on the tokens")
+
+
 @section("Attention on three tokens: 猫吃鱼, 'the cat eats fish'")
 def _tour_three_tokens(xp):
     from ..attention import attention_loop, scaled_dot_product_attention
@@ -206,21 +223,27 @@ def _tour_multihead(xp):
     print(f"   decoding 6 tokens one at a time with a KV cache = the full causal pass (max gap {gap:.1e})")
 
 
-@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
-def _tour_flash(xp):
-    from ..attention import scaled_dot_product_attention
-    from ..flash import flash_attention
+@section("RoPE: rotate pairs by m·θ_i, and q·k then depends only on the distance m - n")
+def _tour_rope(xp):
+    from ..rope import apply_rope, rope_frequencies
 
-    q, k, v = (random_normal((2, 40, 8), seed=s, xp=xp) for s in range(3))  # (B, T, d_k)
-    plain, _ = scaled_dot_product_attention(q, k, v, causal=True)
-    gaps = []
-    for block_size in (1, 7, 16, 64):
-        tiled = flash_attention(q, k, v, causal=True, block_size=block_size)
-        gaps.append(float(xp.max(xp.abs(tiled - plain))))
-    assert max(gaps) < 1e-12
-    print("   running max m, running sum l, rescaled accumulator: m' = max(m, max s), "
-          "l' = l e^(m - m') + sum e^(s - m')")
-    print(f"   T = S = 40, causal, block sizes 1, 7, 16, 64: max |flash - plain| = {max(gaps):.1e}")
+    d = 8
+    q, k = random_normal((1, d), seed=0, xp=xp), random_normal((1, d), seed=1, xp=xp)  # (T = 1, d): a query, a key
+
+    def score(m, n):  # the query at position m, the key at position n, both rotated
+        return float(xp.sum(apply_rope(q, [m]) * apply_rope(k, [n])))
+
+    near, far = score(5, 2), score(105, 102)  # the same distance 3, 100 positions later
+    # independent: as complex numbers z = x_2i + i x_2i+1, q·k = Re sum_i z_q conj(z_k) e^(i (m - n) θ_i)
+    zq, zk = (a[0, 0::2] + 1j * a[0, 1::2] for a in (to_numpy(q), to_numpy(k)))
+    closed = float(np.real(np.sum(zq * np.conj(zk) * np.exp(1j * 3 * to_numpy(rope_frequencies(d))))))
+    assert abs(near - far) < 1e-12 * abs(near) + 1e-12 and abs(near - closed) < 1e-12 * abs(closed) + 1e-12
+    assert abs(score(5, 3) - near) > 1e-3  # another distance, another score
+    norm_kept = abs(float(xp.sum(apply_rope(q, [105]) ** 2)) - float(xp.sum(q**2))) < 1e-12 * float(xp.sum(q**2))
+    assert norm_kept
+    print(f"   q at 5, k at 2: q·k = {near:+.6f};  q at 105, k at 102: q·k = {far:+.6f}   (distance 3 both times)")
+    print(f"   Re sum_i z_q conj(z_k) e^(3iθ_i) = {closed:+.6f}; q at 5, k at 3: q·k = {score(5, 3):+.6f}")
+    print("   rotations keep lengths: |RoPE(q)| = |q| (to 1e-12)")
 
 
 @section("KV cache: MHA vs MLA")
@@ -249,6 +272,68 @@ def _tour_kv_cache(xp):
     assert gap < 1e-10 and cache.nbytes == 10 * bytes_per_token(cfg, "mla", element_size=8)
     print(f"   small layer: |naive - absorbed| = {gap:.1e}; cache of 10 tokens = {cache.nbytes} bytes "
           f"= 10 x (16 + 4) x 8; softmax scale of DeepSeek-V3 = {MLAConfig().softmax_scale:.6f}")
+
+
+@section("DeepSeek-V3.2's sparse attention: an indexer keeps each query's top-k keys")
+def _tour_sparse(xp):
+    from ..kv_cache import decode_flops, deepseek_v32_numbers
+    from ..mla import MLAConfig
+    from ..sparse import index_scores, topk_mask
+
+    q = random_normal((1, 2, 6, 4), seed=0, xp=xp)  # (B, H_I, T, d_I): 2 indexer heads
+    k = random_normal((1, 6, 4), seed=1, xp=xp)  # (B, S, d_I): one indexer key per token, shared by the heads
+    w = random_normal((1, 6, 2), seed=2, xp=xp)  # (B, T, H_I): per-token head weights
+    mask = to_numpy(topk_mask(index_scores(q, k, w), 3))[0]  # (T, S): keep 3 keys per query
+    assert mask.sum(axis=-1).tolist() == [1, 2, 3, 3, 3, 3] and not np.any(np.triu(mask, 1))
+    print("   I(t, s) = sum_h w_t,h ReLU(q_t,h · k_s / sqrt(d_I)); top-3 keys per query (1 = attend):")
+    for row in mask:
+        print("     " + " ".join(str(int(b)) for b in row))
+    n, v32 = deepseek_v32_numbers(), MLAConfig.deepseek_v32()
+    assert n["v32_bytes_per_token"] == 61 * (576 * 2 + 128 + 4) and n["v3_bytes_per_token"] == 61 * 576 * 2
+    crossing = next(s for s in range(1, 10_000) if decode_flops(v32, "dsa", s) < decode_flops(v32, "mla", s))
+    assert 2048 < crossing < 2300  # k = 2048 selected keys, plus the indexer's work on every key
+    print(f"   cache: 576 x 2 + 128 + 4 = {n['v32_bytes_per_token'] // 61:,} bytes/token/layer, "
+          f"{n['v32_over_v3'] - 1:.1%} more than V3; fewer multiply-adds than dense MLA from "
+          f"{crossing:,} cached tokens")
+
+
+@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
+def _tour_flash(xp):
+    from ..attention import scaled_dot_product_attention
+    from ..flash import flash_attention
+
+    q, k, v = (random_normal((2, 40, 8), seed=s, xp=xp) for s in range(3))  # (B, T, d_k)
+    plain, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    gaps = []
+    for block_size in (1, 7, 16, 64):
+        tiled = flash_attention(q, k, v, causal=True, block_size=block_size)
+        gaps.append(float(xp.max(xp.abs(tiled - plain))))
+    assert max(gaps) < 1e-12
+    print("   running max m, running sum l, rescaled accumulator: m' = max(m, max s), "
+          "l' = l e^(m - m') + sum e^(s - m')")
+    print(f"   T = S = 40, causal, block sizes 1, 7, 16, 64: max |flash - plain| = {max(gaps):.1e}")
+
+
+@section("Serving: sliding windows with sinks, split-KV decoding and ring attention")
+def _tour_serving(xp):
+    from ..attention import scaled_dot_product_attention
+    from ..masking import sliding_window_mask
+    from ..serving import flash_decode, ring_attention
+
+    band = to_numpy(sliding_window_mask(6, 6, 3, n_sinks=1, xp=xp))
+    assert np.flatnonzero(band[5]).tolist() == [0, 3, 4, 5]
+    print(f"   window 3 with 1 sink: query 5 sees keys {np.flatnonzero(band[5]).tolist()} "
+          "(the sink, then itself and the 2 before)")
+    q, k, v = (random_normal((2, n, 8), seed=s, xp=xp) for s, n in ((0, 1), (1, 1000), (2, 1000)))
+    plain, _ = scaled_dot_product_attention(q, k, v)
+    split = flash_decode(q, k, v, n_splits=4)  # 4 chunks of 250 keys, their partial softmaxes merged
+    assert float(xp.max(xp.abs(split - plain))) < 1e-12
+    x = [random_normal((2, 12, 8), seed=s, xp=xp) for s in (3, 4, 5)]
+    ring, sent = ring_attention(*x, n_devices=4, causal=True)
+    gap = float(xp.max(xp.abs(ring - scaled_dot_product_attention(*x, causal=True)[0])))
+    assert gap < 1e-12 and sent == 3 * 2 * (2 * 12 * 8 * 8)  # 3 hops of the k and v blocks, float64
+    print("   one query over 1000 keys in 4 splits = plain attention (to 1e-12): merge (m, l, acc) as in flash")
+    print(f"   ring attention on 4 simulated devices, causal = plain attention (to 1e-12); {sent:,} bytes sent")
 
 
 @section("Beyond attention: retrieval, InfoNCE and a recommender, all dot products")
@@ -280,6 +365,31 @@ def _tour_applications(xp):
     rmse_mean = math.sqrt(float(xp.sum(unseen * (model.mean - truth) ** 2) / xp.sum(unseen)))
     assert model.losses[-1] < model.losses[0] and rmse < 0.5 * rmse_mean
     print(f"   matrix factorisation: RMSE on unseen ratings {rmse:.3f} vs {rmse_mean:.3f} for the mean")
+
+
+@section("Backpropagation by hand: attention's gradients against finite differences")
+def _tour_backprop(xp):
+    from ..attention import attention_backward, scaled_dot_product_attention
+
+    q, k, v, d_out = (random_normal((5, 4), seed=s, xp=xp) for s in range(4))
+    grads = attention_backward(q, k, v, d_out, causal=True)  # dq, dk, dv of L = sum(out * d_out)
+
+    def loss(q, k, v):
+        return float(xp.sum(scaled_dot_product_attention(q, k, v, causal=True)[0] * d_out))
+
+    eps, worst = 1e-6, 0.0
+    for which, grad in enumerate(grads):
+        for i, j in ((0, 0), (2, 1), (4, 3)):
+            e = xp.zeros((5, 4))
+            e[i, j] = eps
+            plus, minus = ([q, k, v] for _ in range(2))
+            plus[which], minus[which] = plus[which] + e, minus[which] - e
+            fd = (loss(*plus) - loss(*minus)) / (2 * eps)
+            worst = max(worst, abs(float(grad[i, j]) - fd) / max(abs(fd), 1e-3))
+    assert worst < 1e-6
+    print("   dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP - rowsum(dO ⊙ O)), dQ = dS K / sqrt(d_k), dK = dSᵀ Q / sqrt(d_k)")
+    print(f"   9 entries of dq, dk, dv vs central finite differences: worst relative error below 1e-6 "
+          f"({worst:.0e})")
 
 
 @section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy")
