@@ -3,7 +3,8 @@
 The forward pass (``flash.py``) saves only ``out`` and the per-row ``lse = m + log l``; any tile's
 weights come back as ``exp(scores - lse)``, so the backward pass, like the forward, never holds the
 (T, S) matrix. FlashAttention-2 (Dao 2023, §3.1.2, Algorithm 2): outer loop over key blocks, inner
-over query blocks. Tiles are sliced and masked by the same helpers as the forward pass.
+over query blocks. Tiles are sliced, masked and skipped (causal, sliding window) by the same helpers
+as the forward pass (``tiles.py``).
 """
 
 from __future__ import annotations
@@ -15,19 +16,23 @@ from .attention import _sum_to_shape
 from .backend import as_float, device_of, get_namespace
 from .blas import one_blas_thread
 from .flash import _finite_keys, _pick, _prepare
-from .masking import _matmul_skipping_zeros
+from .masking import _matmul_skipping_zeros, check_window
+from .sinks import check_sink_logits
 from .softmax import narrow, safe_shift, widen
-from .tiles import _masked, _tile_mask
+from .tiles import _masked, _tile_mask, key_spans
 
 __all__ = ["flash_attention_backward"]
 
 
-def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, block_k, xp):
+def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, block_k, xp, window=None, n_sinks=0):
     """dq, dk, dv of one (batch, head): q ``(T, d_k)``, k ``(S, d_k)``, v ``(S, d_v)``, d_out ``(T, d_v)``,
     big_d and lse ``(T, 1)``. Outer loop over key blocks, inner over query blocks, as in FA-2."""
     n_q, n_k = q.shape[0], k.shape[0]
     offset = n_k - n_q
     starts, on = range(0, n_q, block_q), device_of(q)  # new arrays live on the inputs' device
+    # the key ranges each query block sees (the forward's): a tile outside them has weights 0 and is skipped
+    seen = [key_spans(i0, min(i0 + block_q, n_q), offset, n_k, causal=causal, window=window, n_sinks=n_sinks)
+            for i0 in starts]
     dq = [xp.zeros((min(i0 + block_q, n_q) - i0, q.shape[1]), dtype=q.dtype, device=on) for i0 in starts]
     dk, dv = [], []
     # a blocked key (weight 0) must not matter even if it holds NaN or inf: checked once, handled per tile
@@ -41,7 +46,7 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
         dv_j = xp.zeros((j1 - j0, v.shape[1]), dtype=q.dtype, device=on)
         for b, i0 in enumerate(starts):
             i1 = min(i0 + block_q, n_q)
-            if causal and offset + i1 - 1 < j0:  # key block wholly in these queries' future
+            if not any(start < j1 and j0 < end for start, end in seen[b]):  # future, or before the window
                 continue
             q_i, do_i = q[i0:i1, :], d_out[i0:i1, :]
             scores = (q_clean[i0:i1, :] @ k_clean[j0:j1, :].mT) * scale  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
@@ -49,7 +54,7 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
                 scores = xp.where(usable[None, j0:j1], scores, xp.full_like(scores, math.nan))
             if q_usable is not None:  # and so does a query
                 scores = xp.where(q_usable[i0:i1, None], scores, xp.full_like(scores, math.nan))
-            scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on), xp)
+            scores = _masked(scores, _tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, on, window, n_sinks), xp)
             weights = xp.exp(scores - lse[i0:i1, :])  # (bq, bk): the forward's softmax, rebuilt
             dv_j = dv_j + weights.mT @ do_i  # (bk, bq) @ (bq, d_v) -> (bk, d_v)
             dp = do_i @ v_j.mT if finite else _matmul_skipping_zeros(do_i, v_j.mT, xp)  # (bq, bk)
@@ -66,7 +71,8 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, *, causal, scale, block_q, b
 
 
 def flash_attention_backward(
-    q, k, v, out, d_out, lse, mask=None, *, causal=False, scale=None, block_size=None
+    q, k, v, out, d_out, lse, mask=None, *, causal=False, scale=None, block_size=None, window=None, n_sinks=0,
+    sink_logits=None,
 ):
     """Gradients ``(dq, dk, dv)`` from tiles rebuilt with the saved ``lse``; equal to ``attention_backward``.
 
@@ -83,9 +89,16 @@ def flash_attention_backward(
     O(block_q · block_k) per tile. Gradients of broadcast inputs are summed over the
     broadcast axes, as in ``attention_backward``; a query that sees no key gives none, whatever it
     holds. Half precision is computed in float32; the gradients have the inputs' dtype.
+
+    ``mask``, ``causal``, ``window`` and ``n_sinks`` must be the forward's: a window skips the tiles outside
+    the band here too, so the backward also costs T·W, not T·S. Learned ``sink_logits`` (the forward's) add
+    a fourth gradient: the lse already holds the sink, so dq, dk, dv need nothing more (the sink's value is
+    0, so D is unchanged), and ``d_sink_logits = -Σ exp(sink - lse_i) D_i`` over the rows it was broadcast
+    to, in ``sink_logits``'s shape: ``(dq, dk, dv, d_sink_logits)``.
     """
-    xp = get_namespace(q, k, v, out, d_out, lse, mask)
+    xp = get_namespace(q, k, v, out, d_out, lse, mask, sink_logits)
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
+    window, n_sinks = check_window(window, n_sinks)
     dtype, on = q.dtype, device_of(q)  # host data (lists) goes to the inputs' device
     saved = ((out, "out"), (d_out, "d_out"), (lse, "lse"))
     out, d_out, lse = (widen(as_float(x, xp, name, device=on), xp) for x, name in saved)
@@ -99,15 +112,23 @@ def flash_attention_backward(
     big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # (..., T, 1)
     lse = lse[..., None]  # (..., T) -> (..., T, 1)
     lse = safe_shift(lse, xp)  # fully masked rows (lse = -inf) shift by 0: exp(-inf - 0) = 0
+    d_sink = None
+    if sink_logits is not None:
+        sink = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=on)  # (..., T or 1, 1)
+        # dL/ds = Σ_i σ_i (dP_sink - D_i) with σ_i = exp(s - lse_i), the sink's share, and dP_sink = dO_i · 0
+        d_sink = _sum_to_shape(-xp.exp(sink - lse) * big_d, sink.shape, xp)  # (..., T, 1) -> sink's shape
+        d_sink = narrow(d_sink[..., 0], dtype, xp)  # (..., T or 1, 1) -> sink_logits' own shape
     if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
-        return tuple(xp.zeros(x.shape, dtype=dtype, device=on) for x in (q, k, v))
+        zeros = tuple(xp.zeros(x.shape, dtype=dtype, device=on) for x in (q, k, v))
+        return zeros if d_sink is None else (*zeros, d_sink)
     grads = []
     with one_blas_thread():
         for idx in itertools.product(*(range(n) for n in lead)):
             grads.append(
                 _backward_one(
                     *(_pick(x, idx) for x in (q, k, v, mask, d_out, big_d, lse)),
-                    causal=causal, scale=scale, block_q=block_q, block_k=block_k, xp=xp,
+                    causal=causal, scale=scale, block_q=block_q, block_k=block_k, xp=xp, window=window,
+                    n_sinks=n_sinks,
                 )
             )
     dqs, dks, dvs = zip(*grads, strict=True)
@@ -115,4 +136,5 @@ def flash_attention_backward(
     dk = xp.reshape(xp.stack(dks), (*lead, n_k, k.shape[-1]))  # (N, S, d_k) -> (..., S, d_k)
     dv = xp.reshape(xp.stack(dvs), (*lead, n_k, d_v))  # (N, S, d_v) -> (..., S, d_v)
     grads = _sum_to_shape(dq, q.shape, xp), _sum_to_shape(dk, k.shape, xp), _sum_to_shape(dv, v.shape, xp)
-    return tuple(narrow(g, dtype, xp) for g in grads)
+    grads = tuple(narrow(g, dtype, xp) for g in grads)
+    return grads if d_sink is None else (*grads, d_sink)

@@ -17,7 +17,10 @@ from attention_from_scratch import (
     sliding_window_mask,
 )
 from attention_from_scratch import flash as flash_module
+from attention_from_scratch import flash_backward as flash_backward_module
+from attention_from_scratch.attention import attention_backward
 from attention_from_scratch.backend import to_numpy
+from attention_from_scratch.flash_backward import flash_attention_backward
 from attention_from_scratch.tiles import key_spans
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -191,6 +194,90 @@ def test_sdpa_and_flash_with_sink_logits_equal_the_extra_column(xp, sink_shape):
     flash = flash_attention(*args, xp.asarray(mask), sink_logits=xp.asarray(sink), block_size=3)
     assert flash.dtype == xp.dtype
     xp.assert_close(flash, expected_out)
+
+
+# --- gradients: flash_attention_backward with a window, kept sinks and learned sink logits ----------
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(13, 13), (7, 20), (20, 7)])
+@pytest.mark.parametrize(("window", "n_sinks"), [(1, 0), (4, 2), (30, 1)])
+@pytest.mark.parametrize("block_size", [3, (2, 5)])
+def test_flash_backward_with_a_window_equals_attention_backward_with_the_mask(xp, n_q, n_k, window, n_sinks,
+                                                                             block_size):
+    q, k, v = xp.randn(2, 3, n_q, 4, seed=1), xp.randn(3, n_k, 4, seed=2), xp.randn(3, n_k, 5, seed=3)
+    d_out = xp.randn(2, 3, n_q, 5, seed=4)
+    out, lse = flash_attention(q, k, v, window=window, n_sinks=n_sinks, block_size=block_size, return_lse=True)
+    grads = flash_attention_backward(q, k, v, out, d_out, lse, window=window, n_sinks=n_sinks, block_size=block_size)
+    expected = attention_backward(*(to_numpy(x) for x in (q, k, v, d_out)), _window_by_loops(n_q, n_k, window, n_sinks))
+    for grad, want in zip(grads, expected, strict=True):
+        assert grad.dtype == xp.dtype and tuple(grad.shape) == want.shape
+        xp.assert_close(grad, want)
+
+
+def test_flash_backward_visits_only_the_tiles_that_meet_the_band(monkeypatch):
+    n_q, n_k, window, n_sinks, block_q, block_k = 40, 50, 6, 2, 8, 5
+    band = _window_by_loops(n_q, n_k, window, n_sinks)
+    meets = {(i0, j0) for i0 in range(0, n_q, block_q) for j0 in range(0, n_k, block_k)
+             if band[i0 : i0 + block_q, j0 : j0 + block_k].any()}
+    seen, real = [], flash_backward_module._tile_mask
+    monkeypatch.setattr(flash_backward_module, "_tile_mask",
+                        lambda mask, causal, i0, i1, j0, j1, *rest: seen.append((i0, j0)) or real(
+                            mask, causal, i0, i1, j0, j1, *rest))
+    rng = np.random.default_rng(9)
+    q, k, v = rng.standard_normal((n_q, 4)), rng.standard_normal((n_k, 4)), rng.standard_normal((n_k, 3))
+    out, lse = flash_attention(q, k, v, window=window, n_sinks=n_sinks, return_lse=True)
+    flash_attention_backward(q, k, v, out, np.ones_like(out), lse, window=window, n_sinks=n_sinks,
+                             block_size=(block_q, block_k))
+    assert sorted(seen) == sorted(meets) and len(meets) < (n_q // block_q) * (n_k // block_k) / 2
+
+
+def _sink_as_a_key(q, k, v, sink, mask):
+    """The independent reference: each query on its own, over its keys plus one sink key that scores the
+    sink logit (q gains a feature 1, the sink key the feature sink / scale, 0 elsewhere) and whose value is 0.
+    -> q2 ``(..., T, 1, d_k + 1)``, k2 ``(..., T, S + 1, d_k + 1)``, v2 ``(..., T, S + 1, d_v)``, mask, scale."""
+    scale = q.shape[-1] ** -0.5
+    *lead, n_q, d_k = np.broadcast_shapes(q.shape, (*k.shape[:-2], 1, 1))
+    n_k, d_v = k.shape[-2], v.shape[-1]
+    q2 = np.concatenate([np.broadcast_to(q, (*lead, n_q, d_k)), np.ones((*lead, n_q, 1))], axis=-1)[..., None, :]
+    k2 = np.zeros((*lead, n_q, n_k + 1, d_k + 1))
+    k2[..., :n_k, :d_k] = np.broadcast_to(k, (*lead, n_k, d_k))[..., None, :, :]
+    k2[..., n_k, d_k] = np.broadcast_to(np.asarray(sink), (*lead, n_q)) / scale  # the sink key of each query
+    v2 = np.zeros((*lead, n_q, n_k + 1, d_v))
+    v2[..., :n_k, :] = np.broadcast_to(v, (*lead, n_k, d_v))[..., None, :, :]
+    visible = np.concatenate([mask, np.ones((n_q, 1), dtype=bool)], axis=-1)[:, None, :]  # (T, 1, S + 1)
+    return q2, k2, v2, visible, scale
+
+
+@pytest.mark.parametrize("sink_shape", [(), (3, 1), (3, 5), (2, 3, 1)])
+def test_flash_backward_gives_the_sink_logits_gradient(xp, sink_shape):
+    rng = np.random.default_rng(8)
+    q, k, v = rng.standard_normal((2, 3, 5, 4)), rng.standard_normal((2, 3, 8, 4)), rng.standard_normal((2, 3, 8, 6))
+    d_out = rng.standard_normal((2, 3, 5, 6))
+    sink = 2 * rng.standard_normal(sink_shape)
+    mask = rng.random((5, 8)) > 0.4
+    mask[1] = False  # a row with nothing to attend to: the sink takes it all, and no gradient flows
+    args = [xp.asarray(a) for a in (q, k, v, mask, sink, d_out)]
+    out, lse = flash_attention(*args[:4], sink_logits=args[4], block_size=3, return_lse=True)
+    dq, dk, dv, d_sink = flash_attention_backward(*args[:3], out, args[5], lse, args[3], sink_logits=args[4],
+                                                  block_size=3)
+    # dq, dk, dv: attention_backward over the keys plus one sink key per query (its score is the sink logit)
+    q2, k2, v2, visible, scale = _sink_as_a_key(q, k, v, sink, mask)
+    rq, rk, rv = attention_backward(q2, k2, v2, d_out[..., :, None, :], visible, scale=scale)
+    xp.assert_close(dq, rq[..., 0, :4])  # (B, H, T, 1, d_k + 1) -> (B, H, T, d_k)
+    xp.assert_close(dk, rk[..., :8, :4].sum(axis=-3))  # (B, H, T, S + 1, d_k + 1): summed over the queries
+    xp.assert_close(dv, rv[..., :8, :].sum(axis=-3))
+    # d_sink: central finite differences of L = sum(out * d_out) through the NumPy reference softmax
+    def loss(s):
+        return float(np.sum(_with_sink_column(q, k, v, s, mask)[0] * d_out))
+
+    fd = np.zeros(sink_shape)
+    for idx in np.ndindex(*sink_shape):
+        e = np.zeros(sink_shape)
+        e[idx] = 1e-6
+        fd[idx] = (loss(sink + e) - loss(sink - e)) / 2e-6
+    assert tuple(d_sink.shape) == sink_shape and d_sink.dtype == xp.dtype
+    xp.assert_close(d_sink, fd, rtol=1e-4 if xp.dtype_name == "float32" else 1e-7, atol=1e-5)
+    assert float(np.max(np.abs(fd))) > 0.01  # a gradient that could be caught being 0
 
 
 def test_a_large_sink_lets_a_head_attend_to_nothing():
