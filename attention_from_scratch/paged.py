@@ -17,7 +17,8 @@ slots (its last block's tail) instead of ``max_len - length``.
   through their block tables, one block column at a time, merged with FlashAttention's online softmax
   (``flash.online_softmax_merge``): the dense ``(B, S, d)`` keys are never assembled.
 
-Legend: B sequences, H_kv heads, T new tokens, S a sequence's cached tokens, d feature width.
+Legend: B sequences, H query heads, H_kv key/value heads (H = H_kv unless grouped), T new tokens, S a
+sequence's cached tokens, d feature width.
 """
 
 from __future__ import annotations
@@ -167,32 +168,40 @@ class PagedKVCache:
 
 
 def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
-    """Attention of a batch of sequences through their block tables: ``out (B, H_kv, T, d_v)``.
+    """Attention of a batch of sequences through their block tables: ``out (B, H, T, d_v)``.
 
-    q ``(B, H_kv, T, d_k)`` holds the last T tokens of each of the B sequences ``seqs`` (already
+    q ``(B, H, T, d_k)`` holds the last T tokens of each of the B sequences ``seqs`` (already
     appended), attending causally, bottom-right aligned, to their cached tokens: the query i of
-    sequence b sits at position ``L_b - T + i``. Equal to ``scaled_dot_product_attention(q_b, k_b, v_b,
-    causal=True)`` for each sequence with its dense keys. The pool is read one block column at a time
-    (block ``tables[b][c]`` for every b), each column's online-softmax state merged into the running one.
+    sequence b sits at position ``L_b - T + i``. ``H`` is the cache's ``H_kv`` or a multiple of it
+    (grouped-query attention: query head h reads key/value head ``h // (H / H_kv)``, as
+    ``MultiHeadAttention``), so the pool holds only the H_kv heads. Equal to
+    ``scaled_dot_product_attention(q_b, k_b, v_b, causal=True)`` for each sequence with its dense keys
+    (repeated over each group). The pool is read one block column at a time (block ``tables[b][c]``
+    for every b), each column's online-softmax state merged into the running one.
     """
     xp = get_namespace(q, cache.k_pool)
     check_same_place(q, cache.k_pool, "q", "the block pool")
     seqs = [cache._seq(s) for s in seqs]
-    if q.ndim != 4 or q.shape[0] != len(seqs) or (q.shape[1], q.shape[3]) != (cache.n_kv_heads, cache.d_k):
+    h_kv = cache.n_kv_heads
+    if q.ndim != 4 or q.shape[0] != len(seqs) or q.shape[3] != cache.d_k or q.shape[1] % h_kv:
         raise ValueError(
-            f"q must be (B={len(seqs)}, H_kv={cache.n_kv_heads}, T, d_k={cache.d_k}), got {tuple(q.shape)}"
+            f"q must be (B={len(seqs)}, H, T, d_k={cache.d_k}) with H a multiple of H_kv={h_kv} (the cache's "
+            f"key/value heads), got {tuple(q.shape)}"
         )
-    n_q, on, bs = q.shape[2], device_of(q), cache.block_size
+    n_b, n_heads, n_q, _ = q.shape
+    group, on, bs = n_heads // h_kv, device_of(q), cache.block_size
     lengths = [cache.lengths[s] for s in seqs]
     if min(lengths) < n_q:
         raise ValueError(f"every sequence must hold the T={n_q} query tokens already; lengths {lengths}")
     dtype = q.dtype
     q = widen(q, xp) * _scale(scale, cache.d_k)  # half precision: scores and the state in float32
+    # the G query heads of a key/value head as G·T rows: (B, H, T, d_k) -> (B, H_kv, G·T, d_k)
+    q = xp.reshape(q, (n_b, h_kv, group * n_q, cache.d_k))
     n_cols = max(len(cache.tables[s]) for s in seqs)
     # (B, n_cols) block ids, padded with block 0: padded slots are masked by the lengths below
     table = xp.asarray([cache.tables[s] + [0] * (n_cols - len(cache.tables[s])) for s in seqs], device=on)
     length = xp.reshape(xp.asarray(lengths, device=on), (-1, 1, 1, 1))  # (B, 1, 1, 1)
-    i = xp.reshape(xp.arange(n_q, device=on), (1, 1, -1, 1))  # (1, 1, T, 1)
+    i = xp.reshape(xp.arange(group * n_q, device=on) % n_q, (1, 1, -1, 1))  # (1, 1, G·T, 1): row -> query
     m = xp.full((*q.shape[:3], 1), -math.inf, dtype=q.dtype, device=on)
     state = (m, xp.zeros_like(m), xp.zeros((*q.shape[:3], cache.d_v), dtype=q.dtype, device=on))
     for c in range(n_cols):
@@ -200,9 +209,11 @@ def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
         k_c = widen(xp.take(cache.k_pool, ids, axis=0), xp)  # (B, H_kv, bs, d_k)
         v_c = widen(xp.take(cache.v_pool, ids, axis=0), xp)  # (B, H_kv, bs, d_v)
         j = xp.reshape(xp.arange(c * bs, (c + 1) * bs, device=on), (1, 1, 1, -1))  # (1, 1, 1, bs)
-        seen = (j < length) & (j <= length - n_q + i)  # (B, 1, T, bs): the sequence's own past only
-        scores = xp.where(seen, q @ k_c.mT, xp.asarray(-math.inf, dtype=q.dtype, device=on))  # (B, H, T, bs)
+        seen = (j < length) & (j <= length - n_q + i)  # (B, 1, G·T, bs): the sequence's own past only
+        # (B, H_kv, G·T, d_k) @ (B, H_kv, d_k, bs) -> (B, H_kv, G·T, bs)
+        scores = xp.where(seen, q @ k_c.mT, xp.asarray(-math.inf, dtype=q.dtype, device=on))
         state = online_softmax_merge(state, softmax_state(scores, v_c))
     m, l, acc = state
     assert bool(xp.all(l > 0)) and bool(xp.all(safe_shift(m, xp) == m))  # each query sees at least itself
-    return narrow(acc / l, dtype, xp)
+    out = xp.reshape(acc / l, (n_b, n_heads, n_q, cache.d_v))  # (B, H_kv, G·T, d_v) -> (B, H, T, d_v)
+    return narrow(out, dtype, xp)

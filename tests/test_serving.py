@@ -66,6 +66,21 @@ def test_paged_attention_equals_dense_decoding_per_sequence(xp, n_q):
     assert cache.blocks_in_use == sum(math.ceil(n / 4) for n in lengths)
 
 
+@pytest.mark.parametrize("n_q", [1, 3])
+def test_paged_attention_with_grouped_query_heads(xp, n_q):
+    # 6 query heads over the cache's 2 key/value heads: heads 0-2 read kv head 0, heads 3-5 kv head 1
+    lengths = [5, 12, 9]
+    cache, seqs, dense = _filled_cache(xp, lengths)
+    q = xp.randn(len(lengths), 6, n_q, 3, seed=98)
+    out = paged_attention(q, cache, seqs)
+    assert out.dtype == xp.dtype and tuple(out.shape) == (len(lengths), 6, n_q, 5)
+    for b, (k, v) in enumerate(dense):
+        repeated = [np.repeat(xp.np(x), 3, axis=0) for x in (k, v)]  # (2, S, d) -> (6, S, d), as h // 3
+        xp.assert_close(out[b, ...], _sdpa_host(q[b, ...], *repeated, causal=True))
+    with pytest.raises(ValueError, match="multiple of H_kv=2"):
+        paged_attention(xp.randn(len(lengths), 5, n_q, 3, seed=97), cache, seqs)
+
+
 def test_block_tables_point_at_the_tokens():
     cache, seqs, dense = _filled_cache(_Host(), [10], block_size=4)
     table = cache.tables[seqs[0]]
