@@ -145,13 +145,20 @@ def blas_thread_limit(threads: int | None):
     """Context manager: BLAS at ``threads`` threads inside (None: as it is), for a caller that chooses the
     count around code that may use :func:`one_blas_thread` (a benchmark's row). A process-wide count is set
     from this module's control thread, like :func:`one_blas_thread`'s, which would otherwise be ignored
-    inside (threadpoolctl lets only one thread set OpenBLAS's count); an OpenMP BLAS's in the calling thread."""
+    inside (threadpoolctl lets only one thread set OpenBLAS's count); an OpenMP BLAS's in the calling thread.
+    A process-wide count cannot change while a :func:`one_blas_thread` holds it (in any thread): that is
+    a RuntimeError, not a silent override of the hold."""
     per_thread, shared = _blas_by_scope()
     with contextlib.ExitStack() as stack:
         if threads is not None and per_thread is not None:
             stack.enter_context(per_thread.limit(limits=threads, user_api="blas"))
         if threads is not None and shared is not None:
             with _lock:
+                if _holders:
+                    raise RuntimeError(
+                        f"blas_thread_limit({threads}) inside or beside one_blas_thread(): {_holders} caller(s) "
+                        "hold BLAS at one thread right now; set the count around the tiled code, not within it"
+                    )
                 limiter = _on_control_thread(lambda: shared.limit(limits=threads, user_api="blas"))
 
             def restore():

@@ -345,6 +345,18 @@ def test_blas_thread_limit_leaves_one_blas_thread_working_inside():
     assert blas_threads() == original
 
 
+def test_blas_thread_limit_refuses_to_override_a_held_one_blas_thread():
+    original = _blas_or_skip()
+    with one_blas_thread():
+        with pytest.raises(RuntimeError, match=r"1 caller\(s\) hold BLAS at one thread"):
+            with blas_thread_limit(2):
+                pass
+        assert all(n == 1 for n in blas_threads())  # the hold is intact
+        with blas_thread_limit(None):  # None changes nothing, so it is allowed
+            assert all(n == 1 for n in blas_threads())
+    assert blas_threads() == original
+
+
 def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
     """Two threads each run flash_attention(workers=2); A's call ends while B's is still inside its tiles."""
     original = _blas_or_skip()
