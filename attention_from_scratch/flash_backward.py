@@ -94,7 +94,7 @@ def flash_attention_backward(
     the band here too, so the backward also costs T·W, not T·S. Learned ``sink_logits`` (the forward's) add
     a fourth gradient: the lse already holds the sink, so dq, dk, dv need nothing more (the sink's value is
     0, so D is unchanged), and ``d_sink_logits = -Σ exp(sink - lse_i) D_i`` over the rows it was broadcast
-    to, in ``sink_logits``'s shape: ``(dq, dk, dv, d_sink_logits)``.
+    to, in ``sink_logits``'s shape and the gradients' dtype (q's): ``(dq, dk, dv, d_sink_logits)``.
     """
     xp = get_namespace(q, k, v, out, d_out, lse, mask, sink_logits)
     q, k, v, mask, lead, scale, block_q, block_k = _prepare(q, k, v, mask, causal, scale, block_size, xp)
@@ -115,6 +115,10 @@ def flash_attention_backward(
     d_sink = None
     if sink_logits is not None:
         sink = check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=on)  # (..., T or 1, 1)
+        # a forward with this sink has lse = log(e^s + Σ e^scores) >= s in every row: else the lse is another's
+        if not bool(xp.all(lse >= sink - 1e-5 * (1 + xp.abs(sink)))):
+            raise ValueError("lse was not computed with these sink_logits: pass the lse of "
+                             "flash_attention(..., sink_logits=sink_logits, return_lse=True)")
         # dL/ds = Σ_i σ_i (dP_sink - D_i) with σ_i = exp(s - lse_i), the sink's share, and dP_sink = dO_i · 0
         d_sink = _sum_to_shape(-xp.exp(sink - lse) * big_d, sink.shape, xp)  # (..., T, 1) -> sink's shape
         d_sink = narrow(d_sink[..., 0], dtype, xp)  # (..., T or 1, 1) -> sink_logits' own shape

@@ -62,7 +62,10 @@ def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
 def check_window(window, n_sinks):
     """``(window, n_sinks)`` as Python ints: ``window`` None or >= 1, ``n_sinks`` >= 0."""
     window = None if window is None else check_positive_int(window, "window (the number of recent keys seen)")
-    return window, check_positive_int(n_sinks, "n_sinks (the first keys always seen)", minimum=0)
+    n_sinks = check_positive_int(n_sinks, "n_sinks (the first keys always seen)", minimum=0)
+    if n_sinks and window is None:  # without a window every key is seen anyway: a silent no-op otherwise
+        raise ValueError(f"n_sinks={n_sinks} keeps sink tokens beside a sliding window: pass window=W too")
+    return window, n_sinks
 
 
 def window_band(p, j, window, n_sinks):

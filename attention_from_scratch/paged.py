@@ -183,7 +183,7 @@ def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
     check_same_place(q, cache.k_pool, "q", "the block pool")
     seqs = [cache._seq(s) for s in seqs]
     h_kv = cache.n_kv_heads
-    if q.ndim != 4 or q.shape[0] != len(seqs) or q.shape[3] != cache.d_k or q.shape[1] % h_kv:
+    if q.ndim != 4 or q.shape[0] != len(seqs) or q.shape[3] != cache.d_k or q.shape[1] % h_kv or not q.shape[1]:
         raise ValueError(
             f"q must be (B={len(seqs)}, H, T, d_k={cache.d_k}) with H a multiple of H_kv={h_kv} (the cache's "
             f"key/value heads), got {tuple(q.shape)}"

@@ -30,11 +30,14 @@ def check_sink_logits(sink_logits, lead, n_q, xp, *, dtype, device):
     """
     sink = as_float(sink_logits, xp, "sink_logits", device=device)
     want = (*lead, n_q)
-    if broadcast_shapes(want, sink.shape, names=("scores without their key axis", "sink_logits")) != want:
-        raise ValueError(
-            f"sink_logits of shape {tuple(sink.shape)} must broadcast to the scores without their key axis "
-            f"{want}, e.g. (H, 1) for q (B, H, T, d_k): one logit per head"
-        )
+    hint = (f"sink_logits of shape {tuple(sink.shape)} must broadcast to the scores without their key axis "
+            f"{want}, e.g. (H, 1) for q (B, H, T, d_k): one logit per head ((H,) would line up with T)")
+    try:
+        fits = broadcast_shapes(want, sink.shape, names=("scores without their key axis", "sink_logits")) == want
+    except ValueError as err:
+        raise ValueError(f"{hint}; {err}") from None
+    if not fits:
+        raise ValueError(hint)
     if not bool(xp.all(xp.isfinite(sink))):
         raise ValueError("sink_logits must be finite numbers (a sink of -inf is no sink: pass None)")
     return xp.astype(sink, dtype)[..., None]  # (..., T or 1) -> (..., T or 1, 1)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import array_api_strict
+import numpy as np
 import pytest
 
 from attention_from_scratch import __main__ as cli
@@ -65,9 +66,31 @@ def test_later_sections_print_numbers_computed_here(capsys):
     assert "query 5 sees keys [0, 3, 4, 5]" in out  # window 3: keys 3..5, plus sink 0
     assert f"{576 * 2 + 128 + 4:,} bytes/token/layer" in out  # DSA: the latent row in BF16 + the FP8 indexer key
     assert f"{(4 - 1) * 2 * (2 * 12 * 8 * 8):,} bytes sent" in out  # ring of 4: 3 hops of k and v, float64
-    rope = next(line for line in out.splitlines() if "q at 5, k at 2" in line)
-    near, far = (float(part.split("=")[-1].split()[0]) for part in rope.split(";"))
-    assert near == far
+    # DSA's crossover, in closed form: per token and layer, dense MLA does H (2 d_c + d_r) multiply-adds per
+    # cached token; DSA H_I (d_I + 1) per cached token plus H (2 d_c + d_r) for each of the k = 2048 kept ones
+    mla, indexer, top = 128 * (2 * 512 + 64), 64 * (128 + 1), 2048
+    crossing = math.floor(top * mla / (mla - indexer)) + 1  # the first S with S·mla > S·indexer + top·mla
+    assert f"from {crossing:,} cached tokens" in out and f"{(576 * 2 + 132) / (576 * 2) - 1:.1%} more than V3" in out
+
+
+def test_rope_section_matches_rotation_matrices(capsys):
+    # the tour's q·k, recomputed with explicit 2 x 2 rotations of each pair by m θ_i (θ_i = 10000^(-2i/8))
+    from attention_from_scratch.backend import random_normal
+
+    q, k = (np.asarray(random_normal((1, 8), seed=s))[0] for s in (0, 1))
+
+    def rotated(x, m):
+        out = np.empty(8)
+        for i in range(4):
+            a = m * 10000.0 ** (-2 * i / 8)
+            rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+            out[2 * i : 2 * i + 2] = rot @ x[2 * i : 2 * i + 2]
+        return out
+
+    tour.TOUR_SECTIONS[[fn.__name__ for _, fn in tour.TOUR_SECTIONS].index("_tour_rope")][1](np)
+    out = capsys.readouterr().out
+    for m, n in ((5, 2), (105, 102), (5, 3)):
+        assert f"q at {m}, k at {n}: q·k = {rotated(q, m) @ rotated(k, n):+.6f}" in out
 
 
 def test_help_explains_the_tour():

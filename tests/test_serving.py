@@ -77,8 +77,9 @@ def test_paged_attention_with_grouped_query_heads(xp, n_q):
     for b, (k, v) in enumerate(dense):
         repeated = [np.repeat(xp.np(x), 3, axis=0) for x in (k, v)]  # (2, S, d) -> (6, S, d), as h // 3
         xp.assert_close(out[b, ...], _sdpa_host(q[b, ...], *repeated, causal=True))
-    with pytest.raises(ValueError, match="multiple of H_kv=2"):
-        paged_attention(xp.randn(len(lengths), 5, n_q, 3, seed=97), cache, seqs)
+    for n_heads in (5, 0):
+        with pytest.raises(ValueError, match="multiple of H_kv=2"):
+            paged_attention(xp.randn(len(lengths), n_heads, n_q, 3, seed=97), cache, seqs)
 
 
 def test_block_tables_point_at_the_tokens():

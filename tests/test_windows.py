@@ -280,6 +280,53 @@ def test_flash_backward_gives_the_sink_logits_gradient(xp, sink_shape):
     assert float(np.max(np.abs(fd))) > 0.01  # a gradient that could be caught being 0
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_flash_backward_with_a_window_kept_sinks_and_sink_logits_together(dtype):
+    rng = np.random.default_rng(10)
+    q, k, v = rng.standard_normal((3, 9, 4)), rng.standard_normal((3, 12, 4)), rng.standard_normal((3, 12, 5))
+    d_out, sink = rng.standard_normal((3, 9, 5)), rng.standard_normal((3, 1))
+    pad = rng.random((12,)) > 0.2  # a padding mask on top of the window
+    args = [x.astype(dtype) for x in (q, k, v, d_out, sink)]
+    out, lse = flash_attention(*args[:3], pad, window=3, n_sinks=1, sink_logits=args[4], block_size=(2, 5),
+                               return_lse=True)
+    dq, dk, dv, d_sink = flash_attention_backward(*args[:3], out, args[3], lse, pad, window=3, n_sinks=1,
+                                                  sink_logits=args[4], block_size=(2, 5))
+    assert {g.dtype for g in (dq, dk, dv, d_sink)} == {np.dtype(dtype)} and d_sink.shape == (3, 1)
+    # the reference in float64 from the same (rounded) inputs: one sink key per query, the window by loops
+    q, k, v, d_out, sink = (x.astype(np.float64) for x in args)
+    visible_mask = pad & _window_by_loops(9, 12, 3, 1)
+    q2, k2, v2, visible, scale = _sink_as_a_key(q, k, v, sink, visible_mask)
+    rq, rk, rv = attention_backward(q2, k2, v2, d_out[..., :, None, :], visible, scale=scale)
+    tol = {"rtol": 3e-2, "atol": 3e-2} if dtype == "float16" else {"rtol": 1e-10, "atol": 1e-12}
+    np.testing.assert_allclose(dq.astype(np.float64), rq[..., 0, :4], **tol)
+    np.testing.assert_allclose(dk.astype(np.float64), rk[..., :12, :4].sum(axis=-3), **tol)
+    np.testing.assert_allclose(dv.astype(np.float64), rv[..., :12, :].sum(axis=-3), **tol)
+    eps = 1e-6
+
+    def loss(s):
+        return float(np.sum(_with_sink_column(q, k, v, s, visible_mask)[0] * d_out))
+
+    fd = np.array([[(loss(sink + e) - loss(sink - e)) / (2 * eps)] for e in np.eye(3)[:, :, None] * eps])  # (3, 1)
+    np.testing.assert_allclose(d_sink.astype(np.float64), fd, **(tol if dtype == "float16" else {"rtol": 1e-7}))
+
+
+def test_flash_backward_refuses_an_lse_without_the_sink():
+    rng = np.random.default_rng(11)
+    q, k, v = rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 7, 4)), rng.standard_normal((2, 7, 3))
+    out, lse = flash_attention(q, k, v, return_lse=True)  # no sink in the forward
+    with pytest.raises(ValueError, match="lse was not computed with these sink_logits"):
+        flash_attention_backward(q, k, v, out, np.ones_like(out), lse, sink_logits=np.full((2, 1), 50.0))
+
+
+def test_window_arguments_are_checked_with_clear_messages():
+    q = np.ones((4, 2))
+    with pytest.raises(ValueError, match="pass window=W too"):
+        flash_attention(q, q, q, n_sinks=2)  # sinks without a window would be a silent no-op
+    with pytest.raises(ValueError, match=r"e\.g\. \(H, 1\)"):
+        scaled_dot_product_attention(np.ones((3, 4, 2)), np.ones((3, 4, 2)), np.ones((3, 4, 2)),
+                                     sink_logits=np.ones(5))  # (5,) fits neither T = 4 nor anything else
+
+
 def test_a_large_sink_lets_a_head_attend_to_nothing():
     rng = np.random.default_rng(8)
     q, k, v = rng.standard_normal((4, 8)), rng.standard_normal((6, 8)), rng.standard_normal((6, 3))

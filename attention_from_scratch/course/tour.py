@@ -236,7 +236,9 @@ def _tour_rope(xp):
     near, far = score(5, 2), score(105, 102)  # the same distance 3, 100 positions later
     # independent: as complex numbers z = x_2i + i x_2i+1, q·k = Re sum_i z_q conj(z_k) e^(i (m - n) θ_i)
     zq, zk = (a[0, 0::2] + 1j * a[0, 1::2] for a in (to_numpy(q), to_numpy(k)))
-    closed = float(np.real(np.sum(zq * np.conj(zk) * np.exp(1j * 3 * to_numpy(rope_frequencies(d))))))
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # θ_i = 10000^(-2i/d), written out (not the package's table)
+    assert np.allclose(to_numpy(rope_frequencies(d)), theta, rtol=1e-15)
+    closed = float(np.real(np.sum(zq * np.conj(zk) * np.exp(1j * 3 * theta))))
     assert abs(near - far) < 1e-12 * abs(near) + 1e-12 and abs(near - closed) < 1e-12 * abs(closed) + 1e-12
     assert abs(score(5, 3) - near) > 1e-3  # another distance, another score
     norm_kept = abs(float(xp.sum(apply_rope(q, [105]) ** 2)) - float(xp.sum(q**2))) < 1e-12 * float(xp.sum(q**2))
@@ -280,11 +282,14 @@ def _tour_sparse(xp):
     from ..mla import MLAConfig
     from ..sparse import index_scores, topk_mask
 
-    q = random_normal((1, 2, 6, 4), seed=0, xp=xp)  # (B, H_I, T, d_I): 2 indexer heads
-    k = random_normal((1, 6, 4), seed=1, xp=xp)  # (B, S, d_I): one indexer key per token, shared by the heads
-    w = random_normal((1, 6, 2), seed=2, xp=xp)  # (B, T, H_I): per-token head weights
-    mask = to_numpy(topk_mask(index_scores(q, k, w), 3))[0]  # (T, S): keep 3 keys per query
+    q = random_normal((1, 2, 6, 4), seed=15, xp=xp)  # (B, H_I, T, d_I): 2 indexer heads
+    k = random_normal((1, 6, 4), seed=16, xp=xp)  # (B, S, d_I): one indexer key per token, shared by the heads
+    w = random_normal((1, 6, 2), seed=17, xp=xp)  # (B, T, H_I): per-token head weights
+    scores = index_scores(q, k, w)  # (B, T, S), -inf in the future
+    mask, s = to_numpy(topk_mask(scores, 3))[0], to_numpy(scores)[0]  # (T, S): keep 3 keys per query
     assert mask.sum(axis=-1).tolist() == [1, 2, 3, 3, 3, 3] and not np.any(np.triu(mask, 1))
+    dropped = ~mask & np.isfinite(s)
+    assert all(s[t][mask[t]].min() > s[t][dropped[t]].max() for t in range(6) if dropped[t].any())  # no ties here
     print("   I(t, s) = sum_h w_t,h ReLU(q_t,h · k_s / sqrt(d_I)); top-3 keys per query (1 = attend):")
     for row in mask:
         print("     " + " ".join(str(int(b)) for b in row))
@@ -292,9 +297,9 @@ def _tour_sparse(xp):
     assert n["v32_bytes_per_token"] == 61 * (576 * 2 + 128 + 4) and n["v3_bytes_per_token"] == 61 * 576 * 2
     crossing = next(s for s in range(1, 10_000) if decode_flops(v32, "dsa", s) < decode_flops(v32, "mla", s))
     assert 2048 < crossing < 2300  # k = 2048 selected keys, plus the indexer's work on every key
-    print(f"   cache: 576 x 2 + 128 + 4 = {n['v32_bytes_per_token'] // 61:,} bytes/token/layer, "
-          f"{n['v32_over_v3'] - 1:.1%} more than V3; fewer multiply-adds than dense MLA from "
-          f"{crossing:,} cached tokens")
+    print(f"   cache: 576 x 2 (the 512 + 64 latent row, BF16) + 128 (FP8 indexer key) + 4 (its FP32 scale) = "
+          f"{n['v32_bytes_per_token'] // 61:,} bytes/token/layer, {n['v32_over_v3'] - 1:.1%} more than V3")
+    print(f"   fewer multiply-adds than dense MLA from {crossing:,} cached tokens (top-k = 2048 plus the indexer)")
 
 
 @section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
@@ -332,7 +337,8 @@ def _tour_serving(xp):
     ring, sent = ring_attention(*x, n_devices=4, causal=True)
     gap = float(xp.max(xp.abs(ring - scaled_dot_product_attention(*x, causal=True)[0])))
     assert gap < 1e-12 and sent == 3 * 2 * (2 * 12 * 8 * 8)  # 3 hops of the k and v blocks, float64
-    print("   one query over 1000 keys in 4 splits = plain attention (to 1e-12): merge (m, l, acc) as in flash")
+    print("   2 sequences, one query each, over 1000 keys in 4 splits = plain attention (to 1e-12): "
+          "(m, l, acc) merged as in flash")
     print(f"   ring attention on 4 simulated devices, causal = plain attention (to 1e-12); {sent:,} bytes sent")
 
 
@@ -379,13 +385,13 @@ def _tour_backprop(xp):
 
     eps, worst = 1e-6, 0.0
     for which, grad in enumerate(grads):
-        for i, j in ((0, 0), (2, 1), (4, 3)):
+        for i, j in ((1, 0), (2, 1), (4, 3)):  # not q's row 0: under the causal mask it sees only key 0, dq = 0
             e = xp.zeros((5, 4))
             e[i, j] = eps
             plus, minus = ([q, k, v] for _ in range(2))
             plus[which], minus[which] = plus[which] + e, minus[which] - e
             fd = (loss(*plus) - loss(*minus)) / (2 * eps)
-            worst = max(worst, abs(float(grad[i, j]) - fd) / max(abs(fd), 1e-3))
+            worst = max(worst, abs(float(grad[i, j]) - fd) / max(abs(fd), 1e-3))  # relative, floor 1e-3
     assert worst < 1e-6
     print("   dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP - rowsum(dO ⊙ O)), dQ = dS K / sqrt(d_k), dK = dSᵀ Q / sqrt(d_k)")
     print(f"   9 entries of dq, dk, dv vs central finite differences: worst relative error below 1e-6 "

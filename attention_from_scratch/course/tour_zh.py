@@ -42,9 +42,9 @@ TOUR_ZH = Catalog({
     "position i averages tokens 0..i: w[i, j] = 1/(i + 1) for j <= i, 0 above the diagonal":
         "位置 i 对 Token 0..i 取平均：j <= i 时 w[i, j] = 1/(i + 1)，对角线以上为 0",
     "= softmax of all-zero scores with the causal mask (-inf above the diagonal), to 1e-15;":
-        "= 全零分数加上因果掩码（对角线以上为 -inf）后的 softmax，误差在 1e-15 以内；",
+        "= 全零分数加上因果掩码（对角线以上为 -inf）后的 Softmax，误差在 1e-15 以内；",
     "attention keeps the softmax and lets the scores q·k / sqrt(d_k) depend on the tokens":
-        "注意力保留这个 softmax，并让分数 q·k / sqrt(d_k) 由 Token 本身决定",
+        "注意力保留这个 Softmax，并让分数 q·k / sqrt(d_k) 随 Token 而变",
     # three tokens
     "Attention on three tokens: 猫吃鱼, 'the cat eats fish'": "三个 Token 上的注意力：猫吃鱼",
     "Q = X W_Q, K = X W_K, V = X W_V;  weights = softmax(Q Kᵀ / sqrt(d_k)), each row sums to 1":
@@ -77,7 +77,7 @@ TOUR_ZH = Catalog({
         "T = S = 40，因果，块大小 1、7、16、64：max |flash - plain| = 4.4e-16",
     # RoPE
     "RoPE: rotate pairs by m·θ_i, and q·k then depends only on the distance m - n":
-        "RoPE：把每一对分量旋转 m·θ_i，q·k 便只取决于距离 m - n",
+        "RoPE：把第 i 对分量旋转 m·θ_i 角，q·k 便只取决于位置之差 m - n",
     "q at 5, k at 2: q·k = {a};  q at 105, k at 102: q·k = {b}   (distance 3 both times)":
         "q 在位置 5、k 在位置 2：q·k = {a}；q 在 105、k 在 102：q·k = {b}   （两次距离都是 3）",
     "Re sum_i z_q conj(z_k) e^(3iθ_i) = {a}; q at 5, k at 3: q·k = {b}":
@@ -100,17 +100,20 @@ TOUR_ZH = Catalog({
         "DeepSeek-V3.2 的稀疏注意力：索引器为每个查询保留得分最高的 k 个键",
     "I(t, s) = sum_h w_t,h ReLU(q_t,h · k_s / sqrt(d_I)); top-3 keys per query (1 = attend):":
         "I(t, s) = sum_h w_t,h ReLU(q_t,h · k_s / sqrt(d_I))；每个查询保留得分最高的 3 个键（1 = 关注）：",
-    "cache: 576 x 2 + 128 + 4 = 1,284 bytes/token/layer, 11.5% more than V3; fewer multiply-adds than dense MLA "
-    "from 2,178 cached tokens":
-        "缓存：576 x 2 + 128 + 4 = 1,284 字节/Token/层，比 V3 多 11.5%；缓存达到 2,178 个 Token 起，"
-        "乘加次数少于稠密 MLA",
+    "cache: 576 x 2 (the 512 + 64 latent row, BF16) + 128 (FP8 indexer key) + 4 (its FP32 scale) = 1,284 "
+    "bytes/token/layer, 11.5% more than V3":
+        "缓存：576 x 2（512 维潜在向量加 64 维 RoPE 键的一行，BF16）+ 128（FP8 索引器键）+ 4（它的 FP32 缩放因子）= 1,284 字节/Token/层，"
+        "比 V3 多 11.5%",
+    "fewer multiply-adds than dense MLA from 2,178 cached tokens (top-k = 2048 plus the indexer)":
+        "缓存的 Token 数从 2,178 起，乘加次数就少于稠密 MLA（top-k = 2048，再加上索引器的计算）",
     # serving
     "Serving: sliding windows with sinks, split-KV decoding and ring attention":
         "推理服务：带汇聚 Token 的滑动窗口、split-KV 解码与环形注意力",
     "window 3 with 1 sink: query {n} sees keys {keys} (the sink, then itself and the 2 before)":
-        "窗口 3、1 个汇聚 Token：查询 {n} 能看到键 {keys}（汇聚 Token，以及它自己和前 2 个）",
-    "one query over 1000 keys in 4 splits = plain attention (to 1e-12): merge (m, l, acc) as in flash":
-        "一个查询、1000 个键分成 4 段 = 普通注意力（误差在 1e-12 以内）：像 flash 一样合并 (m, l, acc)",
+        "窗口 3、1 个汇聚 Token：查询 {n} 能看到键 {keys}（汇聚 Token，以及它自己和它前面的 2 个键）",
+    "2 sequences, one query each, over 1000 keys in 4 splits = plain attention (to 1e-12): (m, l, acc) merged as "
+    "in flash":
+        "2 个序列、每个一个查询，1000 个键分成 4 个分片 = 普通注意力（误差在 1e-12 以内）：按 FlashAttention 的方式合并 (m, l, acc)",
     "ring attention on 4 simulated devices, causal = plain attention (to 1e-12); 9,216 bytes sent":
         "在 4 台模拟设备上的因果环形注意力 = 普通注意力（误差在 1e-12 以内）；共发送 9,216 字节",
     # applications
