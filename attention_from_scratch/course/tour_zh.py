@@ -108,9 +108,9 @@ TOUR_ZH = Catalog({
         "缓存的 Token 数从 2,178 起，乘加次数就少于稠密 MLA（top-k = 2048，再加上索引器的计算）",
     # serving
     "Serving: sliding windows with sinks, split-KV decoding and ring attention":
-        "推理服务：带汇聚 Token 的滑动窗口、split-KV 解码与环形注意力",
+        "推理服务：带汇点 Token 的滑动窗口、split-KV 解码与环形注意力",
     "window 3 with 1 sink: query {n} sees keys {keys} (the sink, then itself and the 2 before)":
-        "窗口 3、1 个汇聚 Token：查询 {n} 能看到键 {keys}（汇聚 Token，以及它自己和它前面的 2 个键）",
+        "窗口 3、1 个汇点 Token：查询 {n} 能看到键 {keys}（汇点 Token，以及它自己和它前面的 2 个键）",
     "2 sequences, one query each, over 1000 keys in 4 splits = plain attention (to 1e-12): (m, l, acc) merged as "
     "in flash":
         "2 个序列、每个一个查询，1000 个键分成 4 个分片 = 普通注意力（误差在 1e-12 以内）：按 FlashAttention 的方式合并 (m, l, acc)",
