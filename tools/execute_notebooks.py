@@ -1,5 +1,5 @@
 """Re-execute course notebooks in place, top to bottom in one fresh kernel, and store them the way nbval
-and ``check_notebooks.py`` expect: no per-cell execution timestamps, consecutive streams merged.
+expects, with no per-cell execution timestamps and consecutive streams merged (stable diffs).
 
     python tools/execute_notebooks.py notebooks/04_softmax.ipynb [more.ipynb ...]
     python tools/execute_notebooks.py            # every notebook under notebooks/
