@@ -223,7 +223,7 @@ def _sum_to_shape(x, shape, xp):
     return xp.sum(x, axis=axes, keepdims=True) if axes else x
 
 
-def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
+def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, sink_logits=None):
     """Gradients ``(dq, dk, dv)`` of a loss L through attention, given ``d_out = dL/d out``.
 
     With ``P = softmax(S)``, ``S = scale · q kᵀ`` (masked), ``O = P v``:
@@ -237,8 +237,13 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     Masked entries have P = 0 and so get no gradient, and a blocked key that holds NaN or inf gives
     none either (as in the forward pass), nor does a query that sees no key, whatever it holds. Each
     gradient has its input's shape (summed over broadcast axes) and dtype; half precision sums in float32.
+
+    ``sink_logits`` as in the forward (``sinks.py``): the sink's value is 0, so the formulas above hold
+    unchanged (rowsum(dP ∘ P) is still rowsum(dO ∘ O)), and the logits get a fourth gradient from the
+    sink's share ``σ_i = 1 - Σ_j P_ij`` of each row: ``d_sink_logits = -Σ_i σ_i rowsum(dO ∘ O)_i``, in
+    sink_logits' shape: ``(dq, dk, dv, d_sink_logits)``.
     """
-    xp = get_namespace(q, k, v, d_out, mask)
+    xp = get_namespace(q, k, v, d_out, mask, sink_logits)
     q, k, v, d_out, n_q, n_k, d_k = _check_qkv(q, k, v, xp, d_out, names=("d_out",))
     lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = _full_mask(mask, causal, n_q, n_k, xp, lead, device_of(q))
@@ -246,9 +251,17 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None):
     out_shape = (*broadcast_shapes(lead, () if mask is None else mask.shape[:-2]), n_q, v.shape[-1])
     if tuple(d_out.shape) != out_shape:
         raise ValueError(f"d_out must have the output's shape {out_shape}, got {tuple(d_out.shape)}")
+    sink = None
+    if sink_logits is not None:  # checked in the inputs' dtype, as the forward does, then widened with them
+        sink = widen(check_sink_logits(sink_logits, lead, n_q, xp, dtype=q.dtype, device=device_of(q)), xp)
     dtype, q, k, v, d_out = q.dtype, widen(q, xp), widen(k, xp), widen(v, xp), widen(d_out, xp)
-    out, p = _sdpa(q, k, v, mask, scale, xp)
-    return tuple(narrow(g, dtype, xp) for g in _attention_backward_saved(q, k, v, out, p, d_out, scale, xp))
+    out, p = _sdpa(q, k, v, mask, scale, xp, sink)
+    grads = tuple(narrow(g, dtype, xp) for g in _attention_backward_saved(q, k, v, out, p, d_out, scale, xp))
+    if sink is None:
+        return grads
+    share = 1 - xp.sum(p, axis=-1, keepdims=True)  # (..., T, 1): σ_i, what the sink took of row i
+    d_sink = _sum_to_shape(-share * xp.sum(d_out * out, axis=-1, keepdims=True), sink.shape, xp)
+    return (*grads, narrow(d_sink[..., 0], dtype, xp))  # (..., T or 1, 1) -> sink_logits' shape
 
 
 def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp, finite=False):

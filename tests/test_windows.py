@@ -277,6 +277,12 @@ def test_flash_backward_gives_the_sink_logits_gradient(xp, sink_shape):
         fd[idx] = (loss(sink + e) - loss(sink - e)) / 2e-6
     assert tuple(d_sink.shape) == sink_shape and d_sink.dtype == xp.dtype
     xp.assert_close(d_sink, fd, rtol=1e-4 if xp.dtype_name == "float32" else 1e-7, atol=1e-5)
+    # the plain backward with the same sink logits gives the same four gradients
+    plain = attention_backward(*args[:3], args[5], args[3], sink_logits=args[4])
+    assert len(plain) == 4 and tuple(plain[3].shape) == sink_shape
+    for got, want in zip(plain, (dq, dk, dv, d_sink), strict=True):
+        assert got.dtype == xp.dtype
+        xp.assert_close(got, want)
     assert float(np.max(np.abs(fd))) > 0.01  # a gradient that could be caught being 0
 
 
