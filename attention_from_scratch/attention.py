@@ -223,6 +223,14 @@ def _sum_to_shape(x, shape, xp):
     return xp.sum(x, axis=axes, keepdims=True) if axes else x
 
 
+def _sink_logits_grad(share, row, sink, dtype, xp):
+    """``dL/ds = -Σ_i σ_i D_i`` for learned sink logits, shared by both backward passes: the sink's share
+    ``σ`` and ``D = rowsum(dO ∘ O)``, both ``(..., T, 1)``, summed to ``sink`` ``(..., T or 1, 1)`` (from
+    ``check_sink_logits``) and returned in sink_logits' own shape and ``dtype``. The sink's value is 0,
+    so its dP is 0 and softmax's backward leaves ``σ_i (0 - D_i)``."""
+    return narrow(_sum_to_shape(-share * row, sink.shape, xp)[..., 0], dtype, xp)
+
+
 def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, sink_logits=None):
     """Gradients ``(dq, dk, dv)`` of a loss L through attention, given ``d_out = dL/d out``.
 
@@ -260,8 +268,7 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, s
     if sink is None:
         return grads
     share = 1 - xp.sum(p, axis=-1, keepdims=True)  # (..., T, 1): σ_i, what the sink took of row i
-    d_sink = _sum_to_shape(-share * xp.sum(d_out * out, axis=-1, keepdims=True), sink.shape, xp)
-    return (*grads, narrow(d_sink[..., 0], dtype, xp))  # (..., T or 1, 1) -> sink_logits' shape
+    return (*grads, _sink_logits_grad(share, xp.sum(d_out * out, axis=-1, keepdims=True), sink, dtype, xp))
 
 
 def _attention_backward_saved(q, k, v, out, p, d_out, scale, xp, finite=False):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from .attention import _sum_to_shape
+from .attention import _sink_logits_grad, _sum_to_shape
 from .backend import as_float, device_of, get_namespace
 from .blas import one_blas_thread
 from .flash import _finite_keys, _pick, _prepare
@@ -119,9 +119,7 @@ def flash_attention_backward(
         if not bool(xp.all(lse >= sink - 1e-5 * (1 + xp.abs(sink)))):
             raise ValueError("lse was not computed with these sink_logits: pass the lse of "
                              "flash_attention(..., sink_logits=sink_logits, return_lse=True)")
-        # dL/ds = Σ_i σ_i (dP_sink - D_i) with σ_i = exp(s - lse_i), the sink's share, and dP_sink = dO_i · 0
-        d_sink = _sum_to_shape(-xp.exp(sink - lse) * big_d, sink.shape, xp)  # (..., T, 1) -> sink's shape
-        d_sink = narrow(d_sink[..., 0], dtype, xp)  # (..., T or 1, 1) -> sink_logits' own shape
+        d_sink = _sink_logits_grad(xp.exp(sink - lse), big_d, sink, dtype, xp)  # σ_i = exp(s - lse_i)
     if math.prod(lead) == 0:  # an empty batch: no tiles, zero gradients of the inputs' shapes
         zeros = tuple(xp.zeros(x.shape, dtype=dtype, device=on) for x in (q, k, v))
         return zeros if d_sink is None else (*zeros, d_sink)
