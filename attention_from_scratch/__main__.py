@@ -10,8 +10,8 @@
     python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
-machinery (``course/tour.py``, ``course/plots/``, ``course/bench.py``, ``course/student.py``), imported only
-when that command runs.
+machinery (``course/tour.py`` with its sections in ``tour_part1.py`` and ``tour_part2.py``, ``course/plots/``,
+``course/bench.py``, ``course/student.py``), imported only when that command runs.
 """
 
 from __future__ import annotations

@@ -1,0 +1,208 @@
+"""The tour's part 2, notebooks 09-19: RoPE, the KV cache of MLA, DeepSeek-V3.2's sparse attention,
+FlashAttention, serving (windows, split-KV, ring attention), applications, gradients and training.
+
+As in part 1 (``tour_part1.py``): each section takes ``xp``, computes, asserts, then prints; every one but
+training uses only the Array API standard. ``tour.py`` runs :data:`SECTIONS` after part 1's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import random_normal, to_numpy
+from .tour_part1 import collect
+
+__all__ = ["SECTIONS"]
+
+SECTIONS = []  # (title, function(xp)) in course order
+section = collect(SECTIONS)
+
+
+@section("RoPE: rotate pairs by m·θ_i, and q·k then depends only on the distance m - n")
+def _tour_rope(xp):
+    from ..rope import apply_rope, rope_frequencies
+
+    d = 8
+    q, k = random_normal((1, d), seed=0, xp=xp), random_normal((1, d), seed=1, xp=xp)  # (T = 1, d): a query, a key
+
+    def score(m, n):  # the query at position m, the key at position n, both rotated
+        return float(xp.sum(apply_rope(q, [m]) * apply_rope(k, [n])))
+
+    near, far = score(5, 2), score(105, 102)  # the same distance 3, 100 positions later
+    # independent: as complex numbers z = x_2i + i x_2i+1, q·k = Re sum_i z_q conj(z_k) e^(i (m - n) θ_i)
+    zq, zk = (a[0, 0::2] + 1j * a[0, 1::2] for a in (to_numpy(q), to_numpy(k)))
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # θ_i = 10000^(-2i/d), written out (not the package's table)
+    assert np.allclose(to_numpy(rope_frequencies(d)), theta, rtol=1e-15)
+    closed = float(np.real(np.sum(zq * np.conj(zk) * np.exp(1j * 3 * theta))))
+    assert abs(near - far) < 1e-12 * abs(near) + 1e-12 and abs(near - closed) < 1e-12 * abs(closed) + 1e-12
+    assert abs(score(5, 3) - near) > 1e-3  # another distance, another score
+    norm_kept = abs(float(xp.sum(apply_rope(q, [105]) ** 2)) - float(xp.sum(q**2))) < 1e-12 * float(xp.sum(q**2))
+    assert norm_kept
+    print(f"   q at 5, k at 2: q·k = {near:+.6f};  q at 105, k at 102: q·k = {far:+.6f}   (distance 3 both times)")
+    print(f"   Re sum_i z_q conj(z_k) e^(3iθ_i) = {closed:+.6f}; q at 5, k at 3: q·k = {score(5, 3):+.6f}")
+    print("   rotations keep lengths: |RoPE(q)| = |q| (to 1e-12)")
+
+
+@section("KV cache: MHA vs MLA")
+def _tour_kv_cache(xp):
+    from ..kv_cache import bytes_per_token, deepseek_v3_numbers
+    from ..mla import MLAConfig, MultiHeadLatentAttention
+
+    n = deepseek_v3_numbers()  # DeepSeek-V3 671B: 128 heads, d_k = 128 + 64, d_v = 128, 61 layers, BF16
+    assert n["mla_values_per_token_layer"] == 576 and n["mla_bytes_per_token"] == 70_272
+    assert n["mha_values_per_token_layer"] == 40_960 and round(n["mha_bytes_per_token"] / 2**20, 2) == 4.77
+    assert round(n["mha_over_mla"]) == 71 and n["article_mha_values_per_token"] == 874_496
+    print(f"   MLA caches 512 + 64 = {n['mla_values_per_token_layer']} values/token/layer "
+          f"-> {n['mla_bytes_per_token']:,} bytes/token over 61 layers (BF16)")
+    print(f"   MHA, same heads: 128 x (192 + 128) = {n['mha_values_per_token_layer']:,} "
+          f"-> {n['mha_bytes_per_token'] / 2**20:.2f} MiB/token, {n['mha_over_mla']:.1f}x more")
+    print(f"   the articles: 2 x 7168 x 61 = {n['article_mha_values_per_token']:,} values/token, "
+          f"512/16384 = {n['article_latent_fraction']:.1%} "
+          f"(true ratio 576/40960 = {n['true_mla_fraction']:.2%})")
+    # a small MLA layer on this backend: absorbed == naive, and the cache's bytes are the formula's
+    cfg = MLAConfig(dim=64, n_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8,
+                    qk_rope_head_dim=4, v_head_dim=8, n_layers=1, max_seq_len=64)
+    mla = MultiHeadLatentAttention(cfg, seed=0, xp=xp)
+    x = random_normal((1, 10, 64), seed=1, xp=xp)
+    cache = mla.new_cache(1)
+    gap = float(xp.max(xp.abs(mla(x, mode="naive") - mla(x, cache=cache, mode="absorb"))))
+    assert gap < 1e-10 and cache.nbytes == 10 * bytes_per_token(cfg, "mla", element_size=8)
+    print(f"   small layer: |naive - absorbed| = {gap:.1e}; cache of 10 tokens = {cache.nbytes} bytes "
+          f"= 10 x (16 + 4) x 8; softmax scale of DeepSeek-V3 = {MLAConfig().softmax_scale:.6f}")
+
+
+@section("DeepSeek-V3.2's sparse attention: an indexer keeps each query's top-k keys")
+def _tour_sparse(xp):
+    from ..kv_cache import decode_flops, deepseek_v32_numbers
+    from ..mla import MLAConfig
+    from ..sparse import index_scores, topk_mask
+
+    q = random_normal((1, 2, 6, 4), seed=15, xp=xp)  # (B, H_I, T, d_I): 2 indexer heads
+    k = random_normal((1, 6, 4), seed=16, xp=xp)  # (B, S, d_I): one indexer key per token, shared by the heads
+    w = random_normal((1, 6, 2), seed=17, xp=xp)  # (B, T, H_I): per-token head weights
+    scores = index_scores(q, k, w)  # (B, T, S), -inf in the future
+    mask, s = to_numpy(topk_mask(scores, 3))[0], to_numpy(scores)[0]  # (T, S): keep 3 keys per query
+    assert mask.sum(axis=-1).tolist() == [1, 2, 3, 3, 3, 3] and not np.any(np.triu(mask, 1))
+    dropped = ~mask & np.isfinite(s)
+    assert all(s[t][mask[t]].min() > s[t][dropped[t]].max() for t in range(6) if dropped[t].any())  # no ties here
+    print("   I(t, s) = sum_h w_t,h ReLU(q_t,h · k_s / sqrt(d_I)); top-3 keys per query (1 = attend):")
+    for row in mask:
+        print("     " + " ".join(str(int(b)) for b in row))
+    n, v32 = deepseek_v32_numbers(), MLAConfig.deepseek_v32()
+    assert n["v32_bytes_per_token"] == 61 * (576 * 2 + 128 + 4) and n["v3_bytes_per_token"] == 61 * 576 * 2
+    crossing = next(s for s in range(1, 10_000) if decode_flops(v32, "dsa", s) < decode_flops(v32, "mla", s))
+    assert 2048 < crossing < 2300  # k = 2048 selected keys, plus the indexer's work on every key
+    print(f"   cache: 576 x 2 (the 512 + 64 latent row, BF16) + 128 (FP8 indexer key) + 4 (its FP32 scale) = "
+          f"{n['v32_bytes_per_token'] // 61:,} bytes/token/layer, {n['v32_over_v3'] - 1:.1%} more than V3")
+    print(f"   fewer multiply-adds than dense MLA from {crossing:,} cached tokens (top-k = 2048 plus the indexer)")
+
+
+@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
+def _tour_flash(xp):
+    from ..attention import scaled_dot_product_attention
+    from ..flash import flash_attention
+
+    q, k, v = (random_normal((2, 40, 8), seed=s, xp=xp) for s in range(3))  # (B, T, d_k)
+    plain, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    gaps = []
+    for block_size in (1, 7, 16, 64):
+        tiled = flash_attention(q, k, v, causal=True, block_size=block_size)
+        gaps.append(float(xp.max(xp.abs(tiled - plain))))
+    assert max(gaps) < 1e-12
+    print("   running max m, running sum l, rescaled accumulator: m' = max(m, max s), "
+          "l' = l e^(m - m') + sum e^(s - m')")
+    print(f"   T = S = 40, causal, block sizes 1, 7, 16, 64: max |flash - plain| = {max(gaps):.1e}")
+
+
+@section("Serving: sliding windows with sinks, split-KV decoding and ring attention")
+def _tour_serving(xp):
+    from ..attention import scaled_dot_product_attention
+    from ..masking import sliding_window_mask
+    from ..serving import flash_decode, ring_attention
+
+    band = to_numpy(sliding_window_mask(6, 6, 3, n_sinks=1, xp=xp))
+    assert np.flatnonzero(band[5]).tolist() == [0, 3, 4, 5]
+    print(f"   window 3 with 1 sink: query 5 sees keys {np.flatnonzero(band[5]).tolist()} "
+          "(the sink, then itself and the 2 before)")
+    q, k, v = (random_normal((2, n, 8), seed=s, xp=xp) for s, n in ((0, 1), (1, 1000), (2, 1000)))
+    plain, _ = scaled_dot_product_attention(q, k, v)
+    split = flash_decode(q, k, v, n_splits=4)  # 4 chunks of 250 keys, their partial softmaxes merged
+    assert float(xp.max(xp.abs(split - plain))) < 1e-12
+    x = [random_normal((2, 12, 8), seed=s, xp=xp) for s in (3, 4, 5)]
+    ring, sent = ring_attention(*x, n_devices=4, causal=True)
+    gap = float(xp.max(xp.abs(ring - scaled_dot_product_attention(*x, causal=True)[0])))
+    assert gap < 1e-12 and sent == 3 * 2 * (2 * 12 * 8 * 8)  # 3 hops of the k and v blocks, float64
+    print("   2 sequences, one query each, over 1000 keys in 4 splits = plain attention (to 1e-12): "
+          "(m, l, acc) merged as in flash")
+    print(f"   ring attention on 4 simulated devices, causal = plain attention (to 1e-12); {sent:,} bytes sent")
+
+
+@section("Beyond attention: retrieval, InfoNCE and a recommender, all dot products")
+def _tour_applications(xp):
+    from ..applications import hashed_bag_of_words, info_nce, info_nce_backward, top_k
+    from ..recommender import fit_matrix_factorization, synthetic_ratings
+
+    docs = ["attention divides scores by the square root of d_k", "a recipe for tomato soup",
+            "the kv cache stores keys and values"]
+    keys = hashed_bag_of_words(docs, dim=512, xp=xp)
+    idx, scores = top_k(hashed_bag_of_words(["why divide attention scores"], dim=512, xp=xp)[0, :], keys, k=1)
+    assert int(idx[0]) == 0
+    print(f"   retrieval: 'why divide attention scores' -> doc 0 (cosine {float(scores[0]):.3f})")
+    q, k = random_normal((8, 16), seed=0, xp=xp), random_normal((8, 16), seed=1, xp=xp)
+    loss = float(info_nce(q, k, temperature=1e6))
+    assert abs(loss - math.log(8)) < 1e-4  # a huge temperature: every candidate equally likely
+    dq, _ = info_nce_backward(q, k, temperature=0.5)
+    eps = 1e-6
+    e = xp.zeros_like(q)
+    e[0, 0] = eps
+    fd = (float(info_nce(q + e, k, temperature=0.5)) - float(info_nce(q - e, k, temperature=0.5))) / (2 * eps)
+    assert abs(float(dq[0, 0]) - fd) < 1e-6
+    print(f"   InfoNCE: tau -> inf gives log 8 = {loss:.4f}; dL/dq[0,0] = {float(dq[0, 0]):+.6f} "
+          f"(finite difference {fd:+.6f})")
+    ratings, observed, truth = synthetic_ratings(30, 20, 3, seed=0, xp=xp)
+    model = fit_matrix_factorization(ratings, observed, rank=3, steps=150)
+    unseen = xp.astype(~observed, truth.dtype)
+    rmse = math.sqrt(float(xp.sum(unseen * (model.predict() - truth) ** 2) / xp.sum(unseen)))
+    rmse_mean = math.sqrt(float(xp.sum(unseen * (model.mean - truth) ** 2) / xp.sum(unseen)))
+    assert model.losses[-1] < model.losses[0] and rmse < 0.5 * rmse_mean
+    print(f"   matrix factorisation: RMSE on unseen ratings {rmse:.3f} vs {rmse_mean:.3f} for the mean")
+
+
+@section("Backpropagation by hand: attention's gradients against finite differences")
+def _tour_backprop(xp):
+    from ..attention import attention_backward, scaled_dot_product_attention
+
+    q, k, v, d_out = (random_normal((5, 4), seed=s, xp=xp) for s in range(4))
+    grads = attention_backward(q, k, v, d_out, causal=True)  # dq, dk, dv of L = sum(out * d_out)
+
+    def loss(q, k, v):
+        return float(xp.sum(scaled_dot_product_attention(q, k, v, causal=True)[0] * d_out))
+
+    eps, worst = 1e-6, 0.0
+    for which, grad in enumerate(grads):
+        for i, j in ((1, 0), (2, 1), (4, 3)):  # not q's row 0: under the causal mask it sees only key 0, dq = 0
+            e = xp.zeros((5, 4))
+            e[i, j] = eps
+            plus, minus = ([q, k, v] for _ in range(2))
+            plus[which], minus[which] = plus[which] + e, minus[which] - e
+            fd = (loss(*plus) - loss(*minus)) / (2 * eps)
+            worst = max(worst, abs(float(grad[i, j]) - fd) / max(abs(fd), 1e-3))  # relative, floor 1e-3
+    assert worst < 1e-6
+    print("   dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP - rowsum(dO ⊙ O)), dQ = dS K / sqrt(d_k), dK = dSᵀ Q / sqrt(d_k)")
+    print(f"   9 entries of dq, dk, dv vs central finite differences: worst relative error below 1e-6 "
+          f"({worst:.0e})")
+
+
+@section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy")
+def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 19 runs the model on other backends
+    from ..model.tasks import evaluate
+    from ..model.training import RECIPES, fit
+
+    recipe = RECIPES["copy"]  # 5 random tokens, then the same 5 again: only attention can predict them
+    model, history = fit(**recipe)
+    accuracy = evaluate(model, recipe["task"], generate=True)
+    assert accuracy >= 0.99 and history.loss[-1] < history.loss[0] / 2
+    print(f"   {recipe['steps']} Adam steps, loss {history.loss[0]:.2f} -> {history.loss[-1]:.2f}; "
+          f"the generated copies are {accuracy:.0%} right")
