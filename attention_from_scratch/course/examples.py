@@ -29,7 +29,7 @@ __all__ = [
 # The d_k values of notebook 03's sweeps (variance and saturation against d_k): powers of two.
 DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
-# The three-token example of notebook 06 ("猫吃鱼", the cat eats fish). Features of each token
+# The three-token example of notebook 06 ("mao chi yu", the cat eats fish). Features of each token
 # embedding x: [animal, action, food, agent]. W_Q and W_K are chosen by hand so that the verb's query
 # looks for the agent (and, less, for food) and the nouns' queries look for the action; W_V keeps one
 # "content" coordinate per token, so each output row is visibly a mixture of the three tokens.
@@ -101,7 +101,7 @@ def head_weights(x, w_q, w_k, n_heads, x_kv=None):
 
 
 def cross_attention_example():
-    """Notebook 08's translation example: English decoder queries against the encoded Chinese 猫吃鱼.
+    """Notebook 08's translation example: English decoder queries against the encoded Chinese "mao chi yu".
 
     Embedding dims 0-3 carry a meaning (cat, eat, fish, function word), the other 4 are zero. Returns
     ``(x_dec (1, 4, 8), x_enc (1, 3, 8), w_q, w_k)`` where head 0 (columns 0-3) matches meanings and
