@@ -15,6 +15,7 @@ __all__ = [
     "CAT_EATS_FISH",
     "CROSS_TOKENS",
     "DK_VALUES",
+    "SIGMAS",
     "additive_score_stats",
     "cat_eats_fish_weights",
     "cross_attention_example",
@@ -146,6 +147,9 @@ def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: 
     v_a = random_normal((d_a,), seed=seed + 4, scale=d_a**-0.5)
     scores = pairwise_additive(q, k, w_q, w_k, v_a)[:, 0, :]  # (N, 1, S) -> (N, S)
     return float(np.std(scores)), float(np.mean(np.max(softmax(scores), axis=-1)))
+
+
+SIGMAS = (0.1, 0.4, 2.0)  # notebook 05's kernel widths: too narrow, about right, too wide
 
 
 def kernel_regression_truth(x):
