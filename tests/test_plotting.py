@@ -83,17 +83,18 @@ def test_figures_are_the_union_of_the_parts():
     assert len(names) == len(set(names)) == len(plots.FIGURES)
     assert set(names) == set(plots.FIGURES)
     # the notebooks 01-08 refer to these files by name
-    part1 = importlib.import_module("attention_from_scratch.course.plots.part1")
+    scores, attention = (importlib.import_module(f"attention_from_scratch.course.plots.{m}") for m in ("scores",
+                                                                                                       "attention"))
     for name in ["01_dot_product_geometry.png", "03_softmax_sharpness.png", "06_cat_eats_fish_weights.png",
                  "07_causal_mask.png", "08_mha_heads.png"]:
-        assert name in part1.FIGURES
+        assert name in scores.FIGURES or name in attention.FIGURES
 
 
 def test_two_parts_registering_one_file_is_refused(monkeypatch):
-    monkeypatch.setattr(importlib.import_module("attention_from_scratch.course.plots.part2"), "FIGURES",
+    monkeypatch.setattr(importlib.import_module("attention_from_scratch.course.plots.inference"), "FIGURES",
                         {"01_dot_product_geometry.png": None})
     with pytest.raises(ValueError, match=r"01_dot_product_geometry\.png"):
-        plots._collect(("part1", "part2"))
+        plots._collect(("scores", "inference"))
 
 
 def test_attention_heatmap_shows_the_weights():
@@ -149,9 +150,9 @@ def test_mla_singular_values_do_not_depend_on_blas_rounding(tmp_path, monkeypatc
     # another BLAS (or thread count) rounds the product W_UK W_DKV and the SVD differently: singular
     # values change by ~1e-16 of the largest, which moves the rank-deficient tail (all rounding noise)
     # by orders of magnitude on a log axis. Simulate that and require the same PNG bytes.
-    from attention_from_scratch.course.plots import part2
+    from attention_from_scratch.course.plots import inference
 
-    plain = plots.save_figure(part2.plot_mla_singular_values(), tmp_path / "plain.png").read_bytes()
+    plain = plots.save_figure(inference.plot_mla_singular_values(), tmp_path / "plain.png").read_bytes()
     svd, rng = np.linalg.svd, np.random.default_rng(0)
 
     def other_blas(w, compute_uv=True):
@@ -160,5 +161,5 @@ def test_mla_singular_values_do_not_depend_on_blas_rounding(tmp_path, monkeypatc
         return sv * (1 + rng.uniform(-4, 4, sv.shape) * np.finfo(sv.dtype).eps) + noise
 
     monkeypatch.setattr(np.linalg, "svd", other_blas)
-    moved = plots.save_figure(part2.plot_mla_singular_values(), tmp_path / "moved.png").read_bytes()
+    moved = plots.save_figure(inference.plot_mla_singular_values(), tmp_path / "moved.png").read_bytes()
     assert moved == plain
