@@ -20,7 +20,12 @@ one more than the convolution ever reads). Decoding token by token, or in chunks
 equals one pass over the whole sequence. Weights use Qwen3-Next's names and PyTorch's ``(out, in)``
 layout; ``conv1d.weight`` is ``(conv_dim, 1, K)``.
 
-Checked by hand against transformers 5.24's ``Qwen3NextGatedDeltaNet`` (see the closing note of issue 34).
+Checked by hand against transformers 5.24.0's ``Qwen3NextGatedDeltaNet`` (torch 2.13.0; not a test): a
+float64 module (hidden 32, 2 key and 4 value heads, d_k 8, d_v 6, K 4) with random weights, loaded here
+by ``from_state_dict(GatedDeltaNetConfig.from_dict(its config), its state_dict())``: the full pass (T = 23) agrees to
+2.2e-7 relative (its kernels compute in float32) and to 5.7e-16 with those casts pointed at float64;
+in pieces of 10, 1, 1 and 11 tokens with its ``DynamicCache`` and ours, the same; the final states to
+4.7e-16, and our conv state is exactly the last K − 1 of its K columns.
 Legend: B batch, T new tokens, n_k key heads, n_v value heads, r = n_v / n_k, d_k, d_v, K conv kernel.
 """
 

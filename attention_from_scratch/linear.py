@@ -41,8 +41,15 @@ overflows. The system is solved by forward substitution (the Array API has no tr
 
 Half precision (float16, bfloat16) is computed in float32 (``softmax.widen``); ``out`` comes back in the
 inputs' dtype and the state in the computing dtype (float32 for half inputs, as FLA's kernels keep it).
-Checked by hand against transformers 5.x (``qwen3_next``: ``torch_recurrent_gated_delta_rule``,
-``torch_chunk_gated_delta_rule``; ``kimi_linear``: the KDA kernels), see the closing note of issue 34.
+Checked by hand against transformers 5.24.0 (torch 2.13.0; PyTorch is no dependency, so not a test).
+Their kernels take ``(B, T, H, d)``, L2-normalise q and k inside (``use_qk_l2norm_in_kernel=True``, eps
+1e-6), repeat q and k to the value heads and compute in float32. With our inputs transposed to
+``(B, H, T, d)``, q, k through :func:`l2_normalize` and value head j reading key head j // r:
+``qwen3_next.torch_recurrent_gated_delta_rule`` and ``torch_chunk_gated_delta_rule`` (chunks 8 and 64,
+n_k = n_v and n_k = n_v / 2, an initial state, T = 37) and ``kimi_linear.recurrent_kimi_delta_attention``
+and ``chunk_kimi_delta_attention`` (g per key channel) agree with every ``chunk_size`` here (None, 1, 5,
+7, 16, 64) to 4.4e-7 relative as they run, and to 1.0e-15 with their float32 casts pointed at float64
+(``torch.float32 = torch.float64; torch.Tensor.float = torch.Tensor.double``).
 
 Legend: B batch, H heads, T tokens, C chunk size, N = ⌈T / C⌉ chunks, d_k, d_v.
 """
