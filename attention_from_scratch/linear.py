@@ -160,7 +160,8 @@ def gated_delta_rule(q, k, v, beta, g=None, *, initial_state=None, chunk_size=No
     sigmoid), g the log-decay ≤ 0: None (plain DeltaNet), ``(B, H, T)`` (Gated DeltaNet, one per head)
     or ``(B, H, T, d_k)`` (Kimi Delta Attention, one per key channel). Per token (module docstring):
     ``S ← exp(g)·S;  S ← S + k (β (v − Sᵀk))ᵀ;  o = Sᵀ (scale·q)``, scale default 1/√d_k; q and k are
-    not normalised here (:func:`l2_normalize`). ``initial_state`` continues from a returned state.
+    not normalised here (:func:`l2_normalize`). ``initial_state`` continues from a returned state (it is
+    cast to the computing dtype).
     ``chunk_size=None`` runs token by token; an int runs the chunked WY/UT form with chunks of
     ``min(chunk_size, T)`` tokens (the last one padded with tokens that change nothing); both agree.
     """
@@ -229,8 +230,8 @@ def _decayed_scores(a, b, gamma, xp, *, diagonal: bool):
     scores are one matmul) or ``(..., C, d)`` (KDA: the decay sits inside each channel's product, an
     ``(..., C, C, d)`` temporary). The exponent is -inf above the diagonal, so e^{γ_r−γ_s} never overflows.
     """
-    c = a.shape[-2]
-    keep = causal_mask(c, xp=xp, device=device_of(a)) if diagonal else ~causal_mask(c, xp=xp, device=device_of(a)).mT
+    r = xp.arange(a.shape[-2], device=device_of(a))  # positions in the chunk
+    keep = r[:, None] >= r[None, :] if diagonal else r[:, None] > r[None, :]  # (C, C): s <= r, or s < r
     log_decay = gamma[..., :, None, :] - gamma[..., None, :, :]  # (..., C, C, 1 or d): γ_r − γ_s, ≤ 0 for s ≤ r
     decay = xp.exp(xp.where(keep[:, :, None], log_decay, -math.inf))  # (..., C, C, 1 or d)
     if gamma.shape[-1] == 1:
