@@ -25,14 +25,16 @@ RoPE turns consecutive pairs of each vector's LAST r = int(head_dim · partial_r
 (their q, window kv, entries, indexer q and k). Each query reads at most W + k keys (CSA): the
 context's length enters only through the indexer, which scores 1/m of the tokens.
 
-Equal to transformers 5.24's ``DeepseekV4Attention`` (a tiny random float64 model; by hand, see the
-report of issue 33): max relative difference ~1e-7 as shipped -- transformers computes RMSNorms, RoPE
-tables and the gate softmax in float32 even in a float64 model -- and ~1e-15 with those casts widened.
-The full pass, token-by-token decoding and uneven chunks agree to 1e-10 (``tests/test_deepseek_v4.py``).
+Equal to transformers 5.24's ``DeepseekV4Attention`` (checked by hand, report of issue 33: random float64
+layers of width 64, 4 heads of 32, window 6, CSA m = 4 with 16 indexer heads keeping 3, HCA m' = 8, 41
+tokens, full pass and token by token): max relative difference 1.4e-7 (sliding), 1.0e-7 (CSA), 1.2e-7
+(HCA) as shipped -- transformers computes RMSNorms, RoPE angles, the gate softmax and the index scores
+in float32 even in a float64 model -- and below 9e-16 with those casts widened to float64. The full
+pass, token-by-token decoding and uneven chunks agree to 1e-10 (``tests/test_deepseek_v4.py``).
 
 Legend: B batch, T new tokens, H heads, d head_dim, r rope width, m compression rate, E entries,
-W sliding_window, k index_topk, n keys read per query. Config: ``deepseek_v4_config.py``; cache:
-``deepseek_v4_cache.py``; costs: ``deepseek_v4_costs.py``.
+W sliding_window, k index_topk, n keys read per query. Config: ``deepseek_v4_config.py``; compressor:
+``deepseek_v4_compressor.py``; cache: ``deepseek_v4_cache.py``; costs: ``deepseek_v4_costs.py``.
 """
 
 from __future__ import annotations
@@ -42,45 +44,19 @@ from collections.abc import Mapping
 from .attention import scaled_dot_product_attention
 from .backend import as_float, check_param, device_of, get_namespace, random_normal, to_device
 from .deepseek_v4_cache import DeepSeekV4Cache
+from .deepseek_v4_compressor import compress_windows, visible_entries
 from .deepseek_v4_config import CSA, SLIDING, DeepSeekV4Config, deepseek_v4_weight_shapes
 from .mla import rms_norm
 from .rope import apply_rope
-from .softmax import softmax
 from .sparse import index_scores, select_topk
 
-__all__ = ["DeepSeekV4Attention", "DeepSeekV4Cache", "DeepSeekV4Config", "compress_windows", "gather_rows", "rope_last"]
+__all__ = ["DeepSeekV4Attention", "DeepSeekV4Cache", "DeepSeekV4Config", "gather_rows", "rope_last"]
 
 
 def rope_last(x, r: int, positions, freqs):
     """RoPE (consecutive pairs) on the last ``r`` channels of ``x (..., T, d)``; the first d - r pass through."""
     xp, split = get_namespace(x), x.shape[-1] - r
     return xp.concat([x[..., :split], apply_rope(x[..., split:], positions, freqs=freqs)], axis=-1)
-
-
-def compress_windows(kv, gate, position_bias, rate: int, *, overlap: bool = False, prior=None):
-    """Pool each complete window of ``rate`` tokens into one vector (step 3, before RMSNorm and RoPE).
-
-    kv, gate ``(B, n·rate, c·d)`` (c = 2 with ``overlap``), position_bias ``(rate, c·d)`` ->
-    ``(pooled (B, n, d), prior)``: ``pooled_w = Σ_slots softmax(gate + bias)_slot ⊙ kv_slot`` per channel.
-    With ``overlap`` (CSA) the slots of entry w are window w-1's first halves, then window w's second
-    halves; ``prior`` = ``(kv, gate)`` ``(B, rate, d)`` is the window before the first one (None: none, its
-    gates are -inf); the returned prior is the last window's first half, for the next call.
-    """
-    xp = get_namespace(kv, gate, position_bias)
-    b, n = kv.shape[0], kv.shape[1] // rate
-    kv = xp.reshape(kv, (b, n, rate, kv.shape[-1]))  # (B, n·m, c·d) -> (B, n, m, c·d)
-    gate = xp.reshape(gate, (b, n, rate, gate.shape[-1])) + position_bias  # one bias per slot and channel
-    if overlap:
-        d = kv.shape[-1] // 2
-        if prior is None:  # before window 0: nothing (weight exp(-inf) = 0)
-            prior = (xp.zeros_like(kv[:, 0, :, :d]), xp.full_like(gate[:, 0, :, :d], -xp.inf))
-        prev_kv = xp.concat([prior[0][:, None, ...], kv[:, :-1, :, :d]], axis=1)  # (B, n, m, d): window w-1, 1st half
-        prev_gate = xp.concat([prior[1][:, None, ...], gate[:, :-1, :, :d]], axis=1)
-        prior = (kv[:, -1, :, :d], gate[:, -1, :, :d])  # (B, m, d) each
-        kv = xp.concat([prev_kv, kv[..., d:]], axis=2)  # (B, n, 2m, d): then window w's second half
-        gate = xp.concat([prev_gate, gate[..., d:]], axis=2)
-    weights = softmax(gate, axis=2)  # over the slots, channel by channel
-    return xp.sum(weights * kv, axis=2), prior  # (B, n, d)
 
 
 def gather_rows(rows, indices):
@@ -188,19 +164,15 @@ class DeepSeekV4Attention:
         q = xp.reshape(c_q @ w["q_b_proj.weight"].mT, (b, t, cfg.num_attention_heads, cfg.head_dim))
         q = xp.permute_dims(q, (0, 2, 1, 3))
         q = rope_last(q / xp.sqrt(xp.mean(q * q, axis=-1, keepdims=True) + cfg.rms_norm_eps), r, positions, self.freqs)
-        # 2) the shared key=value of each new token (B, T, d), after the window rows held so far
-        kv = rms_norm(x @ w["kv_proj.weight"].mT, w["kv_norm.weight"], cfg.rms_norm_eps)
-        kv = rope_last(kv, r, positions, self.freqs)
-        window = kv if cache.window is None else xp.concat([cache.window, kv], axis=1)  # (B, held + T, d)
-        # 4) the rows each query reads: its last W tokens (indices into the window rows) ...
+        # 2) the shared key=value rows: the window's held rows + the new ones (B, held + T, d); 3) the entries
+        #    of complete windows so far (B, E, d) and, for CSA, the indexer's compressed keys (B, E, d_I)
+        window, entries, index_k, states = self._rows(x, w, cache)
+        # 4) the rows each query reads: its last W tokens (indices into the window rows), then the entries
         indices, valid = self._window_rows(window.shape[1] - t, t, xp, where)  # (1, T, W) each
-        rows, states = window, {}
+        rows = window
         if self.layer_type != SLIDING:
-            # 3) ... then the compressed entries so far (B, E, d): those of complete windows only
-            entries, states["compressor"] = self._entries(x, w, cache, "compressor.")
-            visible = self._visible(positions, entries.shape[1], xp, where)  # (T, E): (w+1)·m <= p+1
+            visible = visible_entries(positions, entries.shape[1], self.rate, xp=xp, device=where)  # (T, E)
             if self.layer_type == CSA:  # the indexer's best min(k, visible) entries per query: (B, T, K)
-                index_k, states["indexer"] = self._entries(x, w, cache, "compressor.indexer.")
                 picked, picked_ok = self._select(x, w, c_q, index_k, visible, positions)
             else:  # HCA: every visible entry, (1, T, E)
                 picked = xp.broadcast_to(xp.arange(entries.shape[1], device=where), visible.shape)[None, ...]
@@ -217,6 +189,30 @@ class DeepSeekV4Attention:
         out = self._output(xp.permute_dims(o, (0, 2, 1, 3)), w)  # (B, T, dim)
         cache.commit(window, states, t)
         return out if out.dtype == out_dtype else xp.astype(out, out_dtype)
+
+    def fill_cache(self, x, *, cache: DeepSeekV4Cache | None = None) -> DeepSeekV4Cache:
+        """Add the tokens ``x (B, T, hidden_size)`` to ``cache`` without attending: what a prefill leaves behind
+        (their window rows, compressed entries and unfinished windows); a benchmark fills long contexts so."""
+        x, w, cache, _ = self._check_call(x, cache)
+        window, _, _, states = self._rows(x, w, cache)
+        cache.commit(window, states, x.shape[1])
+        return cache
+
+    def _rows(self, x, w, cache):
+        """Steps 2-3: the window rows ``(B, held + T, d)``, the entries ``(B, E, d)`` (None for a sliding layer),
+        CSA's indexer keys ``(B, E, d_I)`` (else None) and the compressors' new states; nothing is written."""
+        xp, cfg = get_namespace(x), self.config
+        positions = list(range(cache.position, cache.position + x.shape[1]))
+        kv = rms_norm(x @ w["kv_proj.weight"].mT, w["kv_norm.weight"], cfg.rms_norm_eps)  # (B, T, d), K = V
+        kv = rope_last(kv, cfg.qk_rope_head_dim, positions, self.freqs)
+        window = kv if cache.window is None else xp.concat([cache.window, kv], axis=1)
+        entries = index_k = None
+        states = {}
+        if self.layer_type != SLIDING:
+            entries, states["compressor"] = self._entries(x, w, cache, "compressor.")
+        if self.layer_type == CSA:
+            index_k, states["indexer"] = self._entries(x, w, cache, "compressor.indexer.")
+        return window, entries, index_k, states
 
     def _entries(self, x, w, cache, prefix):
         """Step 3 for the compressor under ``prefix``: all entries so far ``(B, E, d)`` and its new state."""
@@ -250,11 +246,6 @@ class DeepSeekV4Attention:
         w = self.config.sliding_window
         rows = xp.arange(t, device=where)[:, None] + (held - w + 1) + xp.arange(w, device=where)[None, :]  # (T, W)
         return xp.where(rows >= 0, rows, 0)[None, ...], (rows >= 0)[None, ...]
-
-    def _visible(self, positions, n_entries: int, xp, where):
-        """Entry w is visible to the query at p iff its window is complete: ``(w+1)·m <= p+1``; ``(T, E)``."""
-        p = xp.asarray(positions, device=where)[:, None]
-        return (xp.arange(n_entries, device=where)[None, :] + 1) * self.rate <= p + 1
 
     def _select(self, x, w, c_q, index_k, visible, positions):
         """Step 4 (CSA): each query's ``min(index_topk, visible)`` best entries by the lightning indexer.

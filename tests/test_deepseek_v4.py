@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from attention_from_scratch import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
-from attention_from_scratch.deepseek_v4 import compress_windows
+from attention_from_scratch.deepseek_v4_compressor import compress_windows, visible_entries
 from attention_from_scratch.deepseek_v4_config import deepseek_v4_weight_shapes
 
 KINDS = ("sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention")
@@ -200,6 +200,12 @@ def test_compress_windows_by_hand():
     np.testing.assert_allclose(hca[0, :, 0], [1002, 1005])
 
 
+def test_an_entry_is_visible_once_its_window_is_complete():
+    """m = 4: entry 0 (tokens 0-3) from position 3 on, entry 1 (tokens 4-7) from position 7 on."""
+    seen = visible_entries(list(range(10)), 3, 4, xp=np)
+    assert [int(row.sum()) for row in seen] == [0, 0, 0, 1, 1, 1, 1, 2, 2, 2]
+
+
 # --- backends, devices, dtypes ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("layer_idx", range(3), ids=KINDS)
@@ -260,6 +266,9 @@ def test_cache_holds_the_window_the_entries_and_the_unfinished_window(case, laye
     rows = attn.new_cache(B)
     attn(x[:, :n], cache=rows)
     np.testing.assert_allclose(rows.window, cache.window, rtol=1e-12)
+    filled = attn.fill_cache(x[:, :n])  # what a prefill leaves, without attending: decoding goes on alike
+    assert filled.nbytes == cache.nbytes
+    np.testing.assert_allclose(attn(x[:, n:], cache=filled), case[layer_idx][2][:, n:], rtol=1e-10, atol=1e-12)
 
 
 def test_refused_calls_leave_the_cache_as_it_was(case):
