@@ -167,22 +167,22 @@ class DeepSeekV4Attention:
         # 2) the shared key=value rows: the window's held rows + the new ones (B, held + T, d); 3) the entries
         #    of complete windows so far (B, E, d) and, for CSA, the indexer's compressed keys (B, E, d_I)
         window, entries, index_k, states = self._rows(x, w, cache)
-        # 4) the rows each query reads: its last W tokens (indices into the window rows), then the entries
+        # 4) the rows each query reads: its last W tokens, then the selected (CSA) or visible (HCA) entries
         indices, valid = self._window_rows(window.shape[1] - t, t, xp, where)  # (1, T, W) each
-        rows = window
+        keys = gather_rows(window, xp.broadcast_to(indices, (b, *indices.shape[1:])))  # (B, T, W, d): K = V
         if self.layer_type != SLIDING:
             visible = visible_entries(positions, entries.shape[1], self.rate, xp=xp, device=where)  # (T, E)
             if self.layer_type == CSA:  # the indexer's best min(k, visible) entries per query: (B, T, K)
                 picked, picked_ok = self._select(x, w, c_q, index_k, visible, positions)
-            else:  # HCA: every visible entry, (1, T, E)
+            else:  # HCA: every entry, the visible ones valid: (1, T, E)
                 picked = xp.broadcast_to(xp.arange(entries.shape[1], device=where), visible.shape)[None, ...]
                 picked_ok = visible[None, ...]
-            rows = xp.concat([window, entries], axis=1)  # (B, held + T + E, d)
-            indices = _concat_rows(xp, indices, xp.astype(picked, indices.dtype) + window.shape[1])  # (B, T, n)
+            picked = xp.broadcast_to(xp.astype(picked, indices.dtype), (b, *picked.shape[1:]))
+            keys = xp.concat([keys, gather_rows(entries, picked)], axis=2)  # (B, T, W + K or E, d)
             valid = _concat_rows(xp, valid, picked_ok)
-        keys = gather_rows(rows, xp.broadcast_to(indices, (b, *indices.shape[1:])))  # (B, T, n, d): K = V
         # 5) one softmax per head over its query's rows and the head's sink logit (heads as the query rows)
-        o, _ = scaled_dot_product_attention(xp.permute_dims(q, (0, 2, 1, 3)), keys, keys, valid[:, :, None, :],
+        valid = xp.broadcast_to(valid, (b, *valid.shape[1:]))[:, :, None, :]  # (B, T, 1, n): the same for each head
+        o, _ = scaled_dot_product_attention(xp.permute_dims(q, (0, 2, 1, 3)), keys, keys, valid,
                                             scale=cfg.softmax_scale, sink_logits=w["sinks"])  # (B, T, H, d)
         # 6) turn the values' RoPE back (at -p), then the grouped low-rank output projection
         o = rope_last(xp.permute_dims(o, (0, 2, 1, 3)), r, [-p for p in positions], self.freqs)  # (B, H, T, d)
@@ -291,9 +291,16 @@ class DeepSeekV4Attention:
         out_dtype = x.dtype
         work = xp.float32 if xp.finfo(x.dtype).bits < 32 else x.dtype  # half precision: computed in float32
         x = xp.astype(x, work, copy=False)
-        shapes = deepseek_v4_weight_shapes(cfg, self.layer_idx)
-        w = {name: xp.astype(check_param(self.weights.get(name), name, shape, x, "out_features, in_features"), work,
-                             copy=False) for name, shape in shapes.items()}
+        # every weight checked (it may have been reassigned) and cast; decoding reuses the last check's result
+        # while the same arrays are in place (the memo holds them, so their ids cannot be reused)
+        held = (xp.__name__, str(work), str(device_of(x)), *map(id, self.weights.values()))
+        memo = getattr(self, "_checked", None)
+        if memo is None or memo[0] != held:
+            shapes = deepseek_v4_weight_shapes(cfg, self.layer_idx)
+            w = {name: xp.astype(check_param(self.weights.get(name), name, shape, x, "out_features, in_features"),
+                                 work, copy=False) for name, shape in shapes.items()}
+            memo = self._checked = (held, w, list(self.weights.values()))
+        w = memo[1]
         if cache is None:
             cache = self.new_cache(x.shape[0])
         elif not isinstance(cache, DeepSeekV4Cache):

@@ -18,7 +18,7 @@ import pytest
 
 from attention_from_scratch import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
 from attention_from_scratch.deepseek_v4_compressor import compress_windows, visible_entries
-from attention_from_scratch.deepseek_v4_config import deepseek_v4_weight_shapes
+from attention_from_scratch.deepseek_v4_config import deepseek_v4_parameter_count, deepseek_v4_weight_shapes
 
 KINDS = ("sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention")
 TINY = DeepSeekV4Config(
@@ -285,6 +285,9 @@ def test_refused_calls_leave_the_cache_as_it_was(case):
         DeepSeekV4Attention.from_state_dict(TINY, case[2][0], layer_idx=2)(x[:, 5:6], cache=cache)
     with pytest.raises(TypeError, match="DeepSeekV4Cache"):
         attn(x, cache={})
+    attn.weights["sinks"] = np.zeros(3)  # a reassigned weight is checked again
+    with pytest.raises(ValueError, match=r"parameter sinks has shape \(3,\), expected \(4,\)"):
+        attn(x[:, 5:6], cache=cache)
     assert (cache.nbytes, len(cache)) == before[:2] and np.array_equal(cache.window, before[2])
     assert isinstance(cache, DeepSeekV4Cache)
 
@@ -344,6 +347,12 @@ def test_weight_shapes_are_transformers():
         "compressor.indexer.position_bias": (2, 12), "compressor.indexer.kv_proj.weight": (12, 16),
         "compressor.indexer.gate_proj.weight": (12, 16), "compressor.indexer.kv_norm.weight": (6,),
         "compressor.indexer.q_b_proj.weight": (36, 6), "compressor.indexer.scorer.weights_proj.weight": (6, 16)}
+
+
+def test_parameter_counts_of_v4_flash_are_transformers():
+    """transformers 5.24: sum(p.numel() for p in DeepseekV4Attention(released config, i).parameters())."""
+    counts = [deepseek_v4_parameter_count(DeepSeekV4Config(), i) for i in (0, 2, 3)]
+    assert counts == [106_956_352, 126_098_624, 111_216_704]
 
 
 def test_random_init_is_transformers_and_round_trips():
