@@ -337,6 +337,20 @@ def test_from_dict_reads_what_transformers_writes():
     assert DeepSeekV4Config.from_dict(DeepSeekV4Config().to_dict()) == DeepSeekV4Config()
 
 
+def test_transformers_default_config_has_plain_rope_and_its_own_schedule():
+    """transformers' DeepseekV4Config() (no rope_scaling): plain RoPE in the compressed layers too."""
+    d = {"rope_parameters": {"main": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.125},
+                             "compress": {"rope_theta": 160000.0, "rope_type": "default",
+                                          "partial_rotary_factor": 0.125}},
+         "layer_types": ["heavily_compressed_attention"] * 3 + ["compressed_sparse_attention"] * 2}
+    cfg = DeepSeekV4Config.from_dict(d)
+    assert cfg.compress_rope_type == "default" and cfg.num_hidden_layers == 5
+    np.testing.assert_allclose(cfg.rope_frequencies(KINDS[1]), 160000.0 ** (-np.arange(0, 64, 2) / 64), rtol=1e-15)
+    yarn = DeepSeekV4Config().rope_frequencies(KINDS[1])  # the released YaRN: the slowest pairs divided by 16
+    np.testing.assert_allclose(yarn[-1] * 16, 160000.0 ** (-62 / 64), rtol=1e-12)
+    assert yarn[0] == 1.0
+
+
 def test_weight_shapes_are_transformers():
     """As transformers 5.24's DeepseekV4Attention(config, 1).state_dict() for TINY (a CSA layer)."""
     assert deepseek_v4_weight_shapes(TINY, 1) == {
