@@ -48,7 +48,7 @@ from .deepseek_v4_compressor import compress_windows, visible_entries
 from .deepseek_v4_config import CSA, SLIDING, DeepSeekV4Config, deepseek_v4_weight_shapes
 from .mla import rms_norm
 from .rope import apply_rope
-from .sparse import index_scores, select_topk
+from .sparse import index_scores, indexer_weights, select_topk
 
 __all__ = ["DeepSeekV4Attention", "DeepSeekV4Cache", "DeepSeekV4Config", "gather_rows", "rope_last"]
 
@@ -260,8 +260,7 @@ class DeepSeekV4Attention:
             return empty, empty == 0
         q = xp.reshape(c_q @ w["compressor.indexer.q_b_proj.weight"].mT, (b, t, cfg.index_n_heads, cfg.index_head_dim))
         q = rope_last(xp.permute_dims(q, (0, 2, 1, 3)), cfg.qk_rope_head_dim, positions, self.freqs)  # (B, H_I, T, d_I)
-        head_weights = x @ w["compressor.indexer.scorer.weights_proj.weight"].mT  # (B, T, H_I)
-        head_weights = head_weights * cfg.index_n_heads**-0.5
+        head_weights = indexer_weights(x, w["compressor.indexer.scorer.weights_proj.weight"])  # (B, T, H_I)
         scores = index_scores(q, index_k, head_weights, causal=False)  # (B, T, E)
         return select_topk(xp.where(visible, scores, -xp.inf), cfg.index_topk)
 
