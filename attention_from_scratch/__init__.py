@@ -6,6 +6,7 @@ Each module holds one concept (see README's course map); the most used names are
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
 from .backend import get_namespace, gpu_available, to_numpy
 from .caches import RollingKVCache
+from .deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
 from .gated_deltanet import GatedDeltaNet, GatedDeltaNetCache, GatedDeltaNetConfig, hybrid_cache_bytes
@@ -27,6 +28,9 @@ from .sparse_training import attention_mass_recall, attention_target, indexer_lo
 __version__ = "0.1.0"
 
 __all__ = [
+    "DeepSeekV4Attention",
+    "DeepSeekV4Cache",
+    "DeepSeekV4Config",
     "GatedDeltaNet",
     "GatedDeltaNetCache",
     "GatedDeltaNetConfig",
