@@ -4,10 +4,10 @@ Each module holds one concept (see README's course map); the most used names are
 """
 
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
-from .backend import get_namespace, gpu_available, to_numpy
 from .caches import RollingKVCache
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
+from .infra.backend import get_namespace, gpu_available, to_numpy
 from .kv_cache import bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask, sliding_window_mask
 from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm

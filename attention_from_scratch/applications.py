@@ -22,7 +22,8 @@ import math
 import re
 import unicodedata
 
-from .backend import as_float, check_positive_int, device_of, get_namespace
+from .infra.backend import as_float, device_of, get_namespace
+from .infra.checks import check_positive_int
 from .similarity import pairwise_cosine, pairwise_dot
 from .softmax import _check_temperature, logsumexp, softmax
 

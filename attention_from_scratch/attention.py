@@ -26,7 +26,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from .backend import as_common_float, broadcast_shapes, check_real, device_of, get_namespace
+from .infra.backend import as_common_float, device_of, get_namespace
+from .infra.checks import broadcast_shapes, check_real
 from .masking import _apply_mask, _full_mask, _matmul_skipping_zeros, apply_mask_
 from .similarity import pairwise_additive
 from .sinks import check_sink_logits, softmax_with_sink_

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 
-from .backend import check_positive_int, check_same_place, device_of, get_namespace
+from .infra.backend import device_of, get_namespace
+from .infra.checks import check_positive_int, check_same_place
 from .masking import check_window, window_band
 from .mla_config import MLAConfig
 

@@ -44,8 +44,9 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from .attention import _check_qkv, _full_mask, _scale
-from .backend import backend_name, broadcast_shapes, check_flag, check_positive_int, device_of, get_namespace
-from .blas import limit_worker_thread, one_blas_thread
+from .infra.backend import backend_name, device_of, get_namespace
+from .infra.blas import limit_worker_thread, one_blas_thread
+from .infra.checks import broadcast_shapes, check_flag, check_positive_int
 from .masking import _matmul_skipping_zeros, check_window
 from .sinks import check_sink_logits
 from .softmax import narrow, safe_shift, widen

@@ -13,9 +13,9 @@ import itertools
 import math
 
 from .attention import _sink_logits_grad, _sum_to_shape
-from .backend import as_float, device_of, get_namespace
-from .blas import one_blas_thread
 from .flash import _finite_keys, _pick, _prepare
+from .infra.backend import as_float, device_of, get_namespace
+from .infra.blas import one_blas_thread
 from .masking import _matmul_skipping_zeros, check_window
 from .sinks import check_sink_logits
 from .softmax import narrow, safe_shift, widen

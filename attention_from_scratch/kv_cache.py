@@ -34,7 +34,7 @@ values (``k_scale_cache``, 4 bytes): 1152 + 132 = 1284 bytes per token and layer
 
 from __future__ import annotations
 
-from .backend import check_positive_int
+from .infra.checks import check_positive_int
 from .mla_config import MLAConfig
 
 __all__ = [

@@ -27,17 +27,8 @@ from __future__ import annotations
 
 import math
 
-from .backend import (
-    as_float,
-    broadcast_shapes,
-    check_flag,
-    check_namespace,
-    check_positive_int,
-    device_of,
-    get_namespace,
-    needs_grad,
-    to_device,
-)
+from .infra.backend import as_float, check_namespace, device_of, get_namespace, needs_grad, to_device
+from .infra.checks import broadcast_shapes, check_flag, check_positive_int
 
 __all__ = [
     "apply_mask", "as_bool_mask", "as_mask", "causal_mask", "combine_masks", "padding_mask", "sliding_window_mask",

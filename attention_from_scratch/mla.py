@@ -56,8 +56,9 @@ from __future__ import annotations
 
 from . import sparse
 from .attention import scaled_dot_product_attention
-from .backend import as_float, check_float_dtype, check_param, device_of, get_namespace, random_normal, to_device
 from .caches import LatentCache
+from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
+from .infra.checks import check_float_dtype, check_param
 from .masking import causal_mask
 from .mla_checkpoint import check_call, check_state_dict
 from .mla_config import MLAConfig, mla_parameter_count, mla_weight_shapes, weight_attribute

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .backend import as_float, device_of, get_namespace, to_device
 from .caches import LatentCache
+from .infra.backend import as_float, device_of, get_namespace, to_device
 from .mla_config import MLAConfig, mla_weight_shapes, weight_attribute
 
 __all__ = ["check_call", "check_state_dict", "read_safetensors"]

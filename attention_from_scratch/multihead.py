@@ -21,19 +21,9 @@ from __future__ import annotations
 import math
 
 from .attention import _sdpa
-from .backend import (
-    as_float,
-    check_flag,
-    check_float_dtype,
-    check_param,
-    check_positive_int,
-    check_same_place,
-    device_of,
-    get_namespace,
-    random_normal,
-    to_device,
-)
 from .caches import KVCache, TokenBuffer
+from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
+from .infra.checks import check_flag, check_float_dtype, check_param, check_positive_int, check_same_place
 from .masking import _with_causal, as_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py

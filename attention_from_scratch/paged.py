@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 
 from .attention import _scale
-from .backend import check_namespace, check_positive_int, check_same_place, device_of, get_namespace
 from .flash import online_softmax_merge, softmax_state
+from .infra.backend import check_namespace, device_of, get_namespace
+from .infra.checks import check_positive_int, check_same_place
 from .softmax import narrow, safe_shift, widen
 
 __all__ = ["PagedKVCache", "contiguous_slots", "paged_attention", "paged_slots"]

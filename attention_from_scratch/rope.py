@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 import numbers
 
-from .backend import as_float, check_positive_int, check_real, device_of, get_namespace
+from .infra.backend import as_float, device_of, get_namespace
+from .infra.checks import check_positive_int, check_real
 
 __all__ = [
     "apply_rope",

@@ -32,9 +32,10 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from .attention import _check_qkv, _full_mask, _scale
-from .backend import broadcast_shapes, check_flag, check_positive_int, device_of, get_namespace
-from .blas import limit_worker_thread, one_blas_thread
 from .flash import online_softmax_merge, softmax_state
+from .infra.backend import device_of, get_namespace
+from .infra.blas import limit_worker_thread, one_blas_thread
+from .infra.checks import broadcast_shapes, check_flag, check_positive_int
 from .masking import _apply_mask
 from .softmax import narrow, widen
 from .tiles import _masked, _tile_mask

@@ -17,7 +17,8 @@ q ``(B, H, T, d_k)`` (one logit per head), ``()`` for one logit for everything.
 
 from __future__ import annotations
 
-from .backend import as_float, broadcast_shapes, needs_grad
+from .infra.backend import as_float, needs_grad
+from .infra.checks import broadcast_shapes
 
 __all__ = ["check_sink_logits", "softmax_with_sink_"]
 

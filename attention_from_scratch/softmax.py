@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 import operator
 
-from .backend import as_common_float, as_float, check_flag, check_real, get_namespace, needs_grad
+from .infra.backend import as_common_float, as_float, get_namespace, needs_grad
+from .infra.checks import check_flag, check_real
 
 __all__ = ["log_softmax", "logsumexp", "naive_softmax", "softmax", "softmax_backward", "widen"]
 

@@ -35,7 +35,8 @@ import math
 from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, check_positive_int, get_namespace
+from .infra.backend import as_float, get_namespace
+from .infra.checks import check_positive_int
 from .masking import causal_mask
 from .multihead import _split_heads
 from .rope import rotate_half_rope

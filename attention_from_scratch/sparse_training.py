@@ -26,7 +26,7 @@ import math
 from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
-from .backend import get_namespace
+from .infra.backend import get_namespace
 from .masking import causal_mask
 from .multihead import _merge_heads, _split_heads
 from .sparse import _rope_first, topk_mask

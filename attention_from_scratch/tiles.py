@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from .backend import device_of
+from .infra.backend import device_of
 from .masking import window_band
 
 __all__ = ["key_spans"]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from attention_from_scratch.backend import gpu_available, namespace_for, to_device, to_numpy
+from attention_from_scratch.infra.backend import gpu_available, namespace_for, to_device, to_numpy
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -724,7 +724,7 @@ def test_garbage_in_keys_a_row_cannot_see_never_changes_that_row(shape, seed, ga
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_matmul_skipping_zeros_equals_the_sum_over_nonzero_terms(seed):
-    from attention_from_scratch.backend import get_namespace
+    from attention_from_scratch.infra.backend import get_namespace
     from attention_from_scratch.masking import _matmul_skipping_zeros
 
     rng = np.random.default_rng(seed)

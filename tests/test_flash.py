@@ -22,10 +22,8 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
 from scipy.special import softmax as scipy_softmax
 
-from attention_from_scratch import blas, flash, flash_backward
+from attention_from_scratch import flash, flash_backward
 from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
-from attention_from_scratch.backend import to_numpy
-from attention_from_scratch.blas import blas_thread_limit, blas_threads, one_blas_thread
 from attention_from_scratch.flash import (
     attention_io_bytes,
     flash_attention,
@@ -34,6 +32,9 @@ from attention_from_scratch.flash import (
     tile_sram_bytes,
 )
 from attention_from_scratch.flash_backward import flash_attention_backward
+from attention_from_scratch.infra import blas
+from attention_from_scratch.infra.backend import to_numpy
+from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads, one_blas_thread
 from attention_from_scratch.masking import padding_mask
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (0/0, log 0) anywhere
@@ -440,7 +441,7 @@ def test_blas_limit_during_interpreter_shutdown():
     script = textwrap.dedent("""
         import json, threading, time
         import numpy as np
-        from attention_from_scratch.blas import blas_thread_limit, blas_threads, one_blas_thread
+        from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads, one_blas_thread
         from attention_from_scratch.flash import flash_attention
 
         def late():

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from attention_from_scratch.backend import random_normal
+from attention_from_scratch.infra.backend import random_normal
 from attention_from_scratch.kv_cache import (
     arithmetic_intensity,
     bytes_per_token,

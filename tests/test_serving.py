@@ -22,7 +22,7 @@ from attention_from_scratch import (
     scaled_dot_product_attention,
 )
 from attention_from_scratch import serving as serving_module
-from attention_from_scratch.backend import to_numpy
+from attention_from_scratch.infra.backend import to_numpy
 from attention_from_scratch.paged import contiguous_slots, paged_slots
 
 pytestmark = pytest.mark.filterwarnings("error")

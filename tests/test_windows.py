@@ -19,8 +19,8 @@ from attention_from_scratch import (
 from attention_from_scratch import flash as flash_module
 from attention_from_scratch import flash_backward as flash_backward_module
 from attention_from_scratch.attention import attention_backward
-from attention_from_scratch.backend import to_numpy
 from attention_from_scratch.flash_backward import flash_attention_backward
+from attention_from_scratch.infra.backend import to_numpy
 from attention_from_scratch.tiles import key_spans
 
 pytestmark = pytest.mark.filterwarnings("error")

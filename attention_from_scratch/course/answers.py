@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from ..backend import check_real
+from ..infra.checks import check_real
 from .answer_key import ANSWERS, ShortAnswer
 
 __all__ = ["ShortAnswer", "check_answer", "expected", "keys"]

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import check_real, to_numpy
+from ..infra.backend import to_numpy
+from ..infra.checks import check_real
 from .i18n import check_lang
 from .quiz_notes import (
     _D_K,

@@ -22,7 +22,7 @@ TOUR_SECTIONS = [*tour_part1.SECTIONS, *tour_part2.SECTIONS]  # (title, function
 def run_tour(backend: str = "numpy", lang: str = "en") -> int:
     """Run every section on ``backend`` ("numpy" or "cupy"), printed in ``lang`` ("en", or "zh": each line
     translated through ``tour_zh.py``); 0 when all checks pass, 2 without the backend."""
-    from ..backend import backend_name, namespace_for
+    from ..infra.backend import backend_name, namespace_for
     from .i18n import check_lang, printed_in
     from .tour_zh import TOUR_ZH
 

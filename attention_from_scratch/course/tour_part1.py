@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from ..backend import random_normal, to_numpy
+from ..infra.backend import random_normal, to_numpy
 
 __all__ = ["SECTIONS", "collect"]
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..backend import random_normal, to_numpy
+from ..infra.backend import random_normal, to_numpy
 from .tour_part1 import collect
 
 __all__ = ["SECTIONS"]

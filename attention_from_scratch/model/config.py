@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..backend import check_flag, check_positive_int
+from ..infra.checks import check_flag, check_positive_int
 from ..multihead import check_heads
 
 __all__ = ["TransformerConfig"]

@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 
 from ..attention import _all_finite, _attention_backward_saved, _scale, _sdpa
-from ..backend import broadcast_shapes, device_of
+from ..infra.backend import device_of
+from ..infra.checks import broadcast_shapes
 from ..masking import causal_mask
 from ..rope import rope_tables
 from ..softmax import logsumexp, softmax

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import array_api_compat
 
-from .. import backend
 from ..attention import _scale, scaled_dot_product_attention
-from ..backend import backend_name, check_positive_int, device_of, get_namespace, random_normal, to_device
 from ..caches import KVCache
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
+from ..infra.backend import backend_name, device_of, get_namespace, random_normal, to_device
+from ..infra.checks import check_float_dtype, check_positive_int
 from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads
 from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
@@ -54,7 +54,7 @@ class Transformer:
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
         self.config, self.xp = config, get_namespace() if xp is None else xp
         self.dtype = self.xp.float64 if dtype is None else dtype
-        backend.check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
+        check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
         self.params = {}
         for i, (name, shape) in enumerate(config.param_shapes().items()):  # one independent stream per tensor
             norm = name.endswith("norm")  # norm gains start at 1 (0 · draw + 1)

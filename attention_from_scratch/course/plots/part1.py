@@ -81,7 +81,7 @@ def plot_dot_product_geometry(a=(3.0, 1.0), b=(1.5, 2.5)):
 
 def plot_cosine_vs_distance(n_pairs=40, dim=8, seed=0):
     """For unit vectors, |a − b|² = 2 − 2 cos θ: distance and cosine carry the same information."""
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...similarity import cosine_similarity, euclidean_distance, norm
 
     a = random_normal((n_pairs, dim), seed=seed)
@@ -237,7 +237,7 @@ def plot_cat_eats_fish():
 def plot_causal_mask(n=6, n_q_decode=2, seed=0):
     """The causal mask (lower triangle), the weights it produces, and its bottom-right alignment."""
     from ...attention import scaled_dot_product_attention
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...masking import causal_mask
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1, 1, 1]})
