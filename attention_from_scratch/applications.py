@@ -23,9 +23,9 @@ import re
 import unicodedata
 
 from .infra.backend import as_float, device_of, get_namespace
-from .infra.checks import check_positive_int
+from .infra.checks import check_positive_int, check_real
 from .similarity import pairwise_cosine, pairwise_dot
-from .softmax import _check_temperature, logsumexp, softmax
+from .softmax import logsumexp, softmax
 
 __all__ = [
     "grpo_advantages", "hashed_bag_of_words", "idf_weights", "info_nce", "info_nce_backward", "nt_xent",
@@ -128,7 +128,7 @@ def _pairs(q, k, temperature):
             f"q and k must both have shape (N, d), row i of k the positive for row i of q; "
             f"got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    return xp, q, k, _check_temperature(temperature)
+    return xp, q, k, check_real(temperature, "temperature", above=0)
 
 
 def info_nce(q, k, *, temperature: float = 0.1):
@@ -171,7 +171,7 @@ def nt_xent(z, *, temperature: float = 0.1):
     z = as_float(z, xp, "z")
     if z.ndim != 2 or z.shape[0] < 2 or z.shape[0] % 2:
         raise ValueError(f"z must have shape (2N, d) with N >= 1 (rows i and i + N paired), got {tuple(z.shape)}")
-    t = _check_temperature(temperature)
+    t = check_real(temperature, "temperature", above=0)
     n2, dev = z.shape[0], device_of(z)
     logits = (z @ z.mT) / t  # (2N, d) @ (d, 2N) -> (2N, 2N)
     self_pair = xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N) the k = i terms

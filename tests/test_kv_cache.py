@@ -135,3 +135,34 @@ def test_decode_refuses_bad_context(bad):
 def test_decode_refuses_bad_kind():
     with pytest.raises(ValueError, match="kind"):
         decode_flops(V3, "flash", 10)
+
+
+# --- the caches' one validator (issue 38, class 5): empty appends, lists, nothing half-written ------------
+
+
+def test_a_first_append_of_zero_tokens_is_an_empty_cache_not_a_type_error():
+    from attention_from_scratch import KVCache, LatentCache, RollingKVCache
+
+    cache = KVCache()
+    k, v = cache.append(np.zeros((1, 2, 0, 4)), np.zeros((1, 2, 0, 3)))
+    assert k.shape == (1, 2, 0, 4) and v.shape == (1, 2, 0, 3) and len(cache) == 0 and cache.nbytes == 0
+    cache.append(np.ones((1, 2, 1, 4)), np.ones((1, 2, 1, 3)))
+    assert len(cache) == 1
+    config = MLAConfig(dim=16, n_heads=2, q_lora_rank=8, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=4,
+                       v_head_dim=4, max_seq_len=32)
+    latent = LatentCache(config, 1)
+    assert latent.append(np.zeros((1, 0, 6)), np.zeros((1, 0, 4))).shape == (1, 0, 10) and len(latent) == 0
+    rolling = RollingKVCache(3)
+    keys, values, mask = rolling.update(np.zeros((2, 0, 4)), np.zeros((2, 0, 4)))
+    assert keys.shape == values.shape == (2, 0, 4) and tuple(mask.shape) == (0, 0) and rolling.position == 0
+
+
+def test_every_cache_refuses_lists_with_a_message_and_writes_nothing():
+    from attention_from_scratch import KVCache, RollingKVCache
+
+    rolling, kv = RollingKVCache(3), KVCache()
+    for cache, call in ((rolling, rolling.update), (kv, kv.append)):
+        with pytest.raises(TypeError, match=r"(RollingKVCache|KVCache): k must be an array \(\.\.\., T, d\), got list"):
+            call([[[1.0, 2.0]]], np.ones((1, 1, 2)))
+        assert len(cache) == 0
+    assert rolling.position == 0 and rolling.k is None

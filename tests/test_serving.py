@@ -206,9 +206,9 @@ def test_flash_decode_equals_sdpa(xp, n_splits, n_q):
 def test_flash_decode_runs_its_splits_on_worker_threads(monkeypatch):
     import threading
 
-    threads, real = set(), serving_module.softmax_state
-    monkeypatch.setattr(serving_module, "softmax_state",
-                        lambda s, v, **kw: threads.add(threading.get_ident()) or real(s, v, **kw))
+    threads, real = set(), serving_module.online_softmax_update
+    monkeypatch.setattr(serving_module, "online_softmax_update",
+                        lambda state, s, v: threads.add(threading.get_ident()) or real(state, s, v))
     rng = np.random.default_rng(5)
     q, k = rng.standard_normal((4, 1, 8)), rng.standard_normal((4, 4000, 8))
     flash_decode(q, k, k, n_splits=4)
@@ -272,3 +272,43 @@ def test_ring_attention_checks_its_arguments():
         ring_attention(q, q, q, n_devices=4, zigzag=True)  # 8 chunks of 6 positions
     with pytest.raises(ValueError, match="n_devices"):
         ring_attention(q, q, q, n_devices=0)
+
+
+# --- issue 38: the engine's one state, the caches' one validator, the dtype rule -----------------------
+
+
+def test_paged_attention_propagates_nan_like_sdpa_instead_of_asserting():
+    """A NaN in a visible key used to stop on a bare AssertionError (paged kept its own state); through the
+    engine it gives what scaled_dot_product_attention gives: NaN in the rows that see it, nothing elsewhere."""
+    cache, _, [(k, v)] = _filled_cache(_Host(), [9], block_size=4)
+    k_bad = np.array(k)
+    k_bad[:, 6, 0] = np.nan
+    bad = cache.allocate()
+    cache.append(bad, k_bad, v)
+    q = np.random.default_rng(60).standard_normal((1, 2, 4, 3))
+    out = paged_attention(q, cache, [bad])
+    want = scaled_dot_product_attention(q[0], k_bad, v, causal=True)[0]
+    np.testing.assert_array_equal(np.isnan(out[0]), np.isnan(want))
+    assert np.isnan(out[0, :, 1:]).all() and not np.isnan(out[0, :, 0]).any()  # query 0 sits at 5: before key 6
+    np.testing.assert_allclose(out[0, :, 0], want[:, 0], rtol=1e-12)
+
+
+def test_paged_cache_checks_before_it_changes_anything():
+    with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+        PagedKVCache(4, 2, 1, 3, dtype=np.int32)
+    cache, seqs, _ = _filled_cache(_Host(), [5])
+    live = dict(cache.tables)
+    with pytest.raises(KeyError, match="no sequence 7"):
+        cache.fork(7)
+    assert cache.tables == live and cache.blocks_in_use == 2  # no phantom sequence left behind
+    with pytest.raises(ValueError, match="at least one sequence"):
+        paged_attention(np.ones((0, 2, 1, 3)), cache, [])
+    ints = np.ones((1, 2, 1, 3), dtype=np.int64)  # an integer q takes the pool's dtype, as elsewhere
+    np.testing.assert_allclose(paged_attention(ints, cache, seqs), paged_attention(ints.astype(float), cache, seqs))
+
+
+def test_ring_attention_counts_the_bytes_of_the_dtype_it_sends():
+    """float16 keys and values are sent as float16 (2 bytes each), not as the float32 copies it computes with."""
+    q, k, v = (np.ones((2, 8, 4), np.float16) for _ in range(3))
+    out, sent = ring_attention(q, k, v, n_devices=4)
+    assert out.dtype == np.float16 and sent == 3 * (2 * 8 * 4 + 2 * 8 * 4) * 2
