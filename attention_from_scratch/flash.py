@@ -32,7 +32,8 @@ with a sliding ``window`` (``windows.py``), every block before its band except t
 sink keys: the cost grows as T·W, not T·S. Only tiles that straddle an edge need a mask
 (:func:`tile_mask`). Learned ``sink_logits`` are the state the running max and sum start from
 (:func:`empty_state`). On a GPU each (batch·head, query block) runs on its own multiprocessor; here
-``workers=N`` runs them on N threads (NumPy releases the GIL inside matmul and exp).
+``workers=N`` runs them on N threads (NumPy releases the GIL inside matmul and exp). What the tiles save in
+memory traffic is counted in ``flash_io.py``.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ from .softmax import safe_shift
 from .windows import window_band
 
 __all__ = [
-    "CPU_BLOCK_SIZE", "GPU_BLOCK_SIZE", "Tiling", "attention_io_bytes", "check_flash", "default_block_size",
-    "empty_state", "finish_state", "flash_attention", "key_spans", "matrix_at", "online_softmax_merge",
-    "online_softmax_update", "softmax_state", "tile_mask", "tile_sram_bytes",
+    "CPU_BLOCK_SIZE", "GPU_BLOCK_SIZE", "Tiling", "check_flash", "default_block_size", "empty_state", "finish_state",
+    "flash_attention", "key_spans", "matrix_at", "online_softmax_merge", "online_softmax_update", "softmax_state",
+    "tile_mask",
 ]
 
 # block_size=None picks the measured best tile for the inputs' backend (default_block_size):
@@ -305,31 +306,3 @@ def flash_attention(
         out[(*idx, slice(i0, i0 + o.shape[0]), slice(None))] = o
         lse[(*idx, slice(i0, i0 + o.shape[0]), slice(None))] = s
     return (narrow(out, dtype, xp), lse[..., 0]) if return_lse else narrow(out, dtype, xp)
-
-
-# --- what FlashAttention moves between slow and fast memory --------------------------------------------
-
-
-def attention_io_bytes(n: int, d: int, block_q: int | None = None, *, element_size: int = 4) -> int:
-    """Bytes moved between slow memory (GPU HBM) and fast memory (SRAM) by one head, n queries and keys.
-
-    ``block_q=None``: plain attention (Dao et al. 2022, Algorithm 0) writes S = QKᵀ, reads it back for
-    the softmax, writes P, reads P for PV: ``4nd + 4n²`` elements (Q, K, V read, O written; four passes
-    over n x n). Tiled (FlashAttention-2's loop order, as :func:`flash_attention`): each query block is
-    read once and reads all of K and V, O and the per-row log-sum-exp are written once:
-    ``2nd + 2nd·ceil(n / block_q) + n`` elements, no n x n term; with block_q ≈ M / (4d) for an SRAM of M
-    elements this is Θ(n²d²/M), Dao et al.'s Theorem 2. Non-causal.
-    """
-    n, d = check_positive_int(n, "n"), check_positive_int(d, "d")
-    element_size = check_positive_int(element_size, "element_size")
-    if block_q is None:
-        return (4 * n * d + 4 * n * n) * element_size
-    n_blocks = -(-n // check_positive_int(block_q, "block_q"))  # ceil(n / block_q)
-    return (2 * n * d + 2 * n * d * n_blocks + n) * element_size
-
-
-def tile_sram_bytes(block_q: int, block_k: int, d: int, *, element_size: int = 4) -> int:
-    """Fast memory one tile needs: Q block, K and V blocks, the score tile, the accumulator, m and l."""
-    b_q, b_k = check_positive_int(block_q, "block_q"), check_positive_int(block_k, "block_k")
-    d = check_positive_int(d, "d")
-    return (2 * b_q * d + 2 * b_k * d + b_q * b_k + 2 * b_q) * check_positive_int(element_size, "element_size")
