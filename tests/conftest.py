@@ -93,3 +93,8 @@ def xp(request) -> ArrayCase:
     ns = namespace_for(backend)
     device = ns.Device(where[0]) if where else None
     return ArrayCase(backend, ns, dtype_name, device)
+
+
+# NumPy float64 alone: for the wide grids of cases, which need no backend sweep (the same code runs on each;
+# a few representative cases then run on every backend through the ``xp`` fixture)
+HOST = ArrayCase("numpy", namespace_for("numpy"), "float64")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import HOST
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
@@ -49,10 +50,25 @@ def _plain(q, k, v, mask=None, **kwargs):
 # --- forward equals plain attention ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (9, 5), (1, 6)])
-@pytest.mark.parametrize("block_size", [1, 3, (2, 4), 64, None])
-def test_equals_plain_attention(xp, n_q, n_k, causal, block_size):
+# every shape, tile and causal flag on NumPy (test_any_block_size_and_shape draws many more); a few on every
+# backend: the same code runs on each
+FLASH_CASES = [(n_q, n_k, causal, block) for n_q, n_k in ((7, 7), (5, 9), (9, 5), (1, 6)) for causal in (False, True)
+               for block in (1, 3, (2, 4), 64, None)]
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "block_size"), FLASH_CASES)
+def test_equals_plain_attention(n_q, n_k, causal, block_size):
+    _equals_plain_attention(HOST, n_q, n_k, causal, block_size)
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "block_size"),
+                         [(7, 7, True, 1), (5, 9, True, (2, 4)), (9, 5, True, 3), (1, 6, False, 64),
+                          (5, 9, False, None)])
+def test_equals_plain_attention_on_every_backend(xp, n_q, n_k, causal, block_size):
+    _equals_plain_attention(xp, n_q, n_k, causal, block_size)
+
+
+def _equals_plain_attention(xp, n_q, n_k, causal, block_size):
     q, k, v = _qkv(xp, (2, 2), n_q, n_k)
     expected = _plain(q, k, v, causal=causal)
     out = flash_attention(q, k, v, causal=causal, block_size=block_size)

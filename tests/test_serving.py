@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import HOST
 from scipy.special import logsumexp as scipy_logsumexp
 
 from attention_from_scratch import (
@@ -189,9 +190,17 @@ def test_merge_partials_equals_attention_over_the_union(xp):
 # --- split-KV decoding ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n_splits", [1, 2, 5, 37])
-@pytest.mark.parametrize("n_q", [1, 3])
-def test_flash_decode_equals_sdpa(xp, n_splits, n_q):
+@pytest.mark.parametrize(("n_splits", "n_q"), [(n, t) for n in (1, 2, 5, 37) for t in (1, 3)])
+def test_flash_decode_equals_sdpa(n_splits, n_q):
+    _flash_decode_equals_sdpa(HOST, n_splits, n_q)
+
+
+@pytest.mark.parametrize(("n_splits", "n_q"), [(1, 1), (5, 3), (37, 1)])
+def test_flash_decode_equals_sdpa_on_every_backend(xp, n_splits, n_q):
+    _flash_decode_equals_sdpa(xp, n_splits, n_q)
+
+
+def _flash_decode_equals_sdpa(xp, n_splits, n_q):
     q, k, v = xp.randn(2, 3, n_q, 8, seed=1), xp.randn(3, 37, 8, seed=2), xp.randn(3, 37, 5, seed=3)
     out = flash_decode(q, k, v, n_splits=n_splits)
     assert out.dtype == xp.dtype and tuple(out.shape) == (2, 3, n_q, 5)
@@ -227,11 +236,22 @@ def test_flash_decode_checks_its_arguments():
 # --- ring attention ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("n_q", "n_k"), [(24, 24), (17, 30), (30, 17)])
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("zigzag", [False, True])
-@pytest.mark.parametrize("n_devices", [1, 3, 4])
-def test_ring_attention_equals_sdpa_and_sends_every_block_n_minus_1_times(xp, n_q, n_k, causal, zigzag, n_devices):
+RING_CASES = [(n_q, n_k, causal, zigzag, n) for n_q, n_k in ((24, 24), (17, 30), (30, 17)) for causal in (False, True)
+              for zigzag in (False, True) for n in (1, 3, 4)]
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "zigzag", "n_devices"), RING_CASES)
+def test_ring_attention_equals_sdpa_and_sends_every_block_n_minus_1_times(n_q, n_k, causal, zigzag, n_devices):
+    _ring_equals_sdpa(HOST, n_q, n_k, causal, zigzag, n_devices)
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "zigzag", "n_devices"),
+                         [(24, 24, True, True, 4), (17, 30, True, False, 3), (30, 17, False, True, 1)])
+def test_ring_attention_on_every_backend(xp, n_q, n_k, causal, zigzag, n_devices):
+    _ring_equals_sdpa(xp, n_q, n_k, causal, zigzag, n_devices)
+
+
+def _ring_equals_sdpa(xp, n_q, n_k, causal, zigzag, n_devices):
     q, k, v = xp.randn(2, 3, n_q, 4, seed=1), xp.randn(3, n_k, 4, seed=2), xp.randn(3, n_k, 5, seed=3)
     out, sent = ring_attention(q, k, v, n_devices=n_devices, causal=causal, zigzag=zigzag)
     assert out.dtype == xp.dtype and tuple(out.shape) == (2, 3, n_q, 5)

@@ -166,8 +166,7 @@ def test_layer_backwards_match_finite_differences():
     )
 
 
-@pytest.mark.parametrize("attention", ["sdpa", "flash"])
-@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(("attention", "causal"), [("sdpa", True), ("sdpa", False), ("flash", True)])
 def test_backends_agree(xp, attention, causal):
     """Loss, gradients and generation on every backend (and device) equal NumPy float64's."""
     config = TransformerConfig(**TINY, attention=attention, causal=causal, n_kv_heads=1)
