@@ -43,31 +43,16 @@ from .infra.checks import check_cache_entries, check_positive_int
 from .mla_config import MLAConfig
 
 __all__ = [
-    "KVCache",
-    "TokenBuffer",
-    "arithmetic_intensity",
-    "bytes_per_token",
-    "decode_bytes_read",
-    "decode_flops",
-    "deepseek_v3_numbers",
-    "deepseek_v32_numbers",
-    "gqa_values_per_token",
-    "indexer_bytes_per_token",
-    "mha_values_per_token",
-    "mla_values_per_token",
-    "mqa_values_per_token",
+    "KVCache", "TokenBuffer", "arithmetic_intensity", "bytes_per_token", "decode_bytes_read", "decode_flops",
+    "deepseek_v3_numbers", "deepseek_v32_numbers", "gqa_values_per_token", "indexer_bytes_per_token",
+    "mha_values_per_token", "mla_values_per_token", "mqa_values_per_token",
 ]
 
 
-
 class TokenBuffer:
-    """Storage that grows along the token axis (-2): ``append`` writes new rows, returns all rows so far.
-
-    Preallocates and doubles (amortised O(1) per token, like a Python list) instead of concatenating
-    the whole cache every step. ``max_len`` (optional) is a hard capacity (:meth:`check_room`). The
-    storage lives on the backend and device of the first rows appended. It checks nothing else: the
-    cache that owns it checks the rows first (``infra/checks.check_cache_entries``).
-    """
+    """Storage growing along the token axis (-2) by doubling (amortised O(1) per token, like a Python list),
+    on the backend and device of the first rows appended; ``max_len`` (optional) is a hard capacity. It checks
+    nothing else: its cache checks the rows first (``infra/checks.check_cache_entries``)."""
 
     def __init__(self, max_len: int | None = None, name: str = "cache"):
         self.max_len = None if max_len is None else check_positive_int(max_len, "max_len")
@@ -101,10 +86,8 @@ class TokenBuffer:
         return None if self.data is None else self.data[..., : self.length, :]
 
     def nbytes_per_token(self) -> int:
-        if self.data is None:
-            return 0
-        per_row = math.prod((*self.data.shape[:-2], self.data.shape[-1]))
-        return per_row * get_namespace(self.data).finfo(self.data.dtype).bits // 8
+        rows = 0 if self.data is None else math.prod((*self.data.shape[:-2], self.data.shape[-1]))
+        return rows and rows * get_namespace(self.data).finfo(self.data.dtype).bits // 8
 
 
 class KVCache:
@@ -116,8 +99,7 @@ class KVCache:
     """
 
     def __init__(self, max_len: int | None = None):
-        self._k = TokenBuffer(max_len, "KVCache keys")
-        self._v = TokenBuffer(max_len, "KVCache values")
+        self._k, self._v = TokenBuffer(max_len, "KVCache keys"), TokenBuffer(max_len, "KVCache values")
 
     def append(self, k, v):
         """Store new keys/values ``(B, H_kv, T, d)`` and return all of them ``(B, H_kv, S, d)``.

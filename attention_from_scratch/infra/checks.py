@@ -163,16 +163,12 @@ def check_mask(mask, xp, name: str = "mask", *, device=None, additive: bool = Tr
 def check_attention(xp, q, k, v, mask=None, *, causal=False, scale=None, sink_logits=None, d_out=None):
     """The boundary of every attention function: ``(q, k, v, mask, scale, sink, dtype)`` ready for the formula.
 
-    * q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)`` in one floating dtype ``dtype`` (the one
-      promotion rule, ``backend.as_common_float``: the output's dtype), then widened: half precision
-      (float16, bfloat16) comes back as float32, so every sum runs in float32 (``backend.widen``).
-    * ``mask``: None, or boolean / additive float (:func:`check_mask`), broadcastable to ``(..., T, S)``,
-      at least 2-D (``(S,)`` -> ``(1, S)``), with the causal mask folded in when ``causal`` (bottom-right
-      aligned: query i sits at position S - T + i); a list goes to q's device.
-    * ``scale``: a float, ``1/sqrt(d_k)`` when None.
-    * ``sink``: None, or ``sink_logits`` (:func:`check_sink_logits`) as ``(..., T or 1, 1)``, widened with q.
-    * ``d_out`` (the backward's ``dL/d out``), when given, must have the output's shape; it comes back after
-      v, in the widened dtype: ``(q, k, v, d_out, mask, ...)``. It does not change ``dtype``.
+    q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)`` in one floating ``dtype`` (the output's:
+    ``backend.as_common_float``), then widened (half precision -> float32, ``backend.widen``); ``mask`` as
+    :func:`check_attention_mask` gives it (causal folded in); ``scale`` a float (``1/sqrt(d_k)`` for None);
+    ``sink`` None or :func:`check_sink_logits`'s ``(..., T or 1, 1)``, widened with q. ``d_out`` (the
+    backward's dL/d out), when given, must have the output's shape; it comes back after v, widened, and does
+    not change ``dtype``: ``(q, k, v, d_out, mask, ...)``.
     """
     q, k, v = as_common_float(xp, q, k, v, names=("q", "k", "v"))
     for x, name, dim in ((q, "q", "(..., T, d_k)"), (k, "k", "(..., S, d_k)"), (v, "v", "(..., S, d_v)")):
@@ -184,8 +180,7 @@ def check_attention(xp, q, k, v, mask=None, *, causal=False, scale=None, sink_lo
         raise ValueError(f"q and k must have the same d_k (last axis): q {tuple(q.shape)}, k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of keys S (axis -2): k {k.shape}, v {v.shape}")
-    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], names=("q batch dims", "k batch dims",
-                                                                              "v batch dims"))
+    lead = broadcast_shapes(*(x.shape[:-2] for x in (q, k, v)), names=("q batch dims", "k batch dims", "v batch dims"))
     (n_q, d_k), n_k, dtype, device = q.shape[-2:], k.shape[-2], q.dtype, device_of(q)
     mask = check_attention_mask(mask, causal, n_q, n_k, lead, xp, device)
     scale = 1.0 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", hint=" (None means 1/sqrt(d_k))")
