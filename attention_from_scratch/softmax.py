@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 
-from .infra.backend import as_common_float, get_namespace, narrow, needs_grad, widen
-from .infra.checks import check_flag, check_real, check_scores
+from .infra.backend import as_common_float, get_namespace, narrow, widen
+from .infra.checks import check_flag, check_scores
 
 __all__ = ["log_softmax", "logsumexp", "naive_softmax", "safe_shift", "softmax", "softmax_backward"]
 
@@ -42,7 +42,7 @@ def naive_softmax(x, axis: int = -1):
     ``softmax([1000.0, 0.0])`` gives ``[1., 0.]``.
     """
     xp = get_namespace(x)
-    x, axis = check_scores(x, axis, xp)
+    x, axis, _ = check_scores(x, axis, xp)
     e = xp.exp(x)
     return e / xp.sum(e, axis=axis, keepdims=True)
 
@@ -76,16 +76,13 @@ def softmax(x, axis: int = -1, *, temperature: float = 1.0):
     something upstream overflowed.
     """
     xp = get_namespace(x)
-    x, axis = check_scores(x, axis, xp)
-    t, wide = check_real(temperature, "temperature", above=0), widen(x, xp)  # half precision: float32 sums
+    x, axis, t = check_scores(x, axis, xp, temperature=temperature)
+    wide = widen(x, xp)  # half precision: float32 sums
     m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)  # (..., 1, ...): 0 for a row of only -inf
     e = xp.exp(_divide(wide - m, t, xp))  # every exponent <= 0: nothing overflows, the largest term is 1
     total = xp.sum(e, axis=axis, keepdims=True)  # >= 1, or 0 for a row of only -inf
     total = xp.where(total == 0, xp.ones_like(total), total)  # that row: 0 / 1 = 0, never 0 / 0
-    if needs_grad(e):  # autograd keeps e for exp's backward: no in-place division
-        return narrow(e / total, x.dtype, xp)
-    e /= total  # in exp's own new buffer: one array fewer at the peak
-    return narrow(e, x.dtype, xp)
+    return narrow(e / total, x.dtype, xp)
 
 
 def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
@@ -95,7 +92,7 @@ def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
     with NumPy's invalid-value warning (SciPy gives inf): not supported, as in :func:`softmax`.
     """
     xp = get_namespace(x)
-    x, axis = check_scores(x, axis, xp)
+    x, axis, _ = check_scores(x, axis, xp)
     keepdims = check_flag(keepdims, "keepdims")
     wide = widen(x, xp)
     m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)
@@ -119,8 +116,8 @@ def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
     Masked (``-inf``) entries give ``-inf``; an all ``-inf`` row gives all ``-inf``.
     """
     xp = get_namespace(x)
-    x, axis = check_scores(x, axis, xp)
-    t, wide = check_real(temperature, "temperature", above=0), widen(x, xp)
+    x, axis, t = check_scores(x, axis, xp, temperature=temperature)
+    wide = widen(x, xp)
     m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)
     shifted = _divide(wide - m, t, xp)  # <= 0, with 0 at the max (an all -inf row stays -inf)
     lse = _log_sum_exp_shifted(shifted, axis, xp)  # -inf only for an all -inf row: subtract 0 there

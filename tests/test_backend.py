@@ -264,7 +264,6 @@ def test_to_numpy_detaches_a_tensor_that_requires_grad():
     got = to_numpy(t * 2)  # a non-leaf tensor that requires grad (was a BufferError / RuntimeError)
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, np.full((2, 3), 2.0))
-    assert backend.needs_grad(t) and not backend.needs_grad(np.ones(2))
 
 
 def test_check_real_accepts_real_numbers_only():

@@ -14,7 +14,6 @@ without a GPU). All device logic lives here and nowhere else.
 * Devices: new arrays live on the device of the inputs (``array_api_compat.device(x)``), and host data
   (lists, numbers) is moved there; arrays of two backends or devices are a ``TypeError`` naming both,
   never a silent copy.
-* Autograd tensors (:func:`needs_grad`) are never modified in place.
 * Random numbers are drawn on the host with ``numpy.random.default_rng(seed)``, then moved: a CPU run
   and a GPU run see identical inputs.
 
@@ -31,7 +30,7 @@ import numpy as np
 
 __all__ = [
     "as_common_float", "as_float", "backend_name", "check_namespace", "device_of", "get_namespace", "gpu_available",
-    "namespace_for", "narrow", "needs_grad", "random_normal", "to_device", "to_numpy", "widen",
+    "namespace_for", "narrow", "random_normal", "to_device", "to_numpy", "widen",
 ]
 _UNUSUAL = np.ma.MaskedArray | np.matrix  # ndarray subclasses that mean something else: refused
 
@@ -93,10 +92,6 @@ def check_namespace(xp, name: str = "xp"):
                         f"got {xp!r} ({type(xp).__name__})")
     return xp
 
-
-def needs_grad(x) -> bool:
-    """True for an autograd tensor that needs a gradient (PyTorch ``requires_grad``): never modify it in place."""
-    return bool(getattr(x, "requires_grad", False))
 
 
 def as_float(x, xp, name: str = "x", *, device=None):

@@ -111,9 +111,10 @@ def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None)
         raise ValueError(f"shapes do not broadcast: {seen}") from None
 
 
-def check_scores(x, axis, xp, name="x"):
-    """``(x, axis)``: ``x`` a float array with at least one entry along ``axis`` (an integer in range): the
-    boundary of softmax, log-sum-exp and log-softmax (a softmax over nothing is undefined)."""
+def check_scores(x, axis, xp, name="x", *, temperature=1.0):
+    """``(x, axis, temperature)``: ``x`` a float array with at least one entry along ``axis`` (an integer in
+    range; a softmax over nothing is undefined), the temperature a float > 0: the boundary of softmax,
+    log-sum-exp and log-softmax."""
     x = as_float(x, xp, name)
     try:
         axis = None if isinstance(axis, bool) else operator.index(axis)
@@ -125,7 +126,7 @@ def check_scores(x, axis, xp, name="x"):
         raise ValueError(f"axis {axis} is out of range for {name} of shape {tuple(x.shape)}")
     if x.ndim > 0 and x.shape[axis] == 0:
         raise ValueError(f"{name} must have at least one entry along axis {axis}, got shape {tuple(x.shape)}")
-    return x, axis
+    return x, axis, check_real(temperature, "temperature", above=0)
 
 
 def check_mask(mask, xp, name: str = "mask", *, device=None, additive: bool = True):
