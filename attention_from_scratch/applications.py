@@ -24,6 +24,7 @@ import unicodedata
 
 from .infra.backend import as_float, device_of, get_namespace
 from .infra.checks import check_positive_int, check_real
+from .masking import masked_scores
 from .similarity import pairwise_cosine, pairwise_dot
 from .softmax import logsumexp, softmax
 
@@ -174,8 +175,8 @@ def nt_xent(z, *, temperature: float = 0.1):
     t = check_real(temperature, "temperature", above=0)
     n2, dev = z.shape[0], device_of(z)
     logits = (z @ z.mT) / t  # (2N, d) @ (d, 2N) -> (2N, 2N)
-    self_pair = xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N) the k = i terms
-    logits = xp.where(self_pair, xp.asarray(-math.inf, dtype=z.dtype, device=dev), logits)
+    others = ~xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N): every k ≠ i
+    logits = masked_scores(logits, others)  # the k = i terms -> -inf
     positives = xp.sum(z * xp.roll(z, n2 // 2, axis=0), axis=-1) / t  # (2N,) z_i · z_{(i + N) mod 2N}
     return xp.mean(logsumexp(logits, axis=-1) - positives)
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from .infra.backend import backend_name, device_of, get_namespace, narrow, widen
 from .infra.blas import limit_worker_thread, one_blas_thread
 from .infra.checks import broadcast_shapes, check_attention, check_flag, check_positive_int, check_window
-from .masking import masked_scores
+from .masking import intersect_masks, masked_scores
 from .softmax import safe_shift
 from .windows import window_band
 
@@ -174,12 +174,8 @@ def tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, device, window=None, n_s
         return tile
     keys, queries = xp.arange(j0, j1, device=device), xp.arange(i0, i1, device=device)
     p = queries[:, None] + offset  # (bq, 1): each query's position
-    seen = window_band(p, keys[None, :], window, n_sinks) if window is not None else keys[None, :] <= p
-    if tile is None:
-        return seen  # (bq, bk)
-    if tile.dtype == xp.bool:
-        return tile & seen
-    return xp.where(seen, tile, xp.asarray(-math.inf, dtype=tile.dtype, device=device))
+    seen = window_band(p, keys[None, :], window, n_sinks) if window is not None else keys[None, :] <= p  # (bq, bk)
+    return intersect_masks(tile, seen)
 
 
 # --- flash attention ----------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import math
 from .infra.backend import as_float, check_namespace, device_of, get_namespace, to_device
 from .infra.checks import broadcast_shapes, check_mask, check_positive_int
 
-__all__ = ["apply_mask", "causal_mask", "combine_masks", "masked_scores", "padding_mask"]
+__all__ = ["apply_mask", "causal_mask", "combine_masks", "intersect_masks", "masked_scores", "padding_mask"]
 
 
 def causal_mask(n_q: int, n_k: int | None = None, *, xp=None, device=None):
@@ -89,6 +89,18 @@ def combine_masks(*masks):
     for m in present[1:]:
         out = out & m
     return out
+
+
+def intersect_masks(mask, keep):
+    """A checked mask (boolean, additive float, or None) that also blocks every entry where the boolean
+    ``keep`` is False: ``mask & keep``, or ``-inf`` there for an additive mask (the causal mask on top of a
+    user's, a window's band on top of a tile's slice). Unchecked; broadcasting as ``&`` does."""
+    if mask is None:
+        return keep
+    xp = get_namespace(mask, keep)
+    if mask.dtype == xp.bool:
+        return mask & keep
+    return xp.where(keep, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device_of(mask)))
 
 
 def masked_scores(scores, mask):

@@ -211,14 +211,9 @@ def check_attention_mask(mask, causal, n_q, n_k, lead, xp, device):
         mask = xp.reshape(mask, shape)
     if not causal:
         return mask
-    from ..masking import causal_mask
+    from ..masking import causal_mask, intersect_masks  # imported here: masking.py itself imports these checks
 
-    future = causal_mask(n_q, n_k, xp=xp, device=device)  # (T, S)
-    if mask is None:
-        return future
-    if mask.dtype == xp.bool:
-        return mask & future
-    return xp.where(future, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device))
+    return intersect_masks(mask, causal_mask(n_q, n_k, xp=xp, device=device))  # the future blocked on top
 
 
 def check_sink_logits(sink_logits, lead, n_q, xp, *, dtype, device):
