@@ -82,19 +82,13 @@ def flash_attention_backward(
     to, in ``sink_logits``'s shape and the gradients' dtype (q's): ``(dq, dk, dv, d_sink_logits)``.
     """
     xp = get_namespace(q, k, v, out, d_out, lse, mask, sink_logits)
-    q, k, v, mask, scale, sink, dtype, tiling = check_flash(
-        xp, q, k, v, mask, causal=causal, scale=scale, block_size=block_size, window=window, n_sinks=n_sinks,
-        sink_logits=sink_logits)
-    out, d_out, lse = _check_saved(xp, out, d_out, lse, q, v, tiling.lead)
+    q, k, v, out, d_out, lse, mask, scale, sink, dtype, tiling = _check_backward(
+        xp, q, k, v, out, d_out, lse, mask, causal=causal, scale=scale, block_size=block_size, window=window,
+        n_sinks=n_sinks, sink_logits=sink_logits)
     big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # D_i = rowsum(dO ∘ O) = rowsum(dP ∘ P): (..., T, 1)
     lse = safe_shift(lse[..., None], xp)  # (..., T, 1); fully masked rows (-inf) shift by 0: exp(-inf - 0) = 0
-    d_sink = None
-    if sink is not None:  # σ_i = exp(s - lse_i), the sink's share of row i
-        # a forward with this sink has lse = log(e^s + Σ e^scores) >= s in every row: else the lse is another's
-        if not bool(xp.all(lse >= sink - 1e-5 * (1 + xp.abs(sink)))):
-            raise ValueError("lse was not computed with these sink_logits: pass the lse of "
-                             "flash_attention(..., sink_logits=sink_logits, return_lse=True)")
-        d_sink = narrow(sink_logits_grad(xp.exp(sink - lse), big_d, sink), dtype, xp)
+    # the sink's share of row i is σ_i = exp(s - lse_i): its logits' gradient -Σ σ_i D_i
+    d_sink = None if sink is None else narrow(sink_logits_grad(xp.exp(sink - lse), big_d, sink), dtype, xp)
     indices = list(itertools.product(*(range(n) for n in tiling.lead)))
     with one_blas_thread():
         grads = [_backward_one(*(matrix_at(x, idx) for x in (q, k, v, mask, d_out, big_d, lse)), scale, tiling)
@@ -107,15 +101,22 @@ def flash_attention_backward(
     return grads if d_sink is None else (*grads, d_sink)
 
 
-def _check_saved(xp, out, d_out, lse, q, v, lead):
-    """The forward's ``out`` and ``lse`` and the gradient ``d_out``, as float arrays of q's (widened) dtype on
-    q's device, with the shapes flash_attention gave: out and d_out ``(*lead, T, d_v)``, lse ``(*lead, T)``."""
+def _check_backward(xp, q, k, v, out, d_out, lse, mask, **forward):
+    """The backward's boundary: flash's own (``flash.check_flash``, with the forward's arguments) plus the
+    forward's ``out`` and ``lse`` and the gradient ``d_out``, as float arrays of q's (widened) dtype on q's
+    device with the shapes flash_attention gave (out and d_out ``(*lead, T, d_v)``, lse ``(*lead, T)``); with
+    sink logits, an lse of a forward that had them (``lse_i >= s`` in every row)."""
+    q, k, v, mask, scale, sink, dtype, tiling = check_flash(xp, q, k, v, mask, **forward)
     n_q, d_v, on = q.shape[-2], v.shape[-1], device_of(q)
-    wanted = {"out": (*lead, n_q, d_v), "d_out": (*lead, n_q, d_v), "lse": (*lead, n_q)}
+    wanted = {"out": (*tiling.lead, n_q, d_v), "d_out": (*tiling.lead, n_q, d_v), "lse": (*tiling.lead, n_q)}
     saved = []
     for x, (name, want) in zip((out, d_out, lse), wanted.items(), strict=True):
         x = as_float(x, xp, name, device=on)
         if tuple(x.shape) != want:
             raise ValueError(f"{name} must have shape {want} (as from flash_attention), got {tuple(x.shape)}")
         saved.append(xp.astype(x, q.dtype, copy=False))
-    return saved
+    if sink is not None and not bool(xp.all(saved[2][..., None] >= sink - 1e-5 * (1 + xp.abs(sink)))):
+        # a forward with this sink has lse = log(e^s + Σ e^scores) >= s in every row: else the lse is another's
+        raise ValueError("lse was not computed with these sink_logits: pass the lse of "
+                         "flash_attention(..., sink_logits=sink_logits, return_lse=True)")
+    return q, k, v, *saved, mask, scale, sink, dtype, tiling
