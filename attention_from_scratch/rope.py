@@ -36,13 +36,8 @@ from .infra.backend import as_float, device_of, get_namespace
 from .infra.checks import check_positive_int, check_real
 
 __all__ = [
-    "apply_rope",
-    "pairs_to_halves",
-    "rope_frequencies",
-    "rotate_half_rope",
-    "sinusoidal_positions",
-    "yarn_correction_range",
-    "yarn_mscale",
+    "apply_rope", "check_betas", "pairs_to_halves", "rope_frequencies", "rope_tables", "rotate_half_rope",
+    "rotate_pairs", "sinusoidal_positions", "yarn_correction_range", "yarn_mscale",
 ]
 
 
