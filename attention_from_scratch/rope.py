@@ -33,10 +33,10 @@ import math
 import numbers
 
 from .infra.backend import as_float, device_of, get_namespace
-from .infra.checks import check_positive_int, check_real
+from .infra.checks import check_betas, check_positive_int, check_real
 
 __all__ = [
-    "apply_rope", "check_betas", "pairs_to_halves", "rope_frequencies", "rope_tables", "rotate_half_rope",
+    "apply_rope", "pairs_to_halves", "rope_frequencies", "rope_tables", "rotate_half_rope",
     "rotate_pairs", "sinusoidal_positions", "yarn_correction_range", "yarn_mscale",
 ]
 
@@ -82,14 +82,6 @@ def _check_theta(theta, name: str = "theta") -> float:
     return theta
 
 
-def check_betas(beta_fast, beta_slow, prefix: str = "") -> None:
-    """YaRN's rotation thresholds: ``0 < beta_slow <= beta_fast`` (both count turns over the original context)."""
-    fast, slow = check_real(beta_fast, prefix + "beta_fast"), check_real(beta_slow, prefix + "beta_slow")
-    if not 0 < slow <= fast:
-        raise ValueError(
-            f"YaRN needs 0 < {prefix}beta_slow <= {prefix}beta_fast (rotations over the original context: "
-            f"fast pairs turn more), got beta_fast={beta_fast!r}, beta_slow={beta_slow!r}"
-        )
 
 
 def _check_dim(d, name="d"):

@@ -23,7 +23,7 @@ import numpy as np
 from .backend import as_common_float, as_float, backend_name, device_of, get_namespace, to_device, to_numpy, widen
 
 __all__ = [
-    "broadcast_shapes", "check_attention", "check_attention_mask", "check_cache_entries", "check_flag",
+    "broadcast_shapes", "check_attention", "check_attention_mask", "check_betas", "check_cache_entries", "check_flag",
     "check_float_dtype", "check_heads", "check_mask", "check_param", "check_positive_int", "check_real",
     "check_same_place", "check_scores", "check_sink_logits", "check_window",
 ]
@@ -243,6 +243,16 @@ def check_window(window, n_sinks):
     if n_sinks and window is None:  # without a window every key is seen anyway: a silent no-op otherwise
         raise ValueError(f"n_sinks={n_sinks} keeps sink tokens beside a sliding window: pass window=W too")
     return window, n_sinks
+
+
+def check_betas(beta_fast, beta_slow, prefix: str = "") -> None:
+    """YaRN's rotation thresholds: ``0 < beta_slow <= beta_fast`` (both count turns over the original context)."""
+    fast, slow = check_real(beta_fast, prefix + "beta_fast"), check_real(beta_slow, prefix + "beta_slow")
+    if not 0 < slow <= fast:
+        raise ValueError(
+            f"YaRN needs 0 < {prefix}beta_slow <= {prefix}beta_fast (rotations over the original context: "
+            f"fast pairs turn more), got beta_fast={beta_fast!r}, beta_slow={beta_slow!r}"
+        )
 
 
 def check_heads(d_model, n_heads, n_kv_heads=None):
