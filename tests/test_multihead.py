@@ -53,6 +53,16 @@ def test_cross_attention_and_per_head_mask(xp):
     xp.assert_close(mha(x, memory, mask=xp.asarray(pad)), expected)
 
 
+def test_a_per_head_mask_with_groups_wider_than_the_key_value_heads():
+    """G = H / H_kv = 3 query heads share each of 2 key/value heads: head h's mask must reach head h (a
+    (B, G, H_kv, ...) reading instead of (B, H_kv, G, ...) passed while G == H_kv, issue 38)."""
+    mha = MultiHeadAttention(12, 6, n_kv_heads=2, seed=8)
+    x = np.random.default_rng(9).standard_normal((2, 5, 12))
+    mask = np.random.default_rng(10).random((2, 6, 5, 5)) < 0.6  # a different mask per head
+    mask[..., 0] = True  # every query sees at least one key
+    np.testing.assert_allclose(mha(x, mask=mask), per_head_loop(mha, x, mask=mask), rtol=1e-12, atol=1e-13)
+
+
 def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group(xp):
     """GQA with 2 kv heads for 4 query heads is MHA whose w_k, w_v repeat each kv head for its group.
 
