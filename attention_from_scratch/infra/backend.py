@@ -56,8 +56,8 @@ def get_namespace(*arrays):
     between host and device would hide the most expensive operation in GPU code.
     """
     real = [a for a in arrays if a is not None and not _is_python_data(a)]
-    if not real:
-        return array_api_compat.array_namespace(np.empty(0))
+    if all(type(a) is np.ndarray for a in real):  # the common case, answered at once: NumPy, the host
+        return _numpy_namespace()
     spaces, devices = [], []
     for a in real:
         try:
@@ -81,8 +81,13 @@ def device_of(*arrays):
     """The device of the first real array among ``arrays`` (``None`` -- the default -- if there is none)."""
     for a in arrays:
         if a is not None and not _is_python_data(a):
-            return array_api_compat.device(a)
+            return "cpu" if type(a) is np.ndarray else array_api_compat.device(a)  # NumPy's one device: "cpu"
     return None
+
+
+@functools.cache
+def _numpy_namespace():
+    return array_api_compat.array_namespace(np.empty(0))
 
 
 def check_namespace(xp, name: str = "xp"):
@@ -223,7 +228,7 @@ def gpu_available() -> bool:
 def namespace_for(backend: str):
     """The namespace for a backend name: ``'numpy'``, ``'cupy'`` or ``'array_api_strict'``."""
     if backend == "numpy":
-        return array_api_compat.array_namespace(np.empty(0))
+        return _numpy_namespace()
     if backend == "cupy":
         if not gpu_available():
             raise RuntimeError("backend 'cupy' needs CuPy and a usable CUDA GPU; none was found. Install the GPU "
