@@ -4,26 +4,28 @@ Each module holds one concept (see README's course map); the most used names are
 """
 
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
-from .backend import get_namespace, gpu_available, to_numpy
-from .caches import RollingKVCache
 from .deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
 from .gated_deltanet import GatedDeltaNet, GatedDeltaNetCache, GatedDeltaNetConfig, hybrid_cache_bytes
-from .kv_cache import bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
+from .infra.backend import get_namespace, gpu_available, to_numpy
+from .kv_cache import KVCache, bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
 from .linear import elu_feature_map, gated_delta_rule, l2_normalize, linear_attention, linear_attention_recurrent
-from .masking import apply_mask, causal_mask, combine_masks, padding_mask, sliding_window_mask
-from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm
+from .masking import apply_mask, causal_mask, combine_masks, padding_mask
+from .mla import MLAConfig, MultiHeadLatentAttention
+from .mla_cache import LatentCache
 from .model.transformer import Transformer, TransformerConfig
-from .multihead import KVCache, MultiHeadAttention
+from .multihead import MultiHeadAttention
+from .norms import layer_norm, rms_norm
 from .paged import PagedKVCache, paged_attention
 from .recall import associative_recall, overwrite_recall
 from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .serving import flash_decode, merge_partials, ring_attention, ring_work
 from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
-from .sparse import fp8_e4m3, hadamard, index_scores, layer_norm, select_topk, topk_mask
+from .sparse import fp8_e4m3, hadamard, index_scores, select_topk, topk_mask
 from .sparse_training import attention_mass_recall, attention_target, indexer_loss_and_grads, train_indexer
+from .windows import RollingKVCache, sliding_window_mask
 
 __version__ = "0.1.0"
 

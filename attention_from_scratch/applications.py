@@ -22,9 +22,11 @@ import math
 import re
 import unicodedata
 
-from .backend import as_float, check_positive_int, device_of, get_namespace
+from .infra.backend import as_float, device_of, get_namespace
+from .infra.checks import check_positive_int, check_real
+from .masking import masked_scores
 from .similarity import pairwise_cosine, pairwise_dot
-from .softmax import _check_temperature, logsumexp, softmax
+from .softmax import logsumexp, softmax
 
 __all__ = [
     "grpo_advantages", "hashed_bag_of_words", "idf_weights", "info_nce", "info_nce_backward", "nt_xent",
@@ -127,7 +129,7 @@ def _pairs(q, k, temperature):
             f"q and k must both have shape (N, d), row i of k the positive for row i of q; "
             f"got {tuple(q.shape)} and {tuple(k.shape)}"
         )
-    return xp, q, k, _check_temperature(temperature)
+    return xp, q, k, check_real(temperature, "temperature", above=0)
 
 
 def info_nce(q, k, *, temperature: float = 0.1):
@@ -170,11 +172,11 @@ def nt_xent(z, *, temperature: float = 0.1):
     z = as_float(z, xp, "z")
     if z.ndim != 2 or z.shape[0] < 2 or z.shape[0] % 2:
         raise ValueError(f"z must have shape (2N, d) with N >= 1 (rows i and i + N paired), got {tuple(z.shape)}")
-    t = _check_temperature(temperature)
+    t = check_real(temperature, "temperature", above=0)
     n2, dev = z.shape[0], device_of(z)
     logits = (z @ z.mT) / t  # (2N, d) @ (d, 2N) -> (2N, 2N)
-    self_pair = xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N) the k = i terms
-    logits = xp.where(self_pair, xp.asarray(-math.inf, dtype=z.dtype, device=dev), logits)
+    others = ~xp.eye(n2, dtype=xp.bool, device=dev)  # (2N, 2N): every k ≠ i
+    logits = masked_scores(logits, others)  # the k = i terms -> -inf
     positives = xp.sum(z * xp.roll(z, n2 // 2, axis=0), axis=-1) / t  # (2N,) z_i · z_{(i + N) mod 2N}
     return xp.mean(logsumexp(logits, axis=-1) - positives)
 

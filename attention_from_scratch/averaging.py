@@ -20,7 +20,8 @@ queries and keys decide them (``scores = q·k / √d_k``). Notebook 05 walks the
 
 from __future__ import annotations
 
-from .backend import as_common_float, check_namespace, check_positive_int, check_real, get_namespace
+from .infra.backend import as_common_float, check_namespace, get_namespace
+from .infra.checks import check_positive_int, check_real
 from .softmax import softmax
 
 __all__ = ["causal_average_weights", "nadaraya_watson"]

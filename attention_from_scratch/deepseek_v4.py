@@ -42,11 +42,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, check_param, device_of, get_namespace, random_normal, to_device
 from .deepseek_v4_cache import DeepSeekV4Cache
 from .deepseek_v4_compressor import compress_windows, visible_entries
 from .deepseek_v4_config import CSA, SLIDING, DeepSeekV4Config, deepseek_v4_weight_shapes
-from .mla import rms_norm
+from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
+from .infra.checks import check_param
+from .norms import rms_norm
 from .rope import apply_rope
 from .sparse import index_scores, indexer_weights, select_topk
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 
-from .backend import check_positive_int, check_same_place, get_namespace
 from .deepseek_v4_config import CSA, SLIDING, DeepSeekV4Config
+from .infra.backend import get_namespace
+from .infra.checks import check_positive_int, check_same_place
 
 __all__ = ["CompressorState", "DeepSeekV4Cache"]
 

@@ -16,7 +16,7 @@ position p may read entry w only when every token of its window is at or before 
 
 from __future__ import annotations
 
-from .backend import get_namespace
+from .infra.backend import get_namespace
 from .softmax import softmax
 
 __all__ = ["compress_windows", "visible_entries"]

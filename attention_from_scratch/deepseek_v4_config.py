@@ -22,8 +22,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from .backend import check_positive_int, check_real
-from .rope import check_betas, rope_frequencies
+from .infra.checks import check_betas, check_positive_int, check_real
+from .rope import rope_frequencies
 
 __all__ = ["LAYER_TYPES", "DeepSeekV4Config", "deepseek_v4_parameter_count", "deepseek_v4_weight_shapes"]
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import math
 
-from .backend import check_positive_int
 from .deepseek_v4_config import CSA, HCA, SLIDING, DeepSeekV4Config
+from .infra.checks import check_positive_int
 from .kv_cache import indexer_bytes_per_token, mla_values_per_token
 from .mla_config import MLAConfig
 

@@ -35,20 +35,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from .backend import (
-    as_float,
-    check_float_dtype,
-    check_param,
-    check_positive_int,
-    check_real,
-    device_of,
-    get_namespace,
-    random_normal,
-    to_device,
-)
+from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device, widen
+from .infra.checks import check_float_dtype, check_param, check_positive_int, check_real
 from .linear import gated_delta_rule, l2_normalize
-from .mla import rms_norm
-from .softmax import widen
+from .norms import rms_norm
 
 __all__ = ["GatedDeltaNet", "GatedDeltaNetCache", "GatedDeltaNetConfig", "causal_conv1d", "hybrid_cache_bytes",
            "sigmoid", "silu", "softplus"]

@@ -1,7 +1,9 @@
-"""How many bytes the KV cache costs per token: MHA, GQA, MQA and MLA.
+"""The KV cache, and how many bytes it costs per token: MHA, GQA, MQA and MLA.
 
 While generating, every layer keeps what each past token contributes to attention, so the next token
-costs one projection instead of a re-run of the whole prefix. Per token and layer that is
+costs one projection instead of a re-run of the whole prefix: :class:`KVCache` keeps the keys
+``(B, H_kv, S, d_k)`` and values ``(B, H_kv, S, d_v)`` of ``multihead.MultiHeadAttention`` (MLA's latent
+cache is ``mla_cache.py``, the sliding window's ``windows.RollingKVCache``). Per token and layer it holds
 
     MHA   H · (d_k + d_v)          every head's key and value
     GQA   H_kv · (d_k + d_v)       H_kv key/value heads shared by groups of query heads (MQA: H_kv = 1)
@@ -34,23 +36,96 @@ values (``k_scale_cache``, 4 bytes): 1152 + 132 = 1284 bytes per token and layer
 
 from __future__ import annotations
 
-from .backend import check_positive_int
+import math
+
+from .infra.backend import device_of, get_namespace
+from .infra.checks import check_cache_entries, check_positive_int
 from .mla_config import MLAConfig
 
 __all__ = [
-    "arithmetic_intensity",
-    "bytes_per_token",
-    "decode_bytes_read",
-    "decode_flops",
-    "deepseek_v3_numbers",
-    "deepseek_v32_numbers",
-    "gqa_values_per_token",
-    "indexer_bytes_per_token",
-    "mha_values_per_token",
-    "mla_values_per_token",
-    "mqa_values_per_token",
+    "KVCache", "TokenBuffer", "arithmetic_intensity", "bytes_per_token", "decode_bytes_read", "decode_flops",
+    "deepseek_v3_numbers", "deepseek_v32_numbers", "gqa_values_per_token", "indexer_bytes_per_token",
+    "mha_values_per_token", "mla_values_per_token", "mqa_values_per_token",
 ]
 
+
+class TokenBuffer:
+    """Storage growing along the token axis (-2) by doubling (amortised O(1) per token, like a Python list),
+    on the backend and device of the first rows appended; ``max_len`` (optional) is a hard capacity. It checks
+    nothing else: its cache checks the rows first (``infra/checks.check_cache_entries``)."""
+
+    def __init__(self, max_len: int | None = None, name: str = "cache"):
+        self.max_len = None if max_len is None else check_positive_int(max_len, "max_len")
+        self.name, self.data, self.length = name, None, 0
+
+    def check_room(self, n_new: int):
+        """Raise (before anything is written) if ``n_new`` more tokens would overflow ``max_len``."""
+        if self.max_len is not None and self.length + n_new > self.max_len:
+            raise ValueError(
+                f"{self.name} is full: it holds {self.length} of max_len={self.max_len} tokens and cannot "
+                f"take {n_new} more. Start a new cache or create it with a larger max_len."
+            )
+
+    def append(self, new):
+        """Write ``new`` ``(..., T, d)`` after the rows held so far; return all of them ``(..., S, d)``."""
+        xp, end = get_namespace(new), self.length + new.shape[-2]
+        data, capacity = self.data, 0 if self.data is None else self.data.shape[-2]
+        if data is None or end > capacity:  # grow: a new buffer, on new's device
+            grown = max(end, 2 * capacity, 16)
+            grown = grown if self.max_len is None else min(grown, self.max_len)
+            data = xp.zeros((*new.shape[:-2], grown, new.shape[-1]), dtype=new.dtype, device=device_of(new))
+            if self.length:
+                data[..., : self.length, :] = self.data[..., : self.length, :]
+        data[..., self.length : end, :] = new
+        self.data, self.length = data, end  # only now: a failed write leaves the cache as it was
+        return self.data[..., :end, :]  # (..., S, d): a view of the filled part
+
+    @property
+    def rows(self):
+        """The rows held so far ``(..., S, d)`` (None before the first append)."""
+        return None if self.data is None else self.data[..., : self.length, :]
+
+    def nbytes_per_token(self) -> int:
+        rows = 0 if self.data is None else math.prod((*self.data.shape[:-2], self.data.shape[-1]))
+        return rows and rows * get_namespace(self.data).finfo(self.data.dtype).bits // 8
+
+
+class KVCache:
+    """Keys and values of the tokens seen so far, for incremental decoding with ``MultiHeadAttention``.
+
+    ``k`` ``(B, H_kv, S, d_k)`` and ``v`` ``(B, H_kv, S, d_v)``. ``max_len`` optionally caps S (a
+    fixed-size cache, as in DeepSeek's reference); decoding past it raises ``ValueError``.
+    ``len(cache)`` is S; ``cache.nbytes`` the bytes of those S tokens (not of spare capacity).
+    """
+
+    def __init__(self, max_len: int | None = None):
+        self._k, self._v = TokenBuffer(max_len, "KVCache keys"), TokenBuffer(max_len, "KVCache values")
+
+    def append(self, k, v):
+        """Store new keys/values ``(B, H_kv, T, d)`` and return all of them ``(B, H_kv, S, d)``.
+
+        Both are checked (backend, device, shapes, dtype, capacity) before either is written.
+        """
+        dims = (("B", None), ("H_kv", None), ("T", None), ("d", None))
+        check_cache_entries("KVCache", {"k": k, "v": v}, shapes={"k": dims, "v": dims},
+                            held={"k": self.k, "v": self.v})
+        self._k.check_room(k.shape[-2])
+        return self._k.append(k), self._v.append(v)
+
+    @property
+    def k(self):
+        return self._k.rows
+
+    @property
+    def v(self):
+        return self._v.rows
+
+    def __len__(self) -> int:
+        return self._k.length
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * (self._k.nbytes_per_token() + self._v.nbytes_per_token())
 
 
 def mha_values_per_token(n_heads: int, d_k: int, d_v: int | None = None) -> int:

@@ -58,9 +58,9 @@ from __future__ import annotations
 
 import math
 
-from .backend import as_common_float, as_float, check_flag, check_positive_int, check_real, device_of, get_namespace
+from .infra.backend import as_common_float, as_float, device_of, get_namespace, narrow, widen
+from .infra.checks import check_flag, check_positive_int, check_real
 from .masking import causal_mask
-from .softmax import narrow, widen
 
 __all__ = ["elu_feature_map", "gated_delta_rule", "l2_normalize", "linear_attention", "linear_attention_recurrent"]
 

@@ -44,8 +44,9 @@ DeepSeek-V3.2 (``config.index_n_heads > 0``): a lightning indexer (``sparse.py``
 token for each query from ``c_Q`` and ``h_t``, and each query attends over its ``index_topk`` best only:
 "naive" masks the other scores (the reference's prefill), "absorb" gathers the selected cached rows.
 
-Layout: the hyper-parameters live in ``mla_config.py`` (:class:`MLAConfig`, re-exported here) and
-checkpoint loading in ``mla_checkpoint.py``; this file is the layer itself, in the paper's order.
+Layout: the hyper-parameters live in ``mla_config.py`` (:class:`MLAConfig`, re-exported here), the latent
+cache in ``mla_cache.py`` and checkpoint loading in ``mla_checkpoint.py``; this file is the layer itself,
+in the paper's order. RMSNorm is ``norms.rms_norm``.
 Devices: ``MultiHeadLatentAttention(config, xp=..., device=...)`` creates the weights and the RoPE table
 there, ``mla.to(xp, device)`` moves them, ``from_state_dict`` keeps the state's device.
 
@@ -56,32 +57,17 @@ from __future__ import annotations
 
 from . import sparse
 from .attention import scaled_dot_product_attention
-from .backend import as_float, check_float_dtype, check_param, device_of, get_namespace, random_normal, to_device
-from .caches import LatentCache
+from .infra.backend import device_of, get_namespace, random_normal, to_device
+from .infra.checks import check_float_dtype, check_param
 from .masking import causal_mask
+from .mla_cache import LatentCache
 from .mla_checkpoint import check_call, check_state_dict
 from .mla_config import MLAConfig, mla_parameter_count, mla_weight_shapes, weight_attribute
-from .multihead import _merge_heads, _split_heads
+from .multihead import merge_heads, split_heads
+from .norms import rms_norm
 from .rope import apply_rope, rope_frequencies
 
-__all__ = ["LatentCache", "MLAConfig", "MultiHeadLatentAttention", "mla_parameter_count", "rms_norm"]
-
-
-def rms_norm(x, weight, eps: float = 1e-6):
-    """RMSNorm (Zhang & Sennrich 2019): ``x / sqrt(mean(x²) + eps) · weight`` over the last axis.
-
-    x ``(..., d)``, weight ``(d,)`` -> ``(..., d)`` in the promoted dtype of x and weight. Computed in at
-    least float32, then cast back: in float16 the sum of x² overflows to inf (one |x| > 256 suffices,
-    65504 being float16's largest number) and the result collapses to 0; DeepSeek's BF16 model
-    normalises in float32 for the same reason. Lists become float64 arrays.
-    """
-    xp = get_namespace(x, weight)
-    x, weight = as_float(x, xp, "x"), as_float(weight, xp, "weight")
-    out_dtype = xp.result_type(x.dtype, weight.dtype)
-    work = xp.result_type(out_dtype, xp.float32)  # float16 -> float32; float32, float64 kept
-    xw = xp.astype(x, work, copy=False)
-    rms = xp.sqrt(xp.mean(xw * xw, axis=-1, keepdims=True) + eps)  # (..., 1)
-    return xp.astype(xw / rms * xp.astype(weight, work, copy=False), out_dtype, copy=False)
+__all__ = ["LatentCache", "MLAConfig", "MultiHeadLatentAttention", "mla_parameter_count"]
 
 
 class MultiHeadLatentAttention:
@@ -171,13 +157,13 @@ class MultiHeadLatentAttention:
 
     def queries(self, x, start: int, c_q=None):
         """``q^C`` (B, H, T, d_h) and rotated ``q^R`` (B, H, T, d_r) of the tokens at start..start+T-1."""
-        xp, cfg = get_namespace(x), self.config
+        cfg = self.config
         if cfg.q_lora_rank:
             c_q = self.query_latent(x) if c_q is None else c_q  # (B, T, d_c')
             q = c_q @ self._w("wq_b", x).mT  # W_UQ, W_QR: (B, T, d_c') -> (B, T, H·(d_h + d_r))
         else:
             q = x @ self._w("wq", x).mT  # (B, T, dim) -> (B, T, H·(d_h + d_r))
-        q = _split_heads(q, cfg.n_heads, xp)  # (B, T, H·(d_h + d_r)) -> (B, H, T, d_h + d_r)
+        q = split_heads(q, cfg.n_heads)  # (B, T, H·(d_h + d_r)) -> (B, H, T, d_h + d_r)
         q_nope, q_pe = q[..., : cfg.qk_nope_head_dim], q[..., cfg.qk_nope_head_dim :]
         return q_nope, apply_rope(q_pe, start, freqs=self.freqs)
 
@@ -207,7 +193,7 @@ class MultiHeadLatentAttention:
         xp, cfg = get_namespace(c_kv), self.config
         b, s, _ = c_kv.shape
         kv = c_kv @ self._w("wkv_b", c_kv).mT  # W_UK, W_UV: (B, S, d_c) -> (B, S, H·(d_h + d_v))
-        kv = _split_heads(kv, cfg.n_heads, xp)  # (B, S, H·(d_h + d_v)) -> (B, H, S, d_h + d_v)
+        kv = split_heads(kv, cfg.n_heads)  # (B, S, H·(d_h + d_v)) -> (B, H, S, d_h + d_v)
         k_nope, v = kv[..., : cfg.qk_nope_head_dim], kv[..., cfg.qk_nope_head_dim :]
         # one k^R for all heads: (B, S, d_r) -> (B, H, S, d_r)
         k_pe = xp.broadcast_to(k_pe[:, None, :, :], (b, cfg.n_heads, s, cfg.qk_rope_head_dim))
@@ -261,8 +247,7 @@ class MultiHeadLatentAttention:
 
     def output(self, o):
         """Merge heads and apply W_O: (B, H, T, d_v) -> (B, T, dim)."""
-        xp = get_namespace(o)
-        o = _merge_heads(o, xp)  # (B, H, T, d_v) -> (B, T, H·d_v)
+        o = merge_heads(o)  # (B, H, T, d_v) -> (B, T, H·d_v)
         return o @ self._w("wo", o).mT  # (B, T, H·d_v) @ (H·d_v, dim) -> (B, T, dim)
 
     def __call__(self, x, *, cache: LatentCache | None = None, mode: str = "naive"):

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .backend import as_float, device_of, get_namespace, to_device
-from .caches import LatentCache
+from .infra.backend import as_float, device_of, get_namespace, to_device
+from .mla_cache import LatentCache
 from .mla_config import MLAConfig, mla_weight_shapes, weight_attribute
 
 __all__ = ["check_call", "check_state_dict", "read_safetensors"]
@@ -129,7 +129,7 @@ def check_call(layer, x, cache, mode: str):
     """The checks of ``mla(x, cache=, mode=)`` before anything is computed: -> ``(x as an array, start)``.
 
     A list becomes an array beside the weights; x must be ``(B, T, dim)``, non-empty; ``mode`` "naive" or
-    "absorb"; ``cache`` a :class:`~attention_from_scratch.caches.LatentCache`; every (possibly reassigned)
+    "absorb"; ``cache`` a :class:`~attention_from_scratch.mla_cache.LatentCache`; every (possibly reassigned)
     weight is checked before the cache is touched; positions must stay below ``config.max_seq_len``.
     """
     cfg = layer.config

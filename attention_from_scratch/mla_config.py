@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .backend import check_positive_int, check_real
-from .rope import check_betas, yarn_mscale
+from .infra.checks import check_betas, check_positive_int, check_real
+from .rope import yarn_mscale
 
 __all__ = ["MLAConfig", "mla_parameter_count", "mla_weight_shapes", "weight_attribute"]
 

@@ -13,79 +13,60 @@ attention, Shazeer 2019). The point is the KV cache: while generating, every pas
 values are kept so each new token costs one projection, not a re-run of the prefix; that cache grows
 with ``n_kv_heads``, not H.
 
+``split_heads``, ``merge_heads``, ``group_heads`` and ``ungroup_heads`` are the vocabulary of heads that MLA,
+DeepSeek-V3.2's indexer and the capstone share. The cache itself is ``kv_cache.KVCache``.
+
 Legend: B batch, H heads (H_kv key/value heads), T new (query) tokens, S keys, d_k head width.
 """
 
 from __future__ import annotations
 
-import math
-
-from .attention import _sdpa
-from .backend import (
-    as_float,
+from .attention import scaled_dot_product_attention
+from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
+from .infra.checks import (
     check_flag,
     check_float_dtype,
+    check_heads,
+    check_mask,
     check_param,
-    check_positive_int,
     check_same_place,
-    device_of,
-    get_namespace,
-    random_normal,
-    to_device,
 )
-from .caches import KVCache, TokenBuffer
-from .masking import _with_causal, as_mask
+from .kv_cache import KVCache
 
-__all__ = ["KVCache", "MultiHeadAttention", "TokenBuffer"]  # the caches live in caches.py
-
-
-def check_heads(d_model, n_heads, n_kv_heads=None):
-    """``(d_model, n_heads, n_kv_heads, d_k)`` checked: H divides d_model (d_k = d_model / H), H_kv divides H.
-
-    ``n_kv_heads=None`` means one key/value head per query head (plain multi-head attention). The one
-    check of the head arithmetic, for multi-head attention and the capstone's config alike.
-    """
-    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-    d_model, n_heads, n_kv_heads = (
-        check_positive_int(value, name)
-        for value, name in ((d_model, "d_model"), (n_heads, "n_heads"), (n_kv_heads, "n_kv_heads"))
-    )
-    if d_model % n_heads:
-        raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads} (d_k = d_model/H)")
-    if n_heads % n_kv_heads:
-        raise ValueError(
-            f"n_heads={n_heads} must be a multiple of n_kv_heads={n_kv_heads} (each key/value head "
-            f"serves a group of n_heads / n_kv_heads query heads)"
-        )
-    return d_model, n_heads, n_kv_heads, d_model // n_heads
+__all__ = ["MultiHeadAttention", "group_heads", "merge_heads", "split_heads", "ungroup_heads"]
 
 
-def _split_heads(x, n_heads, xp):
+def split_heads(x, n_heads):
+    """``(B, T, H·d_k) -> (B, H, T, d_k)``: the wide projection read as H heads of width d_k (no copy)."""
+    xp = get_namespace(x)
     b, t, _ = x.shape
     x = xp.reshape(x, (b, t, n_heads, -1))  # (B, T, H·d_k) -> (B, T, H, d_k)
     return xp.permute_dims(x, (0, 2, 1, 3))  # (B, T, H, d_k) -> (B, H, T, d_k)
 
 
-def _merge_heads(x, xp):
+def merge_heads(x):
+    """``(B, H, T, d_k) -> (B, T, H·d_k)``: the heads side by side again, the inverse of :func:`split_heads`."""
+    xp = get_namespace(x)
     b, h, t, d = x.shape
     return xp.reshape(xp.permute_dims(x, (0, 2, 1, 3)), (b, t, h * d))  # (B, H, T, d_k) -> (B, T, H·d_k)
 
 
-def _group_heads(q, k, v, n_kv_heads, xp):
+def group_heads(q, k, v, n_kv_heads):
     """Grouped-query attention as a broadcast: the query heads grouped by the key/value head they share.
 
     q ``(B, H, T, d_k)`` -> ``(B, H_kv, G, T, d_k)``; k, v ``(B, H_kv, S, d)`` -> ``(B, H_kv, 1, S, d)``,
     broadcast over the group of G = H / H_kv query heads (the attention backward sums it back).
     """
+    xp = get_namespace(q, k, v)
     b, h, t, d_k = q.shape
     q = xp.reshape(q, (b, n_kv_heads, h // n_kv_heads, t, d_k))  # (B, H, T, d_k) -> (B, H_kv, G, T, d_k)
     return q, k[:, :, None, :, :], v[:, :, None, :, :]  # (B, H_kv, S, d) -> (B, H_kv, 1, S, d)
 
 
-def _ungroup_heads(x, xp):
-    """The inverse of :func:`_group_heads`' reshape: ``(B, H_kv, G, T, d) -> (B, H_kv·G, T, d)`` (G = 1: keys)."""
+def ungroup_heads(x):
+    """The inverse of :func:`group_heads`' reshape: ``(B, H_kv, G, T, d) -> (B, H_kv·G, T, d)`` (G = 1: keys)."""
     b, h_kv, g, t, d = x.shape
-    return xp.reshape(x, (b, h_kv * g, t, d))
+    return get_namespace(x).reshape(x, (b, h_kv * g, t, d))
 
 
 class MultiHeadAttention:
@@ -133,14 +114,60 @@ class MultiHeadAttention:
         return self
 
     def new_cache(self, max_len: int | None = None) -> KVCache:
-        """An empty :class:`KVCache` for incremental decoding (optional capacity ``max_len``)."""
+        """An empty :class:`~attention_from_scratch.kv_cache.KVCache` for incremental decoding (optional capacity)."""
         return KVCache(max_len)
 
-    def _project(self, x, name, params, xp):
+    def _project(self, x, name, params):
+        xp = get_namespace(x)
         y = x @ xp.astype(params["w_" + name], x.dtype, copy=False)  # (B, T, d_model) @ (d_model, n·d_k)
         if self.bias:
             y = y + xp.astype(params["b_" + name], x.dtype, copy=False)
         return y  # (B, T, n·d_k)
+
+    def __call__(self, x, x_kv=None, *, mask=None, causal=False, cache=None, return_weights=False):
+        """Attend from ``x`` ``(B, T, d_model)`` to ``x_kv`` ``(B, S, d_model)`` (default: ``x``).
+
+        ``mask``: boolean, True = may attend, of shape ``(S,)``, ``(T, S)`` or ``(B|1, H|1, T|1, S|1)``
+        (S counts cached keys); a 3-D mask is refused as ambiguous (batch or head?).
+        ``causal``: bottom-right aligned, so with a cache the new tokens see all cached ones.
+        ``cache``: a :class:`~attention_from_scratch.kv_cache.KVCache`; the new keys/values are appended and
+        attended over. Returns ``(B, T, d_model)``, or with ``return_weights=True`` also each head's
+        attention weights ``(B, H, T, S)``.
+        """
+        xp = get_namespace(x, x_kv, mask)
+        x, x_kv, mask, params = self._check_call(xp, x, x_kv, mask, causal, cache, return_weights)
+        # 1) project and split heads
+        q = split_heads(self._project(x, "q", params), self.n_heads)  # (B, H, T, d_k)
+        k = split_heads(self._project(x_kv, "k", params), self.n_kv_heads)  # (B, H_kv, S_new, d_k)
+        v = split_heads(self._project(x_kv, "v", params), self.n_kv_heads)  # (B, H_kv, S_new, d_k)
+        # 2) with a cache, attend over everything seen so far
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H_kv, S, d_k)
+        # 3) every head at once: the query heads grouped by the key/value head they share (a broadcast)
+        q, k, v = group_heads(q, k, v, self.n_kv_heads)  # (B, H_kv, G, T, d_k), k and v (B, H_kv, 1, S, d_k)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, causal=causal)  # (B, H_kv, G, T, d_k)
+        # 4) merge heads and mix them with W_O
+        out = merge_heads(ungroup_heads(out))  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
+        out = self._project(out, "o", params)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
+        return (out, ungroup_heads(weights)) if return_weights else out  # weights (B, H, T, S)
+
+    def _check_call(self, xp, x, x_kv, mask, causal, cache, return_weights):
+        """Everything that can fail, checked before the cache is touched (a failed call leaves it as it was):
+        ``(x, x_kv, mask, params)`` with the mask reshaped to broadcast against ``(B, H_kv, G, T, S)``."""
+        x = self._check_input(x, "x", xp)
+        x_kv = x if x_kv is None else xp.astype(self._check_input(x_kv, "x_kv", xp), x.dtype)
+        check_flag(causal, "causal"), check_flag(return_weights, "return_weights")
+        if x_kv is not x:
+            check_same_place(x_kv, x, "x_kv", "x")
+        if x_kv.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"x and x_kv must have the same batch size B: x {tuple(x.shape)}, x_kv {tuple(x_kv.shape)}"
+            )
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache (from mha.new_cache()), got {type(cache).__name__}")
+        params = {name: check_param(getattr(self, name), name, shape, x) for name, shape in self._shapes.items()}
+        s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
+        return x, x_kv, self._group_mask(mask, x.shape[0], x.shape[1], s, xp, device_of(x)), params
 
     def _check_input(self, x, name, xp):
         x = as_float(x, xp, name)
@@ -150,54 +177,11 @@ class MultiHeadAttention:
             raise ValueError(f"{name} is empty, shape {tuple(x.shape)}: B and T must be >= 1")
         return x
 
-    def __call__(self, x, x_kv=None, *, mask=None, causal=False, cache=None):
-        """Attend from ``x`` ``(B, T, d_model)`` to ``x_kv`` ``(B, S, d_model)`` (default: ``x``).
-
-        ``mask``: boolean, True = may attend, of shape ``(S,)``, ``(T, S)`` or ``(B|1, H|1, T|1, S|1)``
-        (S counts cached keys); a 3-D mask is refused as ambiguous (batch or head?).
-        ``causal``: bottom-right aligned, so with a cache the new tokens see all cached ones.
-        ``cache``: a :class:`KVCache`; the new keys/values are appended and attended over. Returns
-        ``(B, T, d_model)``.
-        """
-        xp = get_namespace(x, x_kv, mask)
-        x = self._check_input(x, "x", xp)
-        x_kv = x if x_kv is None else xp.astype(self._check_input(x_kv, "x_kv", xp), x.dtype)
-        causal = check_flag(causal, "causal")
-        if x_kv is not x:
-            check_same_place(x_kv, x, "x_kv", "x")
-        if x_kv.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"x and x_kv must have the same batch size B: x {tuple(x.shape)}, x_kv {tuple(x_kv.shape)}"
-            )
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache (from mha.new_cache()), got {type(cache).__name__}")
-        b, t, _ = x.shape
-        h, h_kv = self.n_heads, self.n_kv_heads
-        # everything that can fail is checked before the cache is touched: a failed call leaves it as it was
-        params = {name: check_param(getattr(self, name), name, shape, x) for name, shape in self._shapes.items()}
-        s = (0 if cache is None else len(cache)) + x_kv.shape[1]  # keys: cached + new
-        mask = self._group_mask(mask, b, t, s, xp, device_of(x))
-        # 1) project and split heads
-        q = _split_heads(self._project(x, "q", params, xp), h, xp)  # (B, H, T, d_k)
-        k = _split_heads(self._project(x_kv, "k", params, xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
-        v = _split_heads(self._project(x_kv, "v", params, xp), h_kv, xp)  # (B, H_kv, S_new, d_k)
-        # 2) with a cache, attend over everything seen so far
-        if cache is not None:
-            k, v = cache.append(k, v)  # (B, H_kv, S, d_k)
-        # 3) group the query heads by the key/value head they share; K/V broadcast over the group
-        q, k, v = _group_heads(q, k, v, h_kv, xp)  # (B, H_kv, G, T, d_k), K and V (B, H_kv, 1, S, d_k)
-        mask = _with_causal(mask, causal, t, s, xp, device_of(x))  # checked once, in _group_mask
-        out, _ = _sdpa(q, k, v, mask, 1.0 / math.sqrt(self.d_k), xp)
-        # 4) merge heads and mix them with W_O
-        out = _merge_heads(_ungroup_heads(out, xp), xp)  # (B, H_kv, G, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
-        return self._project(out, "o", params, xp)  # (B, T, H·d_k) @ (H·d_k, d_model) -> (B, T, d_model)
-
     def _group_mask(self, mask, b, t, s, xp, device):
         """A mask broadcastable to (B, H, T, S), reshaped to broadcast against (B, H_kv, G, T, S)."""
         if mask is None:
             return None
-        # dtype and values: the same check as every attention function; a list goes to the inputs' device
-        mask = as_mask(mask, xp, device=device)
+        mask = check_mask(mask, xp, device=device)  # dtype and values; a list goes to the inputs' device
         seen = tuple(mask.shape)
         expected = f"mask must broadcast to (B={b}, H={self.n_heads}, T={t}, S={s}), got shape {seen}"
         if mask.ndim > 4:

@@ -14,8 +14,8 @@ slots (its last block's tail) instead of ``max_len - length``.
   prefix, parallel samples): blocks carry a reference count, and a shared block is copied the first
   time one of its owners writes into it (**copy on write**); full shared blocks are never copied.
 * :func:`paged_attention` attends a batch of sequences of different lengths by reading the pool
-  through their block tables, one block column at a time, merged with FlashAttention's online softmax
-  (``flash.online_softmax_merge``): the dense ``(B, S, d)`` keys are never assembled.
+  through their block tables, one block column at a time, each folded into FlashAttention's online-softmax
+  state (``flash.online_softmax_update``): the dense ``(B, S, d)`` keys are never assembled.
 
 Legend: B sequences, H query heads, H_kv key/value heads (H = H_kv unless grouped), T new tokens, S a
 sequence's cached tokens, d feature width.
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 
-from .attention import _scale
-from .backend import check_namespace, check_positive_int, check_same_place, device_of, get_namespace
-from .flash import online_softmax_merge, softmax_state
-from .softmax import narrow, safe_shift, widen
+from .flash import empty_state, finish_state, online_softmax_update
+from .infra.backend import as_common_float, check_namespace, device_of, get_namespace, narrow, widen
+from .infra.checks import check_cache_entries, check_float_dtype, check_positive_int, check_real, check_same_place
+from .masking import masked_scores
 
 __all__ = ["PagedKVCache", "contiguous_slots", "paged_attention", "paged_slots"]
 
@@ -63,6 +63,7 @@ class PagedKVCache:
         self.d_v = self.d_k if d_v is None else check_positive_int(d_v, "d_v")
         xp = get_namespace() if xp is None else check_namespace(xp)
         dtype = xp.float64 if dtype is None else dtype
+        check_float_dtype(dtype, xp)  # an integer pool would truncate every key and value
         shape = (self.n_blocks, self.n_kv_heads, self.block_size)
         self.k_pool = xp.zeros((*shape, self.d_k), dtype=dtype, device=device)
         self.v_pool = xp.zeros((*shape, self.d_v), dtype=dtype, device=device)
@@ -96,8 +97,9 @@ class PagedKVCache:
 
     def fork(self, seq) -> int:
         """A new sequence sharing all of ``seq``'s blocks (its prefix); writes into a shared block copy it."""
+        table = list(self.tables[self._seq(seq)])  # checked before anything is allocated
         new = self.allocate()
-        self.tables[new], self.lengths[new] = list(self.tables[self._seq(seq)]), self.lengths[seq]
+        self.tables[new], self.lengths[new] = table, self.lengths[seq]
         for b in self.tables[new]:
             self.refs[b] += 1
         return new
@@ -121,14 +123,10 @@ class PagedKVCache:
         Checked in full (shapes, dtype, device, free blocks) before anything is written.
         """
         self._seq(seq)
-        for name, a, d in (("k", k, self.d_k), ("v", v, self.d_v)):
-            if not hasattr(a, "shape") or a.ndim != 3 or (a.shape[0], a.shape[2]) != (self.n_kv_heads, d):
-                raise ValueError(f"{name} must be (H_kv={self.n_kv_heads}, T, {d}), got {getattr(a, 'shape', a)}")
-            check_same_place(a, self.k_pool, name, "the block pool")
-            if a.dtype != self.k_pool.dtype:
-                raise TypeError(f"{name} has dtype {a.dtype}, the pool holds {self.k_pool.dtype}")
-        if k.shape[1] != v.shape[1]:
-            raise ValueError(f"k and v must hold the same tokens: k {tuple(k.shape)}, v {tuple(v.shape)}")
+        shapes = {name: (("H_kv", self.n_kv_heads), ("T", None), (f"d_{name}", d))
+                  for name, d in (("k", self.d_k), ("v", self.d_v))}
+        check_cache_entries("PagedKVCache", {"k": k, "v": v}, shapes=shapes,
+                            held={"k": self.k_pool[0, ...], "v": self.v_pool[0, ...]})  # a block: (H_kv, bs, d)
         table, start, n_new = self.tables[seq], self.lengths[seq], k.shape[1]
         need = -(-(start + n_new) // self.block_size) - len(table)  # new blocks
         cow = start % self.block_size != 0 and n_new > 0 and self.refs[table[-1]] > 1  # a shared, partial last block
@@ -176,44 +174,49 @@ def paged_attention(q, cache: PagedKVCache, seqs, *, scale=None):
     (grouped-query attention: query head h reads key/value head ``h // (H / H_kv)``, as
     ``MultiHeadAttention``), so the pool holds only the H_kv heads. Equal to
     ``scaled_dot_product_attention(q_b, k_b, v_b, causal=True)`` for each sequence with its dense keys
-    (repeated over each group). The pool is read one block column at a time (block ``tables[b][c]``
-    for every b), each column's online-softmax state merged into the running one.
+    (repeated over each group), NaN and inf included. The pool is read one block column at a time
+    (block ``tables[b][c]`` for every b), each column folded into the running online-softmax state.
     """
     xp = get_namespace(q, cache.k_pool)
-    check_same_place(q, cache.k_pool, "q", "the block pool")
-    seqs = [cache._seq(s) for s in seqs]
-    h_kv = cache.n_kv_heads
-    if q.ndim != 4 or q.shape[0] != len(seqs) or q.shape[3] != cache.d_k or q.shape[1] % h_kv or not q.shape[1]:
-        raise ValueError(
-            f"q must be (B={len(seqs)}, H, T, d_k={cache.d_k}) with H a multiple of H_kv={h_kv} (the cache's "
-            f"key/value heads), got {tuple(q.shape)}"
-        )
-    n_b, n_heads, n_q, _ = q.shape
-    group, on, bs = n_heads // h_kv, device_of(q), cache.block_size
-    lengths = [cache.lengths[s] for s in seqs]
-    if min(lengths) < n_q:
-        raise ValueError(f"every sequence must hold the T={n_q} query tokens already; lengths {lengths}")
-    dtype = q.dtype
-    q = widen(q, xp) * _scale(scale, cache.d_k)  # half precision: scores and the state in float32
+    q, seqs, scale = _check_paged(xp, q, cache, seqs, scale)
+    (n_b, n_heads, n_q, _), h_kv, on, bs, dtype = q.shape, cache.n_kv_heads, device_of(q), cache.block_size, q.dtype
+    group, lengths = n_heads // h_kv, [cache.lengths[s] for s in seqs]
     # the G query heads of a key/value head as G·T rows: (B, H, T, d_k) -> (B, H_kv, G·T, d_k)
-    q = xp.reshape(q, (n_b, h_kv, group * n_q, cache.d_k))
+    q = xp.reshape(widen(q, xp) * scale, (n_b, h_kv, group * n_q, cache.d_k))  # half precision: float32
     n_cols = max(len(cache.tables[s]) for s in seqs)
     # (B, n_cols) block ids, padded with block 0: padded slots are masked by the lengths below
     table = xp.asarray([cache.tables[s] + [0] * (n_cols - len(cache.tables[s])) for s in seqs], device=on)
     length = xp.reshape(xp.asarray(lengths, device=on), (-1, 1, 1, 1))  # (B, 1, 1, 1)
     i = xp.reshape(xp.arange(group * n_q, device=on) % n_q, (1, 1, -1, 1))  # (1, 1, G·T, 1): row -> query
-    m = xp.full((*q.shape[:3], 1), -math.inf, dtype=q.dtype, device=on)
-    state = (m, xp.zeros_like(m), xp.zeros((*q.shape[:3], cache.d_v), dtype=q.dtype, device=on))
+    state = empty_state(q.shape[:3], cache.d_v, xp, dtype=q.dtype, device=on)  # (m, l, acc) of (B, H_kv, G·T)
     for c in range(n_cols):
         ids = table[:, c]  # (B,)
         k_c = widen(xp.take(cache.k_pool, ids, axis=0), xp)  # (B, H_kv, bs, d_k)
         v_c = widen(xp.take(cache.v_pool, ids, axis=0), xp)  # (B, H_kv, bs, d_v)
         j = xp.reshape(xp.arange(c * bs, (c + 1) * bs, device=on), (1, 1, 1, -1))  # (1, 1, 1, bs)
         seen = (j < length) & (j <= length - n_q + i)  # (B, 1, G·T, bs): the sequence's own past only
-        # (B, H_kv, G·T, d_k) @ (B, H_kv, d_k, bs) -> (B, H_kv, G·T, bs)
-        scores = xp.where(seen, q @ k_c.mT, xp.asarray(-math.inf, dtype=q.dtype, device=on))
-        state = online_softmax_merge(state, softmax_state(scores, v_c))
-    m, l, acc = state
-    assert bool(xp.all(l > 0)) and bool(xp.all(safe_shift(m, xp) == m))  # each query sees at least itself
-    out = xp.reshape(acc / l, (n_b, n_heads, n_q, cache.d_v))  # (B, H_kv, G·T, d_v) -> (B, H, T, d_v)
-    return narrow(out, dtype, xp)
+        scores = masked_scores(q @ k_c.mT, seen)  # (B, H_kv, G·T, d_k) @ (B, H_kv, d_k, bs) -> (B, H_kv, G·T, bs)
+        state = online_softmax_update(state, scores, v_c)
+    out, _ = finish_state(state)  # (B, H_kv, G·T, d_v)
+    return narrow(xp.reshape(out, (n_b, n_heads, n_q, cache.d_v)), dtype, xp)  # -> (B, H, T, d_v)
+
+
+def _check_paged(xp, q, cache, seqs, scale):
+    """paged_attention's boundary: q as a float array ``(B, H, T, d_k)`` beside the pool (H a multiple of H_kv),
+    the sequences live and holding the T queries already, the scale a float (default ``1/sqrt(d_k)``)."""
+    if not isinstance(cache, PagedKVCache):
+        raise TypeError(f"cache must be a PagedKVCache, got {type(cache).__name__}")
+    if hasattr(q, "dtype"):
+        check_same_place(q, cache.k_pool, "q", "the block pool")
+    q = as_common_float(xp, q, cache.k_pool, names=("q", "the block pool"))[0]  # integer q: the pool's dtype
+    seqs, h_kv = [cache._seq(s) for s in seqs], cache.n_kv_heads
+    if q.ndim != 4 or q.shape[0] != len(seqs) or q.shape[3] != cache.d_k or q.shape[1] % h_kv or not q.shape[1]:
+        raise ValueError(
+            f"q must be (B={len(seqs)}, H, T, d_k={cache.d_k}) with H a multiple of H_kv={h_kv} (the cache's "
+            f"key/value heads), got {tuple(q.shape)}"
+        )
+    if not seqs or min(cache.lengths[s] for s in seqs) < q.shape[2]:
+        raise ValueError(f"every sequence must hold the T={q.shape[2]} query tokens already; lengths "
+                         f"{[cache.lengths[s] for s in seqs]} (and at least one sequence)")
+    scale = 1.0 / math.sqrt(cache.d_k) if scale is None else check_real(scale, "scale")
+    return q, seqs, scale

@@ -15,7 +15,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from .backend import as_float, check_positive_int, check_real, device_of, get_namespace, random_normal
+from .infra.backend import as_float, device_of, get_namespace, random_normal
+from .infra.checks import check_positive_int, check_real
 
 __all__ = ["MatrixFactorization", "fit_matrix_factorization", "mf_loss_and_grad", "synthetic_ratings"]
 

@@ -32,16 +32,12 @@ from __future__ import annotations
 import math
 import numbers
 
-from .backend import as_float, check_positive_int, check_real, device_of, get_namespace
+from .infra.backend import as_float, device_of, get_namespace
+from .infra.checks import check_betas, check_positive_int, check_real
 
 __all__ = [
-    "apply_rope",
-    "pairs_to_halves",
-    "rope_frequencies",
-    "rotate_half_rope",
-    "sinusoidal_positions",
-    "yarn_correction_range",
-    "yarn_mscale",
+    "apply_rope", "pairs_to_halves", "rope_frequencies", "rope_tables", "rotate_half_rope",
+    "rotate_pairs", "sinusoidal_positions", "yarn_correction_range", "yarn_mscale",
 ]
 
 
@@ -86,14 +82,6 @@ def _check_theta(theta, name: str = "theta") -> float:
     return theta
 
 
-def check_betas(beta_fast, beta_slow, prefix: str = "") -> None:
-    """YaRN's rotation thresholds: ``0 < beta_slow <= beta_fast`` (both count turns over the original context)."""
-    fast, slow = check_real(beta_fast, prefix + "beta_fast"), check_real(beta_slow, prefix + "beta_slow")
-    if not 0 < slow <= fast:
-        raise ValueError(
-            f"YaRN needs 0 < {prefix}beta_slow <= {prefix}beta_fast (rotations over the original context: "
-            f"fast pairs turn more), got beta_fast={beta_fast!r}, beta_slow={beta_slow!r}"
-        )
 
 
 def _check_dim(d, name="d"):
@@ -144,43 +132,36 @@ def rope_frequencies(
     return freqs
 
 
-def _cos_sin(x, positions, freqs, xp):
-    """cos and sin of the angles m·θ_i, shape ``(T, d/2)``, in x's dtype (angles built in float64)."""
+def _check_rope(x, positions, freqs, xp):
+    """apply_rope's boundary: ``(x, positions, freqs)`` with x a float ``(..., T, d)`` array (d even),
+    ``positions`` float64 ``(T,)`` (an int is the first of T positions) and ``freqs`` ``(d/2,)`` (default
+    :func:`rope_frequencies` ``(d)``), the tables' inputs on x's device."""
+    x = as_float(x, xp, "x")
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., T, d) with at least 2 dimensions, got shape {tuple(x.shape)}")
-    d, where = x.shape[-1], device_of(x)  # every table is built on x's device
-    _check_dim(d, "the last axis of x")
-    if freqs is None:
-        freqs = rope_frequencies(d, xp=xp, device=where)
+    d, where = _check_dim(x.shape[-1], "the last axis of x"), device_of(x)  # every table is built on x's device
+    freqs = rope_frequencies(d, xp=xp, device=where) if freqs is None else freqs
     if not hasattr(freqs, "shape") or tuple(freqs.shape) != (d // 2,):
         raise ValueError(f"freqs must be an array of shape (d/2,) = ({d // 2},), got {_describe(freqs)}")
     if isinstance(positions, numbers.Integral) and not isinstance(positions, bool):  # int, np.int64: the start
         positions = range(positions, positions + x.shape[-2])
-    if isinstance(positions, list | tuple) and not all(
-        isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in positions
-    ):
-        raise TypeError(f"positions must hold integers, got {positions!r}")
     if isinstance(positions, range | list | tuple):
+        if not all(isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in positions):
+            raise TypeError(f"positions must hold integers, got {positions!r}")
         positions = xp.asarray(list(positions), dtype=xp.float64, device=where)
     elif hasattr(positions, "dtype") and xp.isdtype(positions.dtype, ("integral", "real floating")):
         positions = xp.astype(positions, xp.float64)
     else:
-        raise TypeError(
-            "positions must be an int (the first position), a range/list of ints or a 1-D array of positions, "
-            f"got {_describe(positions)}"
-        )
+        raise TypeError("positions must be an int (the first position), a range/list of ints or a 1-D array of "
+                        f"positions, got {_describe(positions)}")
     for name, table in (("positions", positions), ("freqs", freqs)):
         if device_of(table) != where:
-            raise TypeError(
-                f"{name} is on device {device_of(table)} but x is on {where}; create it on x's device "
-                f"(array_api_compat.device(x))"
-            )
+            raise TypeError(f"{name} is on device {device_of(table)} but x is on {where}; create it on x's device "
+                            f"(array_api_compat.device(x))")
     if positions.ndim != 1 or positions.shape[0] != x.shape[-2]:
-        raise ValueError(
-            f"positions must be 1-D with one entry per token (T={x.shape[-2]}), "
-            f"got shape {tuple(positions.shape)}"
-        )
-    return rope_tables(positions, freqs, x.dtype, xp)
+        raise ValueError(f"positions must be 1-D with one entry per token (T={x.shape[-2]}), "
+                         f"got shape {tuple(positions.shape)}")
+    return x, positions, freqs
 
 
 def rope_tables(positions, freqs, dtype, xp):
@@ -210,8 +191,8 @@ def apply_rope(x, positions, *, freqs=None):
     """
     # positions or freqs from another backend than x: a TypeError naming both (ints, lists are plain data)
     xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
-    x = as_float(x, xp, "x")
-    cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
+    x, positions, freqs = _check_rope(x, positions, freqs, xp)
+    cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_i, sin mθ_i
     return rotate_pairs(x, cos, sin, xp)
 
 
@@ -243,8 +224,8 @@ def rotate_half_rope(x, positions, *, freqs=None):
     pairs_to_halves(apply_rope(x, m))``; shown side by side to explain the layouts.
     """
     xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
-    x = as_float(x, xp, "x")
-    cos, sin = _cos_sin(x, positions, freqs, xp)  # (T, d/2)
+    x, positions, freqs = _check_rope(x, positions, freqs, xp)
+    cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_i, sin mθ_i
     half = x.shape[-1] // 2
     a, b = x[..., :half], x[..., half:]  # (..., T, d/2) each
     return xp.concat([a * cos - b * sin, b * cos + a * sin], axis=-1)  # (..., T, d)

@@ -18,15 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .backend import (
-    as_common_float,
-    check_flag,
-    check_namespace,
-    check_positive_int,
-    device_of,
-    get_namespace,
-    random_normal,
-)
+from .infra.backend import as_common_float, check_namespace, device_of, get_namespace, random_normal
+from .infra.checks import check_flag, check_positive_int
 from .softmax import softmax
 
 __all__ = [

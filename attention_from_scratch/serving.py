@@ -1,7 +1,8 @@
 """FlashAttention's merge, one level up: split-KV decoding and ring attention.
 
-Both rest on one fact (``flash.py``): attention over a set of keys is carried by the online-softmax
-state ``(m, l, acc)``, and two states of disjoint key sets merge exactly into the state of their union
+Both run on FlashAttention's engine (``flash.py``): attention over a set of keys is carried by the
+online-softmax state ``(m, l, acc)``, a block of keys is folded in by ``flash.online_softmax_update``, and
+two states of disjoint key sets merge exactly into the state of their union
 (:func:`~attention_from_scratch.flash.online_softmax_merge`). A finished partial result ``(out, lse)``
 is such a state too: ``(m, l, acc) = (lse, 1, out)``, since ``Σ exp(s - lse) = 1``. So
 
@@ -31,39 +32,26 @@ import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from .attention import _check_qkv, _full_mask, _scale
-from .backend import broadcast_shapes, check_flag, check_positive_int, device_of, get_namespace
-from .blas import limit_worker_thread, one_blas_thread
-from .flash import online_softmax_merge, softmax_state
-from .masking import _apply_mask
-from .softmax import narrow, widen
-from .tiles import _masked, _tile_mask
+from .flash import empty_state, finish_state, key_spans, online_softmax_merge, online_softmax_update, tile_mask
+from .infra.backend import device_of, get_namespace, narrow
+from .infra.blas import limit_worker_thread, one_blas_thread
+from .infra.checks import broadcast_shapes, check_attention, check_flag, check_positive_int
+from .masking import masked_scores
 
 __all__ = ["flash_decode", "merge_partials", "ring_attention", "ring_work"]
-
-
-def _finish(state, xp):
-    """``(out, lse)`` of a state ``(m, l, acc)``: ``acc / l`` and ``m + log l``; an empty row gives 0 and -inf."""
-    m, l, acc = state
-    empty = l == 0
-    l = xp.where(empty, xp.ones_like(l), l)
-    return acc / l, xp.where(empty, xp.full_like(m, -math.inf), m + xp.log(l))
-
-
-def _as_state(out, lse, xp):
-    """The state ``(lse, 1, out)`` of a finished partial result (``(0, -inf) -> `` the empty state)."""
-    return lse, xp.where(lse == -math.inf, xp.zeros_like(lse), xp.ones_like(lse)), out
 
 
 def merge_partials(out_a, lse_a, out_b, lse_b):
     """Attention of the same queries over two disjoint key sets, merged: ``(out, lse)``.
 
     out ``(..., T, d_v)``, lse ``(..., T)`` (the log-sum-exp of each row's scaled, masked scores; -inf
-    for a row that saw no key) -> the same shapes, through :func:`online_softmax_merge`.
+    for a row that saw no key) -> the same shapes. A finished part is the state ``(lse, 1, out)`` (``(-inf,
+    0, 0)`` for a row that saw nothing), merged by :func:`online_softmax_merge`.
     """
     xp = get_namespace(out_a, lse_a, out_b, lse_b)
-    a, b = (_as_state(o, s[..., None], xp) for o, s in ((out_a, lse_a), (out_b, lse_b)))  # lse (..., T, 1)
-    out, lse = _finish(online_softmax_merge(a, b), xp)
+    a, b = ((s, xp.where(s == -math.inf, xp.zeros_like(s), xp.ones_like(s)), o)  # (lse, 1 or 0, out)
+            for o, s in ((out_a, lse_a[..., None]), (out_b, lse_b[..., None])))  # lse (..., T) -> (..., T, 1)
+    out, lse = finish_state(online_softmax_merge(a, b))
     return out, lse[..., 0]
 
 
@@ -89,23 +77,22 @@ def flash_decode(q, k, v, *, n_splits, mask=None, scale=None):
     :func:`online_softmax_merge`. ``mask`` as in sdpa (boolean, True = may attend), sliced per chunk.
     """
     xp = get_namespace(q, k, v, mask)
-    q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _full_mask(mask, False, n_q, n_k, xp, lead, device_of(q))
-    n_splits = _splits("n_splits", n_splits, n_k)
-    dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)  # half precision: the states in float32
-    q = widen(q, xp) * _scale(scale, d_k)
+    q, k, v, mask, scale, _, dtype = check_attention(xp, q, k, v, mask, scale=scale)
+    n_splits = _splits("n_splits", n_splits, k.shape[-2])
+    q = q * scale  # (..., T, d_k)
+    rows = (*broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2]),
+            q.shape[-2])  # (..., T): the state's rows
 
-    def split(span):
+    def split(span):  # one chunk of keys: its own state, from empty
         j0, j1 = span
         scores = q @ k[..., j0:j1, :].mT  # (..., T, d_k) @ (..., d_k, S_j) -> (..., T, S_j)
-        if mask is not None:
-            scores = _apply_mask(scores, mask[..., j0:j1] if mask.shape[-1] > 1 else mask, xp)  # checked above
-        return softmax_state(scores, v[..., j0:j1, :])
+        scores = masked_scores(scores, None if mask is None else mask[..., j0:j1] if mask.shape[-1] > 1 else mask)
+        empty = empty_state(rows, v.shape[-1], xp, dtype=q.dtype, device=device_of(q))
+        return online_softmax_update(empty, scores, v[..., j0:j1, :])
 
     with one_blas_thread(), ThreadPoolExecutor(max_workers=n_splits, initializer=limit_worker_thread) as pool:
-        states = list(pool.map(split, _spans(n_k, n_splits)))
-    return narrow(_finish(functools.reduce(online_softmax_merge, states), xp)[0], dtype, xp)
+        states = list(pool.map(split, _spans(k.shape[-2], n_splits)))
+    return narrow(finish_state(functools.reduce(online_softmax_merge, states))[0], dtype, xp)
 
 
 def _check_devices(n_devices, zigzag, n):
@@ -123,9 +110,10 @@ def _placement(n, n_devices, zigzag):
     return [[chunks[r], chunks[2 * n_devices - 1 - r]] for r in range(n_devices)]
 
 
-def _visible(q_span, k_span, offset, causal):
-    """False when every key of ``k_span`` is in the future of every query of ``q_span`` (the block is skipped)."""
-    return not causal or k_span[0] <= q_span[1] - 1 + offset
+def _visible(q_span, k_span, offset, n_k, causal):
+    """Whether any query of ``q_span`` sees a key of ``k_span``: the keys they can see (``flash.key_spans``) meet it."""
+    spans = key_spans(*q_span, offset, n_k, causal=causal)
+    return any(j0 < k_span[1] and k_span[0] < j1 for j0, j1 in spans)
 
 
 def ring_work(n_q, n_k, n_devices, *, causal=True, zigzag=False):
@@ -138,7 +126,7 @@ def ring_work(n_q, n_k, n_devices, *, causal=True, zigzag=False):
     n_devices = _check_devices(n_devices, zigzag, min(n_q, n_k))
     q_place, k_place = _placement(n_q, n_devices, zigzag), _placement(n_k, n_devices, zigzag)
     all_k = [span for spans in k_place for span in spans]
-    pairs = [[(a, b) for a in spans for b in all_k if _visible(a, b, n_k - n_q, causal)] for spans in q_place]
+    pairs = [[(a, b) for a in spans for b in all_k if _visible(a, b, n_k - n_q, n_k, causal)] for spans in q_place]
     return [sum((i1 - i0) * (j1 - j0) for (i0, i1), (j0, j1) in device) for device in pairs]
 
 
@@ -148,40 +136,35 @@ def ring_attention(q, k, v, *, n_devices, causal=False, scale=None, zigzag=False
     q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)``. Device r holds its share of the
     queries and of the keys/values (contiguous, or ``zigzag=True``: chunks r and 2N - 1 - r of 2N). At
     each of N steps it attends its queries to the key/value block it holds (skipping, when ``causal``,
-    the pairs of chunks wholly in the future; causal is bottom-right aligned), merges the result into
-    its queries' states, then sends the block on to device r + 1. ``bytes_sent`` counts every block
-    sent: ``(N - 1) · (bytes(k) + bytes(v))``.
+    the pairs of chunks wholly in the future; causal is bottom-right aligned), folds the result into
+    its queries' states (FlashAttention's update: the ring is flash's key loop spread over devices),
+    then sends the block on to device r + 1. ``bytes_sent`` counts every block sent, in the inputs'
+    own dtype: ``(N - 1) · (bytes(k) + bytes(v))``.
     """
     xp = get_namespace(q, k, v)
-    q, k, v, n_q, n_k, d_k = _check_qkv(q, k, v, xp)
-    lead = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v, _, scale, _, dtype = check_attention(xp, q, k, v, scale=scale)
     causal, zigzag = check_flag(causal, "causal"), check_flag(zigzag, "zigzag")
+    (n_q, n_k), on = (q.shape[-2], k.shape[-2]), device_of(q)
     n_devices = _check_devices(n_devices, zigzag, min(n_q, n_k))
-    dtype, k, v = q.dtype, widen(k, xp), widen(v, xp)  # half precision: the states in float32
-    q, on, offset = widen(q, xp) * _scale(scale, d_k), device_of(q), n_k - n_q
+    q, lead, offset = q * scale, broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]), n_k - n_q
     q_place, k_place = _placement(n_q, n_devices, zigzag), _placement(n_k, n_devices, zigzag)
     # what each device holds and sends: its key/value chunks (and their positions)
     held = [[(span, k[..., span[0] : span[1], :], v[..., span[0] : span[1], :]) for span in spans] for spans in k_place]
-    states = {}  # each query span's running (m, l, acc), starting empty
-    for i0, i1 in (span for spans in q_place for span in spans):
-        m = xp.full((*lead, i1 - i0, 1), -math.inf, dtype=q.dtype, device=on)
-        states[(i0, i1)] = (m, xp.zeros_like(m), xp.zeros((*lead, i1 - i0, v.shape[-1]), dtype=q.dtype, device=on))
+    states = {(i0, i1): empty_state((*lead, i1 - i0), v.shape[-1], xp, dtype=q.dtype, device=on)
+              for spans in q_place for i0, i1 in spans}  # each query span's running (m, l, acc)
     bytes_sent = 0
     for step in range(n_devices):
         for r, spans in enumerate(q_place):
             for i0, i1 in spans:
                 for (j0, j1), k_b, v_b in held[r]:
-                    if not _visible((i0, i1), (j0, j1), offset, causal):
+                    if not _visible((i0, i1), (j0, j1), offset, n_k, causal):
                         continue
                     scores = q[..., i0:i1, :] @ k_b.mT  # (..., T_r, d_k) @ (..., d_k, S_b) -> (..., T_r, S_b)
-                    scores = _masked(scores, _tile_mask(None, causal, i0, i1, j0, j1, offset, xp, on), xp)
-                    states[(i0, i1)] = online_softmax_merge(states[(i0, i1)], softmax_state(scores, v_b))
+                    scores = masked_scores(scores, tile_mask(None, causal, i0, i1, j0, j1, offset, xp, on))
+                    states[(i0, i1)] = online_softmax_update(states[(i0, i1)], scores, v_b)
         if step < n_devices - 1:  # every device sends what it holds to the next one
-            bytes_sent += sum(_nbytes(a, xp) for blocks in held for _, k_b, v_b in blocks for a in (k_b, v_b))
+            bytes_sent += (math.prod(k.shape) + math.prod(v.shape)) * xp.finfo(dtype).bits // 8  # in k's own dtype
             held = [held[(r - 1) % n_devices] for r in range(n_devices)]
     ordered = sorted(states)  # the query spans in position order
-    return narrow(xp.concat([_finish(states[span], xp)[0] for span in ordered], axis=-2), dtype, xp), bytes_sent
+    return narrow(xp.concat([finish_state(states[span])[0] for span in ordered], axis=-2), dtype, xp), bytes_sent
 
-
-def _nbytes(a, xp):
-    return math.prod(a.shape) * xp.finfo(a.dtype).bits // 8

@@ -19,7 +19,8 @@ accuracy. ``benchmarks/bench_scores.py`` measures the difference.
 
 from __future__ import annotations
 
-from .backend import as_common_float, broadcast_shapes, get_namespace
+from .infra.backend import as_common_float, get_namespace
+from .infra.checks import broadcast_shapes
 
 __all__ = [
     "additive_score",

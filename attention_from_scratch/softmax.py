@@ -22,31 +22,17 @@ Temperature ``T`` divides the scores: ``softmax(x / T)``. ``T -> 0`` approaches 
 The shift comes before the division, ``(x - m) / T``, so a tiny T gives -inf (weight 0), never inf - inf.
 
 Half precision (float16, bfloat16) is computed in float32 and returned in the input's dtype, as
-FlashAttention accumulates (:func:`widen`): float16's sum of 2049 ones is 2048, and exp(12) is inf.
+FlashAttention accumulates (``backend.widen``): float16's sum of 2049 ones is 2048, and exp(12) is inf.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 
-from .backend import as_common_float, as_float, check_flag, check_real, get_namespace, needs_grad
+from .infra.backend import as_common_float, get_namespace, narrow, widen
+from .infra.checks import check_flag, check_scores
 
-__all__ = ["log_softmax", "logsumexp", "naive_softmax", "softmax", "softmax_backward", "widen"]
-
-
-def widen(x, xp):
-    """``x`` in float32 when it is half precision (16 bits: float16, bfloat16), else ``x`` itself.
-
-    Scores, exponentials and their sums accumulate in float32, as FlashAttention does; callers return
-    results in the input's dtype (:func:`narrow`).
-    """
-    return xp.astype(x, xp.float32) if xp.finfo(x.dtype).bits < 32 else x
-
-
-def narrow(x, dtype, xp):
-    """``x`` cast back to ``dtype`` (no copy when it already has it)."""
-    return x if x.dtype == dtype else xp.astype(x, dtype)
+__all__ = ["log_softmax", "logsumexp", "naive_softmax", "safe_shift", "softmax", "softmax_backward"]
 
 
 def naive_softmax(x, axis: int = -1):
@@ -56,38 +42,9 @@ def naive_softmax(x, axis: int = -1):
     ``softmax([1000.0, 0.0])`` gives ``[1., 0.]``.
     """
     xp = get_namespace(x)
-    x = _as_scores(x, axis, xp)
+    x, axis, _ = check_scores(x, axis, xp)
     e = xp.exp(x)
     return e / xp.sum(e, axis=axis, keepdims=True)
-
-
-def _as_scores(x, axis, xp):
-    """``x`` as a float array with at least one entry along ``axis`` (a softmax over nothing is undefined)."""
-    x = as_float(x, xp, "x")
-    try:
-        axis = operator.index(axis) if not isinstance(axis, bool) else None
-    except TypeError:
-        axis = None
-    if axis is None:
-        raise TypeError("axis must be an integer: softmax normalises along one axis (axis=-1: the last)")
-    if x.ndim > 0 and not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"axis {axis} is out of range for x of shape {tuple(x.shape)}")
-    if x.ndim > 0 and x.shape[axis] == 0:
-        raise ValueError(f"x must have at least one entry along axis {axis}, got shape {tuple(x.shape)}")
-    return x
-
-
-def _check_temperature(temperature) -> float:
-    return check_real(temperature, "temperature", above=0)
-
-
-def _divide(shifted, t, xp):
-    """``shifted / t`` for shifted scores (<= 0): ``-inf`` where a tiny ``t`` would overflow (without a warning)."""
-    if t >= 1.0:
-        return shifted / t
-    bound = -0.5 * t * float(xp.finfo(shifted.dtype).max)  # shifted >= bound keeps |shifted / t| < max
-    quotient = xp.clip(shifted, bound, None) / t
-    return xp.where(shifted < bound, xp.full_like(shifted, -math.inf), quotient)
 
 
 def safe_shift(m, xp):
@@ -98,51 +55,34 @@ def safe_shift(m, xp):
     return xp.where(m == -math.inf, xp.zeros_like(m), m)
 
 
-def _row_max(x, axis, xp):
-    """Row maximum to shift by (see :func:`safe_shift`)."""
-    return safe_shift(xp.max(x, axis=axis, keepdims=True), xp)
-
-
-def softmax_(scores, axis: int = -1):
-    """Stable softmax computed *in place* in ``scores``'s buffer where the backend allows.
-
-    Internal helper for attention: ``scores`` must be a temporary the caller owns. Two (T, S) buffers
-    are live at the peak (``scores`` and ``exp(scores)``); the normalisation divides in place. An
-    autograd tensor (:func:`~attention_from_scratch.backend.needs_grad`) is never modified in place:
-    autograd keeps it for the backward pass.
-    """
-    xp = get_namespace(scores)
-    m = _row_max(scores, axis, xp)
-    if needs_grad(scores):
-        e = xp.exp(scores - m)
-    else:
-        scores -= m
-        e = xp.exp(scores)
-    del scores
-    total = xp.sum(e, axis=axis, keepdims=True)
-    # an all-masked row has total 0 and e == 0 there: divide by 1 to keep its weights at 0
-    total = xp.where(total == 0, xp.ones_like(total), total)
-    if needs_grad(e):
-        return e / total
-    e /= total
-    return e
+def _divide(shifted, t, xp):
+    """``shifted / t`` for shifted scores (<= 0): ``-inf`` where a tiny ``t`` would overflow (without a warning)."""
+    if t == 1.0:
+        return shifted
+    if t > 1.0:
+        return shifted / t
+    bound = -0.5 * t * float(xp.finfo(shifted.dtype).max)  # shifted >= bound keeps |shifted / t| < max
+    quotient = xp.clip(shifted, bound, None) / t
+    return xp.where(shifted < bound, xp.full_like(shifted, -math.inf), quotient)
 
 
 def softmax(x, axis: int = -1, *, temperature: float = 1.0):
-    """Numerically stable softmax along ``axis`` (max-subtracted); rows sum to 1.
+    """Numerically stable softmax along ``axis``: ``exp((x - m) / T) / Σ exp((x - m) / T)``, m the row max.
 
-    ``x`` any shape; returns the same shape and floating dtype. ``-inf`` entries get weight 0 and a
-    row of only ``-inf`` gives all zeros (not NaN). ``temperature`` T computes ``softmax(x / T)``.
-    ``+inf`` or NaN in a row is not supported: that row comes out NaN (as in SciPy), with NumPy's
-    invalid-value warning -- scores are finite unless something upstream overflowed.
+    ``x`` any shape; returns the same shape and floating dtype; rows sum to 1. ``-inf`` entries get
+    weight 0 and a row of only ``-inf`` gives all zeros (not NaN): it is shifted by 0 and divided by 1.
+    ``temperature`` T computes ``softmax(x / T)``. ``+inf`` or NaN in a row is not supported: that row
+    comes out NaN (as in SciPy), with NumPy's invalid-value warning -- scores are finite unless
+    something upstream overflowed.
     """
     xp = get_namespace(x)
-    x = _as_scores(x, axis, xp)
-    t = _check_temperature(temperature)
-    wide = widen(x, xp)
-    # (x - m) / T and x - 0 are new arrays, so the caller's x is never modified
-    shifted = _divide(wide - _row_max(wide, axis, xp), t, xp) if t != 1.0 else wide - 0.0
-    return narrow(softmax_(shifted, axis=axis), x.dtype, xp)
+    x, axis, t = check_scores(x, axis, xp, temperature=temperature)
+    wide = widen(x, xp)  # half precision: float32 sums
+    m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)  # (..., 1, ...): 0 for a row of only -inf
+    e = xp.exp(_divide(wide - m, t, xp))  # every exponent <= 0: nothing overflows, the largest term is 1
+    total = xp.sum(e, axis=axis, keepdims=True)  # >= 1, or 0 for a row of only -inf
+    total = xp.where(total == 0, xp.ones_like(total), total)  # that row: 0 / 1 = 0, never 0 / 0
+    return narrow(e / total, x.dtype, xp)
 
 
 def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
@@ -152,10 +92,10 @@ def logsumexp(x, axis: int = -1, *, keepdims: bool = False):
     with NumPy's invalid-value warning (SciPy gives inf): not supported, as in :func:`softmax`.
     """
     xp = get_namespace(x)
-    x = _as_scores(x, axis, xp)
+    x, axis, _ = check_scores(x, axis, xp)
     keepdims = check_flag(keepdims, "keepdims")
     wide = widen(x, xp)
-    m = _row_max(wide, axis, xp)
+    m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)
     out = narrow(m + _log_sum_exp_shifted(wide - m, axis, xp), x.dtype, xp)
     return out if keepdims else xp.squeeze(out, axis=axis)
 
@@ -176,9 +116,10 @@ def log_softmax(x, axis: int = -1, *, temperature: float = 1.0):
     Masked (``-inf``) entries give ``-inf``; an all ``-inf`` row gives all ``-inf``.
     """
     xp = get_namespace(x)
-    x = _as_scores(x, axis, xp)
-    t, wide = _check_temperature(temperature), widen(x, xp)
-    shifted = _divide(wide - _row_max(wide, axis, xp), t, xp)  # <= 0, with 0 at the max (an all -inf row stays -inf)
+    x, axis, t = check_scores(x, axis, xp, temperature=temperature)
+    wide = widen(x, xp)
+    m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)
+    shifted = _divide(wide - m, t, xp)  # <= 0, with 0 at the max (an all -inf row stays -inf)
     lse = _log_sum_exp_shifted(shifted, axis, xp)  # -inf only for an all -inf row: subtract 0 there
     return narrow(shifted - xp.where(xp.isfinite(lse), lse, xp.zeros_like(lse)), x.dtype, xp)
 

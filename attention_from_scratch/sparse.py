@@ -35,9 +35,11 @@ import math
 from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
-from .backend import as_float, check_positive_int, get_namespace
-from .masking import causal_mask
-from .multihead import _split_heads
+from .infra.backend import as_float, get_namespace
+from .infra.checks import check_positive_int
+from .masking import causal_mask, masked_scores
+from .multihead import split_heads
+from .norms import layer_norm
 from .rope import rotate_half_rope
 
 __all__ = [
@@ -47,7 +49,7 @@ __all__ = [
     "indexer_keys",
     "indexer_queries",
     "indexer_weights",
-    "layer_norm",
+    "rope_first",
     "select_topk",
     "sparse_latent_attention",
     "topk_mask",
@@ -56,24 +58,7 @@ __all__ = [
 E4M3_MAX = 448.0  # largest finite float8_e4m3fn: 1.75 · 2^8
 
 
-def layer_norm(x, weight, bias, eps: float = 1e-6):
-    """LayerNorm over the last axis: ``(x - mean) / sqrt(var + eps) · weight + bias`` (biased variance).
-
-    x ``(..., d)``, weight and bias ``(d,)``. Computed in at least float32 (as the reference does,
-    ``F.layer_norm(x.float(), ...)``), returned in the promoted dtype of x and weight.
-    """
-    xp = get_namespace(x, weight, bias)
-    x, weight, bias = (as_float(a, xp, n) for a, n in ((x, "x"), (weight, "weight"), (bias, "bias")))
-    out_dtype = xp.result_type(x.dtype, weight.dtype)
-    work = xp.result_type(out_dtype, xp.float32)
-    xw = xp.astype(x, work, copy=False)
-    centred = xw - xp.mean(xw, axis=-1, keepdims=True)  # (..., d)
-    x_hat = centred / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + eps)
-    out = x_hat * xp.astype(weight, work, copy=False) + xp.astype(bias, work, copy=False)
-    return xp.astype(out, out_dtype, copy=False)
-
-
-def _rope_first(x, rope_dim: int, positions, freqs):
+def rope_first(x, rope_dim: int, positions, freqs):
     """Rotate-half RoPE on the first ``rope_dim`` features of ``x (..., T, d)``; the rest pass through."""
     xp = get_namespace(x)
     return xp.concat([rotate_half_rope(x[..., :rope_dim], positions, freqs=freqs), x[..., rope_dim:]], axis=-1)
@@ -85,15 +70,14 @@ def indexer_queries(c_q, wq_b, n_heads: int, rope_dim: int, positions, freqs):
     ``wq_b`` ``(H_I·d_I, d_c')`` (out, in); RoPE (rotate-half, ``freqs (rope_dim/2,)``) on the first
     ``rope_dim`` dims of every head, at ``positions`` (an int = the first position, or T positions).
     """
-    xp = get_namespace(c_q, wq_b)
-    q = _split_heads(c_q @ wq_b.mT, n_heads, xp)  # (B, T, H_I·d_I) -> (B, H_I, T, d_I)
-    return _rope_first(q, rope_dim, positions, freqs)
+    q = split_heads(c_q @ wq_b.mT, n_heads)  # (B, T, H_I·d_I) -> (B, H_I, T, d_I)
+    return rope_first(q, rope_dim, positions, freqs)
 
 
 def indexer_keys(x, wk, k_norm_weight, k_norm_bias, rope_dim: int, positions, freqs, eps: float = 1e-6):
     """One indexer key per token, ``RoPE_half(LayerNorm(x @ wkᵀ))``: ``x (B, T, dim)`` -> ``(B, T, d_I)``."""
     k = layer_norm(x @ wk.mT, k_norm_weight, k_norm_bias, eps)  # (B, T, dim) -> (B, T, d_I)
-    return _rope_first(k, rope_dim, positions, freqs)
+    return rope_first(k, rope_dim, positions, freqs)
 
 
 def indexer_weights(x, weights_proj):
@@ -115,7 +99,7 @@ def index_scores(q, k, weights, *, causal: bool = True, scale: float | None = No
     scores = xp.sum(w * relu, axis=1)  # (B, H_I, T, S) -> (B, T, S)
     if causal:
         visible = causal_mask(scores.shape[-2], scores.shape[-1], xp=xp, device=device_of(scores))  # (T, S)
-        scores = xp.where(visible, scores, -math.inf)
+        scores = masked_scores(scores, visible)
     return scores
 
 

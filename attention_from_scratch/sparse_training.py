@@ -26,10 +26,10 @@ import math
 from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
-from .backend import get_namespace
-from .masking import causal_mask
-from .multihead import _merge_heads, _split_heads
-from .sparse import _rope_first, topk_mask
+from .infra.backend import get_namespace
+from .masking import causal_mask, masked_scores
+from .multihead import merge_heads, split_heads
+from .sparse import rope_first, topk_mask
 
 __all__ = ["INDEXER_PARAMS", "attention_mass_recall", "attention_target", "indexer_loss_and_grads", "train_indexer"]
 
@@ -51,8 +51,8 @@ def attention_target(layer, x):
 
 
 def _unrope(g, rope_dim, n_positions, freqs):
-    """The transpose of :func:`sparse._rope_first` at positions 0..T-1: rotate back by the opposite angles."""
-    return _rope_first(g, rope_dim, [-p for p in range(n_positions)], freqs)
+    """The transpose of :func:`sparse.rope_first` at positions 0..T-1: rotate back by the opposite angles."""
+    return rope_first(g, rope_dim, [-p for p in range(n_positions)], freqs)
 
 
 def indexer_loss_and_grads(params: dict, x, c_q, target, *, rope_dim: int, freqs, eps: float = 1e-6):
@@ -68,19 +68,19 @@ def indexer_loss_and_grads(params: dict, x, c_q, target, *, rope_dim: int, freqs
     b, t, dim = x.shape
     scale = d**-0.5
     # forward, keeping what the backward needs
-    q = _split_heads(c_q @ w_q.mT, n_heads, xp)  # (B, T, H_I·d_I) -> (B, H_I, T, d_I)
-    q = _rope_first(q, rope_dim, 0, freqs)
+    q = split_heads(c_q @ w_q.mT, n_heads)  # (B, T, H_I·d_I) -> (B, H_I, T, d_I)
+    q = rope_first(q, rope_dim, 0, freqs)
     k_lin = x @ w_k.mT  # (B, T, d_I)
     centred = k_lin - xp.mean(k_lin, axis=-1, keepdims=True)
     inv_std = 1.0 / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + eps)
     x_hat = centred * inv_std
-    k = _rope_first(x_hat * gamma + beta, rope_dim, 0, freqs)  # (B, T, d_I)
+    k = rope_first(x_hat * gamma + beta, rope_dim, 0, freqs)  # (B, T, d_I)
     w = x @ w_p.mT / math.sqrt(n_heads)  # (B, T, H_I)
     z = q @ k[:, None, :, :].mT * scale  # (B, H_I, T, T)
     relu = xp.maximum(z, 0.0)
     w_h = xp.permute_dims(w, (0, 2, 1))[..., None]  # (B, T, H_I) -> (B, H_I, T, 1)
     visible = causal_mask(t, t, xp=xp, device=device_of(x))  # (T, T)
-    scores = xp.where(visible, xp.sum(w_h * relu, axis=1), -math.inf)  # (B, T, T)
+    scores = masked_scores(xp.sum(w_h * relu, axis=1), visible)  # (B, T, T), the future -inf
     shifted = scores - xp.max(scores, axis=-1, keepdims=True)
     log_q = shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))  # log softmax over visible keys
     p_log_p = xp.where(target > 0, target * xp.log(xp.where(target > 0, target, 1.0)), 0.0)
@@ -98,7 +98,7 @@ def indexer_loss_and_grads(params: dict, x, c_q, target, *, rope_dim: int, freqs
                          - x_hat * xp.mean(d_x_hat * x_hat, axis=-1, keepdims=True))
     rows_x, rows_c = xp.reshape(x, (b * t, dim)), xp.reshape(c_q, (b * t, c_q.shape[-1]))
     grads = {
-        "indexer_wq_b": xp.reshape(_merge_heads(d_q, xp), (b * t, -1)).mT @ rows_c,  # (H_I·d_I, d_c')
+        "indexer_wq_b": xp.reshape(merge_heads(d_q), (b * t, -1)).mT @ rows_c,  # (H_I·d_I, d_c')
         "indexer_wk": xp.reshape(d_k_lin, (b * t, d)).mT @ rows_x,  # (d_I, dim)
         "indexer_k_norm": xp.sum(xp.reshape(d_k * x_hat, (b * t, d)), axis=0),  # (d_I,)
         "indexer_k_norm_bias": xp.sum(xp.reshape(d_k, (b * t, d)), axis=0),  # (d_I,)

@@ -12,7 +12,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from attention_from_scratch.blas import blas_thread_limit
+from attention_from_scratch.infra.blas import blas_thread_limit
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"
 

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
-from attention_from_scratch.backend import gpu_available, namespace_for, to_device
 from attention_from_scratch.flash import flash_attention
+from attention_from_scratch.infra.backend import gpu_available, namespace_for, to_device
 
 D_K = 64
 

@@ -30,10 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from attention_from_scratch.attention import scaled_dot_product_attention
-from attention_from_scratch.blas import blas_thread_limit
-from attention_from_scratch.kv_cache import bytes_per_token
+from attention_from_scratch.infra.blas import blas_thread_limit
+from attention_from_scratch.kv_cache import KVCache, bytes_per_token
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
-from attention_from_scratch.multihead import KVCache
 
 CONTEXTS = (512, 1024, 2048, 4096, 8192)
 QUICK_CONTEXTS = (256, 512, 1024)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, write_figure
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
-from attention_from_scratch.blas import one_blas_thread
+from attention_from_scratch.infra.blas import one_blas_thread
 from attention_from_scratch.similarity import pairwise_additive, pairwise_dot
 
 D = 64

@@ -22,8 +22,8 @@ import numpy as np
 from _timing import median_times, print_table
 
 from attention_from_scratch import PagedKVCache, flash_attention, flash_decode, scaled_dot_product_attention
+from attention_from_scratch.flash import key_spans
 from attention_from_scratch.paged import contiguous_slots, paged_slots
-from attention_from_scratch.tiles import key_spans
 
 
 def _scores(n, window, block):

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from _timing import median_times
 
-from attention_from_scratch.blas import blas_thread_limit
+from attention_from_scratch.infra.blas import blas_thread_limit
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.sparse import select_topk
 

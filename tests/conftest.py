@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from attention_from_scratch.backend import gpu_available, namespace_for, to_device, to_numpy
+from attention_from_scratch.infra.backend import gpu_available, namespace_for, to_device, to_numpy
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -93,3 +93,8 @@ def xp(request) -> ArrayCase:
     ns = namespace_for(backend)
     device = ns.Device(where[0]) if where else None
     return ArrayCase(backend, ns, dtype_name, device)
+
+
+# NumPy float64 alone: for the wide grids of cases, which need no backend sweep (the same code runs on each;
+# a few representative cases then run on every backend through the ``xp`` fixture)
+HOST = ArrayCase("numpy", namespace_for("numpy"), "float64")

@@ -77,7 +77,7 @@ def _rotate(x, positions):
 
 
 def _by_numpy(key):
-    from attention_from_scratch.backend import random_normal
+    from attention_from_scratch.infra.backend import random_normal
 
     if key == "10.3":
         d_c, d_h, s, d_r = 16, 8, 6, 4

@@ -7,11 +7,10 @@ import array_api_strict
 import numpy as np
 import pytest
 
-from attention_from_scratch import backend
-from attention_from_scratch.backend import (
+from attention_from_scratch.infra import backend, checks
+from attention_from_scratch.infra.backend import (
     as_float,
     backend_name,
-    broadcast_shapes,
     get_namespace,
     gpu_available,
     namespace_for,
@@ -19,6 +18,7 @@ from attention_from_scratch.backend import (
     to_device,
     to_numpy,
 )
+from attention_from_scratch.infra.checks import broadcast_shapes
 
 
 def test_get_namespace_of_fixture_arrays(xp):
@@ -131,20 +131,20 @@ def test_gpu_available_is_false_when_cupy_import_fails(monkeypatch):
 
 @pytest.mark.parametrize("value", [3, np.int64(3), np.int32(3), np.array(3)])
 def test_check_positive_int_accepts_any_integer(value):
-    n = backend.check_positive_int(value, "n")
+    n = checks.check_positive_int(value, "n")
     assert n == 3 and type(n) is int
 
 
 @pytest.mark.parametrize("value", [0, -2, True, np.True_, 2.0, 2.5, "3", None, np.float64(3.0)])
 def test_check_positive_int_refuses_non_integers_and_small_values(value):
     with pytest.raises(ValueError, match=r"n_things must be a positive integer, got"):
-        backend.check_positive_int(value, "n_things")
+        checks.check_positive_int(value, "n_things")
 
 
 def test_check_positive_int_minimum():
-    assert backend.check_positive_int(0, "rank", minimum=0) == 0
+    assert checks.check_positive_int(0, "rank", minimum=0) == 0
     with pytest.raises(ValueError, match=r"rank must be an integer >= 0, got -1"):
-        backend.check_positive_int(-1, "rank", minimum=0)
+        checks.check_positive_int(-1, "rank", minimum=0)
 
 
 def test_numpy_integers_are_accepted_everywhere():
@@ -264,23 +264,22 @@ def test_to_numpy_detaches_a_tensor_that_requires_grad():
     got = to_numpy(t * 2)  # a non-leaf tensor that requires grad (was a BufferError / RuntimeError)
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, np.full((2, 3), 2.0))
-    assert backend.needs_grad(t) and not backend.needs_grad(np.ones(2))
 
 
 def test_check_real_accepts_real_numbers_only():
     for good in (2, 2.5, np.float32(2.5), np.int64(2), np.asarray(2.5), np.float16(0.5)):
-        assert backend.check_real(good, "x") == float(good)
+        assert checks.check_real(good, "x") == float(good)
     for bad in (True, np.bool_(False), "2", b"2", None, [1.0], 1 + 0j, np.complex128(2.0), np.complex64(1)):
         with pytest.raises(TypeError, match=r"x must be a finite real number, got"):
-            backend.check_real(bad, "x")
+            checks.check_real(bad, "x")
     for bad in (math.nan, math.inf, -math.inf, np.float64("nan"), 10**400):
         with pytest.raises(ValueError, match=r"x must be a finite real number, got"):
-            backend.check_real(bad, "x")
+            checks.check_real(bad, "x")
     with pytest.raises(ValueError, match=r"t must be a finite real number > 0, got 0.0 \(why\)"):
-        backend.check_real(0.0, "t", above=0, hint=" (why)")
-    assert backend.check_real(0, "t", at_least=0) == 0.0
+        checks.check_real(0.0, "t", above=0, hint=" (why)")
+    assert checks.check_real(0, "t", at_least=0) == 0.0
     with pytest.raises(ValueError, match=r"t must be a finite real number >= 0"):
-        backend.check_real(-1e-300, "t", at_least=0)
+        checks.check_real(-1e-300, "t", at_least=0)
 
 
 def test_numpy_complex_scalars_are_refused_like_complex_arrays():
@@ -310,11 +309,21 @@ def test_matrix_and_masked_arrays_are_refused_with_what_is_expected():
         scaled_dot_product_attention(masked, np.ones((2, 2)), np.ones((2, 2)))
 
 
-def test_shared_checks_live_in_backend_only():
-    from attention_from_scratch import caches, multihead
+def test_each_check_is_defined_once():
+    """The shared checks live in infra/checks.py: no module keeps a second copy under the same name."""
+    import importlib
+    import inspect
+    import pkgutil
 
-    for name in ("check_same_place", "check_param", "check_float_dtype"):
-        assert callable(getattr(backend, name))
-        assert name in backend.__all__
-        for module in (caches, multihead):
-            assert getattr(module, name, backend) is getattr(backend, name) or not hasattr(module, name)
+    import attention_from_scratch
+
+    where = {}
+    for info in pkgutil.walk_packages(attention_from_scratch.__path__, "attention_from_scratch."):
+        if ".course" in info.name or info.name.endswith("__main__"):
+            continue
+        for name, fn in inspect.getmembers(importlib.import_module(info.name), inspect.isfunction):
+            if name.startswith("check_"):
+                where.setdefault(name, set()).add(fn.__module__)
+    assert {"check_same_place", "check_param", "check_float_dtype", "check_real"} <= set(where)
+    assert all(len(modules) == 1 for modules in where.values()), where
+    assert where["check_param"] == {"attention_from_scratch.infra.checks"}

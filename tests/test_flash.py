@@ -17,23 +17,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import HOST
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
 from scipy.special import softmax as scipy_softmax
 
-from attention_from_scratch import blas, flash, flash_backward
+from attention_from_scratch import flash, flash_backward
 from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
-from attention_from_scratch.backend import to_numpy
-from attention_from_scratch.blas import blas_thread_limit, blas_threads, one_blas_thread
-from attention_from_scratch.flash import (
-    attention_io_bytes,
-    flash_attention,
-    online_softmax_merge,
-    softmax_state,
-    tile_sram_bytes,
-)
+from attention_from_scratch.flash import flash_attention, online_softmax_merge, softmax_state
 from attention_from_scratch.flash_backward import flash_attention_backward
+from attention_from_scratch.infra import blas
+from attention_from_scratch.infra.backend import to_numpy
+from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads, one_blas_thread
 from attention_from_scratch.masking import padding_mask
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (0/0, log 0) anywhere
@@ -54,10 +50,25 @@ def _plain(q, k, v, mask=None, **kwargs):
 # --- forward equals plain attention ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize(("n_q", "n_k"), [(7, 7), (5, 9), (9, 5), (1, 6)])
-@pytest.mark.parametrize("block_size", [1, 3, (2, 4), 64, None])
-def test_equals_plain_attention(xp, n_q, n_k, causal, block_size):
+# every shape, tile and causal flag on NumPy (test_any_block_size_and_shape draws many more); a few on every
+# backend: the same code runs on each
+FLASH_CASES = [(n_q, n_k, causal, block) for n_q, n_k in ((7, 7), (5, 9), (9, 5), (1, 6)) for causal in (False, True)
+               for block in (1, 3, (2, 4), 64, None)]
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "block_size"), FLASH_CASES)
+def test_equals_plain_attention(n_q, n_k, causal, block_size):
+    _equals_plain_attention(HOST, n_q, n_k, causal, block_size)
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "block_size"),
+                         [(7, 7, True, 1), (5, 9, True, (2, 4)), (9, 5, True, 3), (1, 6, False, 64),
+                          (5, 9, False, None)])
+def test_equals_plain_attention_on_every_backend(xp, n_q, n_k, causal, block_size):
+    _equals_plain_attention(xp, n_q, n_k, causal, block_size)
+
+
+def _equals_plain_attention(xp, n_q, n_k, causal, block_size):
     q, k, v = _qkv(xp, (2, 2), n_q, n_k)
     expected = _plain(q, k, v, causal=causal)
     out = flash_attention(q, k, v, causal=causal, block_size=block_size)
@@ -152,9 +163,15 @@ def test_never_materialises_the_score_matrix():
     assert peak < n * n * 8 / 16, f"peak {peak} bytes: a (T, S) float64 matrix is {n * n * 8}"
 
 
+def _counting_updates(monkeypatch, seen):
+    """Record the score tile of every online-softmax update flash attention makes (its work, tile by tile)."""
+    real = flash.online_softmax_update
+    monkeypatch.setattr(flash, "online_softmax_update", lambda state, s, v: seen.append(s.shape) or real(state, s, v))
+
+
 def test_causal_skips_key_blocks_in_the_future(monkeypatch):
     calls = []
-    monkeypatch.setattr(flash, "softmax_state", lambda s, v, **kw: calls.append(s.shape) or softmax_state(s, v, **kw))
+    _counting_updates(monkeypatch, calls)
     q, k, v = (np.random.default_rng(s).standard_normal((16, 4)) for s in range(3))
     flash_attention(q, k, v, causal=True, block_size=4)
     assert len(calls) == 4 * 5 // 2  # lower triangle of a 4 x 4 grid of tiles, diagonal included
@@ -164,8 +181,8 @@ def test_causal_skips_key_blocks_in_the_future(monkeypatch):
 
 
 def test_causal_backward_skips_key_blocks_in_the_future(monkeypatch):
-    tiles, masked = [], flash._masked
-    monkeypatch.setattr(flash_backward, "_masked", lambda s, tile, xp: tiles.append(s.shape) or masked(s, tile, xp))
+    tiles, masked = [], flash_backward.masked_scores
+    monkeypatch.setattr(flash_backward, "masked_scores", lambda s, tile: tiles.append(s.shape) or masked(s, tile))
     q, k, v = (np.random.default_rng(s).standard_normal((16, 4)) for s in range(3))
     out, lse = flash_attention(q, k, v, causal=True, block_size=4, return_lse=True)
     tiles.clear()
@@ -361,9 +378,9 @@ def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
     """Two threads each run flash_attention(workers=2); A's call ends while B's is still inside its tiles."""
     original = _blas_or_skip()
     both_inside, a_done = threading.Barrier(2, timeout=10), threading.Event()
-    seen, real = [], flash.softmax_state
+    seen, real = [], flash.online_softmax_update
 
-    def tile(scores, v, **kw):  # the first tile of each call waits for the other call; B then waits for A's end
+    def tile(state, scores, v):  # the first tile of each call waits for the other call; B then waits for A's end
         n_rows = scores.shape[0]  # A has 8 queries, B has 9: one query block each
         if n_rows not in seen:
             seen.append(n_rows)
@@ -371,9 +388,9 @@ def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
             if n_rows == 9:
                 assert a_done.wait(timeout=10)
                 seen.append(("B after A", tuple(blas_threads())))
-        return real(scores, v, **kw)
+        return real(state, scores, v)
 
-    monkeypatch.setattr(flash, "softmax_state", tile)
+    monkeypatch.setattr(flash, "online_softmax_update", tile)
     rng = np.random.default_rng(0)
     inputs = {n: [rng.standard_normal((n, 4)) for _ in range(3)] for n in (8, 9)}
     results = {}
@@ -400,7 +417,7 @@ def test_openmp_blas_is_limited_in_every_thread_that_runs_tiles(monkeypatch):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     if not blas.blas_threads():
         pytest.skip("no BLAS library found by threadpoolctl")
-    limited, tile_threads, real = [], set(), flash.softmax_state
+    limited, tile_threads, real = [], set(), flash.online_softmax_update
 
     class Spy:  # stands for threadpoolctl's limiter: records who set the limit and whether it was restored
         def __init__(self, limits, user_api):
@@ -414,14 +431,14 @@ def test_openmp_blas_is_limited_in_every_thread_that_runs_tiles(monkeypatch):
         def __exit__(self, *exc):
             self.event[1] = "restored"
 
-    def tile(scores, v, **kw):
+    def tile(state, scores, v):
         tile_threads.add(threading.current_thread().name)
-        return real(scores, v, **kw)
+        return real(state, scores, v)
 
     monkeypatch.setattr(blas, "_threading_layer", lambda lib: "openmp")
     monkeypatch.setattr(threadpoolctl.ThreadpoolController, "limit", lambda _, **kw: Spy(**kw))
     monkeypatch.setattr(blas, "_shared_limit", None)  # not called: no library has a process-wide pool
-    monkeypatch.setattr(flash, "softmax_state", tile)
+    monkeypatch.setattr(flash, "online_softmax_update", tile)
     q = np.random.default_rng(0).standard_normal((3, 8, 4))
     me = threading.current_thread().name
     serial = flash_attention(q, q, q, block_size=2)
@@ -440,7 +457,7 @@ def test_blas_limit_during_interpreter_shutdown():
     script = textwrap.dedent("""
         import json, threading, time
         import numpy as np
-        from attention_from_scratch.blas import blas_thread_limit, blas_threads, one_blas_thread
+        from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads, one_blas_thread
         from attention_from_scratch.flash import flash_attention
 
         def late():
@@ -495,7 +512,7 @@ def test_no_block_size_tiles_with_the_default_and_equals_plain_attention(monkeyp
     n = flash.CPU_BLOCK_SIZE + 77  # two query blocks and two key blocks, the second partial
     q, k, v = rng.standard_normal((n, 8)), rng.standard_normal((n, 8)), rng.standard_normal((n, 5))
     tiles = []
-    monkeypatch.setattr(flash, "softmax_state", lambda s, v, **kw: tiles.append(s.shape) or softmax_state(s, v, **kw))
+    _counting_updates(monkeypatch, tiles)
     out = flash_attention(q, k, v, causal=True)
     np.testing.assert_allclose(out, _plain(q, k, v, causal=True), rtol=1e-12, atol=1e-12)
     assert sorted(tiles) == sorted([(512, 512), (77, 512), (77, 77)])  # causal: the future tile is skipped
@@ -567,64 +584,14 @@ def test_1d_0d_masks_float_01_masks_and_empty_batches(xp):
     assert [tuple(g.shape) for g in grads] == [(0, 4, 3)] * 3
 
 
-# --- FlashAttention's IO count ------------------------------------------------------------------------
-
-
-def simulate_plain(n, d):
-    """Count elements moved by Algorithm 0 of Dao et al. one step at a time."""
-    moved = 0
-    moved += n * d + n * d  # load Q, K
-    moved += n * n  # write S
-    moved += n * n  # read S for the softmax
-    moved += n * n  # write P
-    moved += n * n + n * d  # read P and V
-    moved += n * d  # write O
-    return moved
-
-
-def simulate_tiled(n, d, b):
-    """Walk FlashAttention-2's loops tile by tile (ragged last blocks included) and count loads/stores."""
-    moved = 0
-    for i0 in range(0, n, b):
-        rows = min(b, n - i0)
-        moved += rows * d  # load the query block
-        for j0 in range(0, n, b):
-            cols = min(b, n - j0)
-            moved += 2 * cols * d  # load the key and value blocks
-        moved += rows * d + rows  # store the output block and its log-sum-exp
-    return moved
-
-
-@given(st.integers(1, 300), st.integers(1, 128), st.integers(1, 300))
-def test_io_bytes_match_a_simulation(n, d, b):
-    assert attention_io_bytes(n, d) == 4 * simulate_plain(n, d)
-    assert attention_io_bytes(n, d, b, element_size=2) == 2 * simulate_tiled(n, d, b)
-
-
-def test_io_tiled_is_quadratic_only_through_the_number_of_blocks():
-    # doubling the block halves the K/V re-reads; with one block K and V are read once
-    n, d = 4096, 64
-    assert attention_io_bytes(n, d, n) == (4 * n * d + n) * 4
-    assert attention_io_bytes(n, d, 128) < attention_io_bytes(n, d) / 3
-    assert attention_io_bytes(n, d, 256) < attention_io_bytes(n, d, 128)
-
-
-def test_tile_sram_bytes_by_hand():
-    assert tile_sram_bytes(128, 64, 32, element_size=2) == (2 * 128 * 32 + 2 * 64 * 32 + 128 * 64 + 2 * 128) * 2
-
-
-@pytest.mark.parametrize("args", [(0, 4), (4, 0), (4, 4, 0)])
-def test_io_refuses_bad_sizes(args):
-    with pytest.raises(ValueError):
-        attention_io_bytes(*args)
-
-
-# --- a blocked key never matters, whatever it holds (as in scaled_dot_product_attention) -------------
+# --- a blocked key's k never matters, whatever it holds (as in scaled_dot_product_attention) -------------
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 @pytest.mark.parametrize("kind", ["bool", "float", "causal"])
 def test_garbage_in_a_blocked_key_changes_nothing(bad, kind):
+    """A blocked key's score is replaced by -inf in its tile (or its tile is skipped), so a NaN or inf in its
+    k changes nothing, forward; its v must be finite (weight 0 · NaN = NaN), as in sdpa and PyTorch."""
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((1, 2, 6, 4)) for _ in range(3))
     if kind == "causal":  # queries at positions 3, 4, 5: key 5 is in the future of the first two
@@ -633,21 +600,17 @@ def test_garbage_in_a_blocked_key_changes_nothing(bad, kind):
         keep = np.ones((6, 6), dtype=bool)
         keep[:, 5] = False  # key 5 is blocked for every query
         mask, kw, rows = (keep if kind == "bool" else np.where(keep, 0.0, -math.inf)), {}, slice(None)
-    clean_k, clean_v = k.copy(), v.copy()
-    k[..., 5, :], v[..., 5, :] = bad, bad
-    d_out = rng.standard_normal(q.shape)
-    # the reference: the same call with key 5 holding ordinary numbers (no warning may be raised either)
-    ref, ref_lse = flash_attention(q, clean_k, clean_v, mask, block_size=2, return_lse=True, **kw)
-    out, lse = flash_attention(q, k, v, mask, block_size=2, return_lse=True, **kw)
+    clean_k = k.copy()
+    k[..., 5, :] = bad
+    ref, ref_lse = flash_attention(q, clean_k, v, mask, block_size=2, return_lse=True, **kw)
+    with np.errstate(invalid="ignore"):  # inf · 0 inside a tile's q kᵀ: NumPy warns, the -inf fill replaces it
+        out, lse = flash_attention(q, k, v, mask, block_size=2, return_lse=True, **kw)
+        np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask, **kw)[0], rtol=1e-12)
     np.testing.assert_allclose(out[..., rows, :], ref[..., rows, :], rtol=1e-12)
-    dq, dk, dv = flash_attention_backward(q, k, v, out, d_out, lse, mask, block_size=2, **kw)
-    d_ref = flash_attention_backward(q, clean_k, clean_v, ref, d_out, ref_lse, mask, block_size=2, **kw)
-    np.testing.assert_allclose(dq[..., rows, :], d_ref[0][..., rows, :], rtol=1e-12)
-    if kind != "causal":  # every query's gradients, and the other keys', ignore the blocked key entirely
-        np.testing.assert_allclose(dk[..., :5, :], d_ref[1][..., :5, :], rtol=1e-12)
-        np.testing.assert_allclose(dv[..., :5, :], d_ref[2][..., :5, :], rtol=1e-12)
-    # and flash still equals scaled_dot_product_attention on these inputs
-    np.testing.assert_allclose(out, scaled_dot_product_attention(q, k, v, mask, **kw)[0], rtol=1e-12)
+    np.testing.assert_allclose(lse[..., rows], ref_lse[..., rows], rtol=1e-12)
+    v[..., 5, :] = math.nan  # a blocked *value* that is NaN does reach the rows that cannot see it
+    if kind != "causal":  # (with causal, key 5's tile is skipped for the first query block: rows 0-1 stay clean)
+        assert np.isnan(flash_attention(q, clean_k, v, mask, block_size=2, **kw)).any()
 
 
 def test_host_data_moves_to_the_inputs_device(xp):

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from attention_from_scratch.backend import random_normal
+from attention_from_scratch.infra.backend import random_normal
 from attention_from_scratch.kv_cache import (
+    KVCache,
     arithmetic_intensity,
     bytes_per_token,
     decode_bytes_read,
@@ -135,3 +136,99 @@ def test_decode_refuses_bad_context(bad):
 def test_decode_refuses_bad_kind():
     with pytest.raises(ValueError, match="kind"):
         decode_flops(V3, "flash", 10)
+
+
+# --- the caches' one validator (issue 38, class 5): empty appends, lists, nothing half-written ------------
+
+
+def test_a_first_append_of_zero_tokens_is_an_empty_cache_not_a_type_error():
+    from attention_from_scratch import LatentCache, RollingKVCache
+
+    cache = KVCache()
+    k, v = cache.append(np.zeros((1, 2, 0, 4)), np.zeros((1, 2, 0, 3)))
+    assert k.shape == (1, 2, 0, 4) and v.shape == (1, 2, 0, 3) and len(cache) == 0 and cache.nbytes == 0
+    cache.append(np.ones((1, 2, 1, 4)), np.ones((1, 2, 1, 3)))
+    assert len(cache) == 1
+    config = MLAConfig(dim=16, n_heads=2, q_lora_rank=8, kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=4,
+                       v_head_dim=4, max_seq_len=32)
+    latent = LatentCache(config, 1)
+    assert latent.append(np.zeros((1, 0, 6)), np.zeros((1, 0, 4))).shape == (1, 0, 10) and len(latent) == 0
+    rolling = RollingKVCache(3)
+    keys, values, mask = rolling.update(np.zeros((2, 0, 4)), np.zeros((2, 0, 4)))
+    assert keys.shape == values.shape == (2, 0, 4) and tuple(mask.shape) == (0, 0) and rolling.position == 0
+
+
+def test_every_cache_refuses_lists_with_a_message_and_writes_nothing():
+    from attention_from_scratch import RollingKVCache
+
+    rolling, kv = RollingKVCache(3), KVCache()
+    for cache, call in ((rolling, rolling.update), (kv, kv.append)):
+        with pytest.raises(TypeError, match=r"(RollingKVCache|KVCache): k must be an array \(\.\.\., T, d\), got list"):
+            call([[[1.0, 2.0]]], np.ones((1, 1, 2)))
+        assert len(cache) == 0
+    assert rolling.position == 0 and rolling.k is None
+
+
+# --- KVCache and its TokenBuffer (moved here from test_multihead.py with the classes) ---------------------
+
+
+def test_cache_refuses_mismatched_entries():
+    cache = KVCache()
+    cache.append(np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 3, 4)))
+    with pytest.raises(ValueError, match=r"new k of shape \(1, 3, 1, 4\) does not match the cached ones \(1, 2, 'S'"):
+        cache.append(np.zeros((1, 3, 1, 4)), np.zeros((1, 3, 1, 4)))
+    with pytest.raises(TypeError, match="new v has dtype float32, the cache holds float64"):
+        cache.append(np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 1, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="k, v must agree on every axis but the last"):
+        cache.append(np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 2, 4)))
+    assert len(cache) == 3  # none of the refused calls wrote anything
+
+
+def test_token_buffer_grows_past_its_first_allocation_and_matches_a_concatenation(xp):
+    """40 rows in uneven chunks cross the first allocation (16) and two doublings (32, 64)."""
+    from array_api_compat import device
+
+    from attention_from_scratch.kv_cache import TokenBuffer
+
+    rows = xp.randn(2, 3, 40, 5, seed=30)
+    buffer, start, capacities = TokenBuffer(name="test"), 0, []
+    for size in (1, 3, 12, 1, 7, 9, 7):  # sums to 40
+        out = buffer.append(rows[:, :, start : start + size, :])
+        start += size
+        capacities.append(buffer.data.shape[-2])
+        assert out.shape == (2, 3, start, 5) and device(out) == device(rows)
+        np.testing.assert_array_equal(xp.np(out), xp.np(rows)[:, :, :start, :])  # copied exactly
+    assert capacities == [16, 16, 16, 32, 32, 64, 64] and buffer.length == 40  # ends 1, 4, 16, 17, 24, 33, 40
+
+
+def test_kv_cache_stays_on_the_device_of_its_entries(xp):
+    from array_api_compat import device
+
+    k, v = xp.randn(1, 2, 20, 3, seed=39), xp.randn(1, 2, 20, 4, seed=40)
+    cache = KVCache()
+    for start, end in ((0, 5), (5, 6), (6, 20)):  # past the first allocation of 16
+        all_k, all_v = cache.append(k[:, :, start:end, :], v[:, :, start:end, :])
+    assert device(all_k) == device(k) and device(cache.v) == device(k) and len(cache) == 20
+    np.testing.assert_array_equal(xp.np(all_k), xp.np(k))
+    np.testing.assert_array_equal(xp.np(all_v), xp.np(v))
+
+
+def test_kv_cache_append_checks_k_and_v_before_writing_either():
+    import array_api_strict as strict
+
+    k, v = np.ones((1, 2, 3, 4)), np.ones((1, 2, 3, 4))
+    mixed = (
+        (k, strict.asarray(v), "v is a array_api_strict array but k is a numpy array"),
+        (strict.asarray(k), strict.asarray(v, device=strict.Device("device1")), "v is on device"),
+        (k, v.tolist(), "KVCache: v must be an array"),
+    )
+    for new_k, new_v, message in mixed:
+        cache = KVCache()
+        with pytest.raises(TypeError, match=message):
+            cache.append(new_k, new_v)
+        assert len(cache) == 0 and cache.k is None and cache.v is None  # nothing written
+    cache = KVCache()
+    cache.append(k, v)
+    with pytest.raises(TypeError, match="new k is a array_api_strict array but the cached ones"):
+        cache.append(strict.asarray(k), strict.asarray(v))
+    assert len(cache) == 3 and cache._v.length == 3

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from attention_from_scratch import __main__ as cli
-from attention_from_scratch.backend import gpu_available
 from attention_from_scratch.course import tour
+from attention_from_scratch.infra.backend import gpu_available
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMPY_ONLY_SECTIONS = {"_tour_training"}  # trains on NumPy whatever the backend (notebook 19 covers the others)
@@ -75,7 +75,7 @@ def test_later_sections_print_numbers_computed_here(capsys):
 
 def test_rope_section_matches_rotation_matrices(capsys):
     # the tour's q·k, recomputed with explicit 2 x 2 rotations of each pair by m θ_i (θ_i = 10000^(-2i/8))
-    from attention_from_scratch.backend import random_normal
+    from attention_from_scratch.infra.backend import random_normal
 
     q, k = (np.asarray(random_normal((1, 8), seed=s))[0] for s in (0, 1))
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention_from_scratch.masking import apply_mask, as_bool_mask, causal_mask, combine_masks, padding_mask
+from attention_from_scratch.infra.checks import check_mask
+from attention_from_scratch.masking import apply_mask, causal_mask, combine_masks, masked_scores, padding_mask
 
 
 def test_causal_mask_square_is_the_lower_triangle(xp):
@@ -115,12 +116,12 @@ def test_integer_mask_is_refused_with_an_explanation(xp):
     with pytest.raises(TypeError, match="integer dtype"):
         combine_masks(ints)
     with pytest.raises(TypeError, match="integer dtype"):
-        as_bool_mask([[1, 0], [1, 1]], xp.ns)
+        check_mask([[1, 0], [1, 1]], xp.ns, additive=False)
 
 
 def test_mask_of_other_dtype_is_refused():
     with pytest.raises(TypeError, match="mask must be a boolean array"):
-        as_bool_mask(np.ones((2, 2), dtype=np.complex128), np)
+        check_mask(np.ones((2, 2), dtype=np.complex128), np, additive=False)
 
 
 @pytest.mark.parametrize("n", [0, -1, 2.0, True])
@@ -153,21 +154,23 @@ def test_masked_softmax_row_has_no_weight_on_blocked_keys():
     assert math.isclose(w[1, 0] + w[1, 1], 1.0)
 
 
-def test_in_place_apply_mask_equals_apply_mask(xp):
-    from attention_from_scratch.masking import apply_mask_
-
-    mask = xp.asarray(np.random.default_rng(3).random((4, 5)) < 0.5)
-    for m in (mask, xp.asarray(np.where(xp.np(mask), 0.0, -np.inf))):
-        scores = xp.randn(2, 4, 5, seed=4)
-        expected = xp.np(apply_mask(scores, m))
-        out = apply_mask_(scores, m, xp.ns)
-        assert out.dtype == xp.dtype
-        np.testing.assert_array_equal(xp.np(out), expected)
-        np.testing.assert_array_equal(xp.np(scores), expected)  # it really worked in place
-    # a mask with extra batch dims cannot be applied in place: a new, larger array comes back
+def test_masked_scores_replaces_blocked_entries_and_leaves_its_input_alone(xp):
+    """The one mask application (unchecked) equals apply_mask, for a boolean and an additive mask, with
+    NaN and inf in blocked scores; the scores it is given are not modified, and a mask with extra batch
+    dims broadcasts to a larger result."""
+    keep = np.random.default_rng(3).random((4, 5)) < 0.5
+    dirty = np.random.default_rng(4).standard_normal((2, 4, 5))
+    dirty[:, ~keep] = np.where(np.arange(int((~keep).sum())) % 2, np.nan, np.inf)  # garbage where blocked
+    dirty = xp.np(xp.asarray(dirty))  # in the case's dtype
+    for m in (xp.asarray(keep), xp.asarray(np.where(keep, 0.0, -np.inf))):
+        scores = xp.asarray(dirty)
+        out = xp.np(masked_scores(scores, m))
+        np.testing.assert_array_equal(out, np.where(keep, dirty, -np.inf))
+        np.testing.assert_array_equal(out, xp.np(apply_mask(scores, m)))
+        np.testing.assert_array_equal(xp.np(scores), dirty)  # not modified in place
     big = xp.asarray(np.ones((3, 2, 4, 5), dtype=bool))
-    out = apply_mask_(xp.randn(2, 4, 5), big, xp.ns)
-    assert tuple(out.shape) == (3, 2, 4, 5)
+    assert tuple(masked_scores(xp.randn(2, 4, 5), big).shape) == (3, 2, 4, 5)
+    assert masked_scores(dirty, None) is dirty  # no mask: nothing to do
 
 
 def test_float_01_mask_is_refused_but_additive_mask_is_not(xp):

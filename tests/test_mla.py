@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_from_scratch import mla_checkpoint
-from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count, rms_norm
+from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention, mla_parameter_count
 from attention_from_scratch.mla_checkpoint import read_safetensors
+from attention_from_scratch.norms import rms_norm
 
 # small, but with every feature on: query compression, YaRN (max_seq_len > original_seq_len), H > 1
 SMALL = MLAConfig(dim=24, n_heads=3, q_lora_rank=10, kv_lora_rank=8, qk_nope_head_dim=6, qk_rope_head_dim=4,
@@ -220,7 +221,7 @@ def test_bad_inputs_fail_clearly():
         mla(np.zeros((1, 3, 16)))
     with pytest.raises(ValueError, match="mode must be 'naive' or 'absorb'"):
         mla(np.zeros((1, 3, 24)), mode="fast")
-    with pytest.raises(ValueError, match="batch_size=2, got a batch of 1"):
+    with pytest.raises(ValueError, match=r"c_kv of shape \(1, 3, 8\) does not match \(B=2, T, d_c=8\): this cache"):
         mla(np.zeros((1, 3, 24)), cache=mla.new_cache(2))
     with pytest.raises(ValueError, match="qk_rope_head_dim must be even"):
         MLAConfig(qk_rope_head_dim=63)
@@ -338,13 +339,13 @@ def test_empty_input_and_wrong_caches_are_refused():
     for shape in ((1, 0, 24), (0, 2, 24)):
         with pytest.raises(ValueError, match=r"x is empty, shape .*: B and T must be >= 1"):
             mla(np.ones(shape))
-    from attention_from_scratch.multihead import KVCache
+    from attention_from_scratch.kv_cache import KVCache
 
     with pytest.raises(TypeError, match=r"cache must be a LatentCache .* got KVCache"):
         mla(np.ones((1, 2, 24)), cache=KVCache())
     other = MLAConfig(**{**SMALL.__dict__, "kv_lora_rank": 6})
     foreign = MultiHeadLatentAttention(other).new_cache(1)
-    with pytest.raises(ValueError, match=r"made for kv_lora_rank=6, qk_rope_head_dim=4; got c_kv \(1, 2, 8\)"):
+    with pytest.raises(ValueError, match=r"c_kv of shape \(1, 2, 8\) does not match \(B=1, T, d_c=6\): this"):
         mla(np.ones((1, 2, 24)), cache=foreign)
     assert len(foreign) == 0
 

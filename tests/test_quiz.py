@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_from_scratch.backend import random_normal, to_numpy
 from attention_from_scratch.course import quiz
 from attention_from_scratch.course.i18n import render
+from attention_from_scratch.infra.backend import random_normal, to_numpy
 
 # The answer keys of article 002_…txt's quiz (Q1-Q10), typed from the article, not from quiz.py.
 ARTICLE_KEYS = {

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import HOST
 from scipy.special import logsumexp as scipy_logsumexp
 
 from attention_from_scratch import (
@@ -22,7 +23,7 @@ from attention_from_scratch import (
     scaled_dot_product_attention,
 )
 from attention_from_scratch import serving as serving_module
-from attention_from_scratch.backend import to_numpy
+from attention_from_scratch.infra.backend import to_numpy
 from attention_from_scratch.paged import contiguous_slots, paged_slots
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -189,9 +190,17 @@ def test_merge_partials_equals_attention_over_the_union(xp):
 # --- split-KV decoding ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n_splits", [1, 2, 5, 37])
-@pytest.mark.parametrize("n_q", [1, 3])
-def test_flash_decode_equals_sdpa(xp, n_splits, n_q):
+@pytest.mark.parametrize(("n_splits", "n_q"), [(n, t) for n in (1, 2, 5, 37) for t in (1, 3)])
+def test_flash_decode_equals_sdpa(n_splits, n_q):
+    _flash_decode_equals_sdpa(HOST, n_splits, n_q)
+
+
+@pytest.mark.parametrize(("n_splits", "n_q"), [(1, 1), (5, 3), (37, 1)])
+def test_flash_decode_equals_sdpa_on_every_backend(xp, n_splits, n_q):
+    _flash_decode_equals_sdpa(xp, n_splits, n_q)
+
+
+def _flash_decode_equals_sdpa(xp, n_splits, n_q):
     q, k, v = xp.randn(2, 3, n_q, 8, seed=1), xp.randn(3, 37, 8, seed=2), xp.randn(3, 37, 5, seed=3)
     out = flash_decode(q, k, v, n_splits=n_splits)
     assert out.dtype == xp.dtype and tuple(out.shape) == (2, 3, n_q, 5)
@@ -206,9 +215,9 @@ def test_flash_decode_equals_sdpa(xp, n_splits, n_q):
 def test_flash_decode_runs_its_splits_on_worker_threads(monkeypatch):
     import threading
 
-    threads, real = set(), serving_module.softmax_state
-    monkeypatch.setattr(serving_module, "softmax_state",
-                        lambda s, v, **kw: threads.add(threading.get_ident()) or real(s, v, **kw))
+    threads, real = set(), serving_module.online_softmax_update
+    monkeypatch.setattr(serving_module, "online_softmax_update",
+                        lambda state, s, v: threads.add(threading.get_ident()) or real(state, s, v))
     rng = np.random.default_rng(5)
     q, k = rng.standard_normal((4, 1, 8)), rng.standard_normal((4, 4000, 8))
     flash_decode(q, k, k, n_splits=4)
@@ -227,11 +236,22 @@ def test_flash_decode_checks_its_arguments():
 # --- ring attention ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("n_q", "n_k"), [(24, 24), (17, 30), (30, 17)])
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("zigzag", [False, True])
-@pytest.mark.parametrize("n_devices", [1, 3, 4])
-def test_ring_attention_equals_sdpa_and_sends_every_block_n_minus_1_times(xp, n_q, n_k, causal, zigzag, n_devices):
+RING_CASES = [(n_q, n_k, causal, zigzag, n) for n_q, n_k in ((24, 24), (17, 30), (30, 17)) for causal in (False, True)
+              for zigzag in (False, True) for n in (1, 3, 4)]
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "zigzag", "n_devices"), RING_CASES)
+def test_ring_attention_equals_sdpa_and_sends_every_block_n_minus_1_times(n_q, n_k, causal, zigzag, n_devices):
+    _ring_equals_sdpa(HOST, n_q, n_k, causal, zigzag, n_devices)
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "causal", "zigzag", "n_devices"),
+                         [(24, 24, True, True, 4), (17, 30, True, False, 3), (30, 17, False, True, 1)])
+def test_ring_attention_on_every_backend(xp, n_q, n_k, causal, zigzag, n_devices):
+    _ring_equals_sdpa(xp, n_q, n_k, causal, zigzag, n_devices)
+
+
+def _ring_equals_sdpa(xp, n_q, n_k, causal, zigzag, n_devices):
     q, k, v = xp.randn(2, 3, n_q, 4, seed=1), xp.randn(3, n_k, 4, seed=2), xp.randn(3, n_k, 5, seed=3)
     out, sent = ring_attention(q, k, v, n_devices=n_devices, causal=causal, zigzag=zigzag)
     assert out.dtype == xp.dtype and tuple(out.shape) == (2, 3, n_q, 5)
@@ -272,3 +292,43 @@ def test_ring_attention_checks_its_arguments():
         ring_attention(q, q, q, n_devices=4, zigzag=True)  # 8 chunks of 6 positions
     with pytest.raises(ValueError, match="n_devices"):
         ring_attention(q, q, q, n_devices=0)
+
+
+# --- issue 38: the engine's one state, the caches' one validator, the dtype rule -----------------------
+
+
+def test_paged_attention_propagates_nan_like_sdpa_instead_of_asserting():
+    """A NaN in a visible key used to stop on a bare AssertionError (paged kept its own state); through the
+    engine it gives what scaled_dot_product_attention gives: NaN in the rows that see it, nothing elsewhere."""
+    cache, _, [(k, v)] = _filled_cache(_Host(), [9], block_size=4)
+    k_bad = np.array(k)
+    k_bad[:, 6, 0] = np.nan
+    bad = cache.allocate()
+    cache.append(bad, k_bad, v)
+    q = np.random.default_rng(60).standard_normal((1, 2, 4, 3))
+    out = paged_attention(q, cache, [bad])
+    want = scaled_dot_product_attention(q[0], k_bad, v, causal=True)[0]
+    np.testing.assert_array_equal(np.isnan(out[0]), np.isnan(want))
+    assert np.isnan(out[0, :, 1:]).all() and not np.isnan(out[0, :, 0]).any()  # query 0 sits at 5: before key 6
+    np.testing.assert_allclose(out[0, :, 0], want[:, 0], rtol=1e-12)
+
+
+def test_paged_cache_checks_before_it_changes_anything():
+    with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+        PagedKVCache(4, 2, 1, 3, dtype=np.int32)
+    cache, seqs, _ = _filled_cache(_Host(), [5])
+    live = dict(cache.tables)
+    with pytest.raises(KeyError, match="no sequence 7"):
+        cache.fork(7)
+    assert cache.tables == live and cache.blocks_in_use == 2  # no phantom sequence left behind
+    with pytest.raises(ValueError, match="at least one sequence"):
+        paged_attention(np.ones((0, 2, 1, 3)), cache, [])
+    ints = np.ones((1, 2, 1, 3), dtype=np.int64)  # an integer q takes the pool's dtype, as elsewhere
+    np.testing.assert_allclose(paged_attention(ints, cache, seqs), paged_attention(ints.astype(float), cache, seqs))
+
+
+def test_ring_attention_counts_the_bytes_of_the_dtype_it_sends():
+    """float16 keys and values are sent as float16 (2 bytes each), not as the float32 copies it computes with."""
+    q, k, v = (np.ones((2, 8, 4), np.float16) for _ in range(3))
+    out, sent = ring_attention(q, k, v, n_devices=4)
+    assert out.dtype == np.float16 and sent == 3 * (2 * 8 * 4 + 2 * 8 * 4) * 2

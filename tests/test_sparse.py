@@ -10,14 +10,8 @@ from test_mla import SMALL, reference_mla, yarn_freqs
 
 from attention_from_scratch import MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.kv_cache import bytes_per_token, deepseek_v32_numbers
-from attention_from_scratch.sparse import (
-    fp8_e4m3,
-    hadamard,
-    index_scores,
-    layer_norm,
-    select_topk,
-    topk_mask,
-)
+from attention_from_scratch.norms import layer_norm
+from attention_from_scratch.sparse import fp8_e4m3, hadamard, index_scores, select_topk, topk_mask
 
 # SMALL's MLA (query compression, YaRN, 3 heads) plus an indexer of 3 heads of 6 keeping 3 keys per query
 V32 = MLAConfig.deepseek_v32(dim=24, n_heads=3, q_lora_rank=10, kv_lora_rank=8, qk_nope_head_dim=6,
@@ -351,7 +345,7 @@ def test_cache_refuses_index_keys_it_was_not_made_for():
         v3(x, cache=v32.new_cache(1))
     cache = v32.new_cache(1)
     c_kv, k_pe = v32.latents(x, 0)
-    with pytest.raises(ValueError, match="index_k must have shape"):
+    with pytest.raises(ValueError, match=r"index_k of shape .* does not match \(B=1, T, d_I="):
         cache.append(c_kv, k_pe, np.zeros((1, 2, 5)))
     assert len(cache) == 0 and cache.index_k is None  # a failed append leaves the cache as it was
 

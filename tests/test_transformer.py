@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from attention_from_scratch.mla import rms_norm
 from attention_from_scratch.model import layers
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 from attention_from_scratch.multihead import MultiHeadAttention
+from attention_from_scratch.norms import rms_norm
 
 TINY = {"vocab_size": 7, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 10, "block_size": 3}
 TOKENS = np.random.default_rng(0).integers(0, 7, (2, 8))  # (B, T + 1): next-token targets
@@ -166,8 +166,7 @@ def test_layer_backwards_match_finite_differences():
     )
 
 
-@pytest.mark.parametrize("attention", ["sdpa", "flash"])
-@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(("attention", "causal"), [("sdpa", True), ("sdpa", False), ("flash", True)])
 def test_backends_agree(xp, attention, causal):
     """Loss, gradients and generation on every backend (and device) equal NumPy float64's."""
     config = TransformerConfig(**TINY, attention=attention, causal=causal, n_kv_heads=1)
@@ -265,8 +264,8 @@ def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkey
     """The training step's attention (tiles of a few batch rows and, causally, of query blocks, the
     weights kept) against the public sdpa and attention_backward on the whole batch, with GQA's
     broadcast key/value heads; t = 3 queries against 6 keys is decoding's offset (query i at 3 + i).
-    ``nan_query``: one query holds NaN, so the layer's one finiteness check fails and each tile checks
-    itself (sdpa's own path): that query's row is NaN as in sdpa, every other row as before."""
+    ``nan_query``: one query holds NaN: its row is NaN as in sdpa, every other row as before (tiles are
+    independent), and the gradients equal attention_backward's, NaN where its are."""
     from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
 
     rng = np.random.default_rng(13)
@@ -276,8 +275,8 @@ def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkey
         q[4, 1, 2, t - 1, 0] = np.nan  # batch row 4's last query: a tile of its own in every layout
     monkeypatch.setattr(layers, "ATTENTION_CHUNK", 2 * 3 * t * 6 * 2)  # two batch rows of the whole (T, S)
     monkeypatch.setattr(layers, "QUERY_BLOCK", block)
-    out, saved = layers.attention_in_chunks(q, k, v, {"causal": causal}, np)
-    tiles = [(r.start, r.stop, queries.start, queries.stop, stop) for (r, queries, stop), _ in saved[1]]
+    out, saved = layers.attention_in_chunks(q, k, v, causal, 0.5)  # d_k = 4: the scale 1/sqrt(4)
+    tiles = [(r.start, r.stop, queries.start, queries.stop, stop) for (r, queries, stop), _ in saved]
     if not causal or block >= t:  # one query block; the batch in chunks of 2, 2, 1 rows
         assert tiles == [(0, 2, 0, t, 6), (2, 4, 0, t, 6), (4, 5, 0, t, 6)]
     elif t == 6:  # queries 0-3 see keys 0-3 (4 rows of 6·4·4 fit 432 weights), queries 4-5 all six keys
@@ -287,8 +286,8 @@ def test_attention_in_chunks_with_saved_weights_equals_attention_backward(monkey
     ref_out, ref_weights = scaled_dot_product_attention(q, k, v, causal=causal)
     assert np.isnan(out).any() == nan_query and np.isnan(out[:4]).sum() == 0  # NaN stays in its batch row
     np.testing.assert_allclose(out, ref_out, rtol=1e-13, atol=1e-14)
-    np.testing.assert_allclose(layers.saved_weights(saved, ref_weights.shape, np), ref_weights, rtol=1e-13, atol=1e-14)
-    grads = layers.attention_backward_in_chunks(q, k, v, out, saved, d_out, 0.5, np)
+    np.testing.assert_allclose(layers.saved_weights(saved, ref_weights.shape), ref_weights, rtol=1e-13, atol=1e-14)
+    grads = layers.attention_backward_in_chunks(q, k, v, out, saved, d_out, 0.5)
     for got, want in zip(grads, attention_backward(q, k, v, d_out, causal=causal), strict=True):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
@@ -314,3 +313,22 @@ def test_next_token_loss_reads_max_len_plus_one_tokens():
         model.loss_and_grads(np.zeros((1, 12), dtype=np.int64))
     with pytest.raises(ValueError, match=r"tokens has T=11 > max_len=10"):
         model.loss_and_grads(tokens, tokens)
+
+
+def test_rms_norm_in_float16_is_computed_in_float32():
+    """The capstone's RMSNorm is the package's (norms.rms_normalize), which widens half precision: in float16
+    the sum of x² of a row with |x| ~ 300 overflows to inf and the output collapsed to 0 (issue 38)."""
+    rng = np.random.default_rng(70)
+    x = (300 * rng.standard_normal((2, 3, 16))).astype(np.float16)
+    g = rng.standard_normal(16).astype(np.float16)
+    y, cache = layers.rms_norm_forward(x, g, np)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    want = x64 / np.sqrt(np.mean(x64**2, axis=-1, keepdims=True) + 1e-6) * g64
+    assert y.dtype == np.float16 and np.abs(want).max() > 1
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+    dy = rng.standard_normal((2, 3, 16)).astype(np.float16)
+    dx, dg = layers.rms_norm_backward(cache, dy, np)
+    assert dx.dtype == dg.dtype == np.float16
+    ref_dx, ref_dg = layers.rms_norm_backward(layers.rms_norm_forward(x64, g64, np)[1], dy.astype(np.float64), np)
+    np.testing.assert_allclose(dx.astype(np.float64), ref_dx, rtol=1e-2, atol=1e-4)
+    np.testing.assert_allclose(dg.astype(np.float64), ref_dg, rtol=1e-2, atol=1e-2)

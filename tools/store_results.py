@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import sys
 
-from attention_from_scratch.blas import one_blas_thread
 from attention_from_scratch.course.results import DATA, STORED
+from attention_from_scratch.infra.blas import one_blas_thread
 
 
 def main(argv=None) -> int:

@@ -43,7 +43,7 @@ def _variance_sigma2(sigma2=2.0, d_k=64):
 
 
 def _mha_cache_overflow_token():
-    from ..backend import random_normal
+    from ..infra.backend import random_normal
     from ..multihead import MultiHeadAttention
 
     mha = MultiHeadAttention(64, 8, seed=0)
@@ -58,7 +58,7 @@ def _mha_cache_overflow_token():
 
 
 def _rope_weights_shift():
-    from ..backend import random_normal
+    from ..infra.backend import random_normal
     from ..rope import apply_rope
 
     q6, k6 = random_normal((6, 16), seed=11), random_normal((6, 16), seed=12)
@@ -68,7 +68,7 @@ def _rope_weights_shift():
 
 def _decoupled_score_change():
     """Notebook 10, section 6: latents, W_UK, the no-position query and the RoPE query/keys."""
-    from ..backend import random_normal
+    from ..infra.backend import random_normal
     from ..rope import apply_rope
 
     d_c, d_h, s, d_r = 16, 8, 6, 4
@@ -107,7 +107,7 @@ def _naive_mla_over_mha():
 
 
 def _outputs_changed_by_wkv_b():
-    from ..backend import random_normal
+    from ..infra.backend import random_normal
     from ..mla import MultiHeadLatentAttention
 
     cfg = _mla_small()
@@ -134,8 +134,8 @@ def _largest_n_fitting(heads=32, element=4, budget=8 * 2**30):
 
 
 def _flash_workers_difference():
-    from ..backend import random_normal
     from ..flash import flash_attention
+    from ..infra.backend import random_normal
 
     q, k, v = (random_normal((2, 4, 100, 32), seed=s) for s in (2, 3, 4))
     threaded = flash_attention(q, k, v, causal=True, block_size=16, workers=2)
@@ -187,7 +187,7 @@ def _best_rank():
 
 
 def _zero_fill_leak(delta=-20.0):
-    from ..backend import random_normal
+    from ..infra.backend import random_normal
     from ..softmax import softmax
 
     def zero_filled(z):  # the WRONG causal attention of misconception 5: blocked scores 0, not −∞
@@ -203,7 +203,7 @@ def _zero_fill_leak(delta=-20.0):
 def _strict_agreements():
     """Notebook 17, section 3's five computations, on array-api-strict arrays, against NumPy."""
     from .. import attention_backward, flash_attention, scaled_dot_product_attention, softmax
-    from ..backend import namespace_for, random_normal, to_device, to_numpy
+    from ..infra.backend import namespace_for, random_normal, to_device, to_numpy
 
     strict = namespace_for("array_api_strict")
     shape = (2, 4, 256, 64)

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from ..backend import check_real
+from ..infra.checks import check_real
 from .answer_key import ANSWERS, ShortAnswer
 from .checking import Verdict, verdict, within
 from .i18n import msg

@@ -90,7 +90,7 @@ def head_weights(x, w_q, w_k, n_heads, x_kv=None):
     column blocks of ``w_q`` and ``w_k`` of width d_k = columns / ``n_heads``, as in MultiHeadAttention.
     """
     from ..attention import scaled_dot_product_attention
-    from ..backend import get_namespace
+    from ..infra.backend import get_namespace
 
     x_kv = x if x_kv is None else x_kv
     xp = get_namespace(x, x_kv, w_q, w_k)
@@ -108,7 +108,7 @@ def cross_attention_example():
     ``(x_dec (1, 4, 8), x_enc (1, 3, 8), w_q, w_k)`` where head 0 (columns 0-3) matches meanings and
     head 1 (columns 4-7) keeps the random initialisation of ``MultiHeadAttention(8, 2, seed=0)``.
     """
-    from ..backend import to_numpy
+    from ..infra.backend import to_numpy
     from ..multihead import MultiHeadAttention
 
     meaning_dec, meaning_enc = [3, 0, 1, 2], [0, 1, 2]  # the, cat, eats, fish / māo, chī, yú
@@ -136,7 +136,7 @@ def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: 
     so the tanh inputs stay O(1) for every d_k and the score is bounded by |v_a|_1: no √d_k growth
     (notebook 16, "additive attention needs no scaling").
     """
-    from ..backend import random_normal
+    from ..infra.backend import random_normal
     from ..similarity import pairwise_additive
     from ..softmax import softmax
 

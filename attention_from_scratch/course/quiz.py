@@ -42,7 +42,8 @@ import re
 
 import numpy as np
 
-from ..backend import check_real, to_numpy
+from ..infra.backend import to_numpy
+from ..infra.checks import check_real
 from .checking import Verdict, verdict, within
 from .i18n import language, msg, render
 from .quiz_notes import _show

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..backend import random_normal, to_numpy
+from ..infra.backend import random_normal, to_numpy
 from .i18n import msg
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..backend import check_flag, check_positive_int
-from ..multihead import check_heads
+from ..infra.checks import check_flag, check_heads, check_positive_int
 
 __all__ = ["TransformerConfig"]
 

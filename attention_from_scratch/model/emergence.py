@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backend import check_positive_int
-from ..blas import one_blas_thread
+from ..infra.blas import one_blas_thread
+from ..infra.checks import check_positive_int
 from .tasks import induction_score, previous_token_score
 from .training import Adam, TrainingHistory
 from .transformer import Transformer

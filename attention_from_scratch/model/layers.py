@@ -13,24 +13,28 @@ Shapes: ``B`` batch, ``T`` tokens, ``d_model`` the residual width, ``V`` the voc
   scatter-add, ``dE[j] = Σ_(t: token_t = j) dx_t``, written as ``onehotᵀ dx`` (the Array API has no
   scatter-add; with V this small the matmul is faster than NumPy's ``np.add.at``, measured 2x).
 * RMSNorm            ``y = x / rms(x) · g``, ``rms(x) = sqrt(mean(x²) + eps)``  (Zhang & Sennrich 2019;
-  DeepSeek-V3 and Llama use it instead of LayerNorm: no mean, no bias).
+  DeepSeek-V3 and Llama use it instead of LayerNorm: no mean, no bias). The forward is the package's
+  own (``norms.rms_normalize``, half precision widened to float32); the backward is written here.
 * GELU (tanh form)   ``y = x/2 · (1 + tanh(c (x + 0.044715 x³)))``, ``c = sqrt(2/π)``  (Hendrycks &
   Gimpel 2016; GPT-2's MLP). Smooth everywhere, so finite differences check it cleanly (ReLU has a kink).
   Its forward keeps the derivative dy/dx (one array, computed while x is in cache); the backward is dy · it.
 * softmax cross-entropy ``L = mean_t [logsumexp(z_t) - z_t[y_t]]``, whose gradient is the famous
   ``dz = (softmax(z) - onehot(y)) / N``.
-* attention: the package's sdpa and its backward's formulas (``attention.py``), tile by tile (a few
-  batch rows; causally, blocks of query rows against only the keys they may see), the forward's weights
-  kept for the backward.
+* attention: sdpa's four steps and its backward's formulas (``attention.attention_grads``), tile by tile:
+  a few batch rows and, causally, blocks of query rows against only the keys they may see -- FlashAttention's
+  own rule (``flash.key_spans``, ``flash.tile_mask``) -- with the forward's weights kept for the backward.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..attention import _all_finite, _attention_backward_saved, _scale, _sdpa
-from ..backend import broadcast_shapes, device_of
-from ..masking import causal_mask
+from ..attention import attention_grads
+from ..flash import key_spans, tile_mask
+from ..infra.backend import device_of, get_namespace, narrow, widen
+from ..infra.checks import broadcast_shapes
+from ..masking import masked_scores
+from ..norms import rms_normalize
 from ..rope import rope_tables
 from ..softmax import logsumexp, softmax
 
@@ -87,60 +91,53 @@ def attention_tiles(q_shape, n_keys, causal):
 
     Without a mask every query sees every key: one query block, the batch cut into chunks. Causal
     attention (query i at position S - T + i sees keys 0 .. S - T + i) is cut into QUERY_BLOCK query
-    rows, and a block ending at query row r sees only the first S - T + r keys: the blocked upper
-    triangle beyond them is never computed, about half of the scores for T = S (10/16 of them at
-    four blocks). Each tile is sdpa's own causal case with S - T = stop - block's length.
+    rows, and each block visits only the keys FlashAttention's rule lets it see (``flash.key_spans``):
+    the blocked upper triangle beyond them is never computed, about half of the scores for T = S
+    (10/16 of them at four blocks).
     """
     b, heads, t = q_shape[0], math.prod(q_shape[1:-2]), q_shape[-2]  # q (B, ..., T, d_k)
     offset = n_keys - t  # query row i sits at position offset + i
-    blocked = causal and offset >= 0 and t > QUERY_BLOCK
-    blocks = [(i, min(i + QUERY_BLOCK, t)) for i in range(0, t, QUERY_BLOCK)] if blocked else [(0, t)]
+    block = QUERY_BLOCK if causal and offset >= 0 else t
     tiles = []
-    for start, end in blocks:
-        stop = offset + end if blocked else n_keys
+    for start in range(0, t, block):
+        end = min(start + block, t)
+        ((_, stop),) = key_spans(start, end, offset, n_keys, causal=causal)  # keys 0 .. stop - 1
         rows = max(1, ATTENTION_CHUNK // (heads * (end - start) * stop))  # batch rows of one tile
         tiles += [(slice(i, min(i + rows, b)), slice(start, end), stop) for i in range(0, b, rows)]
     return tiles
 
 
-def attention_in_chunks(q, k, v, options, xp):
-    """``scaled_dot_product_attention(q, k, v, **options)`` one tile at a time (:func:`attention_tiles`)
-    -> ``(out, saved)``: the output whole, and ``saved = (finite, tiles)``, each tile with its weights
-    (the backward's), and whether q, k and v are free of NaN and inf.
-
-    Each tile runs sdpa's inner step (``attention._sdpa``) on the model's own arrays: q, k and v are
-    checked for NaN and inf once for the whole layer (the backward reuses the answer), not once per
-    tile, and each tile's causal mask is sdpa's own bottom-right one (``causal_mask``), built once per
-    tile shape.
+def attention_in_chunks(q, k, v, causal, scale):
+    """``scaled_dot_product_attention(q, k, v, causal=causal, scale=scale)`` one tile at a time
+    (:func:`attention_tiles`) -> ``(out, tiles)``: the output whole, and each tile with its weights P (the
+    backward's). q, k and v are the model's own arrays (checked by the model); each tile's mask is flash's
+    :func:`~attention_from_scratch.flash.tile_mask` (None for a tile wholly below the diagonal).
     """
+    xp, on = get_namespace(q, k, v), device_of(q)
     shape = (*broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])  # (B, ..., T, d_v)
-    out, tiles = xp.empty(shape, dtype=q.dtype, device=device_of(q)), []
-    causal, scale = options.get("causal", False), _scale(options.get("scale"), q.shape[-1])
-    finite = _all_finite(xp, q, k, v)  # once for the layer
-    masks = {}  # (queries, keys) -> the tile's causal mask
+    out, tiles, offset = xp.empty(shape, dtype=q.dtype, device=on), [], k.shape[-2] - q.shape[-2]
     for rows, queries, stop in attention_tiles(q.shape, k.shape[-2], causal):
         keys = slice(0, stop)
-        tile = q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :]
-        n_q = queries.stop - queries.start
-        if causal and (n_q, stop) not in masks:
-            masks[(n_q, stop)] = causal_mask(n_q, stop, xp=xp, device=device_of(q))
-        o, w = _sdpa(*tile, masks.get((n_q, stop)), scale, xp, finite=finite)
-        out[rows, ..., queries, :] = o
-        tiles.append(((rows, queries, stop), w))
-    return out, (finite, tiles)
+        q_t, k_t, v_t = q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :]
+        tile = tile_mask(None, causal, queries.start, queries.stop, 0, stop, offset, xp, on)  # (bq, stop) or None
+        scores = masked_scores((q_t * scale) @ k_t.mT, tile)  # (rows, ..., bq, d_k) @ (rows, ..., d_k, stop)
+        weights = softmax(scores)  # (rows, ..., bq, stop)
+        out[rows, ..., queries, :] = weights @ v_t  # (rows, ..., bq, stop) @ (rows, ..., stop, d_v)
+        tiles.append(((rows, queries, stop), weights))
+    return out, tiles
 
 
-def attention_backward_in_chunks(q, k, v, out, saved, d_out, scale, xp):
+def attention_backward_in_chunks(q, k, v, out, tiles, d_out, scale):
     """``(dq, dk, dv)`` from :func:`attention_in_chunks`' saved weights, with ``attention_backward``'s
-    formulas tile by tile; a key's gradient sums over the query blocks that saw it. The forward's
-    check of q, k and v for NaN and inf (``saved``'s ``finite``) holds for every tile."""
+    formulas (``attention.attention_grads``) tile by tile; a key's gradient sums over the query blocks
+    that saw it."""
+    xp = get_namespace(q, k, v)
     dq, dk, dv = (xp.empty(x.shape, dtype=x.dtype, device=device_of(x)) for x in (q, k, v))
-    finite, tiles = saved
     for (rows, queries, stop), w in reversed(tiles):  # the last query block first: it sees all S keys
         keys = slice(0, stop)
-        dq_t, dk_t, dv_t = _attention_backward_saved(
+        dq_t, dk_t, dv_t = attention_grads(
             q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :], out[rows, ..., queries, :], w,
-            d_out[rows, ..., queries, :], scale, xp, finite,
+            d_out[rows, ..., queries, :], scale,
         )
         dq[rows, ..., queries, :] = dq_t  # every query row lies in exactly one tile
         if queries.stop == q.shape[-2]:  # a tile of the last block fills its rows of dk and dv
@@ -151,11 +148,11 @@ def attention_backward_in_chunks(q, k, v, out, saved, d_out, scale, xp):
     return dq, dk, dv
 
 
-def saved_weights(saved, shape, xp):
+def saved_weights(tiles, shape):
     """The attention weights ``(B, ..., T, S)`` of ``shape`` from :func:`attention_in_chunks`' tiles (0 where
     no tile reached: causally blocked keys)."""
-    tiles = saved[1]
-    weights = xp.zeros(shape, dtype=tiles[0][1].dtype, device=device_of(tiles[0][1]))
+    xp, w0 = get_namespace(tiles[0][1]), tiles[0][1]
+    weights = xp.zeros(shape, dtype=w0.dtype, device=device_of(w0))
     for (rows, queries, stop), w in tiles:
         weights[rows, ..., queries, :stop] = w
     return weights
@@ -181,25 +178,26 @@ def linear_backward(x, w, dy, xp):
 
 
 def rms_norm_forward(x, g, xp):
-    """RMSNorm: x ``(..., d)``, gain g ``(d,)`` -> ``(y, cache)`` with ``y = x / rms(x) · g``."""
-    inv_rms = 1.0 / xp.sqrt(xp.vecdot(x, x)[..., None] / x.shape[-1] + RMS_EPS)  # (..., 1); Σ x² without x²
-    x_hat = x * inv_rms  # (..., d): unit root-mean-square
-    return x_hat * g, (x_hat, inv_rms, g)
+    """RMSNorm: x ``(..., d)``, gain g ``(d,)`` -> ``(y, cache)`` with ``y = x / rms(x) · g`` in x's dtype
+    (``norms.rms_normalize``: computed in at least float32)."""
+    x_hat, inv_rms = rms_normalize(x, RMS_EPS)  # (..., d) unit root-mean-square, (..., 1)
+    return narrow(x_hat * g, x.dtype, xp), (x_hat, inv_rms, g)
 
 
 def rms_norm_backward(cache, dy, xp):
-    """``(dx, dg)`` of RMSNorm. With ``x̂ = x / rms`` and ``dx̂ = dy · g``:
+    """``(dx, dg)`` of RMSNorm, in dy's and g's dtypes (summed in at least float32). With ``x̂ = x / rms``
+    and ``dx̂ = dy · g``:
 
         dg = Σ dy · x̂                         (summed over every row)
         dx = (dx̂ - x̂ · mean(dx̂ · x̂)) / rms   (rms depends on x: the second term)
     """
     x_hat, inv_rms, g = cache
-    d = dy.shape[-1]
+    dtype, dy, d = dy.dtype, widen(dy, xp), dy.shape[-1]
     dg = xp.sum(xp.reshape(dy * x_hat, (-1, d)), axis=0)  # (..., d) -> (N, d) -> (d,)
-    dx = dy * g  # dx̂, a new buffer
+    dx = dy * widen(g, xp)  # dx̂, a new buffer
     dx -= x_hat * (xp.vecdot(dx, x_hat)[..., None] / d)  # (..., 1) mean(dx̂ · x̂)
     dx *= inv_rms
-    return dx, dg
+    return narrow(dx, dtype, xp), narrow(dg, g.dtype, xp)
 
 
 def gelu_forward(x, xp):

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import check_positive_int, to_device, to_numpy
+from ..infra.backend import to_device, to_numpy
+from ..infra.checks import check_positive_int
 
 __all__ = ["CopyTask", "ReversalTask", "evaluate", "induction_score", "previous_token_score", "strongest_heads"]
 

@@ -24,8 +24,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from ..backend import check_positive_int, check_real
-from ..blas import one_blas_thread
+from ..infra.blas import one_blas_thread
+from ..infra.checks import check_positive_int, check_real
 from .tasks import CopyTask
 from .transformer import Transformer, TransformerConfig
 

@@ -17,7 +17,7 @@ query rows skip the blocked triangle: 20 MiB per layer at B 16, H 8, T 256, floa
 flash's log-sum-exp (T per head; its backward rebuilds P tile by tile, one more q kᵀ). The other
 layers' backwards are in ``layers.py``; each block's backward mirrors its forward in reverse. RoPE's
 backward is R_mᵀ = R_(-m) (sin negated; the tables are built once per ``max_len``).
-GQA is multi-head attention's broadcast (``multihead._group_heads``); the attention backward sums a
+GQA is multi-head attention's broadcast (``multihead.group_heads``); the attention backward sums a
 broadcast input's gradient over the group.
 
 Shapes: B batch, T tokens, H heads, H_kv key/value heads, S keys, d_k = d_model / H, V vocabulary.
@@ -25,15 +25,17 @@ Shapes: B batch, T tokens, H heads, H_kv key/value heads, S keys, d_k = d_model 
 
 from __future__ import annotations
 
+import math
+
 import array_api_compat
 
-from .. import backend
-from ..attention import _scale, scaled_dot_product_attention
-from ..backend import backend_name, check_positive_int, device_of, get_namespace, random_normal, to_device
-from ..caches import KVCache
+from ..attention import scaled_dot_product_attention
 from ..flash import flash_attention
 from ..flash_backward import flash_attention_backward
-from ..multihead import _group_heads, _merge_heads, _split_heads, _ungroup_heads
+from ..infra.backend import backend_name, device_of, get_namespace, random_normal, to_device
+from ..infra.checks import check_float_dtype, check_positive_int
+from ..kv_cache import KVCache
+from ..multihead import group_heads, merge_heads, split_heads, ungroup_heads
 from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
 from .config import TransformerConfig
@@ -54,7 +56,7 @@ class Transformer:
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
         self.config, self.xp = config, get_namespace() if xp is None else xp
         self.dtype = self.xp.float64 if dtype is None else dtype
-        backend.check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
+        check_float_dtype(self.dtype, self.xp)  # an integer dtype would truncate the weights to zeros
         self.params = {}
         for i, (name, shape) in enumerate(config.param_shapes().items()):  # one independent stream per tensor
             norm = name.endswith("norm")  # norm gains start at 1 (0 · draw + 1)
@@ -99,42 +101,42 @@ class Transformer:
         return rotate_pairs(x, cos, sin, self.xp)
 
     def _heads(self, x, n_heads, start=None):
-        """A projection ``(B, T, n·d_k)`` -> heads ``(B, n, T, d_k)`` (``_split_heads``' view), rotated by
+        """A projection ``(B, T, n·d_k)`` -> heads ``(B, n, T, d_k)`` (``split_heads``' view), rotated by
         :meth:`_rope` from position ``start`` first (None: values, not rotated): rotating before the heads
         are split reads the projection's contiguous rows."""
         if start is not None:
             b, t, _ = x.shape
             x = self.xp.reshape(self._rope(self.xp.reshape(x, (b, t, n_heads, -1)), start), x.shape)
-        return _split_heads(x, n_heads, self.xp)
+        return split_heads(x, n_heads)
 
     def _merged(self, dx, start=None):
         """The inverse of :meth:`_heads` for a gradient: ``(B, n, T, d_k)`` -> ``(B, T, n·d_k)``
-        (``_merge_heads``), un-rotated by R_(-m) from position ``start`` (None: not rotated); the rotation
+        (``merge_heads``), un-rotated by R_(-m) from position ``start`` (None: not rotated); the rotation
         writes the token-major layout itself, so no second copy."""
         if start is None:
-            return _merge_heads(dx, self.xp)
+            return merge_heads(dx)
         b, n, t, d = dx.shape
         dx = self._rope(self.xp.permute_dims(dx, (0, 2, 1, 3)), start, -1)  # (B, n, T, d_k) -> (B, T, n, d_k)
         return self.xp.reshape(dx, (b, t, n * d))
 
     def _attn_opts(self):
         c = self.config
-        return {"causal": c.causal, "scale": None if c.scale else 1.0}
+        return {"causal": c.causal, "scale": 1.0 / math.sqrt(c.d_k) if c.scale else 1.0}
 
     def _attention_forward(self, i, h, start=0, kv_cache=None):
         """h ``(B, T, d_model)`` -> ``(a, cache)``: causal multi-head self-attention of block ``i``."""
-        xp, p, c = self.xp, self.params, self.config
+        p, c = self.params, self.config
         q = self._heads(h @ p[f"{i}.w_q"], c.n_heads, start)  # (B, H, T, d_k), rotated
         k = self._heads(h @ p[f"{i}.w_k"], c.kv_heads, start)  # (B, H_kv, T, d_k), rotated
         v = self._heads(h @ p[f"{i}.w_v"], c.kv_heads)  # (B, H_kv, T, d_k)
         if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
             k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
-        q, k, v = _group_heads(q, k, v, c.kv_heads, xp)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
+        q, k, v = group_heads(q, k, v, c.kv_heads)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
         if c.attention == "flash":  # saved: the log-sum-exp (..., T)
             o, saved = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
-        else:  # saved: (finite, tiles): each tile with its weights P (the blocked triangle skipped)
-            o, saved = L.attention_in_chunks(q, k, v, self._attn_opts(), xp)
-        a = _merge_heads(_ungroup_heads(o, xp), xp)  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
+        else:  # saved: the tiles, each with its weights P (the blocked triangle skipped)
+            o, saved = L.attention_in_chunks(q, k, v, **self._attn_opts())
+        a = merge_heads(ungroup_heads(o))  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
         return a @ p[f"{i}.w_o"], (h, q, k, v, o, a, saved, start)
 
     def _attention_backward(self, i, cache, da):
@@ -142,16 +144,15 @@ class Transformer:
         xp, p, c = self.xp, self.params, self.config
         h, q, k, v, o, a, saved, start = cache
         do, dw_o = L.linear_backward(a, p[f"{i}.w_o"], da, xp)  # (B, T, H·d_k)
-        do = xp.reshape(_split_heads(do, c.n_heads, xp), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
+        do = xp.reshape(split_heads(do, c.n_heads), q.shape)  # (B, T, H·d_k) -> (B, H_kv, g, T, d_k)
         if c.attention == "flash":
             dq, dk, dv = flash_attention_backward(q, k, v, o, do, saved, **self._attn_opts(), block_size=c.block_size)
         else:  # attention_backward's formulas from the saved weights
-            scale = _scale(self._attn_opts()["scale"], c.d_k)
-            dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, scale, xp)
-        dq = self._merged(_ungroup_heads(dq, xp), start)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k), un-rotated
-        dk = self._merged(_ungroup_heads(dk, xp), start)  # (B, H_kv, 1, S, d_k) -> (B, S, H_kv·d_k), group-summed
+            dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, self._attn_opts()["scale"])
+        dq = self._merged(ungroup_heads(dq), start)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k), un-rotated
+        dk = self._merged(ungroup_heads(dk), start)  # (B, H_kv, 1, S, d_k) -> (B, S, H_kv·d_k), group-summed
         dh, grads = None, {f"{i}.w_o": dw_o}
-        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", self._merged(_ungroup_heads(dv, xp)))):
+        for name, d in (("w_q", dq), ("w_k", dk), ("w_v", self._merged(ungroup_heads(dv)))):
             dh_part, grads[f"{i}.{name}"] = L.linear_backward(h, p[f"{i}.{name}"], d, xp)
             if dh is None:
                 dh = dh_part
@@ -248,8 +249,8 @@ class Transformer:
             if self.config.attention == "flash":  # w is the log-sum-exp: run sdpa for the weights
                 w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
             else:  # the step's own weights, tile by tile
-                w = L.saved_weights(w, (*q.shape[:-1], k.shape[-2]), self.xp)  # (B, H_kv, g, T, S)
-            maps.append(_ungroup_heads(w, self.xp))  # (B, H, T, S)
+                w = L.saved_weights(w, (*q.shape[:-1], k.shape[-2]))  # (B, H_kv, g, T, S)
+            maps.append(ungroup_heads(w))  # (B, H, T, S)
         return maps
 
     def generate(self, prompt, n_new):

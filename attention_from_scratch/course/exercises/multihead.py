@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...multihead import _merge_heads, _split_heads
+from ...multihead import merge_heads, split_heads
 from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
@@ -15,11 +15,11 @@ __all__ = ["MERGE_HEADS", "SPLIT_HEADS"]
 
 
 def _split_reference(x, n_heads):
-    return _split_heads(x, n_heads, np)  # the package's own: (B, T, H·d_k) -> (B, H, T, d_k)
+    return split_heads(x, n_heads)  # the package's own: (B, T, H·d_k) -> (B, H, T, d_k)
 
 
 def _merge_reference(x):
-    return _merge_heads(x, np)  # the package's own: (B, H, T, d_k) -> (B, T, H·d_k)
+    return merge_heads(x)  # the package's own: (B, H, T, d_k) -> (B, T, H·d_k)
 
 
 def _split_error(case, err):

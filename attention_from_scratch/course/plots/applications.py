@@ -39,7 +39,7 @@ def plot_infonce_temperature():
     vanishes at both ends, as softmax saturates (small tau) or flattens (large tau).
     """
     from ...applications import info_nce, info_nce_backward
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...softmax import softmax
 
     x = random_normal((8, 16), seed=0)

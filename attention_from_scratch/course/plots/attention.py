@@ -30,7 +30,7 @@ def plot_cat_eats_fish():
 def plot_causal_mask(n=6, n_q_decode=2, seed=0):
     """The causal mask (lower triangle), the weights it produces, and its bottom-right alignment."""
     from ...attention import scaled_dot_product_attention
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...masking import causal_mask
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1, 1, 1]})

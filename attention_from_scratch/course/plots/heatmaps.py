@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ...backend import to_numpy
+from ...infra.backend import to_numpy
 
 __all__ = ["plot_attention_weights", "plot_mha_heads"]
 

@@ -32,7 +32,7 @@ def plot_kv_cache_memory():
 
 def plot_rope_relative():
     """RoPE: the score of a fixed q and k placed at positions m, n depends only on m - n; pair angles vs m."""
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...rope import apply_rope, rope_frequencies
 
     d, n = 32, 32
@@ -65,7 +65,7 @@ def plot_mla_singular_values():
 
     Values below :data:`ROUNDING_FLOOR` (relative to the largest) are drawn on the floor line.
     """
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...mla import MLAConfig, MultiHeadLatentAttention
 
     cfg = MLAConfig(dim=256, n_heads=8, q_lora_rank=64, kv_lora_rank=32, qk_nope_head_dim=32,

@@ -69,7 +69,7 @@ def plot_dot_product_geometry(a=(3.0, 1.0), b=(1.5, 2.5)):
 
 def plot_cosine_vs_distance(n_pairs=40, dim=8, seed=0):
     """For unit vectors, |a − b|² = 2 − 2 cos θ: distance and cosine carry the same information."""
-    from ...backend import random_normal
+    from ...infra.backend import random_normal
     from ...similarity import cosine_similarity, euclidean_distance, norm
 
     a = random_normal((n_pairs, dim), seed=seed)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...caches import RollingKVCache
-from ...masking import sliding_window_mask
+from ...flash import key_spans
 from ...paged import PagedKVCache
 from ...serving import ring_work
-from ...tiles import key_spans
+from ...windows import RollingKVCache, sliding_window_mask
 
 __all__ = ["FIGURES", "plot_paged_blocks", "plot_ring", "plot_window_band"]
 

@@ -27,7 +27,7 @@ TOUR_SECTIONS = [*foundations.SECTIONS, *inference.SECTIONS, *learning.SECTIONS]
 def run_tour(backend: str = "numpy", lang: str = "en") -> int:
     """Run every section on ``backend`` ("numpy" or "cupy"), printed in ``lang`` ("en" or "zh"); 0 when all
     checks pass, 2 without the backend."""
-    from ...backend import backend_name, namespace_for
+    from ...infra.backend import backend_name, namespace_for
 
     check_lang(lang)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ...backend import random_normal, to_numpy
+from ...infra.backend import random_normal, to_numpy
 from ..i18n import msg, render
 from .printing import collect, fmt, pad, say
 
@@ -150,7 +150,8 @@ def _tour_causal(xp):
 
 @section("Multi-head attention: h heads of d_k = d_model / h, decoding with a KV cache")
 def _tour_multihead(xp):
-    from ...multihead import KVCache, MultiHeadAttention
+    from ...kv_cache import KVCache
+    from ...multihead import MultiHeadAttention
 
     mha = MultiHeadAttention(d_model=16, n_heads=4, seed=0, xp=xp)  # 4 heads of d_k = 4
     x = random_normal((1, 6, 16), seed=1, xp=xp)  # (B, T, d_model)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import random_normal, to_numpy
+from ...infra.backend import random_normal, to_numpy
 from ..i18n import msg
 from .printing import collect, say
 
@@ -122,8 +122,8 @@ def _tour_flash(xp):
 @section("Serving: sliding windows with sinks, split-KV decoding and ring attention")
 def _tour_serving(xp):
     from ...attention import scaled_dot_product_attention
-    from ...masking import sliding_window_mask
     from ...serving import flash_decode, ring_attention
+    from ...windows import sliding_window_mask
 
     band = to_numpy(sliding_window_mask(6, 6, 3, n_sinks=1, xp=xp))
     assert np.flatnonzero(band[5]).tolist() == [0, 3, 4, 5]

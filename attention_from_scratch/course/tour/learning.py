@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ...backend import random_normal
+from ...infra.backend import random_normal
 from ..i18n import msg
 from .printing import collect, say
 

@@ -6,7 +6,7 @@ import unicodedata
 
 import numpy as np
 
-from ...backend import to_numpy
+from ...infra.backend import to_numpy
 from ..i18n import render
 
 __all__ = ["collect", "fmt", "pad", "say"]

@@ -1,4 +1,4 @@
-"""Array backends: one code path for NumPy, CuPy and any Array-API array; the shared argument checks.
+"""Array backends: one code path for NumPy, CuPy and any Array-API array; the one dtype rule.
 
 Every concept module starts with ``xp = get_namespace(q, k, v)`` and then uses only the Array API
 standard (https://data-apis.org/array-api/), so the same lines run on NumPy (CPU), CuPy (GPU) or
@@ -9,31 +9,28 @@ without a GPU). All device logic lives here and nowhere else.
 * One dtype-promotion rule (:func:`as_common_float`): ``result_type`` of the *floating* inputs (float32
   with float64 gives float64); integer inputs take the floating dtype of the others, float64 when all
   are integers; Python data counts as float64. Booleans and complex numbers are refused.
+* Half precision (float16, bfloat16) is computed in float32 (:func:`widen`) and results go back to the
+  inputs' dtype (:func:`narrow`), as FlashAttention accumulates: float16's sum of 2049 ones is 2048.
 * Devices: new arrays live on the device of the inputs (``array_api_compat.device(x)``), and host data
   (lists, numbers) is moved there; arrays of two backends or devices are a ``TypeError`` naming both,
   never a silent copy.
-* Autograd tensors (:func:`needs_grad`) are never modified in place.
 * Random numbers are drawn on the host with ``numpy.random.default_rng(seed)``, then moved: a CPU run
   and a GPU run see identical inputs.
-* Checks shared by every module: :func:`check_real`, :func:`check_positive_int`, :func:`check_flag`,
-  :func:`check_same_place`, :func:`check_param`, :func:`check_float_dtype`.
+
+The argument checks every module shares live beside this file, in ``checks.py``.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import numbers
-import operator
-from collections.abc import Sequence
 
 import array_api_compat
 import numpy as np
 
 __all__ = [
-    "as_common_float", "as_float", "backend_name", "broadcast_shapes", "check_flag", "check_float_dtype",
-    "check_namespace", "check_param", "check_positive_int", "check_real", "check_same_place", "device_of",
-    "get_namespace", "gpu_available", "namespace_for", "needs_grad", "random_normal", "to_device", "to_numpy",
+    "as_common_float", "as_float", "backend_name", "check_namespace", "device_of", "get_namespace", "gpu_available",
+    "namespace_for", "narrow", "random_normal", "to_device", "to_numpy", "widen",
 ]
 _UNUSUAL = np.ma.MaskedArray | np.matrix  # ndarray subclasses that mean something else: refused
 
@@ -59,8 +56,8 @@ def get_namespace(*arrays):
     between host and device would hide the most expensive operation in GPU code.
     """
     real = [a for a in arrays if a is not None and not _is_python_data(a)]
-    if not real:
-        return array_api_compat.array_namespace(np.empty(0))
+    if all(type(a) is np.ndarray for a in real):  # the common case, answered at once: NumPy, the host
+        return _numpy_namespace()
     spaces, devices = [], []
     for a in real:
         try:
@@ -73,10 +70,10 @@ def get_namespace(*arrays):
     names = sorted({backend_name(s) for s in spaces}) if any(s is not spaces[0] for s in spaces) else []
     if len(names) > 1:
         raise TypeError(f"arrays from different backends were mixed: {', '.join(names)}. Move them to one "
-                        f"backend first, e.g. with attention_from_scratch.backend.to_device(x, xp).")
+                        f"backend first, e.g. with attention_from_scratch.infra.backend.to_device(x, xp).")
     if len(devices) > 1:
-        raise TypeError(f"arrays on different devices were mixed: {', '.join(map(str, devices))}. Move them "
-                        f"to one device first, e.g. with attention_from_scratch.backend.to_device(x, xp, device).")
+        raise TypeError(f"arrays on different devices were mixed: {', '.join(map(str, devices))}. Move them to "
+                        f"one device first, e.g. with attention_from_scratch.infra.backend.to_device(x, xp, device).")
     return spaces[0]
 
 
@@ -84,8 +81,13 @@ def device_of(*arrays):
     """The device of the first real array among ``arrays`` (``None`` -- the default -- if there is none)."""
     for a in arrays:
         if a is not None and not _is_python_data(a):
-            return array_api_compat.device(a)
+            return "cpu" if type(a) is np.ndarray else array_api_compat.device(a)  # NumPy's one device: "cpu"
     return None
+
+
+@functools.cache
+def _numpy_namespace():
+    return array_api_compat.array_namespace(np.empty(0))
 
 
 def check_namespace(xp, name: str = "xp"):
@@ -95,10 +97,6 @@ def check_namespace(xp, name: str = "xp"):
                         f"got {xp!r} ({type(xp).__name__})")
     return xp
 
-
-def needs_grad(x) -> bool:
-    """True for an autograd tensor that needs a gradient (PyTorch ``requires_grad``): never modify it in place."""
-    return bool(getattr(x, "requires_grad", False))
 
 
 def as_float(x, xp, name: str = "x", *, device=None):
@@ -147,6 +145,20 @@ def as_common_float(xp, *arrays, names=None):
     return tuple(x if x.dtype == dtype else xp.astype(x, dtype) for x in xs)
 
 
+
+def widen(x, xp):
+    """``x`` in float32 when it is half precision (16 bits: float16, bfloat16), else ``x`` itself.
+
+    Scores, exponentials, norms and their sums accumulate in float32, as FlashAttention does; callers
+    return results in the inputs' dtype (:func:`narrow`).
+    """
+    return xp.astype(x, xp.float32) if xp.finfo(x.dtype).bits < 32 else x
+
+
+def narrow(x, dtype, xp):
+    """``x`` cast back to ``dtype`` (no copy when it already has it)."""
+    return x if x.dtype == dtype else xp.astype(x, dtype)
+
 def _holds(x, kind, not_=()) -> bool:
     """``x`` or an entry of a nested list is a ``kind``, not a ``not_`` (np.asarray: bool -> 0/1, drops imag)."""
     if isinstance(x, (list, tuple)):
@@ -154,85 +166,18 @@ def _holds(x, kind, not_=()) -> bool:
     return isinstance(x, kind) and not isinstance(x, not_)
 
 
-def check_real(value, name: str, *, above=None, at_least=None, hint: str = "") -> float:
-    """``value`` as a finite Python ``float``: the one check of every real-number argument.
-
-    ``int``, ``float``, NumPy real scalars and 0-d real arrays pass; a ``TypeError`` for booleans, strings,
-    complex numbers (``np.complex128`` too, a ``complex`` subclass) and the rest; a ``ValueError`` for NaN,
-    ±inf, 10**400, and values not ``> above`` / ``>= at_least``. The message names ``name``, ends with ``hint``.
-    """
-    bound = f" > {above}" if above is not None else f" >= {at_least}" if at_least is not None else ""
-    rule = f"{name} must be a finite real number{bound}, got {value!r}{hint}"
-    if getattr(value, "shape", None) == () and not isinstance(value, np.generic):  # a 0-d array of any backend
-        value = to_numpy(value)[()]
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real | np.integer | np.floating):
-        raise TypeError(rule)
-    number = math.inf if isinstance(value, int) and abs(value) >= 2**1024 else float(value)  # float(10**400) raises
-    low_ok = (above is None or number > above) and (at_least is None or number >= at_least)
-    if not (math.isfinite(number) and low_ok):
-        raise ValueError(rule)
-    return number
 
 
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    """``value`` as a Python ``int`` >= ``minimum`` (``operator.index``: ``np.int64`` too), or a ``ValueError``
-    naming ``name``: ``bool`` (``True`` is not a length), floats (even ``2.0``) and strings are refused."""
-    try:
-        n = None if isinstance(value, bool | np.bool_) else operator.index(value)
-    except TypeError:
-        n = None
-    if n is None or n < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return n
 
 
-def check_same_place(a, b, name_a, name_b, hint="move one with attention_from_scratch.backend.to_device"):
-    """A ``TypeError`` naming both arrays on different backends or devices (never a silent copy)."""
-    own, other = backend_name(get_namespace(a)), backend_name(get_namespace(b))
-    if own != other:
-        raise TypeError(f"{name_a} is a {own} array but {name_b} is a {other} array; {hint}")
-    if device_of(a) != device_of(b):
-        raise TypeError(f"{name_a} is on device {device_of(a)} but {name_b} is on {device_of(b)}; {hint}")
 
 
-def check_param(w, name, shape, x, layout="x @ W layout"):
-    """A layer's (maybe reassigned) parameter ``w`` checked against ``shape`` and the input ``x`` when it runs,
-    naming it; ``w`` must live on x's backend and device (a list is moved there)."""
-    xp = get_namespace(x)
-    if hasattr(w, "dtype"):
-        check_same_place(w, x, f"parameter {name}", "the input", "move the layer with layer.to(xp, device)")
-    w = as_float(w, xp, f"parameter {name}", device=device_of(x))
-    if tuple(w.shape) != tuple(shape):
-        raise ValueError(f"parameter {name} has shape {tuple(w.shape)}, expected {tuple(shape)} ({layout})")
-    return w
 
 
-def check_float_dtype(dtype, xp, name="dtype"):
-    """Parameters must be real floating point: an integer dtype would truncate N(0, 1/fan_in) to zeros."""
-    try:
-        if xp.isdtype(dtype, "real floating"):
-            return
-    except (TypeError, ValueError, AttributeError):
-        pass
-    raise TypeError(f"{name} must be a real floating dtype of {backend_name(xp)} (float32, float64), got {dtype!r}")
 
 
-def check_flag(value, name: str) -> bool:
-    """``value`` as a Python ``bool`` (NumPy's ``bool_`` too), or a ``TypeError`` naming ``name``: a string
-    such as ``"no"`` is truthy and ``1`` is a number, so both would be misread silently."""
-    if not isinstance(value, bool | np.bool_):
-            raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return bool(value)
 
 
-def broadcast_shapes(*shapes: Sequence[int], names: Sequence[str] | None = None) -> tuple[int, ...]:
-    """The broadcast of ``shapes`` (pure shape arithmetic), with an error that names the arguments."""
-    try:
-        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
-    except ValueError:
-        seen = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names or [""] * len(shapes), shapes, strict=True))
-        raise ValueError(f"shapes do not broadcast: {seen}") from None
 
 
 def to_numpy(x) -> np.ndarray:
@@ -283,7 +228,7 @@ def gpu_available() -> bool:
 def namespace_for(backend: str):
     """The namespace for a backend name: ``'numpy'``, ``'cupy'`` or ``'array_api_strict'``."""
     if backend == "numpy":
-        return array_api_compat.array_namespace(np.empty(0))
+        return _numpy_namespace()
     if backend == "cupy":
         if not gpu_available():
             raise RuntimeError("backend 'cupy' needs CuPy and a usable CUDA GPU; none was found. Install the GPU "
