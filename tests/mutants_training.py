@@ -96,6 +96,12 @@ def float32_inside(p, g, m, v, t, lr, beta1, beta2, eps):
     return p32.astype(p.dtype), m32.astype(m.dtype), v32.astype(v.dtype)
 
 
+def p_as_a_list(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return list(p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps)), m, v  # a list of numbers
+
+
 # --- correct, in other styles ---
 
 
@@ -134,6 +140,7 @@ BATTERIES = {
             (damped_step, None),
             (amsgrad, None),
             (float32_inside, "lower precision than the input"),
+            (p_as_a_list, "p: expected a NumPy array, got a value of type list"),
         ],
         "right": [kingma_efficient_form, elementwise_loop],
     },

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.training import Adam
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["ADAM_STEP"]
 
@@ -39,7 +39,7 @@ def _reference(p, g, m, v, t, lr, beta1, beta2, eps):
 
 
 def _state(seed, shape, *, dtype=np.float64, g_scale=1.0, fresh=False):
-    p, g, m, v = _draw(seed, shape, shape, shape, shape, dtype=dtype)
+    p, g, m, v = draw(seed, shape, shape, shape, shape, dtype=dtype)
     g = (g_scale * g).astype(dtype)
     if fresh:
         m, v = np.zeros_like(p), np.zeros_like(p)
