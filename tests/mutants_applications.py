@@ -96,6 +96,12 @@ def kept_dims(q, k, t):
     return _loss(q, k, t, reduce=lambda x: np.mean(x, keepdims=True))
 
 
+def mean_of_every_logit(q, k, t):
+    logits = q @ k.T / t
+    m = logits.max(axis=1, keepdims=True)
+    return np.mean(m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))) - np.mean(logits)  # not the diagonal
+
+
 # --- correct, in other styles ---
 
 
@@ -134,6 +140,7 @@ BATTERIES = {
             (temperature_outside, "τ divides the logits inside the exponentials"),
             (log_of_softmax, "log of a probability"),
             (kept_dims, "the result is one number"),
+            (mean_of_every_logit, "subtract the diagonal logit"),
         ],
         "right": [log_softmax_trace, cross_entropy_with_labels],
     },

@@ -229,6 +229,14 @@ def fails_on_padding(q, k, v, mask=None):
     return einsum_style(q, k, v, mask)
 
 
+def transpose_for_3d(q, k, v, mask=None):
+    scores = q @ k.transpose(0, 2, 1) / q.shape[-1] ** 0.5  # written for (B, S, d_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
 # --- correct, in other styles ---
 
 
@@ -298,6 +306,7 @@ BATTERIES = {
             (mask_after_softmax_not_renormalised, "masking after the softmax is not the same"),
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (fails_on_padding, "FAILED on case 6 of"),
+            (transpose_for_3d, "swap only the last two axes"),
         ],
         "right": [einsum_style, additive_mask_then_logsumexp, masked_query_rows_zeroed],
     },

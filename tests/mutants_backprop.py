@@ -258,6 +258,14 @@ def ab_batched_later(q, k, v, d_out, mask=None):
     return _grads(_p(q, k, mask), q, k, v, d_out, q.shape[-1] ** -0.5)
 
 
+def ab_correction_over_queries(q, k, v, d_out, mask=None):
+    scale = q.shape[-1] ** -0.5
+    p = _p(q, k, mask)
+    dp = d_out @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(axis=-2, keepdims=True))  # summed down the columns
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
+
+
 # --- attention_backward: right ---------------------------------------------------------------------------
 
 
@@ -340,6 +348,7 @@ BATTERIES = {
             (ab_finite_floor, "−1e300 is −∞ in float32 too"),
             (ab_as_lists, "dq: expected a NumPy array, got a value of type list"),
             (ab_batched_later, "cases 1 to 2 passed: this case (batch and head dims"),
+            (ab_correction_over_queries, "not over the queries"),
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

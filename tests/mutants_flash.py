@@ -111,6 +111,11 @@ def state_as_lists(a, b):
     return tuple(x.tolist() for x in via_logsumexp(a, b))
 
 
+def acc_normalised(a, b):
+    m, l, acc = via_logsumexp(a, b)
+    return m, l, acc / np.where(l > 0, l, 1.0)  # "the merged output": but the state keeps the sum
+
+
 # --- correct, in other styles ---
 
 
@@ -165,6 +170,7 @@ BATTERIES = {
             (relative_to_a, "shift both blocks by the larger maximum"),
             (global_max, "each row needs its own max"),
             (state_as_lists, "m: expected a NumPy array, got a value of type list"),
+            (acc_normalised, "acc stays a sum"),
         ],
         "right": [via_logsumexp, empty_union_m_zero, branch_per_row],
     },

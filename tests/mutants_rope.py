@@ -106,6 +106,27 @@ def as_nested_lists(x, positions):
     return complex_numbers(x, positions).tolist()
 
 
+def integer_exponent(x, positions):
+    d = x.shape[-1]
+    theta = 10000.0 ** (-(2 * np.arange(d // 2) // d))  # // rounds every exponent to 0
+    angles = positions[:, None] * theta
+    return _rotated(x, np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype))
+
+
+def positive_exponent(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (2.0 * np.arange(d // 2) / d)
+    return _rotated(x, np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype))
+
+
+def frequencies_tiled(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * np.tile(10000.0 ** (-2.0 * np.arange(d // 2) / d), 2)  # (T, d)
+    turned = np.empty_like(x)
+    turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return (x * np.cos(angles) + turned * np.sin(angles)).astype(x.dtype)
+
+
 # --- correct, in other styles ---
 
 
@@ -145,6 +166,9 @@ BATTERIES = {
             (written_as_halves, "the result must keep the consecutive-pair layout"),
             (read_as_halves, "pair i is the consecutive features"),
             (as_nested_lists, "expected a NumPy array, got a value of type list"),
+            (integer_exponent, "integer division (//) rounds"),
+            (positive_exponent, "a negative exponent"),
+            (frequencies_tiled, "both features of pair i"),
         ],
         "right": [complex_numbers, rotation_matrices],
     },

@@ -138,6 +138,16 @@ def float32_later(q, k, w):
     return scale_folded_into_the_weights(q, k, w)
 
 
+def heads_added_unweighted(q, k, w):
+    return scale_folded_into_the_weights(q, k, np.ones_like(w))  # every head with weight 1
+
+
+def softmax_over_keys(q, k, w):
+    scores = scale_folded_into_the_weights(q, k, w)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # "scores should be probabilities"
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def scores_by_loops(q, k, w):
     """One query, key and head at a time, as the formula reads."""
     b, h, t, d = q.shape
@@ -182,6 +192,8 @@ BATTERIES = {
             (k_without_head_axis, "k has one key per token, shared by the heads"),
             (as_a_list, "expected a NumPy array, got a value of type list"),
             (float32_later, "cases 1 to 3 passed: this case (float32"),
+            (heads_added_unweighted, "the heads are not simply added up"),
+            (softmax_over_keys, "no softmax"),
         ],
         "right": [scores_by_loops, scale_folded_into_the_weights],
     },

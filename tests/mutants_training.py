@@ -102,6 +102,12 @@ def p_as_a_list(p, g, m, v, t, lr, beta1, beta2, eps):
     return list(p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps)), m, v  # a list of numbers
 
 
+def sqrt_before_correction(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v) / (1 - beta2**t) + eps), m, v
+
+
 # --- correct, in other styles ---
 
 
@@ -141,6 +147,7 @@ BATTERIES = {
             (amsgrad, None),
             (float32_inside, "lower precision than the input"),
             (p_as_a_list, "p: expected a NumPy array, got a value of type list"),
+            (sqrt_before_correction, "the correction divides v itself"),
         ],
         "right": [kingma_efficient_form, elementwise_loop],
     },

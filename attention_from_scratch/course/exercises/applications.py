@@ -36,6 +36,12 @@ def _info_nce_cases():
     ]
 
 
+def _all_logits(q, k, tau):
+    """The mean over every logit taken away, instead of the diagonal's."""
+    logits = q @ k.T / tau
+    return info_nce(q, k, temperature=tau) + np.mean(np.diagonal(logits)) - np.mean(logits)
+
+
 def _log_of_softmax(q, k, tau):
     """−mean(log(diag(softmax(logits)))): a probability e^(−700) is 0, and its log −∞."""
     with np.errstate(divide="ignore"):
@@ -58,6 +64,8 @@ INFO_NCE = Exercise(
         ("multiplied by τ: the logits are q_i·k_j / τ", lambda q, k, t: info_nce(q, k, temperature=1 / t)),
         ("each query q_i picks its positive among all keys: the log-sum-exp runs over j, along each row of q kᵀ "
          "(over the keys, not over the queries)", lambda q, k, t: info_nce(k, q, temperature=t)),
+        ("the positive of q_i is k_i alone: subtract the diagonal logit q_i·k_i / τ of each row, not the mean of "
+         "every logit", _all_logits),
         ("sum instead of mean over the N pairs", lambda q, k, t: len(q) * info_nce(q, k, temperature=t)),
         ("sign: the loss is −log softmax(logits)_ii = logsumexp_j(logits_ij) − logits_ii, which is >= 0",
          lambda q, k, t: -info_nce(q, k, temperature=t)),

@@ -79,7 +79,7 @@ def _empty_union_m_is_free(case, e, g):
 
 
 def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow=False, m_b_only=False,
-                 shift_by_a=False, global_max=False):
+                 shift_by_a=False, global_max=False, normalise=False):
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
     m = m_b if m_b_only else np.maximum(m_a, m_b)
     if overflow:  # (0 where m is −∞, so that only the overflow, not the empty state, tells this one apart)
@@ -95,7 +95,8 @@ def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow
     one = np.ones_like(alpha)
     la, lb = (alpha, beta) if rescale_l else (one, one)
     aa, ab = (alpha, beta) if rescale_acc else (one, one)
-    return m, la * l_a + lb * l_b, aa * acc_a + ab * acc_b
+    l, acc = la * l_a + lb * l_b, aa * acc_a + ab * acc_b
+    return (m, l, acc / np.where(l > 0, l, 1.0)) if normalise else (m, l, acc)
 
 
 def _empty_nan(case, e, g):
@@ -129,6 +130,8 @@ ONLINE_SOFTMAX_MERGE = Exercise(
         ("overflow: shift both blocks by the larger maximum m = max(m_a, m_b), row by row: e^(m_b − m_a) overflows "
          "when block b's max is far above block a's", lambda a, b: _merge_wrong(a, b, shift_by_a=True)),
         (GLOBAL_MAX, lambda a, b: _merge_wrong(a, b, global_max=True)),
+        ("acc stays a sum, weighted by e^(s − m) like l: the division by l comes once, after the last block, and a "
+         "state divided on the way can no longer be merged", lambda a, b: _merge_wrong(a, b, normalise=True)),
     ],
     symptoms=[_empty_nan],
     part_names={"a": ("m_a", "l_a", "acc_a"), "b": ("m_b", "l_b", "acc_b")},

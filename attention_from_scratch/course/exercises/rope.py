@@ -46,6 +46,15 @@ def _halves(x, positions, *, read=False, write=False):
     return pairs_to_halves(y) if write else y
 
 
+def _tiled_frequencies(x, positions):
+    """Pairs rotated as they should be, but feature j turning at θ_(j mod d/2): the frequencies tiled, not repeated."""
+    theta = np.tile(rope_frequencies(x.shape[-1]), 2)  # (d,): θ_0 … θ_(d/2−1), twice
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * theta  # (T, d)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)  # (−x_2i+1, x_2i) per pair
+    return x * cos + turned * sin
+
+
 def _angles_in_float32(case, e, g):
     """A float32 answer off by about what float32 angles (m·θ_i rounded to 24 bits) cost at large positions."""
     x, positions = case.args
@@ -80,6 +89,13 @@ ROPE = Exercise(
          lambda x, p: apply_rope(x, -np.asarray(p))),
         ("frequencies: pair i turns at θ_i = 10000^(−2i/d), for i = 0 … d/2 − 1",
          lambda x, p: apply_rope(x, p, freqs=rope_frequencies(x.shape[-1]) ** 0.5)),
+        ("frequencies: θ_i = 10000^(−2i/d) <= 1 (a negative exponent): pair 0 turns fastest, one radian per "
+         "position, and the last pairs slowest",
+         lambda x, p: apply_rope(x, p, freqs=1 / rope_frequencies(x.shape[-1]))),
+        ("every pair turns at the same rate: the exponent −2i/d is a fraction, which integer division (//) rounds "
+         "to 0", lambda x, p: apply_rope(x, p, freqs=np.ones(x.shape[-1] // 2))),
+        ("both features of pair i (x_2i and x_2i+1) turn at the same θ_i: the d/2 frequencies go over the d "
+         "features pair by pair, not as two copies one after the other (the rotate-half layout)", _tiled_frequencies),
         ("use the positions you are given (they need not start at 0): the angle of token t is positions[t]·θ_i",
          lambda x, p: apply_rope(x, np.arange(x.shape[-2]))),
         ("use each token's own position: positions need not be consecutive or sorted, so positions[0] + t is not "

@@ -185,6 +185,9 @@ def _hint_for_error(ex: Exercise, case: Case, err: BaseException, n: int, fn_nam
         specific = None
     if specific:
         return specific
+    if "axes don't match array" in text:
+        return msg("a transpose with a fixed list of axes fits one number of dimensions only: the inputs come with "
+                   "and without batch and head axes, so swap only the last two axes")
     if "could not be broadcast" in text or "mismatch in its core dimension" in text:
         if n > 1 and any(isinstance(a, np.ndarray) and a.ndim > 2 for a in case.args):
             return msg("earlier cases passed, and this one has batch/head dimensions: x.T reverses every axis, so "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...softmax import softmax
 from ...sparse import index_scores
 from ..i18n import msg
 from .cases import Case, Exercise, draw
@@ -58,6 +59,10 @@ def _k_without_head_axis(q, k, w):
     dots = np.maximum(q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5, 0)  # only when B = H_I (or one is 1)
     visible = np.tril(np.ones((t, s), dtype=bool), k=s - t)
     return np.where(visible, np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1), -np.inf).astype(q.dtype)
+
+
+def _softmaxed(scores):
+    return np.asarray(softmax(scores), dtype=scores.dtype)
 
 
 def _top_left(q, k, w):
@@ -124,6 +129,10 @@ INDEX_SCORES = Exercise(
              q, k, np.swapaxes(w.reshape(w.shape[0], w.shape[2], w.shape[1]), 1, 2))),  # w.reshape(B, H_I, T)
         ("each head is weighted by its own w[b, t, h], per query: not a plain mean over the heads",
          lambda q, k, w: _index_reference(q, k, np.full_like(w, 1.0 / q.shape[1]))),
+        ("each head's term is weighted by its own w[b, t, h], per query: the heads are not simply added up",
+         lambda q, k, w: _index_reference(q, k, np.ones_like(w))),
+        ("the index scores are returned as they are, with −∞ on the future: no softmax (top-k only needs their "
+         "order)", lambda q, k, w: _softmaxed(_index_reference(q, k, w))),
         ("the future is not masked: key s is visible to query t only up to t's own position (-inf beyond)",
          lambda q, k, w: _index_reference(q, k, w, causal=False)),
         ("the mask is top-left aligned: the T queries are the last T of the S tokens, query i sits at "
