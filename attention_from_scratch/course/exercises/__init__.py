@@ -58,7 +58,7 @@ How to write an exercise
 from __future__ import annotations
 
 from ..checking import Verdict, verdict
-from ..i18n import language
+from ..i18n import language, msg, render
 from .applications import INFO_NCE
 from .attention import ATTENTION
 from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
@@ -100,9 +100,11 @@ def check(name: str, fn, *, quiet: bool = False, lang: str | None = None) -> Ver
     """
     lang = language(lang)
     if name not in EXERCISES:
-        raise ValueError(f"no exercise named {name!r}; the exercises are: {', '.join(EXERCISES)}")
+        raise ValueError(render(msg("no exercise named {name}; the exercises are: {names}", name=repr(name),
+                                    names=", ".join(EXERCISES)), lang))
     if not callable(fn):
-        raise TypeError(f"fn must be your function (e.g. my_{name}), got {type(fn).__name__}")
+        raise TypeError(render(msg("fn must be your function (e.g. my_{name}), got {kind}", name=name,
+                                   kind=type(fn).__name__), lang))
     passed, lines = run(EXERCISES[name], fn)
     result = verdict(name, passed, lines, lang)
     if not quiet:

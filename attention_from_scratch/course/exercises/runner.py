@@ -10,6 +10,7 @@ reported in one line, even when its exception's ``str()`` raises too.
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 
 import numpy as np
@@ -31,6 +32,21 @@ def _message(err: BaseException) -> str:
     except Exception:
         return msg("(its message could not be shown: str() of the exception raised an error itself)")
     return text.splitlines()[0] if text else ""
+
+
+_FLOATING_POINT = re.compile(r"(overflow|underflow|invalid value|divide by zero) encountered in (\w+)")
+
+
+def _warning(text: str):
+    """NumPy's floating-point warnings as messages (in the report's language); any other warning as it is."""
+    found = _FLOATING_POINT.fullmatch(text)
+    if found is None:
+        return msg("{text}", text=text)
+    kind, op = found.groups()
+    return {"overflow": msg("overflow encountered in {op}", op=op),
+            "underflow": msg("underflow encountered in {op}", op=op),
+            "invalid value": msg("invalid value encountered in {op}", op=op),
+            "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
 def _changed(before, after, name: str, part_names=()):
@@ -126,7 +142,7 @@ def _judge(ex: Exercise, case: Case, got, warned):
         return None
     lines = list(problem)
     if warned:
-        lines.append(msg("  NumPy warned: {warnings}", warnings="; ".join(warned)))
+        lines.append(msg("  NumPy warned: {warnings}", warnings=[_warning(w) for w in warned]))
     try:
         hint = None if problem[-1].template == "  hint: {hint}" else _hint(ex, case, expected, got)
     except Exception:  # a hint is a bonus; never let looking for one hide the report
