@@ -266,6 +266,14 @@ def ab_correction_over_queries(q, k, v, d_out, mask=None):
     return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
 
 
+def ab_row_sum_without_keepdims(q, k, v, d_out, mask=None):
+    scale = q.shape[-1] ** -0.5
+    p = _p(q, k, mask)
+    dp = d_out @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(axis=-1))  # (..., T) against (..., T, S): lines up with the columns when T = S
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
+
+
 # --- attention_backward: right ---------------------------------------------------------------------------
 
 
@@ -349,6 +357,7 @@ BATTERIES = {
             (ab_as_lists, "dq: expected a NumPy array, got a value of type list"),
             (ab_batched_later, "cases 1 to 2 passed: this case (batch and head dims"),
             (ab_correction_over_queries, "not over the queries"),
+            (ab_row_sum_without_keepdims, "keep the summed axis (keepdims)"),
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

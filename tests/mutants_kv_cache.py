@@ -90,6 +90,11 @@ def caches_as_lists(q, k_new, v_new, k_cache, v_cache):
     return _attend(q, k, v), k.tolist(), v.tolist()
 
 
+def d_v_scale(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, scale=1 / v.shape[-1] ** 0.5), k, v  # the values' width
+
+
 # --- correct, in other styles ---
 
 
@@ -129,6 +134,7 @@ BATTERIES = {
             (float32_scores, "computed in lower precision than the input?"),
             (d_k_from_shape_1, "q.shape[1] is the number of heads"),
             (caches_as_lists, "k_cache: expected a NumPy array, got a value of type list"),
+            (d_v_scale, "not the width d_v of the values"),
         ],
         "right": [axis_2_and_einsum, preallocated],
     },

@@ -148,6 +148,11 @@ def softmax_over_keys(q, k, w):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def scaled_by_number_of_keys(q, k, w):
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2)[:, None] / k.shape[-2] ** 0.5, 0)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1))
+
+
 def scores_by_loops(q, k, w):
     """One query, key and head at a time, as the formula reads."""
     b, h, t, d = q.shape
@@ -194,6 +199,7 @@ BATTERIES = {
             (float32_later, "cases 1 to 3 passed: this case (float32"),
             (heads_added_unweighted, "the heads are not simply added up"),
             (softmax_over_keys, "no softmax"),
+            (scaled_by_number_of_keys, "not one over the square root of the number S of keys"),
         ],
         "right": [scores_by_loops, scale_folded_into_the_weights],
     },

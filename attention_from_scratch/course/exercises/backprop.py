@@ -101,7 +101,7 @@ def _rows_sum_to_zero(e, g):
 
 def _backward(q, k, v, d_out, mask=None, *, transpose_dv=True, correction=True, scale_q=True, scale_k=True,
               fill=-np.inf, mask_p=True, sign=1.0, max_first=False, guard=True, global_max=False, d_k=None,
-              scale_dv=False, inverse_scale=False, correction_axis=-1):
+              scale_dv=False, inverse_scale=False, correction_axis=-1, keepdims=True):
     """Attention's backward with one step changeable: the mistakes below are this with one flag flipped."""
     scale = 1 / (q.shape[-1] if d_k is None else d_k) ** 0.5
     scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
@@ -119,7 +119,7 @@ def _backward(q, k, v, d_out, mask=None, *, transpose_dv=True, correction=True, 
         p = softmax(scores)
     dv = (np.swapaxes(p, -1, -2) if transpose_dv else p) @ d_out * (scale if scale_dv else 1.0)  # (..., S, d_v)
     dp = d_out @ np.swapaxes(v, -1, -2)  # (..., T, S)
-    ds = p * (dp - np.sum(dp * p, axis=correction_axis, keepdims=True)) if correction else p * dp
+    ds = p * (dp - np.sum(dp * p, axis=correction_axis, keepdims=keepdims)) if correction else p * dp
     ds = sign * ds
     factor = 1 / scale if inverse_scale else scale
     dq = ds @ k * (factor if scale_q else 1.0)
@@ -237,6 +237,8 @@ ATTENTION_BACKWARD = Exercise(
          lambda *a: _backward(*a, scale_q=False, scale_k=False)),
         ("the row correction sums over the keys of each query's row (the last axis of P ⊙ dP), not over the "
          "queries", lambda *a: _backward(*a, correction_axis=-2)),
+        ("rowsum(dP ⊙ P) is one number per row: keep the summed axis (keepdims) so that it lines up with its own row, "
+         "not with the columns (with T = S NumPy broadcasts it silently)", lambda *a: _backward(*a, keepdims=False)),
         ("dV = Pᵀ dO takes no scale: the scale multiplies the scores, which V does not enter",
          lambda *a: _backward(*a, scale_dv=True)),
         ("the chain rule brings the scale itself into dQ and dK (S = scale · Q Kᵀ), not its inverse √d_k",

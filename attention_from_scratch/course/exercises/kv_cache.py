@@ -35,7 +35,7 @@ def _heads_far_apart(seed):
 def _decode_cases():
     return [
         _decode_case("(B, H) = (1, 2), S = 3 cached tokens, d_k = d_v = 4", 30, 1, 2, 3, 4, 4),
-        _decode_case("(B, H) = (2, 3), S = 5, d_k = 8, d_v = 3", 31, 2, 3, 5, 8, 3),
+        _decode_case("(B, H) = (2, 3), S = 5, d_k = 8, d_v = 5", 31, 2, 3, 5, 8, 5),
         _decode_case("float32, S = 4", 32, 1, 2, 4, 4, 4, dtype=np.float32),
         _decode_case("the first token: an empty cache, S = 0", 33, 1, 2, 0, 4, 4),
         _decode_case("large scores (entries about 30)", 34, 1, 1, 3, 4, 2, scale=30.0),
@@ -108,6 +108,8 @@ KV_DECODE_STEP = Exercise(
         ("scores not divided by √d_k: the step is the same scaled dot-product attention as before",
          lambda *a: _decode_wrong(*a, scale=1.0)),
         (SCALE_FROM_SHAPE_1, lambda *a: _decode_wrong(*a, scale=a[0].shape[1] ** -0.5)),
+        ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
+         "values", lambda *a: _decode_wrong(*a, scale=a[2].shape[-1] ** -0.5)),
         (GLOBAL_MAX, _decode_global_max),
         (GLOBAL_MAX, lambda *a: _decode_global_max(*a, guard=False)),
         (OVERFLOW, _decode_naive),

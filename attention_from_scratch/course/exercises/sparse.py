@@ -80,8 +80,9 @@ def _off_by_one(case, got):
     q, k = case.args[0], case.args[1]
     t, s = q.shape[-2], k.shape[-2]
     got = np.asarray(got[0])
-    if got.shape[-2:] != (t, s):
-        return None
+    if got.shape[-2:] != (t, s) or np.array_equal(np.broadcast_to(np.tril(np.ones((t, s), dtype=bool), k=s - t),
+                                                                  got.shape), np.isfinite(got)):
+        return None  # the causal edge is right: the difference is elsewhere
     for shift in (1, -1):
         visible = np.tril(np.ones((t, s), dtype=bool), k=s - t + shift)
         if np.array_equal(np.broadcast_to(visible, got.shape), np.isfinite(got)):
@@ -121,6 +122,8 @@ INDEX_SCORES = Exercise(
          lambda q, k, w: _index_reference(q, k, w, scale=1.0)),
         ("the scale is 1/√d_I, the head width, not one over the square root of the number of heads (the "
          "1/√H_I is already inside w)", lambda q, k, w: _index_reference(q, k, w, scale=q.shape[1] ** -0.5)),
+        ("the scale is 1/√d_I, the width of one head (the last axis of q and k), not one over the square root of "
+         "the number S of keys", lambda q, k, w: _index_reference(q, k, w, scale=k.shape[-2] ** -0.5)),
         ("the scores came out √H_I too small: the scale is 1/√d_I, the width of one head (not of all heads "
          "together), and the 1/√H_I is already inside w (do not divide by it again)",
          lambda q, k, w: _index_reference(q, k, w, scale=(q.shape[1] * q.shape[-1]) ** -0.5)),

@@ -15,11 +15,11 @@ __all__ = ["ADAM_STEP"]
 
 
 def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_inside=False, raw_state=True,
-          swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False, sqrt_first=False):
+          swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False, sqrt_first=False, keep_m=1.0):
     """One Adam step with one detail changeable: the mistakes below are this with one flag flipped."""
     if swap_betas:
         beta1, beta2 = beta2, beta1
-    m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m + (1 - beta1) * g)
+    m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m * keep_m + (1 - beta1) * g)
     v_new = beta2 * v + (1 - beta2) * (g * g if square else np.abs(g))
     step = t + t_shift
     m_hat = m_new / (1 - beta1**step) if correct else m_new
@@ -94,6 +94,8 @@ ADAM_STEP = Exercise(
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square=False)),
         ("step against the gradient: the update descends, so it is taken away from p (the update itself has the "
          "sign of m̂)", lambda *a: _adam(*a, sign=1.0)),
+        ("m is a running average: the old m stays in it, m ← β₁ m + (1 − β₁) g (not only the new (1 − β₁) g)",
+         lambda *a: _adam(*a, keep_m=0.0)),
         ("the new gradient gets the small weight 1 − β₁ and the old average the large weight β₁",
          lambda *a: _adam(*a, m_weights_swapped=True)),
     ],
