@@ -488,7 +488,14 @@ def test_the_notebooks_language_is_found_from_the_session_too(tmp_path, monkeypa
     monkeypatch.setenv("JPY_SESSION_NAME", str(REPO / "notebooks" / "zh" / "04_softmax.ipynb"))
     assert i18n.language() == "zh" and str(msg("correct")) == "正确"
     monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/zh/04_softmax.ipynb")  # relative to the server's root
-    assert i18n.language() == "en"
+    assert i18n.language() == "en"  # ... which is not here
+    monkeypatch.chdir(REPO)
+    assert i18n.language() == "zh"  # ... which is here
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    shell = type("Shell", (), {"user_ns": {"__session__": str(REPO / "notebooks" / "zh" / "04_softmax.ipynb")}})()
+    monkeypatch.setitem(sys.modules, "IPython", type("IPython", (), {"get_ipython": staticmethod(lambda: shell)}))
+    assert i18n.language() == "zh"  # IPython's __session__ (ipykernel sets it from JPY_SESSION_NAME)
     monkeypatch.setenv(i18n.ENV_VAR, "en")
     monkeypatch.chdir(REPO / "notebooks" / "zh")
     assert i18n.language() == "en"  # the environment variable wins

@@ -74,14 +74,21 @@ def language(lang: str | None = None) -> str:
 
 def _notebook_folders() -> list[Path]:
     """The kernel's working directory, then the folder of the notebook the front end names, if any."""
-    folders = [Path.cwd()]
+    try:
+        folders = [Path.cwd()]
+    except OSError:  # a working directory that was deleted: no folder to ask
+        folders = []
     names = [os.environ.get("JPY_SESSION_NAME", "")]
-    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-    if shell is not None:
-        names += [str(shell.user_ns.get(name) or "") for name in _SESSION_NAMES]
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()  # only if IPython runs this
+    user_ns = getattr(shell, "user_ns", None) or {}
+    names += [str(user_ns.get(name) or "") for name in _SESSION_NAMES]
     for name in filter(None, names):
         path = Path(name)
-        if path.suffix == ".ipynb" and path.is_absolute():  # a path relative to the server's root says nothing here
+        if path.suffix != ".ipynb":
+            continue
+        if not path.is_absolute():  # relative to the server's root: meaningful only if it is where we are
+            path = folders[0] / path if folders else path
+        if path.is_file():
             folders.append(path.parent)
     return folders
 
