@@ -132,6 +132,10 @@ def as_a_list(q, k, w):
     return scale_folded_into_the_weights(q, k, w).tolist()
 
 
+def minus_1e30_fill(q, k, w):
+    return np.where(_future(q.shape[2], k.shape[1]), -1e30, _relu_scores(q, k, w))
+
+
 def float32_later(q, k, w):
     if q.dtype == np.float32:
         raise NotImplementedError("float32")
@@ -197,6 +201,7 @@ BATTERIES = {
             (k_without_head_axis, "k has one key per token, shared by the heads"),
             (as_a_list, "expected a NumPy array, got a value of type list"),
             (float32_later, "cases 1 to 3 passed: this case (float32"),
+            (minus_1e30_fill, "not a large negative number: such a score"),
             (heads_added_unweighted, "the heads are not simply added up"),
             (softmax_over_keys, "no softmax"),
             (scaled_by_number_of_keys, "not one over the square root of the number S of keys"),

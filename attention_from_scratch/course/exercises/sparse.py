@@ -96,6 +96,18 @@ _K_HEAD_AXIS = msg("k has one key per token, shared by the heads: (B, S, d_I) ne
                    "axis")
 
 
+def _finite_future(case, e, g):
+    """The future filled with some large negative number instead of −∞ (the mistakes name −1e9 and finfo.min)."""
+    want, got = np.asarray(e[0]), np.asarray(g[0])
+    if want.shape != got.shape or got.dtype.kind != "f":
+        return None
+    future = np.isneginf(want)
+    if future.any() and np.all(np.isfinite(got[future])) and np.all(got[future] < -1e6):
+        return msg("fill the future with −∞, not a large negative number: such a score is one top-k can still pick "
+                   "when a query sees fewer than k keys")
+    return None
+
+
 def _error_hint(case, err):
     text = str(err)
     if "remapped shapes" in text or "core dimension" in text:  # a matmul (or einsum): q against k
@@ -149,7 +161,7 @@ INDEX_SCORES = Exercise(
          lambda q, k, w: _filled(q, k, w, np.finfo(q.dtype).min)),
     ],
     error_hint=_error_hint,
-    fallbacks=[lambda case, e, g: _off_by_one(case, g)],
+    fallbacks=[lambda case, e, g: _off_by_one(case, g), _finite_future],
     title="the lightning indexer's scores",
     task="""Write `my_index_scores(q, k, w)`: DeepSeek-V3.2's index scores
 $I(t, s) = \\sum_h w_{t,h}\\,\\mathrm{ReLU}(q_{t,h}\\cdot k_s / \\sqrt{d_I})$ for every query $t$ and key $s$, and
