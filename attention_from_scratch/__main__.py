@@ -26,7 +26,9 @@ _BACKEND = {
     "help": "array backend: numpy (CPU, default) or cupy (needs a CUDA GPU and the cuda12/cuda13 extra)",
 }
 
-_LANG = {"choices": ["en", "zh"], "default": "en", "help": "language: en (English, default) or zh (Chinese)"}
+_LANG = {"choices": ["en", "zh"], "default": None,
+         "help": "language: en (English) or zh (Chinese); default: the course-wide one (ATTENTION_FROM_SCRATCH_LANG, "
+                 "else English)"}
 
 # name -> (help, {option: argparse keyword arguments}, "module:function" called with the parsed arguments
 # and returning the exit status). Adding a sub-command is one row here.
@@ -42,7 +44,8 @@ COMMANDS = {
                  "--force": {"action": "store_true", "default": False,
                              "help": "write into OUTDIR even if it already holds files (they may be overwritten)"},
                  "--notebooks": {"default": None, "help": "course notebooks to copy (default: the repo's notebooks/)"},
-                 "--lang": {**_LANG, "help": "en (default) or zh: the Chinese notebooks, notebooks/zh/"}},
+                 "--lang": {**_LANG, "help": "en or zh: the Chinese notebooks, notebooks/zh/, and the language of "
+                            "their checks and of this command's messages (default: the course-wide one)"}},
                 "course.student:main"),
 }
 DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accepted before one too

@@ -179,7 +179,7 @@ def quiz_page(lang: str = "en") -> str:
         parts.append(
             f"<details><summary>{answer}</summary>\n"
             f"<p><strong>{html.escape(_show(expected))}</strong></p>\n"
-            f"<p>{html.escape(verdict.explanation)}</p>\n</details>\n"
+            f"<p>{html.escape(str(verdict)).replace(chr(10), '<br>' + chr(10))}</p>\n</details>\n"
         )
     return "\n".join(parts)
 
@@ -253,6 +253,9 @@ def index_page_zh(repo: Path) -> str:
     translated = {p.stem for p in notebooks(repo, "zh")}
     text = (repo / "README.zh.md").read_text(encoding="utf-8")
     text = re.sub(r"^\[English\]\(README\.md\) · 中文$", "", text, flags=re.MULTILINE)  # the switch says it
+    # a link into the English README (its errata index, its benchmarks) goes to the English site's front page
+    text = re.sub(r"\[([^\]]+)\]\(README\.md(#[^)\s]*)?\)", lambda m: f'<a href="../index.html{m.group(2) or ""}">'
+                  f"{m.group(1)}</a>", text)
     text = _to_english_page(text.replace("](notebooks/zh/", "](notebooks/"), "../", translated)
     text = _LINK.sub(lambda m: f"](../../{m.group(1)})" if _is_relative(m.group(1)) and not
                      m.group(1).startswith("notebooks/") else m.group(0), text)

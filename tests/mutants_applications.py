@@ -66,6 +66,42 @@ def positives_excluded(q, k, t):
     return np.mean(lse - np.diagonal(logits))
 
 
+def global_max(q, k, t):
+    logits = q @ k.T / t
+    m = logits.max()  # one max for every row
+    return np.mean(m + np.log(np.exp(logits - m).sum(axis=1)) - np.diagonal(logits))
+
+
+def normalised_copies(q, k, t):
+    return _loss(q / np.linalg.norm(q, axis=1, keepdims=True), k / np.linalg.norm(k, axis=1, keepdims=True), t)
+
+
+def symmetric(q, k, t):
+    return (_loss(q, k, t) + _loss(k, q, t)) / 2  # CLIP's two directions
+
+
+def temperature_outside(q, k, t):
+    return _loss(q, k, 1.0) / t
+
+
+def log_of_softmax(q, k, t):
+    logits = q @ k.T / t
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p = p / p.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return -np.mean(np.log(np.diagonal(p)))  # log of a probability that underflowed to 0 is -inf
+
+
+def kept_dims(q, k, t):
+    return _loss(q, k, t, reduce=lambda x: np.mean(x, keepdims=True))
+
+
+def mean_of_every_logit(q, k, t):
+    logits = q @ k.T / t
+    m = logits.max(axis=1, keepdims=True)
+    return np.mean(m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))) - np.mean(logits)  # not the diagonal
+
+
 # --- correct, in other styles ---
 
 
@@ -98,6 +134,13 @@ BATTERIES = {
             (normalises_in_place, "changed its input `q` in place"),
             (per_pair_losses, None),
             (positives_excluded, None),
+            (global_max, "each row needs its own max"),
+            (normalised_copies, "the loss uses q and k as given"),
+            (symmetric, "CLIP's symmetric loss"),
+            (temperature_outside, "τ divides the logits inside the exponentials"),
+            (log_of_softmax, "log of a probability"),
+            (kept_dims, "the result is one number"),
+            (mean_of_every_logit, "subtract the diagonal logit"),
         ],
         "right": [log_softmax_trace, cross_entropy_with_labels],
     },

@@ -159,6 +159,84 @@ def returns_weights_first(q, k, v, mask=None):
     return w, w @ v
 
 
+def additive_mask(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = scores + np.where(mask, 0.0, -np.inf)  # a float64 array: float32 scores become float64
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def finite_floor(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = np.maximum(np.max(scores, axis=-1, keepdims=True), -1e300)  # a floor for a fully masked row: -inf in float32
+    e = np.exp(scores - m)
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total > 0, total, 1.0)
+    return w @ v, w
+
+
+def numpy_float64_minus_inf(q, k, v, mask=None):
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, np.float64(-np.inf))  # a NumPy float64 scalar promotes float32
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def _scaled_by(q, k, v, mask, scale):
+    """Right but for the scale."""
+    scores = _scores(q, k, scale=scale)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
+def d_k_from_shape_1(q, k, v, mask=None):
+    return _scaled_by(q, k, v, mask, 1 / q.shape[1] ** 0.5)  # right for a 2-D q only
+
+
+def d_v_scale(q, k, v, mask=None):
+    return _scaled_by(q, k, v, mask, 1 / v.shape[-1] ** 0.5)
+
+
+def scaled_by_number_of_keys(q, k, v, mask=None):
+    return _scaled_by(q, k, v, mask, 1 / k.shape[-2] ** 0.5)
+
+
+def times_sqrt_d_k(q, k, v, mask=None):
+    return _scaled_by(q, k, v, mask, q.shape[-1] ** 0.5)
+
+
+def mask_after_softmax_not_renormalised(q, k, v, mask=None):
+    w = _softmax(_scores(q, k))
+    if mask is not None:
+        w = w * mask  # the blocked weights zeroed, the rest left as they were
+    return w @ v, w
+
+
+def list_of_lists(q, k, v, mask=None):
+    out, w = einsum_style(q, k, v, mask)
+    return out.tolist(), w.tolist()
+
+
+def fails_on_padding(q, k, v, mask=None):
+    if mask is not None and mask.ndim > 2:
+        raise NotImplementedError("masks with batch axes")
+    return einsum_style(q, k, v, mask)
+
+
+def transpose_for_3d(q, k, v, mask=None):
+    scores = q @ k.transpose(0, 2, 1) / q.shape[-1] ** 0.5  # written for (B, S, d_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _guarded(scores)
+    return w @ v, w
+
+
 # --- correct, in other styles ---
 
 
@@ -218,6 +296,17 @@ BATTERIES = {
             (float64_scale, "float32 in, float32 out"),
             (scales_q_in_place, "changed its input `q` in place"),
             (returns_weights_first, None),
+            (additive_mask, "an additive mask np.where(mask, 0.0, -np.inf)"),
+            (finite_floor, "a finite float64 floor such as −1e300 does not help in float32"),
+            (numpy_float64_minus_inf, "float32 in, float32 out"),
+            (d_k_from_shape_1, "q.shape[1] is the number of heads"),
+            (d_v_scale, "not the width d_v of the values"),
+            (scaled_by_number_of_keys, "not the number S of keys"),
+            (times_sqrt_d_k, "multiplied by √d_k"),
+            (mask_after_softmax_not_renormalised, "masking after the softmax is not the same"),
+            (list_of_lists, "expected a NumPy array, got a value of type list"),
+            (fails_on_padding, "FAILED on case 6 of"),
+            (transpose_for_3d, "swap only the last two axes"),
         ],
         "right": [einsum_style, additive_mask_then_logsumexp, masked_query_rows_zeroed],
     },

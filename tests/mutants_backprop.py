@@ -57,6 +57,10 @@ def sb_float16(y, dy):
     return (y16 * (dy16 - np.sum(dy16 * y16, axis=-1, keepdims=True))).astype(y.dtype)
 
 
+def sb_as_list(y, dy):
+    return (y * (dy - np.sum(dy * y, axis=-1, keepdims=True))).tolist()
+
+
 # --- softmax_backward: right -----------------------------------------------------------------------------
 
 
@@ -201,6 +205,75 @@ def ab_2d_transpose(q, k, v, d_out, mask=None):
     return ds @ k * scale, ds.T @ q * scale, p.T @ d_out
 
 
+def ab_dv_scaled(q, k, v, d_out, mask=None):
+    scale = q.shape[-1] ** -0.5
+    dq, dk, dv = _grads(_p(q, k, mask), q, k, v, d_out, scale)
+    return dq, dk, dv * scale  # "every gradient takes the scale"
+
+
+def ab_inverse_scale(q, k, v, d_out, mask=None):
+    return _grads(_p(q, k, mask), q, k, v, d_out, q.shape[-1] ** 0.5)  # √d_k where 1/√d_k belongs
+
+
+def ab_d_k_from_shape_1(q, k, v, d_out, mask=None):
+    scale = q.shape[1] ** -0.5
+    return _grads(_p(q, k, mask, scale=scale), q, k, v, d_out, scale)
+
+
+def ab_global_max(q, k, v, d_out, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - np.max(s))  # one max for the whole array
+    total = e.sum(-1, keepdims=True)
+    return _grads(e / np.where(total > 0, total, 1.0), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_additive_mask(q, k, v, d_out, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    if mask is not None:
+        s = s + np.where(mask, 0.0, -np.inf)  # float64: float32 becomes float64
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isneginf(m), 0.0, m))
+    total = e.sum(-1, keepdims=True)
+    return _grads(e / np.where(total > 0, total, 1.0), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_finite_floor(q, k, v, d_out, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - np.maximum(s.max(-1, keepdims=True), -1e300))  # -1e300 is -inf in float32
+    total = e.sum(-1, keepdims=True)
+    return _grads(e / np.where(total > 0, total, 1.0), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_as_lists(q, k, v, d_out, mask=None):
+    return tuple(x.tolist() for x in _grads(_p(q, k, mask), q, k, v, d_out, q.shape[-1] ** -0.5))
+
+
+def ab_batched_later(q, k, v, d_out, mask=None):
+    if q.ndim > 2:
+        raise NotImplementedError("batch and head axes")
+    return _grads(_p(q, k, mask), q, k, v, d_out, q.shape[-1] ** -0.5)
+
+
+def ab_correction_over_queries(q, k, v, d_out, mask=None):
+    scale = q.shape[-1] ** -0.5
+    p = _p(q, k, mask)
+    dp = d_out @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(axis=-2, keepdims=True))  # summed down the columns
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
+
+
+def ab_row_sum_without_keepdims(q, k, v, d_out, mask=None):
+    scale = q.shape[-1] ** -0.5
+    p = _p(q, k, mask)
+    dp = d_out @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(axis=-1))  # (..., T) against (..., T, S): lines up with the columns when T = S
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
+
+
 # --- attention_backward: right ---------------------------------------------------------------------------
 
 
@@ -253,6 +326,7 @@ BATTERIES = {
             (sb_float64, "float32 in, float32 out"),
             (sb_jacobian_1d, None),
             (sb_float16, "lower precision than the input"),
+            (sb_as_list, "expected a NumPy array, got a value of type list"),
         ],
         "right": [sb_jacobian_loop, sb_batched_jacobian, sb_expanded],
     },
@@ -274,6 +348,16 @@ BATTERIES = {
             (ab_square_mask_is_causal, None),
             (ab_max_before_masking, "the row max belongs to the allowed keys"),
             (ab_max_before_masking_unguarded, "the row max belongs to the allowed keys"),
+            (ab_dv_scaled, "dV = Pᵀ dO takes no scale"),
+            (ab_inverse_scale, "not its inverse √d_k"),
+            (ab_d_k_from_shape_1, "q.shape[1] is the number of heads"),
+            (ab_global_max, "each row needs its own max"),
+            (ab_additive_mask, "an additive mask np.where(mask, 0.0, -np.inf)"),
+            (ab_finite_floor, "−1e300 is −∞ in float32 too"),
+            (ab_as_lists, "dq: expected a NumPy array, got a value of type list"),
+            (ab_batched_later, "cases 1 to 2 passed: this case (batch and head dims"),
+            (ab_correction_over_queries, "not over the queries"),
+            (ab_row_sum_without_keepdims, "keep the summed axis (keepdims)"),
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

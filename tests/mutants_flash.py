@@ -81,6 +81,41 @@ def averages_instead_of_sums(a, b):
     return m, (alpha * l_a + beta * l_b) / 2, (alpha * acc_a + beta * acc_b) / 2
 
 
+def finite_floor(a, b):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = np.maximum(m_a, m_b)
+    shift = np.maximum(m, -1e300)  # "a finite floor instead of a test": -inf again in float32
+    alpha, beta = np.exp(m_a - shift), np.exp(m_b - shift)
+    return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
+
+
+def relative_to_a(a, b):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = np.maximum(m_a, m_b)
+    ref = np.where(np.isneginf(m_a), _safe(m), m_a)  # b's sums expressed relative to a's max first
+    l, acc = l_a * np.exp(m_a - ref) + l_b * np.exp(m_b - ref), acc_a * np.exp(m_a - ref) + acc_b * np.exp(m_b - ref)
+    back = np.exp(ref - _safe(m))
+    return m, l * back, acc * back
+
+
+def global_max(a, b):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = np.maximum(m_a, m_b)
+    top = np.max(m) if np.isfinite(np.max(m)) else 0.0  # one shift for every row
+    back = np.exp(top - np.where(np.isneginf(m), top, m))
+    return m, (np.exp(m_a - top) * l_a + np.exp(m_b - top) * l_b) * back, \
+        (np.exp(m_a - top) * acc_a + np.exp(m_b - top) * acc_b) * back
+
+
+def state_as_lists(a, b):
+    return tuple(x.tolist() for x in via_logsumexp(a, b))
+
+
+def acc_normalised(a, b):
+    m, l, acc = via_logsumexp(a, b)
+    return m, l, acc / np.where(l > 0, l, 1.0)  # "the merged output": but the state keeps the sum
+
+
 # --- correct, in other styles ---
 
 
@@ -131,6 +166,11 @@ BATTERIES = {
             (updates_a_in_place, "changed its input `a` (its `l_a`) in place"),
             (float64_constants, "float32 in, float32 out"),
             (averages_instead_of_sums, None),
+            (finite_floor, "an empty state must be neutral in float32 too"),
+            (relative_to_a, "shift both blocks by the larger maximum"),
+            (global_max, "each row needs its own max"),
+            (state_as_lists, "m: expected a NumPy array, got a value of type list"),
+            (acc_normalised, "acc stays a sum"),
         ],
         "right": [via_logsumexp, empty_union_m_zero, branch_per_row],
     },

@@ -65,6 +65,36 @@ def scales_q_in_place(q, k_new, v_new, k_cache, v_cache):
     return _attend(q, k, v, scale=1.0), k, v
 
 
+def global_max(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    e = np.exp(scores - scores.max())  # one max for every head and batch entry
+    return (e / e.sum(axis=-1, keepdims=True)) @ v, k, v
+
+
+def float32_scores(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q.astype(np.float32) @ np.swapaxes(k, -1, -2).astype(np.float32) / q.shape[-1] ** 0.5  # "faster"
+    scores = scores.astype(q.dtype)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v, k, v
+
+
+def d_k_from_shape_1(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, scale=1 / q.shape[1] ** 0.5), k, v
+
+
+def caches_as_lists(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v), k.tolist(), v.tolist()
+
+
+def d_v_scale(q, k_new, v_new, k_cache, v_cache):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v, scale=1 / v.shape[-1] ** 0.5), k, v  # the values' width
+
+
 # --- correct, in other styles ---
 
 
@@ -100,6 +130,11 @@ BATTERIES = {
             (softmax_over_queries, "softmax over the wrong axis"),
             (returns_the_old_cache, "return the caches grown by the new token"),
             (scales_q_in_place, "changed its input `q` in place"),
+            (global_max, "each row needs its own max"),
+            (float32_scores, "computed in lower precision than the input?"),
+            (d_k_from_shape_1, "q.shape[1] is the number of heads"),
+            (caches_as_lists, "k_cache: expected a NumPy array, got a value of type list"),
+            (d_v_scale, "not the width d_v of the values"),
         ],
         "right": [axis_2_and_einsum, preallocated],
     },

@@ -51,6 +51,19 @@ def square_only(n_q, n_k):
     return np.tril(np.ones((n_k, n_k), dtype=bool))
 
 
+def list_of_lists(n_q, n_k):
+    return [[j <= i + n_k - n_q for j in range(n_k)] for i in range(n_q)]  # right values, but a caller's ~mask fails
+
+
+def list_of_rows(n_q, n_k):
+    return [np.arange(n_k) <= n_k - n_q + i for i in range(n_q)]
+
+
+def int8_positions(n_q, n_k):
+    query_pos = np.arange(n_k - n_q, n_k).astype(np.int8)[:, None]  # "positions are small numbers"
+    return np.arange(n_k).astype(np.int8)[None, :] <= query_pos
+
+
 # --- correct, in other styles ---
 
 
@@ -86,6 +99,9 @@ BATTERIES = {
             (transposed, None),
             (future_and_self, None),
             (square_only, None),
+            (list_of_lists, "expected a NumPy array, got a value of type list"),
+            (list_of_rows, "expected a NumPy array, got a value of type list"),
+            (int8_positions, "must not wrap around"),
         ],
         "right": [corner_of_a_square, by_positions, loops],
     },

@@ -51,6 +51,23 @@ def heads_summed(q_nope, q_pe, c_kv, k_pe, w_uk):
     return np.broadcast_to(scores.sum(axis=1, keepdims=True), scores.shape)
 
 
+def divided_by_sqrt_d_h(q_nope, q_pe, c_kv, k_pe, w_uk):
+    scores = (q_nope @ w_uk) @ _t(c_kv)[:, None] + q_pe @ _t(k_pe)[:, None]
+    return scores / q_nope.shape[-1] ** 0.5  # "scaled dot-product": but these are the raw scores
+
+
+def rope_part_scaled(q_nope, q_pe, c_kv, k_pe, w_uk):
+    return (q_nope @ w_uk) @ _t(c_kv)[:, None] + q_pe @ _t(k_pe)[:, None] / q_pe.shape[-1] ** 0.5
+
+
+def w_uk_averaged(q_nope, q_pe, c_kv, k_pe, w_uk):
+    return (q_nope @ w_uk.mean(axis=0)) @ _t(c_kv)[:, None] + q_pe @ _t(k_pe)[:, None]
+
+
+def as_a_list(q_nope, q_pe, c_kv, k_pe, w_uk):
+    return ((q_nope @ w_uk) @ _t(c_kv)[:, None] + q_pe @ _t(k_pe)[:, None]).tolist()
+
+
 # --- correct, in other styles ---
 
 
@@ -79,6 +96,10 @@ BATTERIES = {
             (float64_cast, "float32 in, float32 out"),
             (normalises_c_kv_in_place, "changed its input `c_kv` in place"),
             (heads_summed, None),
+            (divided_by_sqrt_d_h, "not divided by √d_h"),
+            (rope_part_scaled, "the RoPE part q^R·k^R is added as it is"),
+            (w_uk_averaged, "not one matrix averaged"),
+            (as_a_list, "expected a NumPy array, got a value of type list"),
         ],
         "right": [einsum_absorbed, concatenated_latent_and_rope],
     },

@@ -124,6 +124,17 @@ def merge_by_swapaxes(x):
     return np.ascontiguousarray(x.swapaxes(1, 2)).reshape(b, t, -1)
 
 
+def split_nested_lists(x, n_heads):
+    b, _, d = x.shape
+    d_k = d // n_heads
+    return [[x[i, :, h * d_k:(h + 1) * d_k] for h in range(n_heads)] for i in range(b)]  # lists, not an array
+
+
+def merge_list_per_sequence(x):
+    b, h, t, d_k = x.shape
+    return [x[i].transpose(1, 0, 2).reshape(t, h * d_k) for i in range(b)]  # one array per sequence, in a list
+
+
 BATTERIES = {
     "split_heads": {
         "wrong": [
@@ -137,6 +148,7 @@ BATTERIES = {
             (split_batch_of_one, None),
             (split_wrong_transpose, None),
             (split_list_of_heads, None),
+            (split_nested_lists, "expected a NumPy array, got a value of type list"),
         ],
         "right": [split_by_stack, split_by_moveaxis, split_loop],
     },
@@ -151,6 +163,7 @@ BATTERIES = {
             (merge_sum_heads, None),
             (merge_wrong_transpose, None),
             (merge_heads_last, "features interleaved"),
+            (merge_list_per_sequence, "expected a NumPy array, got a value of type list"),
         ],
         "right": [merge_by_concatenate, merge_by_swapaxes],
     },

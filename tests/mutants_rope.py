@@ -63,6 +63,70 @@ def sorted_positions(x, positions):
     return _rope(x, np.sort(positions))
 
 
+def _rotated(x, cos, sin):
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return out
+
+
+def angles_in_the_input_dtype(x, positions):
+    d = x.shape[-1]
+    theta = 10000.0 ** (-2 * np.arange(d // 2, dtype=x.dtype) / d)  # "stay in the input's dtype"
+    angles = positions.astype(x.dtype)[:, None] * theta[None, :]
+    return _rotated(x, np.cos(angles), np.sin(angles))
+
+
+def angles_cast_before_cos(x, positions):
+    d = x.shape[-1]
+    angles = (positions[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)).astype(x.dtype)  # cast one step early
+    return _rotated(x, np.cos(angles), np.sin(angles))
+
+
+def written_as_halves(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)  # the pairs' results side by side
+
+
+def read_as_halves(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    a, b = x[..., : d // 2], x[..., d // 2:]  # pair i = (x_i, x_{i + d/2})
+    out = np.empty_like(x)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = a * sin + b * cos
+    return out
+
+
+def as_nested_lists(x, positions):
+    return complex_numbers(x, positions).tolist()
+
+
+def integer_exponent(x, positions):
+    d = x.shape[-1]
+    theta = 10000.0 ** (-(2 * np.arange(d // 2) // d))  # // rounds every exponent to 0
+    angles = positions[:, None] * theta
+    return _rotated(x, np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype))
+
+
+def positive_exponent(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * 10000.0 ** (2.0 * np.arange(d // 2) / d)
+    return _rotated(x, np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype))
+
+
+def frequencies_tiled(x, positions):
+    d = x.shape[-1]
+    angles = positions[:, None] * np.tile(10000.0 ** (-2.0 * np.arange(d // 2) / d), 2)  # (T, d)
+    turned = np.empty_like(x)
+    turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return (x * np.cos(angles) + turned * np.sin(angles)).astype(x.dtype)
+
+
 # --- correct, in other styles ---
 
 
@@ -97,6 +161,14 @@ BATTERIES = {
             (float16_positions, "float16 holds whole numbers exactly only up to 2048"),
             (rotates_in_place, "changed its input `x` in place"),
             (sorted_positions, "positions need not be consecutive or sorted"),
+            (angles_in_the_input_dtype, "build the angles m·θ_i in float64"),
+            (angles_cast_before_cos, "build the angles m·θ_i in float64"),
+            (written_as_halves, "the result must keep the consecutive-pair layout"),
+            (read_as_halves, "pair i is the consecutive features"),
+            (as_nested_lists, "expected a NumPy array, got a value of type list"),
+            (integer_exponent, "integer division (//) rounds"),
+            (positive_exponent, "a negative exponent"),
+            (frequencies_tiled, "both features of pair i"),
         ],
         "right": [complex_numbers, rotation_matrices],
     },

@@ -87,6 +87,37 @@ def merge_lse_keepdims(out_a, lse_a, out_b, lse_b):
     return out, lse[..., None]
 
 
+def _shifted_by(out_a, lse_a, out_b, lse_b, ref):
+    """The merge with both weights taken relative to ``ref`` (per row, or one number) instead of the larger lse."""
+    w_a, w_b = np.exp(lse_a - ref), np.exp(lse_b - ref)
+    total = w_a + w_b
+    safe = np.where(total > 0, total, 1.0)
+    lse = np.where(total > 0, ref + np.log(safe), -np.inf)
+    return (w_a / safe)[..., None] * out_a + (w_b / safe)[..., None] * out_b, lse
+
+
+def merge_relative_to_a(out_a, lse_a, out_b, lse_b):
+    """Weights relative to split a's lse (1 and e^(lse_b − lse_a)): right, until lse_b is far above lse_a."""
+    ref = np.where(np.isneginf(lse_a), np.where(np.isneginf(lse_b), 0.0, lse_b), lse_a)
+    return _shifted_by(out_a, lse_a, out_b, lse_b, ref)
+
+
+def merge_global_max(out_a, lse_a, out_b, lse_b):
+    """One shift for the whole array: the largest lse of any row."""
+    m = np.max(np.maximum(lse_a, lse_b))
+    return _shifted_by(out_a, lse_a, out_b, lse_b, m if np.isfinite(m) else 0.0)
+
+
+def merge_finite_floor(out_a, lse_a, out_b, lse_b):
+    """-1e300 instead of a test for -inf: it is -inf again in float32."""
+    return _shifted_by(out_a, lse_a, out_b, lse_b, np.maximum(np.maximum(lse_a, lse_b), -1e300))
+
+
+def merge_as_lists(out_a, lse_a, out_b, lse_b):
+    out, lse = merge_partials(out_a, lse_a, out_b, lse_b)
+    return out.tolist(), lse.tolist()
+
+
 # --- correct alternatives ----------------------------------------------------------------------------
 
 
@@ -142,6 +173,10 @@ BATTERIES = {
             (merge_float64, "float32 in, float32 out"),
             (merge_no_new_axis, "lse has no d_v axis"),
             (merge_lse_keepdims, "expected shape"),
+            (merge_relative_to_a, "shift by the larger lse of each row"),
+            (merge_global_max, "each row needs its own max"),
+            (merge_finite_floor, "in float32 too"),
+            (merge_as_lists, "out: expected a NumPy array, got a value of type list"),
         ],
         "right": [merge_logaddexp, merge_stacked, merge_as_states],
     },

@@ -70,6 +70,21 @@ def rows_of_a_matrix(x):
     return out
 
 
+def returns_a_list(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return (e / np.sum(e, axis=-1, keepdims=True)).tolist()  # "a list is easier to print"
+
+
+def masked_array(x):
+    e = np.ma.exp(x - np.max(x, axis=-1, keepdims=True))  # np.ma "to be safe with -inf": a MaskedArray comes back
+    return e / np.ma.sum(e, axis=-1, keepdims=True)
+
+
+def mean_shift(x):
+    e = np.exp(x - np.mean(x, axis=-1, keepdims=True))  # "centre the scores" instead of subtracting the max
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
 # --- correct, in other styles ---
 
 
@@ -107,6 +122,9 @@ BATTERIES = {
             (in_float32, "computed in lower precision than the input?"),
             (not_normalised, "rows do not sum to 1"),
             (rows_of_a_matrix, None),
+            (returns_a_list, "expected a NumPy array, got a value of type list"),
+            (masked_array, "expected a plain NumPy array, got a MaskedArray"),
+            (mean_shift, "has nan where the answer is finite"),
         ],
         "right": [via_logsumexp, row_loop, shifted_by_max_then_divide],
     },

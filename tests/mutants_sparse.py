@@ -110,6 +110,53 @@ def weights_divided_by_heads_again(q, k, w):
     return np.where(_future(q.shape[2], k.shape[1]), -np.inf, _relu_scores(q, k, w / np.sqrt(q.shape[1])))
 
 
+def relu_after_weighting(q, k, w):
+    dots = q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5  # (B, H, T, S)
+    scores = np.sum(np.maximum(np.swapaxes(w, 1, 2)[..., None] * dots, 0), axis=1)  # ReLU of w·dot
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
+def masked_before_weighting(q, k, w):
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5, 0)
+    dots = np.where(_future(q.shape[2], k.shape[1]), -np.inf, dots)  # -inf per head, then weighted
+    with np.errstate(invalid="ignore"):
+        return np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1)
+
+
+def k_without_head_axis(q, k, w):
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5, 0)  # k (B, d, S) against q (B, H, T, d)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1))
+
+
+def as_a_list(q, k, w):
+    return scale_folded_into_the_weights(q, k, w).tolist()
+
+
+def minus_1e30_fill(q, k, w):
+    return np.where(_future(q.shape[2], k.shape[1]), -1e30, _relu_scores(q, k, w))
+
+
+def float32_later(q, k, w):
+    if q.dtype == np.float32:
+        raise NotImplementedError("float32")
+    return scale_folded_into_the_weights(q, k, w)
+
+
+def heads_added_unweighted(q, k, w):
+    return scale_folded_into_the_weights(q, k, np.ones_like(w))  # every head with weight 1
+
+
+def softmax_over_keys(q, k, w):
+    scores = scale_folded_into_the_weights(q, k, w)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # "scores should be probabilities"
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def scaled_by_number_of_keys(q, k, w):
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2)[:, None] / k.shape[-2] ** 0.5, 0)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1))
+
+
 def scores_by_loops(q, k, w):
     """One query, key and head at a time, as the formula reads."""
     b, h, t, d = q.shape
@@ -149,6 +196,15 @@ BATTERIES = {
             (finfo_min_fill, "not the most negative finite number"),
             (weights_reshaped, "reshape keeps the memory order"),
             (weights_divided_by_heads_again, "already inside w"),
+            (relu_after_weighting, "ReLU acts on the dot product alone, before the weight"),
+            (masked_before_weighting, "mask the future after the weighted sum"),
+            (k_without_head_axis, "k has one key per token, shared by the heads"),
+            (as_a_list, "expected a NumPy array, got a value of type list"),
+            (float32_later, "cases 1 to 3 passed: this case (float32"),
+            (minus_1e30_fill, "not a large negative number: such a score"),
+            (heads_added_unweighted, "the heads are not simply added up"),
+            (softmax_over_keys, "no softmax"),
+            (scaled_by_number_of_keys, "not one over the square root of the number S of keys"),
         ],
         "right": [scores_by_loops, scale_folded_into_the_weights],
     },

@@ -96,6 +96,24 @@ def float32_inside(p, g, m, v, t, lr, beta1, beta2, eps):
     return p32.astype(p.dtype), m32.astype(m.dtype), v32.astype(v.dtype)
 
 
+def p_as_a_list(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return list(p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps)), m, v  # a list of numbers
+
+
+def sqrt_before_correction(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v) / (1 - beta2**t) + eps), m, v
+
+
+def m_without_its_past(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = (1 - beta1) * g  # the old m dropped
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
+
 # --- correct, in other styles ---
 
 
@@ -134,6 +152,9 @@ BATTERIES = {
             (damped_step, None),
             (amsgrad, None),
             (float32_inside, "lower precision than the input"),
+            (p_as_a_list, "p: expected a NumPy array, got a value of type list"),
+            (sqrt_before_correction, "the correction divides v itself"),
+            (m_without_its_past, "m is a running average"),
         ],
         "right": [kingma_efficient_form, elementwise_loop],
     },

@@ -122,6 +122,28 @@ def _by_numpy(key):
     raise KeyError(key)
 
 
+# per exercise: (answers from a classic shortcut, which must fail; answers rounded as the question asks, which pass)
+SHORTCUTS = {
+    "16.1": ([1 / (1 + 1.1 + 1.2)], [0.3006, 0.301]),  # e^x ≈ 1 + x is 0.8% off; 3 and 4 significant figures
+    "13.1": ([1.0], [1.0041]),  # ℓ ≈ 1: the second score's e^(−5.5) left out
+    "09.3": ([1e9 / (2**30 / 15279.795992714025)], [15280, 15279.8]),  # 10^9 bytes for a GiB
+    "17.2": ([64e6 / 25e9 * 1e3], [2.5]),  # MB and GB instead of MiB and GiB
+    "10.1": ([2 * math.pi * 10000], [47117.24, 47117]),  # θ_31 taken as 10000^(−1)
+    "15.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
+    "16.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
+    "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum()))], [0.8668, 0.867]),  # softmax([1, 2, 3])
+}
+
+
+@pytest.mark.parametrize("key", list(SHORTCUTS))
+def test_a_shortcut_fails_and_a_rounded_answer_passes(key):
+    wrong, right = SHORTCUTS[key]
+    for answer in wrong:
+        assert not answers.judge(key, answer).passed, (key, answer)
+    for answer in right:
+        assert answers.judge(key, answer).passed, (key, answer)
+
+
 @pytest.mark.parametrize("key", answers.keys())
 def test_expected_value_is_independently_right(key):
     want = INDEPENDENT[key] if key in INDEPENDENT else _by_numpy(key)

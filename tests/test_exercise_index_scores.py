@@ -17,8 +17,16 @@ def test_the_reference_is_the_package_and_agrees_with_the_loops():
 
 
 def test_the_mistake_models_differ_from_the_reference_on_some_case():
+    """On a case where the model runs (one without a head axis for k runs only where B = H_I)."""
     ex = exercises.EXERCISES["index_scores"]
+
+    def differs(wrong, c):
+        try:
+            got = wrong(*c.args)
+        except ValueError:
+            return False
+        want = ex.reference(*c.args)
+        return not np.allclose(got, want, equal_nan=True) or not np.array_equal(np.isinf(got), np.isinf(want))
+
     for hint, wrong in ex.mistakes:
-        assert any(not np.allclose(wrong(*c.args), ex.reference(*c.args), equal_nan=True)
-                   or not np.array_equal(np.isinf(wrong(*c.args)), np.isinf(ex.reference(*c.args)))
-                   for c in ex.cases()), hint
+        assert any(differs(wrong, c) for c in ex.cases()), hint

@@ -160,6 +160,25 @@ def test_cli_names_a_notebook_that_is_not_one(tmp_path, capsys):
         assert not (tmp_path / f"out_{name}").exists()  # nothing written
 
 
+def test_cli_speaks_the_language_of_its_copies(tmp_path, capsys, monkeypatch):
+    """--lang zh: the copies' folder names their language, and the command's own messages are Chinese; the
+    default is the course-wide language."""
+    monkeypatch.delenv("ATTENTION_FROM_SCRATCH_LANG", raising=False)
+    src = _one_notebook(tmp_path / "course")
+    assert main(["student", str(tmp_path / "zh"), "--notebooks", str(src), "--lang", "zh"]) == 0
+    out = capsys.readouterr().out
+    assert "已将 1 个学生版 notebook 写入" in out and "这些副本中的检查用中文回复" in out
+    assert json.loads((tmp_path / "zh" / "attention_from_scratch.json").read_text())["lang"] == "zh"
+    assert main(["student", str(tmp_path / "zh"), "--notebooks", str(src), "--lang", "zh"]) == 2
+    assert "不是空的" in capsys.readouterr().err and "not empty" not in capsys.readouterr().err
+    assert main(["student", str(tmp_path / "again"), "--notebooks", str(tmp_path / "zh")]) == 0  # handed on
+    assert "这些副本中的检查用中文回复" not in capsys.readouterr().out  # the command's language: English
+    assert json.loads((tmp_path / "again" / "attention_from_scratch.json").read_text())["lang"] == "zh"
+    monkeypatch.setenv("ATTENTION_FROM_SCRATCH_LANG", "zh")
+    assert main(["student", "", "--notebooks", str(src)]) == 2
+    assert "必须是一个文件夹" in capsys.readouterr().err
+
+
 def test_cli_prints_paths_an_ascii_terminal_cannot_show(tmp_path):
     src = _one_notebook(tmp_path / "course")
     env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}

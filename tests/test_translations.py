@@ -366,6 +366,169 @@ def test_cli_takes_lang():
         build_parser().parse_args(["--lang", "fr"])
 
 
+# --- the Chinese notebooks reply in Chinese, without the learner asking ----------------------------------
+
+_CHECK_CALL = re.compile(r"check_answer\(|exercises\.check\(|quiz\.check\(")
+_ENGLISH_WORD = re.compile(r"^\(?[A-Za-z][a-z]+[,.;:!?)]?$")  # "the", "Token": not NumPy, MLA, [qkv], d_k, nan
+_NOT_WORDS = {"nan", "inf", "True", "False", "None"}  # array values and Python literals
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")  # each Chinese character on its own: it breaks a run
+# an exception's own text, quoted as it is (the learner's code raised it, or a quiz note shows the package's)
+_QUOTED_ERROR = re.compile(r"(抛出了 \w+：).*|(\b\w*(?:Error|Exception)[:：])[^\n)）]*")
+
+
+def english_sentences(text: str) -> list[str]:
+    """Runs of three or more English words in ``text``, outside code: `spans`, identifiers (d_k, float32,
+    q.shape[1], NumPy), numbers, array values and symbols break a run, and so does any Chinese character. The
+    text of a quoted exception (``ValueError: ...``, ``抛出了 ValueError：...``) is left out."""
+    text = _QUOTED_ERROR.sub(r"\1\2", re.sub(r"`[^`]*`", " ", text))
+    runs, run = [], []
+    for token in [*_TOKEN.findall(text), "."]:
+        if _ENGLISH_WORD.match(token) and token.strip("(),.;:!?") not in _NOT_WORDS:
+            run.append(token)
+            continue
+        if len(run) >= 3:
+            runs.append(" ".join(run))
+        run = []
+    return runs
+
+
+def test_english_sentences_are_found_and_code_is_not():
+    assert english_sentences("softmax：第 3 个用例（共 9 个）未通过") == []
+    assert english_sentences("提示：`x.T reverses every axis` 只交换最后两个轴；q.shape[1] is H") == []
+    assert english_sentences("  my_f 抛出了 ValueError：operands could not be broadcast together") == []
+    assert english_sentences("提示：not implemented yet: write it") == ["not implemented yet: write it"]
+    assert english_sentences("True 和 False 弄反了，PyTorch 的约定；[qkv] you said 'c'；[[nan nan nan]]") == []
+    assert english_sentences("会抛出 ValueError: q and k must have the same d_k (4 and 8)。") == []
+
+
+def _wrong_letters(qid):
+    key = set(quiz.answer(qid))
+    return [letter for letter in "ABCD"[: len(quiz.QUESTIONS[qid].choices)] if {letter} != key]
+
+
+def _wrong_answer(qid):
+    """A wrong answer of the right form to question ``qid``."""
+    expected = quiz.answer(qid)
+    if quiz.QUESTIONS[qid].kind in ("choice", "multi"):
+        return _wrong_letters(qid)[0]
+    return [x + 1 for x in expected] if isinstance(expected, list) else expected + 1
+
+
+def _replies(source: str, ns: dict) -> str:
+    """What running ``source`` in ``ns`` prints, and the message of the exception it raises, if any."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # NumPy's warnings on: a notebook shows them in the report
+        try:
+            exec(source, ns)
+        except Exception as err:  # a wrong-typed answer: its message is a reply too
+            out.write(f"{type(err).__name__}: {err}\n")
+    return out.getvalue()
+
+
+def _wrong_runs(source: str, ns: dict, batteries: dict):
+    """The check cell ``source`` run with wrong answers in place of its None (or of the student's function)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    if m := re.search(r"exercises\.check\(\"(\w+)\", (\w+)\)", source):
+        def crash(*args):
+            raise RuntimeError("boom")
+
+        for wrong in [_stub, crash, *batteries.get(m.group(1), [])]:
+            ns[m.group(2)] = wrong
+            yield _replies(source, ns)
+    elif m := re.search(r"(answer_q\d+) = None", source):
+        qid = re.search(r'quiz\.check\("(\w+)"', source).group(1)
+        for wrong in [*_wrong_letters(qid), 42, "Z", ["A", 3]]:
+            yield _replies(source.replace(m.group(0), f"{m.group(1)} = {wrong!r}"), ns)
+    elif m := re.search(r"(answer_\d+) = None", source):
+        for wrong in ["-12345.678", "'abc'", "(1, 2)", "float('inf')", "np.array([1.0, 2.0])", "True"]:
+            yield _replies(source.replace(m.group(0), f"{m.group(1)} = {wrong}"), ns)
+    elif "{qid: None for qid in" in source:
+        ns["_wrong_answer"] = _wrong_answer
+        yield _replies(source.replace("{qid: None for qid in", "{qid: _wrong_answer(qid) for qid in"), ns)
+    else:  # a cell of worked wrong answers (notebook 16's imagined student)
+        yield _replies(source, ns)
+
+
+def test_chinese_notebooks_check_cells_reply_in_chinese(monkeypatch):
+    """Each Chinese notebook's check cells, unchanged (they are the English ones), run with wrong answers in
+    notebooks/zh/ -- where Jupyter starts their kernel -- reply without one English sentence, and in Chinese."""
+    monkeypatch.delenv(i18n.ENV_VAR, raising=False)
+    monkeypatch.chdir(REPO / "notebooks" / "zh")
+    assert i18n.language() == "zh", "notebooks/zh/attention_from_scratch.json names the folder's language"
+    batteries = {}
+    for path in sorted((REPO / "tests").glob("mutants_*.py")):
+        for name, battery in importlib.import_module(path.stem).BATTERIES.items():
+            batteries[name] = [fn for fn, _ in battery["wrong"]]
+    i18n.MISSES.clear()
+    found, checked = [], 0
+    for stem in TRANSLATED:
+        nb = bt.load(REPO / "notebooks" / "zh" / f"{stem}.ipynb")
+        code = [bt.cell_source(c) for c in nb["cells"] if c["cell_type"] == "code"
+                and "answer-key" not in c.get("metadata", {}).get("tags", [])]
+        ns = {}
+        for cell in code:  # the notebook's imports, as its earlier cells would have run them
+            imports = [n for n in ast.parse(cell).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            exec(compile(ast.Module(imports, type_ignores=[]), stem, "exec"), ns)
+        for source in filter(_CHECK_CALL.search, code):
+            for reply in _wrong_runs(source, ns, batteries):
+                checked += 1
+                assert re.search(r"[\u4e00-\u9fff]", reply), f"{stem}: no Chinese in {reply!r}"
+                found += [f"{stem}: {run!r} in {reply[:300]!r}" for run in english_sentences(reply)]
+    assert checked > 300 and not i18n.MISSES, sorted(i18n.MISSES)
+    assert not found, "English sentences in the Chinese notebooks' replies:\n" + "\n".join(found[:20])
+
+
+def test_the_notebooks_language_is_found_from_the_session_too(tmp_path, monkeypatch):
+    """A kernel started elsewhere still finds it: Jupyter Server's JPY_SESSION_NAME (an absolute path), IPython's
+    __session__; the environment variable and set_language come first; an unreadable choice is a clear error."""
+    monkeypatch.delenv(i18n.ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert i18n.language() == "en"
+    monkeypatch.setenv("JPY_SESSION_NAME", str(REPO / "notebooks" / "zh" / "04_softmax.ipynb"))
+    assert i18n.language() == "zh" and str(msg("correct")) == "正确"
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/zh/04_softmax.ipynb")  # relative to the server's root
+    assert i18n.language() == "en"  # ... which is not here
+    monkeypatch.chdir(REPO)
+    assert i18n.language() == "zh"  # ... which is here
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    shell = type("Shell", (), {"user_ns": {"__session__": str(REPO / "notebooks" / "zh" / "04_softmax.ipynb")}})()
+    monkeypatch.setitem(sys.modules, "IPython", type("IPython", (), {"get_ipython": staticmethod(lambda: shell)}))
+    assert i18n.language() == "zh"  # IPython's __session__ (ipykernel sets it from JPY_SESSION_NAME)
+    monkeypatch.setenv(i18n.ENV_VAR, "en")
+    monkeypatch.chdir(REPO / "notebooks" / "zh")
+    assert i18n.language() == "en"  # the environment variable wins
+    monkeypatch.delenv(i18n.ENV_VAR)
+    with i18n.using_language("en"):
+        assert i18n.language() == "en"  # so does set_language
+    i18n.write_folder_language(tmp_path, "zh")
+    assert i18n.folder_language(tmp_path) == "zh"
+    (tmp_path / i18n.FOLDER_FILE).write_text('{"lang": "fr"}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"attention_from_scratch\.json must hold a JSON object"):
+        i18n.folder_language(tmp_path)
+
+
+def test_argument_errors_a_learner_meets_are_in_the_language_of_the_check():
+    with pytest.raises(TypeError, match="的答案必须是实数"):
+        quiz.check("dot_product", "17", lang="zh")
+    with pytest.raises(ValueError, match="不是选项：Z"):
+        quiz.check("q4_formula", "Z", lang="zh")
+    with pytest.raises(ValueError, match="没有名为 'sofmax' 的练习"):
+        exercises.check("sofmax", _stub, lang="zh")
+    with pytest.raises(TypeError, match="fn 必须是你写的函数"):
+        exercises.check("softmax", None, lang="zh")
+    with pytest.raises(ValueError, match=r"没有编号为 '99\.9' 的简答题"):
+        answers.check_answer("99.9", 1, lang="zh")
+    with pytest.raises(TypeError, match="must be a real number"):  # English stays the default
+        quiz.check("dot_product", "17")
+
+
+def test_the_chinese_folder_names_its_language():
+    assert i18n.folder_language(REPO / "notebooks" / "zh") == "zh"
+    assert i18n.folder_language(REPO / "notebooks") is None
+
+
 # --- student copies in Chinese ---------------------------------------------------------------------
 
 
@@ -377,17 +540,22 @@ def test_chinese_student_copies_have_no_solutions(tmp_path):
         assert "参考答案" not in text and "<summary>Solutions" not in text and '"outputs": []' in text
 
 
-def test_chinese_student_copy_runs_top_to_bottom(tmp_path):
-    """One Chinese student copy executed in a fresh kernel (the others share its code cells with the English)."""
+def test_chinese_student_copy_runs_top_to_bottom_and_replies_in_chinese(tmp_path, monkeypatch):
+    """One Chinese student copy executed in a fresh kernel started in its folder, as Jupyter starts it (the others
+    share its code cells with the English): no error, and its check cells reply in Chinese, unasked."""
     nbclient = pytest.importorskip("nbclient")
     nbformat = pytest.importorskip("nbformat")
+    monkeypatch.delenv(i18n.ENV_VAR, raising=False)
     [path] = [p for p in student.write_student_notebooks(tmp_path, lang="zh") if p.stem == TRANSLATED[0]]
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(REPO / "notebooks")}})
+                                     resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
+    replies = [o.get("text", "") for c in nb.cells if c.cell_type == "code" and _CHECK_CALL.search(c.source)
+               for o in c.outputs]
+    assert replies and all(re.search(r"[\u4e00-\u9fff]", r) and not english_sentences(r) for r in replies), replies
 
 
 def test_the_tool_runs_as_a_script():

@@ -36,12 +36,16 @@ def output_folder(out, name: str = "OUTDIR") -> Path:
     Refused: an empty name (it would mean the current folder), an existing file, and a path below a file.
     The folder itself may not exist yet (the command creates it).
     """
+    from .i18n import msg, render  # in the course-wide language, as the command's other messages
+
     if not str(out).strip():
-        raise ValueError(f"{name} must name a folder, got an empty string (write . for the current folder)")
+        raise ValueError(render(msg("{name} must name a folder, got an empty string (write . for the current folder)",
+                                    name=name)))
     path = Path(out)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{name} {path} is a file, not a folder")
+        raise ValueError(render(msg("{name} {path} is a file, not a folder", name=name, path=path)))
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
-            raise ValueError(f"{name} {path} lies under {parent}, which is a file, not a folder")
+            raise ValueError(render(msg("{name} {path} lies under {parent}, which is a file, not a folder", name=name,
+                                        path=path, parent=parent)))
     return path

@@ -25,7 +25,7 @@ import numpy as np
 from ..infra.checks import check_real
 from .answer_key import ANSWERS, ShortAnswer
 from .checking import Verdict, verdict, within
-from .i18n import msg
+from .i18n import msg, render
 
 __all__ = ["ShortAnswer", "check_answer", "expected", "judge", "keys"]
 
@@ -40,19 +40,19 @@ def expected(key: str):
     return _lookup(key).compute()
 
 
-def _lookup(key: str) -> ShortAnswer:
+def _lookup(key: str, lang: str | None = None) -> ShortAnswer:
     if key not in ANSWERS:
-        raise ValueError(f"no short-answer exercise {key!r}; they are: {', '.join(ANSWERS)}")
+        raise ValueError(render(msg("no short-answer exercise {key}; they are: {keys}", key=repr(key),
+                                    keys=", ".join(ANSWERS)), lang))
     return ANSWERS[key]
 
 
 def _problem(item: ShortAnswer, answer):
     """None if ``answer`` is right, else what is wrong with it: its form (a message) or its value (the hint)."""
-    want = item.compute()
     if item.kind == "shape":
         if not isinstance(answer, (tuple, list)) or not all(isinstance(a, numbers.Integral) for a in answer):
             return msg("a shape is a tuple of whole numbers, e.g. (3, 4)")
-        return None if tuple(int(a) for a in answer) == tuple(want) else item.why
+        return None if tuple(int(a) for a in answer) == tuple(item.compute()) else item.why
     if isinstance(answer, np.ndarray) and answer.ndim == 0:
         answer = answer.item()  # a 0-d array (np.abs(x).max() of an array, np.array(3.0)) is a number
     try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
@@ -61,6 +61,7 @@ def _problem(item: ShortAnswer, answer):
         return msg("give a number, not a {kind}", kind=type(answer).__name__)
     except ValueError:
         return msg("give a finite number")
+    want = item.compute()  # only for an answer of the right form (some take seconds)
     if item.kind == "count":
         # exact: an int, or a float whose value is that whole number (a float32 rounds large counts)
         if isinstance(answer, numbers.Integral):
@@ -77,7 +78,7 @@ def _problem(item: ShortAnswer, answer):
 
 def judge(key: str, answer, lang: str | None = None) -> Verdict:
     """The :class:`~.checking.Verdict` on ``answer`` to exercise ``key`` (never revealing the value)."""
-    item = _lookup(key)
+    item = _lookup(key, lang)
     if answer is None:
         return verdict(key, False, msg("not answered yet: replace None with your answer and run the cell again"),
                        lang, answered=False)

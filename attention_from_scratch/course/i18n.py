@@ -12,10 +12,16 @@ package computed; a value that is itself a Message is rendered in the same langu
 report line), and a list of them is joined with the language's separator. Nothing is matched against
 rendered English.
 
-The language is chosen per call (``lang="zh"``) or course-wide: :func:`set_language`, or the environment
-variable ``ATTENTION_FROM_SCRATCH_LANG`` (so a Chinese notebook or student copy can set it once and
-every check replies in Chinese). tests/test_translations.py fails on a template without a Chinese entry
-and on an entry no template uses.
+The language is chosen per call (``lang="zh"``) or course-wide, in this order: :func:`set_language`; the
+environment variable ``ATTENTION_FROM_SCRATCH_LANG``; the notebook's folder, when it holds a file
+``attention_from_scratch.json`` with ``{"lang": "zh"}`` (:data:`FOLDER_FILE`); else English. The folder is
+the kernel's working directory -- Jupyter, VS Code, nbclient and nbval start a notebook's kernel in the
+notebook's folder -- or the folder of the notebook the kernel serves, where the front end says which one
+(Jupyter Server's ``JPY_SESSION_NAME``, IPython's ``__session__``, VS Code's ``__vsc_ipynb_file__``).
+``notebooks/zh/`` holds that file, and ``student OUTDIR --lang zh`` writes it beside the student copies,
+so a Chinese notebook replies in Chinese without the learner asking, while its code cells stay the English
+ones. tests/test_translations.py fails on a template without a Chinese entry and on an entry no template
+uses, and runs the Chinese notebooks' check cells with wrong answers looking for English sentences.
 """
 
 from __future__ import annotations
@@ -24,15 +30,18 @@ import contextlib
 import json
 import os
 import string
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "LANGS", "Message", "catalog", "check_lang", "language", "msg", "render", "set_language",
-           "using_language"]
+__all__ = ["ENV_VAR", "FOLDER_FILE", "LANGS", "Message", "catalog", "check_lang", "folder_language", "language",
+           "msg", "render", "set_language", "using_language", "write_folder_language"]
 
 LANGS = ("en", "zh")
 ENV_VAR = "ATTENTION_FROM_SCRATCH_LANG"
+FOLDER_FILE = "attention_from_scratch.json"  # beside a folder's notebooks: {"lang": "zh"}
+_SESSION_NAMES = ("__session__", "__vsc_ipynb_file__")  # IPython (from JPY_SESSION_NAME), VS Code
 CATALOGS = Path(__file__).resolve().parents[2] / "translations"  # translations/<lang>/messages/*.json
 _chosen: list[str] = []  # set_language's choice (empty: the environment's, else English)
 MISSES: set[str] = set()  # templates rendered in a language whose catalog lacks them (the tests keep it empty)
@@ -51,13 +60,65 @@ def set_language(lang: str) -> None:
 
 
 def language(lang: str | None = None) -> str:
-    """``lang`` if given, else the course-wide language: :func:`set_language`'s, the environment's, or "en"."""
+    """``lang`` if given, else the course-wide language: :func:`set_language`'s, the environment's, the
+    notebook folder's (:func:`folder_language`), or "en"."""
     if lang is not None:
         return check_lang(lang)
     if _chosen:
         return _chosen[0]
     env = os.environ.get(ENV_VAR, "").strip()
-    return check_lang(env) if env else "en"
+    if env:
+        return check_lang(env)
+    return folder_language() or "en"
+
+
+def _notebook_folders() -> list[Path]:
+    """The kernel's working directory, then the folder of the notebook the front end names, if any."""
+    try:
+        folders = [Path.cwd()]
+    except OSError:  # a working directory that was deleted: no folder to ask
+        folders = []
+    names = [os.environ.get("JPY_SESSION_NAME", "")]
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()  # only if IPython runs this
+    user_ns = getattr(shell, "user_ns", None) or {}
+    names += [str(user_ns.get(name) or "") for name in _SESSION_NAMES]
+    for name in filter(None, names):
+        path = Path(name)
+        if path.suffix != ".ipynb":
+            continue
+        if not path.is_absolute():  # relative to the server's root: meaningful only if it is where we are
+            path = folders[0] / path if folders else path
+        if path.is_file():
+            folders.append(path.parent)
+    return folders
+
+
+def folder_language(folder=None) -> str | None:
+    """The language named by ``attention_from_scratch.json`` in ``folder`` (default: the notebook's folder, see
+    the module docstring), else None."""
+    for where in _notebook_folders() if folder is None else [Path(folder)]:
+        try:
+            text = (where / FOLDER_FILE).read_text(encoding="utf-8")
+        except OSError:  # no such file (the usual case), or an unreadable one: it names no language
+            continue
+        try:
+            lang = json.loads(text).get("lang")
+        except (ValueError, AttributeError):
+            lang = None
+        if lang not in LANGS:
+            raise ValueError(f"{where / FOLDER_FILE} must hold a JSON object such as {{\"lang\": \"zh\"}} naming "
+                             f"one of {', '.join(map(repr, LANGS))}, got {text[:60]!r}")
+        return lang
+    return None
+
+
+def write_folder_language(folder, lang: str) -> Path:
+    """Write ``attention_from_scratch.json`` into ``folder``: the notebooks there reply in ``lang``."""
+    path = Path(folder) / FOLDER_FILE
+    about = ("The language of every check's reply in the notebooks of this folder (quiz, exercises, short answers): "
+             "see attention_from_scratch/course/i18n.py")
+    path.write_text(json.dumps({"lang": check_lang(lang), "about": about}, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 @contextlib.contextmanager

@@ -45,7 +45,7 @@ import numpy as np
 from ..infra.backend import to_numpy
 from ..infra.checks import check_real
 from .checking import Verdict, verdict, within
-from .i18n import language, msg, render
+from .i18n import language, msg, render, using_language
 from .quiz_notes import _show
 from .quiz_questions import QUESTIONS, Question
 
@@ -60,15 +60,23 @@ def question_ids(which: str = "all") -> list[str]:
             if which == "all" or (which == "articles") == (q.source != "extra")]
 
 
+def _error(kind, message):
+    """An exception of ``kind`` whose text is ``message`` in the course-wide language (``check`` sets it)."""
+    return kind(render(message))
+
+
 def _get(question_id) -> Question:
     if question_id not in QUESTIONS:
-        raise ValueError(f"unknown question_id {question_id!r}; expected one of: {', '.join(QUESTIONS)}")
+        raise _error(ValueError, msg("unknown question_id {qid}; expected one of: {ids}", qid=repr(question_id),
+                     ids=", ".join(QUESTIONS)))
     return QUESTIONS[question_id]
 
 
 def ask(question_id: str, lang: str | None = None) -> str:
     """The question's text, with lettered choices and how to answer; ``lang="zh"``: in Chinese."""
-    q, lang = _get(question_id), language(lang)
+    lang = language(lang)
+    with using_language(lang):
+        q = _get(question_id)
     lines = [q.text] + [msg("  {letter}) {choice}", letter=chr(65 + i), choice=msg(c)) for i, c in enumerate(q.choices)]
     if q.kind == "choice":
         lines.append(msg("Answer with one letter."))
@@ -89,22 +97,24 @@ _SEPARATORS = re.compile(r"[\s,;/+&().]+")
 
 def _letters(given, q: Question) -> set[str]:
     """The set of letters in ``given`` ("AB", "a, b", ["A", "B"], {"B", "A"}), validated against ``q``."""
-    allowed = [chr(65 + i) for i in range(len(q.choices))]
+    allowed = ", ".join(chr(65 + i) for i in range(len(q.choices)))
     parts = [given] if isinstance(given, str) else given
     if not isinstance(given, (str, list, tuple, set, frozenset)) or not all(isinstance(p, str) for p in parts):
-        raise TypeError(
-            f"answer to {q.id!r} must be letters from {', '.join(allowed)} as a str (\"AC\", \"a, c\") or a "
-            f"list/set of str; got {given!r}"
-        )
+        raise _error(TypeError, msg('answer to {qid} must be letters from {allowed} as a str ("AC", "a, c") or a '
+                                    "list/set of str; got {given}", qid=repr(q.id), allowed=allowed,
+                                    given=repr(given)))
     chosen = {c for p in parts for c in _SEPARATORS.sub("", p).upper()}
-    bad = sorted(chosen - set(allowed))
-    if bad or not chosen:
-        raise ValueError(
-            f"answer to {q.id!r} must be made of the letters {', '.join(allowed)}; got {given!r}"
-            + (f" (not a choice: {', '.join(bad)})" if bad else " (no letter)")
-        )
+    bad = sorted(chosen - set(allowed.split(", ")))
+    if bad:
+        raise _error(ValueError, msg("answer to {qid} must be made of the letters {allowed}; got {given} (not a "
+                                     "choice: {bad})", qid=repr(q.id), allowed=allowed, given=repr(given),
+                                     bad=", ".join(bad)))
+    if not chosen:
+        raise _error(ValueError, msg("answer to {qid} must be made of the letters {allowed}; got {given} (no "
+                                     "letter)", qid=repr(q.id), allowed=allowed, given=repr(given)))
     if q.kind == "choice" and len(chosen) > 1:
-        raise ValueError(f"{q.id!r} has exactly one right answer: give one letter, got {given!r}")
+        raise _error(ValueError, msg("{qid} has exactly one right answer: give one letter, got {given}",
+                                     qid=repr(q.id), given=repr(given)))
     return chosen
 
 
@@ -117,28 +127,33 @@ def _finite(v, name) -> float:
     try:
         return check_real(v, f"answer to {name!r}")
     except ValueError:
-        raise ValueError(f"answer to {name!r} must be a finite number (a float can hold it), got {v!r}") from None
+        raise _error(ValueError, msg("answer to {qid} must be a finite number (a float can hold it), got {given}",
+                     qid=repr(name), given=repr(v))) from None
+
+
+def _not_a_number(name, given):
+    return msg("answer to {qid} must be a real number (int, float, NumPy scalar or array) or a list of them; strings, "
+               "bytes and booleans are not numbers here; got {given}", qid=repr(name), given=given)
 
 
 def _as_numbers(x, name) -> list[float]:
     """Real numbers only: int/float/NumPy real scalars, 0-d/1-d real arrays, or lists/tuples of scalars."""
-    rule = (f"answer to {name!r} must be a real number (int, float, NumPy scalar or array) or a list of them; "
-            f"strings, bytes and booleans are not numbers here")
     if hasattr(x, "detach"):  # a PyTorch tensor: leave autograd (a tensor requiring grad has no buffer)
         x = x.detach()
         x = x.cpu() if hasattr(x, "cpu") else x
     if isinstance(x, (list, tuple)):
         items = [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in x]
         if not all(_is_real_scalar(v) for v in items):
-            raise TypeError(f"{rule}; got {x!r}")
+            raise _error(TypeError, _not_a_number(name, repr(x)))
         return [_finite(v, name) for v in items]
     if _is_real_scalar(x):
         return [_finite(x, name)]
     if isinstance(x, (str, bytes, bytearray, bool, np.bool_)) or not hasattr(x, "shape"):
-        raise TypeError(f"{rule}; got {x!r}")
+        raise _error(TypeError, _not_a_number(name, repr(x)))
     arr = to_numpy(x)
     if arr.dtype.kind not in "iuf" or arr.ndim > 1:
-        raise TypeError(f"{rule}; got an array of dtype {arr.dtype} and shape {arr.shape}")
+        raise _error(TypeError, _not_a_number(name, msg("an array of dtype {dtype} and shape {shape}",
+                                                        dtype=arr.dtype, shape=arr.shape)))
     return [_finite(v, name) for v in arr.reshape(-1)]
 
 
@@ -159,7 +174,13 @@ def check(question_id: str, given, lang: str | None = None) -> Verdict:
     ``given=None`` is "not answered yet". See the module docstring for the accepted answer forms.
     ``lang="zh"``: the verdict and every explanation in Chinese (default: the course-wide language).
     """
-    q, lang = _get(question_id), language(lang)
+    lang = language(lang)
+    with using_language(lang):  # an answer of the wrong form is told so in the verdict's language
+        return _check(_get(question_id), given, lang)
+
+
+def _check(q: Question, given, lang: str) -> Verdict:
+    question_id = q.id
     if given is None:
         how = {"choice": msg("one letter"), "multi": msg("letters")}.get(q.kind, msg("a number"))
         return verdict(question_id, False, msg("Not answered yet: replace None with your answer ({how}) and run the "
@@ -178,7 +199,8 @@ def check(question_id: str, given, lang: str | None = None) -> Verdict:
     values = _as_numbers(given, question_id)
     target = [expected] if q.kind == "number" else list(expected)
     if len(values) != len(target):
-        raise ValueError(f"answer to {question_id!r} must have {len(target)} number(s), got {len(values)}")
+        raise _error(ValueError, msg("answer to {qid} must have {n} number(s), got {got}", qid=repr(question_id),
+                     n=len(target), got=len(values)))
     correct = all(within(v, t, rtol=q.rtol, atol=q.atol) for v, t in zip(values, target, strict=True))
     line = msg("{head} {explanation}", head=msg("Right.") if correct else wrong, explanation=q.explain())
     return verdict(question_id, correct, [line], lang, expected=expected)

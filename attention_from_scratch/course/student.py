@@ -10,6 +10,9 @@ block is cut out of the markdown cells (the rest of the cell, e.g. the "Next:" l
 output and execution count is cleared, so students start from blank cells. The stubs still raise
 ``NotImplementedError`` and the check cells say "not implemented yet", so a student copy runs top to bottom
 without an error.
+Beside the copies goes ``attention_from_scratch.json`` (:data:`.i18n.FOLDER_FILE`) naming their language, so
+the Chinese copies' checks reply in Chinese without the student asking (:func:`.i18n.folder_language`). The
+command's own messages and errors are in the language chosen (``--lang``, else the course-wide one).
 Notebooks are plain JSON (nbformat 4): no Jupyter package is needed to write them.
 """
 
@@ -21,7 +24,7 @@ import sys
 from pathlib import Path
 
 from . import output_folder, say
-from .i18n import msg, render
+from .i18n import FOLDER_FILE, check_lang, folder_language, language, msg, render, using_language, write_folder_language
 
 __all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "strip_solution_blocks", "student_notebook", "write_student_notebooks"]
 
@@ -75,46 +78,57 @@ def _course_notebooks(lang: str = "en") -> Path:
     return root if lang == "en" else root / lang
 
 
+def _error(kind, message):
+    """An exception of ``kind`` whose text is ``message``, rendered in the course-wide language."""
+    return kind(render(message))
+
+
 def _read_notebook(path: Path) -> dict:
     """The parsed notebook at ``path``, or a ``ValueError`` naming the file and what was expected."""
     try:
         nb = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}): not a notebook") from None
+        raise _error(ValueError, msg("{path} is not UTF-8 text ({reason} at byte {start}): not a notebook",
+                                     path=path, reason=err.reason, start=err.start)) from None
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON ({err.msg}, line {err.lineno}): not a notebook") from None
+        raise _error(ValueError, msg("{path} is not valid JSON ({reason}, line {line}): not a notebook",
+                                     path=path, reason=err.msg, line=err.lineno)) from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
-        raise ValueError(f"{path} is not a notebook: expected a JSON object with a list of cells")
+        raise _error(ValueError, msg("{path} is not a notebook: expected a JSON object with a list of cells",
+                                     path=path))
     return nb
 
 
-def write_student_notebooks(out_dir, notebooks_dir=None, *, force=False, lang: str = "en") -> list[Path]:
+def write_student_notebooks(out_dir, notebooks_dir=None, *, force=False, lang: str | None = None) -> list[Path]:
     """Write student copies of every ``*.ipynb`` in ``notebooks_dir`` (default: the course's) to ``out_dir``.
 
-    ``lang="zh"`` (with no ``notebooks_dir``) copies the Chinese edition, ``notebooks/zh/``.
+    ``lang="zh"`` (with no ``notebooks_dir``) copies the Chinese edition, ``notebooks/zh/``; None: the
+    course-wide language. ``out_dir`` also gets ``attention_from_scratch.json`` naming the copies' language:
+    ``lang``, or, from a ``notebooks_dir`` that holds such a file, that folder's.
 
-    Returns the paths written. Refuses to write into the folder it reads from, which would delete the
+    Returns the notebooks written. Refuses to write into the folder it reads from, which would delete the
     worked solutions and stored outputs of the course itself, and into a folder that already holds
     files (perhaps a full copy with solutions) unless ``force=True``; ``out_dir`` may be new. Every
     notebook is read and converted before the first one is written.
     """
-    from .i18n import check_lang
-
+    lang = language(lang)
     src = _course_notebooks(check_lang(lang)) if notebooks_dir is None else Path(notebooks_dir)
     if not src.is_dir():
-        raise FileNotFoundError(
-            f"no notebooks/ folder at {src}: the notebooks are part of the source repository, not of the "
-            "installed package; run this from a git checkout (pip install -e .) or pass the folder"
-        )
+        raise _error(FileNotFoundError, msg("no notebooks/ folder at {src}: the notebooks are part of the source "
+                                            "repository, not of the installed package; run this from a git checkout "
+                                            "(pip install -e .) or pass the folder", src=src))
     dst = output_folder(out_dir)
     if dst.resolve() == src.resolve():
-        raise ValueError(f"OUTDIR must differ from the course's notebooks folder {src}, or the solutions are lost")
+        raise _error(ValueError, msg("OUTDIR must differ from the course's notebooks folder {src}, or the solutions "
+                                     "are lost", src=src))
     paths = sorted(src.glob("*.ipynb"))
     if not paths:
-        raise FileNotFoundError(f"no notebooks (*.ipynb) in {src}")
+        raise _error(FileNotFoundError, msg("no notebooks (*.ipynb) in {src}", src=src))
     if dst.is_dir() and any(dst.iterdir()) and not force:
-        raise ValueError(f"OUTDIR {dst} is not empty: its files would be overwritten (it may hold a copy with the "
-                         f"solutions); choose a new or empty folder, or pass --force")
+        raise _error(ValueError, msg("OUTDIR {dst} is not empty: its files would be overwritten (it may hold a copy "
+                                     "with the solutions); choose a new or empty folder, or pass --force", dst=dst))
+    if notebooks_dir is not None:  # a source folder that names its language hands it on
+        lang = folder_language(src) or lang
     copies = [(path, student_notebook(_read_notebook(path))) for path in paths]
     dst.mkdir(parents=True, exist_ok=True)
     written = []
@@ -123,18 +137,25 @@ def write_student_notebooks(out_dir, notebooks_dir=None, *, force=False, lang: s
         # the layout Jupyter itself writes (indent 1, UTF-8 kept, sorted keys), so a diff stays small
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
         written.append(target)
+    write_folder_language(dst, lang)
     return written
 
 
 def main(args) -> int:
-    """The ``student`` sub-command: ``args.outdir``, ``args.notebooks`` (None: the course's notebooks) and
-    ``args.force``. Every failure is one line on stderr and exit status 2, never a traceback."""
-    try:
-        paths = write_student_notebooks(args.outdir, getattr(args, "notebooks", None),
-                                        force=getattr(args, "force", False), lang=getattr(args, "lang", "en"))
-    except (OSError, ValueError) as err:  # OSError: missing, not writable, a disk error
-        say(f"error: {err}", file=sys.stderr)
-        return 2
-    say(*paths, f"{len(paths)} student notebooks written to {args.outdir} "
-        "(worked solutions, Solutions blocks and answer key removed, outputs cleared)")
+    """The ``student`` sub-command: ``args.outdir``, ``args.notebooks`` (None: the course's notebooks),
+    ``args.force`` and ``args.lang`` (None: the course-wide language), which is also the language of the
+    command's messages. Every failure is one line on stderr and exit status 2, never a traceback."""
+    lang = language(getattr(args, "lang", None))
+    with using_language(lang):
+        try:
+            paths = write_student_notebooks(args.outdir, getattr(args, "notebooks", None),
+                                            force=getattr(args, "force", False), lang=lang)
+        except (OSError, ValueError) as err:  # OSError: missing, not writable, a disk error
+            say(render(msg("error: {err}", err=str(err))), file=sys.stderr)
+            return 2
+        say(*paths, render(msg("{n} student notebooks written to {out} (worked solutions, Solutions blocks and answer "
+                               "key removed, outputs cleared)", n=len(paths), out=args.outdir)))
+        copies = folder_language(Path(args.outdir))
+        say(render(msg("Their checks reply in {language}: {file} beside them says so.",
+                       language=msg("Chinese") if copies == "zh" else msg("English"), file=FOLDER_FILE)))
     return 0

@@ -8,14 +8,20 @@
 
 ``check(name, fn)`` runs the student's function on a battery of cases chosen to catch the classic
 mistakes (batch and head dimensions, float32 and float64, huge scores, −∞ entries and fully masked
-rows, masks with batch and head axes, T ≠ S, a single token), compares each answer with the package's
-own function, prints a plain-words report of the first failing case (the inputs' shapes, what was
-expected, what came back, and a hint naming the likely mistake when it is a known one) and returns a
-:class:`Verdict`.
+rows, float32 with masks and empty rows, rows whose maxima lie more than ~745 apart (one max for the
+whole array underflows a row), masks with batch and head axes, large positions, T ≠ S, a single token),
+compares each answer with the package's own function, prints a plain-words report of the first failing
+case (the inputs' shapes, what was expected, what came back, and a hint naming the likely mistake when
+it is a known one) and returns a :class:`Verdict`. A function that raises (``NotImplementedError`` too)
+after passing earlier cases is told which case it does not handle; only a stub that raises on the first
+case is "not implemented yet".
 
 Student functions receive and return NumPy arrays, on private copies of the inputs: a function that
-changes an input in place fails ("your function changed its input `q` in place"). Answers are compared
-in shape, dtype (the inputs' float dtype, also for a 0-d result such as a loss) and value, with a
+changes an input in place fails ("your function changed its input `q` in place"). The answer is judged
+as it came back: a list, an ``np.ndarray`` subclass or another object is refused, not converted (a
+caller's ``~mask`` or ``x @ y`` would fail on it). Each case's expected answer is computed only after
+the student's function has returned, so no frame the function could walk up to holds it. Answers are
+compared in shape, dtype (the inputs' float dtype, also for a 0-d result such as a loss) and value, with a
 tolerance relative to the size of the expected values (``rtol`` 1e-9 for float64 cases, 1e-4 for
 float32 ones); positions where the expected value is ±∞ or nan must match exactly. The cases and hints
 live in modules of this package, one per concept and named after the concept module it checks
@@ -28,27 +34,31 @@ How to write an exercise
    ``name``, the ``notebook`` stem that holds it, ``arg_names`` (the signature the checker calls) and
    ``outputs`` (names of the returned values; a tuple when more than one), ``cases`` (a function
    returning :class:`Case` objects from fixed seeds: the easy case first, then batch/head axes,
-   float32 with ``dtype=np.float32``, the edge cases the task text promises), and ``reference`` (the
-   package's own function). Add it to ``EXERCISES`` below, in course order.
+   float32 (a case's dtype is read from its arrays), the edge cases the task text promises, and where
+   they apply: float32 with masks and an empty row, rows far apart, large positions), and ``reference``
+   (the package's own function). Add it to ``EXERCISES`` below, in course order.
 2. ``mistakes``: ``(hint, wrong_fn)`` pairs. A mistake model calls the package's function with a
    changed argument where one exists (``scale=1.0``, ``~mask``, ``positions % 4096``) rather than
    re-implementing it; its hint names the idea (what is wrong and why), never the answer line.
    ``symptoms`` (tried first) and ``fallbacks`` (tried last) are ``fn(case, expected, got) -> hint``
-   for signs no single model captures; ``error_hint(case, err)`` for a function that raised.
+   for signs no single model captures; ``error_hint(case, err)`` for a function that raised. Between
+   the mistakes and the fallbacks, a float64 answer off by what a float32 step costs (measured by
+   running the reference on float32 copies of the inputs) gets the lower-precision hint.
 3. ``title``, ``task`` (Markdown: signature, shapes, dtype rule, edge behaviour, what the checker
    tries) and ``stub``; the worked solution goes in ``tests/exercise_solutions.py`` (NumPy only), and
    ``python tools/insert_exercises.py`` renders all of it into the notebook.
 4. The mutant battery: a file ``tests/mutants_<concept>.py`` with ``BATTERIES = {name: {"wrong": [(fn,
    hint or None), ...], "right": [fn, ...]}}``: at least eight wrong solutions written as a student
-   would (including one that changes an input in place and one with the wrong dtype), each failing
-   with the hint fragment given, and at least two correct ones in other valid styles, each passing.
+   would (including one that changes an input in place, one with the wrong dtype and one that returns
+   a list), each failing with the hint fragment given, and at least two correct ones in other valid
+   styles, each passing.
    ``tests/test_exercises.py`` finds every such file and asserts all of it.
 """
 
 from __future__ import annotations
 
 from ..checking import Verdict, verdict
-from ..i18n import language
+from ..i18n import language, msg, render
 from .applications import INFO_NCE
 from .attention import ATTENTION
 from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
@@ -90,9 +100,11 @@ def check(name: str, fn, *, quiet: bool = False, lang: str | None = None) -> Ver
     """
     lang = language(lang)
     if name not in EXERCISES:
-        raise ValueError(f"no exercise named {name!r}; the exercises are: {', '.join(EXERCISES)}")
+        raise ValueError(render(msg("no exercise named {name}; the exercises are: {names}", name=repr(name),
+                                    names=", ".join(EXERCISES)), lang))
     if not callable(fn):
-        raise TypeError(f"fn must be your function (e.g. my_{name}), got {type(fn).__name__}")
+        raise TypeError(render(msg("fn must be your function (e.g. my_{name}), got {kind}", name=name,
+                                   kind=type(fn).__name__), lang))
     passed, lines = run(EXERCISES[name], fn)
     result = verdict(name, passed, lines, lang)
     if not quiet:

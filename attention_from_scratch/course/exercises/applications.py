@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...applications import info_nce
-from .cases import Case, Exercise, _draw
+from ...softmax import softmax
+from .cases import GLOBAL_MAX, Case, Exercise, draw
 
 __all__ = ["INFO_NCE"]
 
@@ -17,20 +18,42 @@ def _unit(x):
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+def _rows_far_apart(seed):
+    """Unit vectors and τ = 0.01, but q_0 twenty times longer: row 0's logits reach about 2000, the others 100."""
+    q, k = (_unit(a) for a in draw(seed, (4, 8), (4, 8)))
+    q[0] = 20.0 * k[0]
+    return q, k, 0.01
+
+
 def _info_nce_cases():
     return [
-        Case("N = 4 pairs, d = 8, τ = 1", (*_draw(70, (4, 8), (4, 8)), 1.0)),
-        Case("N = 8, d = 16, τ = 0.1", (*_draw(71, (8, 16), (8, 16)), 0.1)),
-        Case("float32, N = 6, d = 4, τ = 0.5", (*_draw(72, (6, 4), (6, 4), dtype=np.float32), 0.5), np.float32),
-        Case("unit vectors, τ = 0.001: logits up to 1000", (*(_unit(a) for a in _draw(73, (5, 8), (5, 8))), 0.001)),
-        Case("one pair (N = 1)", (*_draw(74, (1, 4), (1, 4)), 0.1)),
+        Case("N = 4 pairs, d = 8, τ = 1", (*draw(70, (4, 8), (4, 8)), 1.0)),
+        Case("N = 8, d = 16, τ = 0.1", (*draw(71, (8, 16), (8, 16)), 0.1)),
+        Case("float32, N = 6, d = 4, τ = 0.5", (*draw(72, (6, 4), (6, 4), dtype=np.float32), 0.5), np.float32),
+        Case("unit vectors, τ = 0.001: logits up to 1000", (*(_unit(a) for a in draw(73, (5, 8), (5, 8))), 0.001)),
+        Case("one pair (N = 1)", (*draw(74, (1, 4), (1, 4)), 0.1)),
+        Case("rows far apart: τ = 0.01, query 0's logits about 2000, the others' at most 100", _rows_far_apart(75)),
     ]
 
 
-def _info_nce_naive(q, k, tau):
-    """No max shift: exp(q·k / τ) overflows for a small τ."""
+def _all_logits(q, k, tau):
+    """The mean over every logit taken away, instead of the diagonal's."""
+    logits = q @ k.T / tau
+    return info_nce(q, k, temperature=tau) + np.mean(np.diagonal(logits)) - np.mean(logits)
+
+
+def _log_of_softmax(q, k, tau):
+    """−mean(log(diag(softmax(logits)))): a probability e^(−700) is 0, and its log −∞."""
+    with np.errstate(divide="ignore"):
+        return -np.mean(np.log(np.diagonal(softmax(q @ k.T / tau, axis=-1))))
+
+
+def _info_nce_naive(q, k, tau, *, shift=None):
+    """No max shift (exp(q·k / τ) overflows for a small τ), or one shift for the whole array (``shift="global"``)."""
     logits = (q @ k.T) / tau  # (N, N)
-    return np.mean(np.log(np.sum(np.exp(logits), axis=-1)) - np.diagonal(logits))
+    top = np.max(logits) if shift == "global" else 0.0
+    with np.errstate(divide="ignore"):
+        return np.mean(top + np.log(np.sum(np.exp(logits - top), axis=-1)) - np.diagonal(logits))
 
 
 INFO_NCE = Exercise(
@@ -41,11 +64,23 @@ INFO_NCE = Exercise(
         ("multiplied by τ: the logits are q_i·k_j / τ", lambda q, k, t: info_nce(q, k, temperature=1 / t)),
         ("each query q_i picks its positive among all keys: the log-sum-exp runs over j, along each row of q kᵀ "
          "(over the keys, not over the queries)", lambda q, k, t: info_nce(k, q, temperature=t)),
+        ("the positive of q_i is k_i alone: subtract the diagonal logit q_i·k_i / τ of each row, not the mean of "
+         "every logit", _all_logits),
         ("sum instead of mean over the N pairs", lambda q, k, t: len(q) * info_nce(q, k, temperature=t)),
         ("sign: the loss is −log softmax(logits)_ii = logsumexp_j(logits_ij) − logits_ii, which is >= 0",
          lambda q, k, t: -info_nce(q, k, temperature=t)),
+        ("the log of a probability that underflowed to 0 is −∞: stay in logs, −log softmax(logits)_ii = "
+         "logsumexp_j(logits_ij) − logits_ii, instead of taking the log of a softmax", _log_of_softmax),
         ("overflow: exp(q·k / τ) is inf for a small τ; subtract each row's max inside the log-sum-exp",
          _info_nce_naive),
+        (GLOBAL_MAX, lambda q, k, t: _info_nce_naive(q, k, t, shift="global")),
+        ("the loss uses q and k as given: normalising them (the cosine version, as CLIP does) changes the logits",
+         lambda q, k, t: info_nce(_unit(q), _unit(k), temperature=t)),
+        ("only the queries pick among the keys here: the average with the keys picking among the queries is CLIP's "
+         "symmetric loss, another one", lambda q, k, t: (info_nce(q, k, temperature=t) + info_nce(k, q, temperature=t))
+         / 2),
+        ("τ divides the logits inside the exponentials, not the loss afterwards: log Σ e^(x/τ) is not (log Σ e^x)/τ",
+         lambda q, k, t: info_nce(q, k, temperature=1.0) / t),
     ],
     title="the InfoNCE loss",
     task="""Write `my_info_nce(q, k, temperature)`: the InfoNCE loss of $N$ pairs, `q` and `k`

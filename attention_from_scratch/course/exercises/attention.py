@@ -12,14 +12,24 @@ from ...attention import scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
-from .cases import _OVERFLOW, GLOBAL_MAX, Case, Exercise, _draw, _rows_sum_to_one
+from .cases import (
+    EMPTY_ROW_NAN,
+    GLOBAL_MAX,
+    MASK_AFTER,
+    OVERFLOW,
+    SCALE_FROM_SHAPE_1,
+    Case,
+    Exercise,
+    draw,
+    rows_sum_to_one,
+)
 
 __all__ = ["ATTENTION"]
 
 
 def _blocked_key_above(seed):
     """Queries whose score with key 2 is about 1000 above every other score, and key 2 blocked."""
-    q, k, v = _draw(seed, (3, 4), (5, 4), (5, 2))
+    q, k, v = draw(seed, (3, 4), (5, 4), (5, 2))
     q[:, 0] = 1.0 + np.abs(q[:, 0])  # every query points along feature 0 ...
     k[2, 0] = 2000.0  # ... so key 2 scores q·k/2 >= 1000 with each of them
     mask = np.ones((3, 5), dtype=bool)
@@ -29,33 +39,42 @@ def _blocked_key_above(seed):
 
 def _rows_far_apart(seed):
     """Query 0's scores are about 1000 above query 1's: one max for the whole array underflows row 1."""
-    q, k, v = _draw(seed, (2, 4), (4, 4), (4, 3))
+    q, k, v = draw(seed, (2, 4), (4, 4), (4, 3))
     k[:, 0] = 1.0 + 0.01 * k[:, 0]
     q[0, 0], q[1, 0] = 2000.0, 0.0
     return q, k, v, None
+
+
+def _float32_empty_row(seed):
+    """float32 inputs, a mask in which query 0 sees no key and the others a causal band."""
+    q, k, v = draw(seed, (4, 4), (5, 4), (5, 3), dtype=np.float32)
+    mask = np.tril(np.ones((4, 5), dtype=bool), k=1)  # bottom-right aligned: query i sees keys 0 .. i + 1
+    mask[0] = False
+    return q, k, v, mask
 
 
 def _attention_cases():
     causal = np.tril(np.ones((4, 4), dtype=bool))
     masked_row = np.ones((3, 5), dtype=bool)
     masked_row[1] = False  # query 1 may attend to nothing
-    q, k, v = _draw(14, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5))
-    q_pad, k_pad, v_pad = _draw(19, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5))
+    q, k, v = draw(14, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5))
+    q_pad, k_pad, v_pad = draw(19, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5))
     padding = padding_mask(np.array([6, 2]), 6)[:, None]  # (B, 1, S) -> (B, 1, 1, S): one length per sequence
     return [
-        Case("three tokens, d_k = 4, no mask", (*_draw(10, (3, 4), (3, 4), (3, 4)), None)),
-        Case("T = 2 queries, S = 5 keys, d_v = 3 ≠ d_k = 4", (*_draw(11, (2, 4), (5, 4), (5, 3)), None)),
+        Case("three tokens, d_k = 4, no mask", (*draw(10, (3, 4), (3, 4), (3, 4)), None)),
+        Case("T = 2 queries, S = 5 keys, d_v = 3 ≠ d_k = 4", (*draw(11, (2, 4), (5, 4), (5, 3)), None)),
         Case("batch and head dims (B, H, T, d_k) = (2, 3, 4, 8), S = 6", (q, k, v, None)),
-        Case("float32", (*_draw(12, (2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=np.float32), None), np.float32),
-        Case("a causal mask (True = may attend)", (*_draw(13, (4, 4), (4, 4), (4, 2)), causal)),
+        Case("float32", (*draw(12, (2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=np.float32), None), np.float32),
+        Case("a causal mask (True = may attend)", (*draw(13, (4, 4), (4, 4), (4, 2)), causal)),
         Case("a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6) scores: lengths 6 and 2",
              (q_pad, k_pad, v_pad, padding)),
         Case("a blocked key whose score is about 1000 above the others", _blocked_key_above(20)),
-        Case("a fully masked row (query 1 sees no key)", (*_draw(15, (3, 4), (5, 4), (5, 2)), masked_row)),
-        Case("large scores (entries of q and k about 30)", (*_draw(16, (3, 4), (3, 4), dtype=np.float64, scale=30.0),
-                                                           _draw(17, (3, 2)), None)),
+        Case("a fully masked row (query 1 sees no key)", (*draw(15, (3, 4), (5, 4), (5, 2)), masked_row)),
+        Case("float32 with a mask in which query 0 sees no key", _float32_empty_row(22), np.float32),
+        Case("large scores (entries of q and k about 30)", (*draw(16, (3, 4), (3, 4), dtype=np.float64, scale=30.0),
+                                                           draw(17, (3, 2)), None)),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
-        Case("one token", (*_draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
+        Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
     ]
 
 
@@ -77,9 +96,11 @@ def _filled(q, k, v, mask, fill):
     return _with_weights(softmax(np.where(mask, _scores(q, k), fill)), v)
 
 
-def _masked_after_softmax(q, k, v, mask, guard):
-    """The unmasked softmax (the package's), then the blocked weights zeroed and each row renormalised."""
+def _masked_after_softmax(q, k, v, mask, guard=True, renormalise=True):
+    """The unmasked softmax (the package's), then the blocked weights zeroed and each row renormalised (or not)."""
     weights = scaled_dot_product_attention(q, k, v)[1] * mask
+    if not renormalise:
+        return _with_weights(weights, v)
     total = np.sum(weights, axis=-1, keepdims=True)
     return _with_weights(weights / (np.where(total > 0, total, 1.0) if guard else total), v)
 
@@ -106,15 +127,13 @@ def _has_empty_row(case):
 def _masked_row_nan(case, e, g):
     w_e, w_g = np.asarray(e[1]), np.asarray(g[1])
     if _has_empty_row(case) and w_e.shape == w_g.shape and np.isnan(w_g).any() and not np.isnan(w_e).any():
-        return msg("a fully masked row came back as nan (exp(−∞ − (−∞)) = nan, or 0/0): a row with nothing to attend "
-                   "to must give weights 0 and output 0 (this package's convention); shift such a row by 0 instead "
-                   "of its max, and divide only where the row's sum is positive")
+        return EMPTY_ROW_NAN
     return None
 
 
 def _overflow_nan(case, e, g):
     if not _has_empty_row(case) and any(np.isnan(np.asarray(gg, dtype=np.float64)).any() for gg in g):
-        return _OVERFLOW
+        return OVERFLOW
     return None
 
 
@@ -134,12 +153,17 @@ ATTENTION = Exercise(
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1.0)),
         ("divided by d_k instead of √d_k",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1 / q.shape[-1])),
-        ("masking after the softmax is not the same: a blocked key with a huge score takes nearly all the weight "
-         "before it is removed, and renormalising what is left gives 0/0; block the scores (−∞) before the softmax",
-         lambda q, k, v, m: _masked_after_softmax(q, k, v, m, guard=True)),
-        ("masking after the softmax is not the same: a blocked key with a huge score takes nearly all the weight "
-         "before it is removed, and renormalising what is left gives 0/0; block the scores (−∞) before the softmax",
-         lambda q, k, v, m: _masked_after_softmax(q, k, v, m, guard=False)),
+        (SCALE_FROM_SHAPE_1,
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=q.shape[1] ** -0.5)),
+        ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
+         "values", lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=v.shape[-1] ** -0.5)),
+        ("the scale is 1/√d_k, with d_k the width of a key (q's last axis), not the number S of keys",
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=k.shape[-2] ** -0.5)),
+        ("multiplied by √d_k: the scores are divided by it, which shrinks their spread back to about 1",
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=q.shape[-1] ** 0.5)),
+        (MASK_AFTER, lambda q, k, v, m: _masked_after_softmax(q, k, v, m, guard=True)),
+        (MASK_AFTER, lambda q, k, v, m: _masked_after_softmax(q, k, v, m, guard=False)),
+        (MASK_AFTER, lambda q, k, v, m: _masked_after_softmax(q, k, v, m, renormalise=False)),
         ("−1e9 is a large finite number, not −∞: in a fully masked row every score becomes −1e9, and softmax makes "
          "the row uniform (weight 1/S on every blocked key) instead of weights 0; block with −∞ and give a row with "
          "nothing to attend to weights 0", lambda q, k, v, m: _filled(q, k, v, m, -1e9)),
@@ -153,10 +177,10 @@ ATTENTION = Exercise(
          "sum to 1", lambda q, k, v, m=None: _with_weights(softmax(_scores(q, k), axis=-2), v)),
         (GLOBAL_MAX, _global_max),
         (GLOBAL_MAX, lambda q, k, v, m=None: _global_max(q, k, v, m, guard=False)),
-        (_OVERFLOW, _no_row_guard),
+        (OVERFLOW, _no_row_guard),
     ],
     symptoms=[_masked_row_nan],
-    fallbacks=[_rows_sum_to_one, _overflow_nan],
+    fallbacks=[rows_sum_to_one, _overflow_nan],
     error_hint=_mask_error,
     title="scaled dot-product attention",
     task="""Write `my_attention(q, k, v, mask=None)` returning `(out, weights)`:

@@ -13,7 +13,7 @@ from ...attention import attention_backward, scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import softmax, softmax_backward
 from ..i18n import msg
-from .cases import _OVERFLOW, Case, Exercise, _draw
+from .cases import GLOBAL_MAX, MAX_FIRST, OVERFLOW, SCALE_FROM_SHAPE_1, Case, Exercise, draw
 
 __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
 
@@ -22,13 +22,13 @@ __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
 
 
 def _y_dy(seed, shape, dtype=np.float64, scale=1.0):
-    x, dy = _draw(seed, shape, shape, dtype=dtype, scale=scale)
+    x, dy = draw(seed, shape, shape, dtype=dtype, scale=scale)
     return softmax(x), dy
 
 
 def _softmax_backward_cases():
     masked = softmax(np.array([[0.5, -np.inf, 1.0, -np.inf], [2.0, 0.0, -np.inf, 1.0]]))  # y = 0 at blocked keys
-    dy_masked = _draw(5, (2, 4))
+    dy_masked = draw(5, (2, 4))
     return [
         Case("one row of 3", (softmax(np.array([1.0, 2.0, 3.0])), np.array([0.5, -1.0, 2.0]))),
         Case("a (4, 5) matrix: one softmax per row", _y_dy(1, (4, 5))),
@@ -39,7 +39,8 @@ def _softmax_backward_cases():
         Case("a saturated row (one weight close to 1)", (softmax(np.array([[12.0, 0.0, -3.0, 1.0]])),
                                                          np.array([[1.0, 2.0, -1.0, 0.5]]))),
         Case("large upstream gradients (about 1000)", _y_dy(6, (3, 4), scale=1000.0)),
-        Case("a single entry per row (y = 1: dx = 0)", (np.ones((3, 1)), _draw(7, (3, 1)))),
+        Case("a single entry per row (y = 1: dx = 0)", (np.ones((3, 1)), draw(7, (3, 1)))),
+        Case("float32 with masked keys (y = 0 there)", (masked.astype(np.float32), dy_masked.astype(np.float32))),
     ]
 
 
@@ -99,28 +100,30 @@ def _rows_sum_to_zero(e, g):
 
 
 def _backward(q, k, v, d_out, mask=None, *, transpose_dv=True, correction=True, scale_q=True, scale_k=True,
-              fill=-np.inf, mask_p=True, sign=1.0, max_first=False, guard=True):
+              fill=-np.inf, mask_p=True, sign=1.0, max_first=False, guard=True, global_max=False, d_k=None,
+              scale_dv=False, inverse_scale=False, correction_axis=-1, keepdims=True):
     """Attention's backward with one step changeable: the mistakes below are this with one flag flipped."""
-    d_k = q.shape[-1]
-    scale = 1 / d_k**0.5
+    scale = 1 / (q.shape[-1] if d_k is None else d_k) ** 0.5
     scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
     if mask is not None and mask_p:
         scores = np.where(mask, scores, fill)
-    if max_first:  # the row max taken over every key, blocked ones included, then the mask
+    if max_first or global_max:  # the max over every key, blocked ones included (or over the whole array)
         raw = q @ np.swapaxes(k, -1, -2) * scale
-        e = np.exp(scores - np.max(raw, axis=-1, keepdims=True))
+        top = np.max(scores) if global_max else np.max(raw, axis=-1, keepdims=True)
+        e = np.exp(scores - top)
         total = np.sum(e, axis=-1, keepdims=True)
         p = e / (np.where(total > 0, total, 1.0) if guard else total)
     elif fill == -np.inf or mask is None or not mask_p:
-        p = scaled_dot_product_attention(q, k, v, mask if mask_p else None)[1]
+        p = scaled_dot_product_attention(q, k, v, mask if mask_p else None, scale=scale)[1]
     else:
         p = softmax(scores)
-    dv = (np.swapaxes(p, -1, -2) if transpose_dv else p) @ d_out  # (..., S, T) @ (..., T, d_v)
+    dv = (np.swapaxes(p, -1, -2) if transpose_dv else p) @ d_out * (scale if scale_dv else 1.0)  # (..., S, d_v)
     dp = d_out @ np.swapaxes(v, -1, -2)  # (..., T, S)
-    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) if correction else p * dp
+    ds = p * (dp - np.sum(dp * p, axis=correction_axis, keepdims=keepdims)) if correction else p * dp
     ds = sign * ds
-    dq = ds @ k * (scale if scale_q else 1.0)
-    dk = np.swapaxes(ds, -1, -2) @ q * (scale if scale_k else 1.0)
+    factor = 1 / scale if inverse_scale else scale
+    dq = ds @ k * (factor if scale_q else 1.0)
+    dk = np.swapaxes(ds, -1, -2) @ q * (factor if scale_k else 1.0)
     return _summed(dq, q.shape), _summed(dk, k.shape), _summed(dv, v.shape)
 
 
@@ -131,7 +134,7 @@ def _summed(x, shape):
 
 def _blocked_key_above(seed):
     """Queries whose score with key 2 is about 1000 above every other score, and key 2 blocked."""
-    q, k, v, d_out = _draw(seed, (3, 4), (5, 4), (5, 2), (3, 2))
+    q, k, v, d_out = draw(seed, (3, 4), (5, 4), (5, 2), (3, 2))
     q[:, 0] = 1.0 + np.abs(q[:, 0])
     k[2, 0] = 2000.0
     mask = np.ones((3, 5), dtype=bool)
@@ -144,6 +147,22 @@ def _huge_unmasked(seed):
     return (*_blocked_key_above(seed)[:4], None)
 
 
+def _rows_far_apart(seed):
+    """Query 0's scores are about 1000 above query 1's: one max for the whole array underflows row 1."""
+    q, k, v, d_out = draw(seed, (2, 4), (4, 4), (4, 3), (2, 3))
+    k[:, 0] = 1.0 + 0.01 * k[:, 0]
+    q[0, 0], q[1, 0] = 2000.0, 0.0
+    return q, k, v, d_out, None
+
+
+def _float32_empty_row(seed):
+    """float32 inputs, a mask in which query 0 sees no key and the others a causal band."""
+    q, k, v, d_out = draw(seed, (4, 4), (5, 4), (5, 3), (4, 3), dtype=np.float32)
+    mask = np.tril(np.ones((4, 5), dtype=bool), k=1)  # bottom-right aligned: query i sees keys 0 .. i + 1
+    mask[0] = False
+    return q, k, v, d_out, mask
+
+
 def _attention_backward_cases():
     square_padding = padding_mask(np.array([3, 4]), 4)[:, None]  # (B, 1, S) -> (B, 1, 1, S), T = S = 4
     causal = np.tril(np.ones((4, 4), dtype=bool))
@@ -151,22 +170,24 @@ def _attention_backward_cases():
     masked_row[1] = False  # query 1 may attend to nothing
     padding = padding_mask(np.array([6, 2]), 6)[:, None]  # (B, 1, S) -> (B, 1, 1, S)
     return [
-        Case("three tokens, d_k = 4, no mask", (*_draw(30, (3, 4), (3, 4), (3, 4), (3, 4)), None)),
-        Case("T = 2 queries, S = 5 keys, d_v = 3 ≠ d_k = 4", (*_draw(31, (2, 4), (5, 4), (5, 3), (2, 3)), None)),
+        Case("three tokens, d_k = 4, no mask", (*draw(30, (3, 4), (3, 4), (3, 4), (3, 4)), None)),
+        Case("T = 2 queries, S = 5 keys, d_v = 3 ≠ d_k = 4", (*draw(31, (2, 4), (5, 4), (5, 3), (2, 3)), None)),
         Case("batch and head dims (B, H, T, d_k) = (2, 3, 4, 8), S = 6",
-             (*_draw(32, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), None)),
-        Case("float32", (*_draw(33, (2, 5, 4), (2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=np.float32), None), np.float32),
-        Case("a causal mask (True = may attend)", (*_draw(34, (4, 4), (4, 4), (4, 2), (4, 2)), causal)),
+             (*draw(32, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), None)),
+        Case("float32", (*draw(33, (2, 5, 4), (2, 5, 4), (2, 5, 4), (2, 5, 4), dtype=np.float32), None), np.float32),
+        Case("a causal mask (True = may attend)", (*draw(34, (4, 4), (4, 4), (4, 2), (4, 2)), causal)),
         Case("a (B, 1, 1, S) padding mask over (B, H, T, S) = (2, 3, 4, 6): lengths 6 and 2",
-             (*_draw(35, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), padding)),
+             (*draw(35, (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5), (2, 3, 4, 5)), padding)),
         Case("a blocked key whose score is about 1000 above the others", _blocked_key_above(36)),
         Case("an allowed key whose score is about 1000 above the others (no mask)", _huge_unmasked(40)),
         Case("a padding mask with T = S = 4 (square, not causal): lengths 3 and 4",
-             (*_draw(41, (2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 3), (2, 2, 4, 3)), square_padding)),
+             (*draw(41, (2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 3), (2, 2, 4, 3)), square_padding)),
         Case("a fully masked row (query 1 sees no key): it contributes nothing",
-             (*_draw(37, (3, 4), (5, 4), (5, 2), (3, 2)), masked_row)),
-        Case("d_k = 16 (the scale 1/4 matters)", (*_draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
-        Case("one token", (*_draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
+             (*draw(37, (3, 4), (5, 4), (5, 2), (3, 2)), masked_row)),
+        Case("float32 with a mask in which query 0 sees no key", _float32_empty_row(42), np.float32),
+        Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(43)),
+        Case("d_k = 16 (the scale 1/4 matters)", (*draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
+        Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
     ]
 
 
@@ -181,8 +202,9 @@ def _has_empty_row(case):
 
 def _masked_row_nan(case, e, g):
     if _has_empty_row(case) and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
-        return msg("nan from the fully masked row: its softmax must be weights 0 (not 0/0), so it contributes nothing: "
-                "its dQ row is 0 and it adds nothing to dK and dV")
+        return msg("nan from the fully masked row: its max is −∞ and −∞ − (−∞) is nan, as is 0/0 (a finite float64 "
+                   "floor such as −1e300 is −∞ in float32 too); its weights must be 0, so it contributes nothing: "
+                   "its dQ row is 0 and it adds nothing to dK and dV")
     return None
 
 
@@ -192,12 +214,10 @@ def _overflow_nan(case, e, g):
     allowed = scores if case.args[4] is None else np.where(case.args[4], scores, 0.0)
     huge = np.max(np.abs(allowed)) > 700  # exp(710) overflows float64: an allowed score that large
     if huge and not _has_empty_row(case) and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
-        return _OVERFLOW
+        return OVERFLOW
     return None
 
 
-_MAX_FIRST = (msg("the row max belongs to the allowed keys only: take it after masking; a blocked score far above the "
-              "others makes every allowed exp(s − max) underflow to 0"))
 _MASKED_KEYS = (msg("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
                 "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0"))
 
@@ -215,10 +235,21 @@ ATTENTION_BACKWARD = Exercise(
          "factor into dK (and dQ) too", lambda *a: _backward(*a, scale_k=False)),
         ("the scale is missing in both dQ and dK: S = scale · Q Kᵀ with scale = 1/√d_k",
          lambda *a: _backward(*a, scale_q=False, scale_k=False)),
+        ("the row correction sums over the keys of each query's row (the last axis of P ⊙ dP), not over the "
+         "queries", lambda *a: _backward(*a, correction_axis=-2)),
+        ("rowsum(dP ⊙ P) is one number per row: keep the summed axis (keepdims) so that it lines up with its own row, "
+         "not with the columns (with T = S NumPy broadcasts it silently)", lambda *a: _backward(*a, keepdims=False)),
+        ("dV = Pᵀ dO takes no scale: the scale multiplies the scores, which V does not enter",
+         lambda *a: _backward(*a, scale_dv=True)),
+        ("the chain rule brings the scale itself into dQ and dK (S = scale · Q Kᵀ), not its inverse √d_k",
+         lambda *a: _backward(*a, inverse_scale=True)),
+        (SCALE_FROM_SHAPE_1, lambda q, k, v, d_out, m=None: _backward(q, k, v, d_out, m, d_k=q.shape[1])),
+        (GLOBAL_MAX, lambda *a: _backward(*a, global_max=True)),
+        (GLOBAL_MAX, lambda *a: _backward(*a, global_max=True, guard=False)),
         ("the sign of dS is flipped: the row correction takes the row's P-weighted average away from dP, not dP "
          "from it", lambda *a: _backward(*a, sign=-1.0)),
-        (_MAX_FIRST, lambda *a: _backward(*a, max_first=True)),
-        (_MAX_FIRST, lambda *a: _backward(*a, max_first=True, guard=False)),
+        (MAX_FIRST, lambda *a: _backward(*a, max_first=True)),
+        (MAX_FIRST, lambda *a: _backward(*a, max_first=True, guard=False)),
         (_MASKED_KEYS, lambda *a: _backward(*a, mask_p=False)),
         ("−1e9 is finite: in a fully masked row every score becomes −1e9 and the softmax makes the row uniform, so "
          "a row that should contribute nothing sends gradient to every key; use −∞ and give that row weights 0",

@@ -19,11 +19,24 @@ from ..i18n import msg
 
 @dataclass(frozen=True)
 class Case:
-    """One input to try: a plain-words ``label``, the ``args`` passed to the student's function, their float dtype."""
+    """One input to try: a plain-words ``label``, the ``args`` passed to the student's function, their float dtype.
+
+    ``dtype`` (which sets the tolerance) is read from the args when not given: float32 if any float array among
+    them (nested tuples too) is float32, else float64.
+    """
 
     label: str
     args: tuple
-    dtype: type = np.float64
+    dtype: type = None
+
+    def __post_init__(self):
+        def floats(a):
+            if isinstance(a, (tuple, list)):
+                return [d for x in a for d in floats(x)]
+            return [a.dtype.type] if isinstance(a, np.ndarray) and a.dtype.kind == "f" else []
+
+        if self.dtype is None:
+            object.__setattr__(self, "dtype", np.float32 if np.float32 in floats(self.args) else np.float64)
 
 
 @dataclass(frozen=True)
@@ -53,13 +66,13 @@ class Exercise:
     stub: str = ""
 
 
-def _draw(seed, *shapes, dtype=np.float64, scale=1.0):
+def draw(seed, *shapes, dtype=np.float64, scale=1.0):
     rng = np.random.default_rng(seed)
     arrays = [(scale * rng.standard_normal(s)).astype(dtype) for s in shapes]
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
 
 
-def _rows_sum_to_one(case, e, g):
+def rows_sum_to_one(case, e, g):
     """Weights whose rows should sum to 1 but do not."""
     weights_e, weights_g = np.asarray(e[-1]), np.asarray(g[-1])
     if weights_g.shape != weights_e.shape or weights_e.ndim == 0:
@@ -74,4 +87,14 @@ def _rows_sum_to_one(case, e, g):
 
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "
               "0/0 (or to weights 0)"))
-_OVERFLOW = msg("overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?")
+OVERFLOW = msg("overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?")
+EMPTY_ROW_NAN = msg("a fully masked row came back as nan: its max is −∞, and −∞ − (−∞) is nan, as is 0/0 (a finite "
+                    "float64 floor such as −1e300 does not help in float32, where it is −∞ too); a row with nothing "
+                    "to attend to must give weights 0 and output 0, this package's convention")
+MAX_FIRST = msg("the row max belongs to the allowed keys only: take it after masking; a blocked score far above the "
+                "others makes every allowed exp(s − max) underflow to 0")
+MASK_AFTER = msg("masking after the softmax is not the same: a blocked key with a huge score takes nearly all the "
+                 "weight before it is removed, and what is left no longer sums to 1 (or is 0/0); block the scores "
+                 "(−∞) before the softmax")
+SCALE_FROM_SHAPE_1 = msg("d_k is the last axis of q: with batch and head axes, q.shape[1] is the number of heads (or "
+                         "of queries), not the width of a key")

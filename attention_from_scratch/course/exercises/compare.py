@@ -9,13 +9,16 @@ relative error against the tolerance.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..checking import within
 from ..i18n import Message, msg
 from .cases import Case, Exercise
 
-__all__ = ["close", "compare", "describe_arg", "hint_line", "parts", "rtol_of", "show"]
+__all__ = ["LOWER_PRECISION", "close", "compare", "describe_arg", "hint_line", "lower_precision", "parts", "rtol_of",
+           "show"]
 
 
 def hint_line(hint) -> Message:
@@ -71,14 +74,17 @@ def compare(ex: Exercise, case: Case, expected, got):
         label = "" if len(ex.outputs) == 1 else f"{name}: "
         if g is None:
             return [msg("  {label}got None: did you forget to `return` the result?", label=label)]
-        python_float = isinstance(g, float) and not isinstance(g, np.floating)
-        try:
-            g = np.asarray(g)
-        except Exception:
-            return [msg("  {label}expected an array, got {kind}", label=label, kind=type(g).__name__)]
+        python_float = type(g) is float
+        if not (type(g) is np.ndarray or type(g) in _NUMPY_SCALARS or python_float):
+            return [_not_an_array(label, g), hint_line(_NOT_AN_ARRAY)]
+        g = np.asarray(g)  # judged as it came back: a list was refused above, not converted
         e = np.asarray(e)
         if g.shape != e.shape:
-            return [msg("  {label}expected shape {e}, got shape {g}", label=label, e=e.shape, g=g.shape)]
+            line = msg("  {label}expected shape {e}, got shape {g}", label=label, e=e.shape, g=g.shape)
+            if e.ndim == 0 and g.size == 1:
+                return [line, hint_line(msg("the result is one number, a 0-d array or NumPy scalar of shape (): "
+                                            "keepdims=True, or an axis added, gives it an axis of size 1"))]
+            return [line]
         if g.dtype.kind not in "biuf":
             return [msg("  {label}expected real numbers ({e}), got an array of dtype {g}", label=label, e=e.dtype,
                         g=g.dtype)]
@@ -91,11 +97,36 @@ def compare(ex: Exercise, case: Case, expected, got):
     return None
 
 
+# the NumPy scalar types (np.float32(1.5), np.bool_(True), ...): a 0-d result may come back as one
+_NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
+_NOT_AN_ARRAY = msg("a caller does array things with the result (~mask, x.shape, x @ y, broadcasting), and a list, a "
+                    "subclass or another object does not behave like a NumPy array there: build the result with "
+                    "NumPy operations, which return arrays")
+
+
+def _not_an_array(label, value):
+    if isinstance(value, np.ndarray):  # a subclass: np.matrix, a masked array
+        return msg("  {label}expected a plain NumPy array, got a {kind} (a subclass of np.ndarray)", label=label,
+                   kind=type(value).__name__)
+    return msg("  {label}expected a NumPy array, got a value of type {kind}", label=label, kind=type(value).__name__)
+
+
+def _in_float32(ex: Exercise, case: Case, index: int):
+    """Output ``index`` of the reference run on the case's inputs rounded to float32, computed in float32."""
+    def to32(a):
+        if isinstance(a, (tuple, list)):
+            return type(a)(to32(x) for x in a)
+        return a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
+
+    with np.errstate(all="ignore"):
+        return np.asarray(parts(ex, ex.reference(*to32(copy.deepcopy(case.args))))[index], dtype=np.float64)
+
+
 def _dtype_hint(e, g, python_float):
     if e.dtype == np.float32:
         hint = msg("float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without dtype=, "
-                   "np.cos of float64 angles) promotes the result; Python numbers (d_k ** 0.5) do not, and "
-                   ".astype(x.dtype) casts back.")
+                   "np.cos of float64 angles, an additive mask np.where(mask, 0.0, -np.inf)) promotes the result; "
+                   "Python numbers (d_k ** 0.5) do not, and .astype(x.dtype) casts back.")
         if e.ndim == 0 or python_float:
             return msg("{hint} A 0-d result too: float(...), .item() and math functions give a Python float "
                        "(float64); return the NumPy result itself", hint=hint)
@@ -129,33 +160,61 @@ def _difference(label, e, g, case):
         lines.append(msg("  the difference is below the 4 decimals shown: largest absolute error {err:.2g}, "
                          "relative {rel:.2g} (the tolerance is {tol:g} relative to the largest expected value)",
                          err=err, rel=err / scale, tol=rtol))
-    if case.dtype == np.float64 and finite_same and g.dtype.kind == "f" and _lower_precision(e, g):
-        lines.append(hint_line(msg("computed in lower precision than the input? float64 in needs float64 all the "
-                                   "way (no float32 or float16 step, no np.float32 constant)")))
     return lines
 
 
-def _lower_precision(e, g) -> bool:
+LOWER_PRECISION = msg("computed in lower precision than the input? float64 in needs float64 all the way (no float32 "
+                      "or float16 step, no np.float32 constant)")
+
+
+def lower_precision(ex: Exercise, case: Case, expected_parts, got_parts) -> bool:
+    """Whether a float64 case's answer differs from the expected one as a float32 (or float16) computation would:
+    :func:`_lower_precision` on the first output that differs."""
+    if case.dtype != np.float64:
+        return False
+    for i, (e, g) in enumerate(zip(expected_parts, got_parts, strict=True)):
+        e, g = np.asarray(e), np.asarray(g)
+        if e.shape != g.shape or g.dtype.kind != "f" or close(e, g, rtol_of(case)):
+            continue
+        finite_same = np.array_equal(np.isfinite(e.astype(np.float64)), np.isfinite(g.astype(np.float64)))
+        return finite_same and _lower_precision(e, g, lambda i=i: _in_float32(ex, case, i))
+    return False
+
+
+def _lower_precision(e, g, in_float32) -> bool:
     """Whether ``g`` differs from ``e`` as a float32 or float16 computation would, and by no more.
 
     A result computed in float32 (float16) and cast back holds only float32 (float16) values, within
     a few units of their last place (float16: 16, float32: 256) of the expected ones; an error of a
     quarter to 64 float32 units relative to the values' scale is rounding too (a float32 constant in a
-    float64 computation). A larger error, or a smaller one, is an algorithm's.
+    float64 computation). Otherwise the error is compared with that of the reference itself run in float32
+    (``in_float32()``): one float32 step (the scores alone, say) errs by up to about as much, and by no
+    less than a small fraction of it. A larger error, or a much smaller one, is an algorithm's.
     """
     e, g = e.astype(np.float64), g.astype(np.float64)
     fin = np.isfinite(e) & np.isfinite(g)
     if not fin.any():
         return False
-    e, g = e[fin], g[fin]
-    err, scale = _error(e, g)
+    err, scale = _error(e[fin], g[fin])
     rel = err / scale
     for low, units in ((np.float16, 16), (np.float32, 256)):
-        if np.array_equal(g.astype(low).astype(np.float64), g) and not np.array_equal(
-                e.astype(low).astype(np.float64), e) and rel <= units * float(np.finfo(low).eps):
+        if np.array_equal(g[fin].astype(low).astype(np.float64), g[fin]) and not np.array_equal(
+                e[fin].astype(low).astype(np.float64), e[fin]) and rel <= units * float(np.finfo(low).eps):
             return True
     eps32 = float(np.finfo(np.float32).eps)
-    return eps32 / 4 <= rel <= 64 * eps32
+    if eps32 / 4 <= rel <= 64 * eps32:
+        return True
+    try:
+        e32 = in_float32()
+    except Exception:  # a reference that cannot run in float32 says nothing
+        return False
+    if e32.shape != e.shape:
+        return False
+    ok = fin & np.isfinite(e32)
+    if not ok.any():
+        return False
+    rel32 = _error(e[ok], e32[ok])[0] / scale
+    return rel32 > 0 and rel32 / 8 <= rel <= 16 * rel32
 
 
 def show(x, indent: int = 0) -> str:

@@ -9,17 +9,19 @@ import numpy as np
 
 from ...flash import online_softmax_merge, softmax_state
 from ..i18n import msg
-from .cases import Case, Exercise, _draw
+from .cases import GLOBAL_MAX, Case, Exercise, draw
 
 __all__ = ["ONLINE_SOFTMAX_MERGE"]
 
 
 def _states(seed, lead, t, s_a, s_b, d_v, *, dtype=np.float64, shift=(0.0, 0.0), empty=(), rows=None):
     """Two states (m, l, acc) of disjoint key blocks, from random scores; a block in ``empty`` is fully masked
-    (only its queries ``rows`` when given: a row empty in that block, the others not)."""
-    scores_a, scores_b, v_a, v_b = _draw(seed, (*lead, t, s_a), (*lead, t, s_b), (*lead, s_a, d_v), (*lead, s_b, d_v),
+    (only its queries ``rows`` when given: a row empty in that block, the others not). ``shift[i]``, a number or
+    one per row, is added to block i's scores."""
+    scores_a, scores_b, v_a, v_b = draw(seed, (*lead, t, s_a), (*lead, t, s_b), (*lead, s_a, d_v), (*lead, s_b, d_v),
                                          dtype=dtype)
-    scores = [scores_a + dtype(shift[0]), scores_b + dtype(shift[1])]
+    scores = [(x + np.asarray(add, dtype=dtype).reshape(-1, 1)).astype(dtype) if np.ndim(add) else x + dtype(add)
+              for x, add in zip((scores_a, scores_b), shift, strict=True)]
     for i in empty:
         if rows is None:
             scores[i] = np.full_like(scores[i], -np.inf)
@@ -43,6 +45,12 @@ def _merge_cases():
                                                                               rows=[1, 3])),
         Case("batch dims (2, 2), T = 3: row 0 empty in both blocks, row 2 empty in the first",
              _mixed_rows(69)),
+        Case("float32: rows 0 and 2 empty in both blocks, the others not",
+             _states(70, (), 4, 3, 3, 2, dtype=np.float32, empty=(0, 1), rows=[0, 2])),
+        Case("blocks far apart: row 0's block a about 1000 above its block b, row 1 the other way round",
+             _states(71, (), 2, 3, 3, 2, shift=([1000.0, 0.0], [0.0, 1000.0]))),
+        Case("rows far apart: row 0's scores about 1000 above row 1's",
+             _states(72, (), 2, 3, 4, 2, shift=([1000.0, 0.0], [1000.0, 0.0]))),
     ]
 
 
@@ -55,8 +63,10 @@ def _mixed_rows(seed):
 def _empty_union_m_is_free(case, e, g):
     """Where the union is empty (l = 0, acc = 0, in the reference and in the answer) any m is right."""
     try:
+        if not all(type(x) is np.ndarray for x in g):  # judged as it came back (a list is not an array)
+            return g
         m_e, l_e, acc_e = (np.asarray(x) for x in e)
-        m_g, l_g, acc_g = (np.asarray(x) for x in g)
+        m_g, l_g, acc_g = g
         if m_g.shape != m_e.shape or l_g.shape != l_e.shape or acc_g.shape != acc_e.shape:
             return g
         empty = (l_e == 0) & (l_g == 0) & np.all(acc_e == 0, axis=-1, keepdims=True) & np.all(
@@ -68,28 +78,38 @@ def _empty_union_m_is_free(case, e, g):
         return g
 
 
-def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow=False, m_b_only=False):
+def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow=False, m_b_only=False,
+                 shift_by_a=False, global_max=False, normalise=False):
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
     m = m_b if m_b_only else np.maximum(m_a, m_b)
     if overflow:  # (0 where m is −∞, so that only the overflow, not the empty state, tells this one apart)
         alpha, beta = (np.where(np.isneginf(m), 0.0, np.exp(x) / np.exp(m)) for x in (m_a, m_b))
+    elif shift_by_a or global_max:  # the sums taken relative to m_a (or to the array's max), then moved to m
+        ref = np.max(m) if global_max else m_a
+        ref = np.where(np.isneginf(ref), np.where(np.isneginf(m), 0.0, m), ref)
+        back = np.exp(ref - np.where(np.isneginf(m), 0.0, m))
+        alpha, beta = np.exp(m_a - ref) * back, np.exp(m_b - ref) * back
     else:
         sign = -1.0 if flip else 1.0
         alpha, beta = np.exp(sign * (m_a - m)), np.exp(sign * (m_b - m))
     one = np.ones_like(alpha)
     la, lb = (alpha, beta) if rescale_l else (one, one)
     aa, ab = (alpha, beta) if rescale_acc else (one, one)
-    return m, la * l_a + lb * l_b, aa * acc_a + ab * acc_b
+    l, acc = la * l_a + lb * l_b, aa * acc_a + ab * acc_b
+    return (m, l, acc / np.where(l > 0, l, 1.0)) if normalise else (m, l, acc)
 
 
 def _empty_nan(case, e, g):
     if any(np.isnan(np.asarray(gg, dtype=np.float64)).any() for gg in g) and np.isneginf(e[0]).any():
         empty_rows = np.isneginf(np.asarray(e[0]))
+        if case.dtype == np.float32:
+            return msg("an empty state must be neutral in float32 too: a finite float64 stand-in for −∞ (−1e300, "
+                       "np.finfo(np.float64).min) is −∞ again in float32, and e^(−∞ + ∞) is nan")
         if empty_rows.any() and not empty_rows.all():
             return msg("guard each row on its own: a row empty in both blocks (m = −∞) needs a finite shift even when "
-                    "the other rows are not empty; a test on the whole array (if ...) sees only one case")
-        return msg("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; in such "
-                "a row shift by a finite number instead of by m, so that e^(−∞) = 0 keeps l = 0 and acc = 0")
+                       "the other rows are not empty; a test on the whole array (if ...) sees only one case")
+        return msg("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan, while "
+                   "such a row must keep l = 0 and acc = 0")
     return None
 
 
@@ -107,6 +127,11 @@ ONLINE_SOFTMAX_MERGE = Exercise(
          lambda a, b: _merge_wrong(a, b, m_b_only=True)),
         ("overflow: compute e^(m_a − m) as one exponent, never e^(m_a) / e^(m)",
          lambda a, b: _merge_wrong(a, b, overflow=True)),
+        ("overflow: shift both blocks by the larger maximum m = max(m_a, m_b), row by row: e^(m_b − m_a) overflows "
+         "when block b's max is far above block a's", lambda a, b: _merge_wrong(a, b, shift_by_a=True)),
+        (GLOBAL_MAX, lambda a, b: _merge_wrong(a, b, global_max=True)),
+        ("acc stays a sum, weighted by e^(s − m) like l: the division by l comes once, after the last block, and a "
+         "state divided on the way can no longer be merged", lambda a, b: _merge_wrong(a, b, normalise=True)),
     ],
     symptoms=[_empty_nan],
     part_names={"a": ("m_a", "l_a", "acc_a"), "b": ("m_b", "l_b", "acc_b")},

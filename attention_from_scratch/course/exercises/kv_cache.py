@@ -10,25 +10,36 @@ import numpy as np
 from ...attention import scaled_dot_product_attention
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
-from .cases import _OVERFLOW, Case, Exercise, _draw
+from .cases import GLOBAL_MAX, OVERFLOW, SCALE_FROM_SHAPE_1, Case, Exercise, draw
 
 __all__ = ["KV_DECODE_STEP"]
 
 
 def _decode_case(label, seed, b, h, s, d_k, d_v, dtype=np.float64, scale=1.0):
-    q, k_new, v_new, k_cache, v_cache = _draw(
+    q, k_new, v_new, k_cache, v_cache = draw(
         seed, (b, h, 1, d_k), (b, h, 1, d_k), (b, h, 1, d_v), (b, h, s, d_k), (b, h, s, d_v), dtype=dtype, scale=scale
     )
     return Case(label, (q, k_new, v_new, k_cache, v_cache), dtype)
 
 
+def _heads_far_apart(seed):
+    """Head 0's scores are about 1000 above head 1's: one max for the whole array underflows head 1."""
+    case = _decode_case("", seed, 1, 2, 3, 4, 3)
+    q, k_new, _, k_cache, _ = case.args
+    for k in (k_new, k_cache):
+        k[..., 0] = 1.0 + 0.01 * k[..., 0]  # every key points along feature 0 ...
+    q[0, 0, 0, 0], q[0, 1, 0, 0] = 2000.0, 0.0  # ... so head 0 scores about 1000, head 1 about 0
+    return case.args
+
+
 def _decode_cases():
     return [
         _decode_case("(B, H) = (1, 2), S = 3 cached tokens, d_k = d_v = 4", 30, 1, 2, 3, 4, 4),
-        _decode_case("(B, H) = (2, 3), S = 5, d_k = 8, d_v = 3", 31, 2, 3, 5, 8, 3),
+        _decode_case("(B, H) = (2, 3), S = 5, d_k = 8, d_v = 5", 31, 2, 3, 5, 8, 5),
         _decode_case("float32, S = 4", 32, 1, 2, 4, 4, 4, dtype=np.float32),
         _decode_case("the first token: an empty cache, S = 0", 33, 1, 2, 0, 4, 4),
         _decode_case("large scores (entries about 30)", 34, 1, 1, 3, 4, 2, scale=30.0),
+        Case("heads of very different sizes: head 0's scores about 1000 above head 1's", _heads_far_apart(35)),
     ]
 
 
@@ -38,12 +49,21 @@ def _decode_reference(q, k_new, v_new, k_cache, v_cache):
     return scaled_dot_product_attention(q, k, v)[0], k, v
 
 
-def _decode_wrong(q, k_new, v_new, k_cache, v_cache, *, attend="all", prepend=False):
-    """The package's attention over the wrong keys, or the caches grown in the wrong order."""
+def _decode_wrong(q, k_new, v_new, k_cache, v_cache, *, attend="all", prepend=False, scale=None):
+    """The package's attention over the wrong keys, or the caches grown in the wrong order, or a wrong scale."""
     pair = ([k_new, k_cache], [v_new, v_cache]) if prepend else ([k_cache, k_new], [v_cache, v_new])
     k, v = (np.concatenate(p, axis=-2) for p in pair)
     k_att, v_att = {"all": (k, v), "old": (k_cache, v_cache), "new": (k_new, v_new)}[attend]
-    return scaled_dot_product_attention(q, k_att, v_att)[0], k, v
+    return scaled_dot_product_attention(q, k_att, v_att, scale=scale)[0], k, v
+
+
+def _decode_global_max(q, k_new, v_new, k_cache, v_cache, *, guard=True):
+    """One max for the whole array (every head and batch entry) instead of each row's own."""
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    e = np.exp(scores - np.max(scores))
+    total = np.sum(e, axis=-1, keepdims=True)
+    return e / (np.where(total > 0, total, 1.0) if guard else total) @ v, k, v
 
 
 def _decode_naive(q, k_new, v_new, k_cache, v_cache):
@@ -86,11 +106,13 @@ KV_DECODE_STEP = Exercise(
         ("the new key and value go at the end of the cache, after the older tokens (the cache is in position order)",
          lambda *a: _decode_wrong(*a, prepend=True)),
         ("scores not divided by √d_k: the step is the same scaled dot-product attention as before",
-         lambda q, k_new, v_new, k_cache, v_cache: (
-             scaled_dot_product_attention(q, np.concatenate([k_cache, k_new], axis=-2),
-                                          np.concatenate([v_cache, v_new], axis=-2), scale=1.0)[0],
-             np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2))),
-        (_OVERFLOW, _decode_naive),
+         lambda *a: _decode_wrong(*a, scale=1.0)),
+        (SCALE_FROM_SHAPE_1, lambda *a: _decode_wrong(*a, scale=a[0].shape[1] ** -0.5)),
+        ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
+         "values", lambda *a: _decode_wrong(*a, scale=a[2].shape[-1] ** -0.5)),
+        (GLOBAL_MAX, _decode_global_max),
+        (GLOBAL_MAX, lambda *a: _decode_global_max(*a, guard=False)),
+        (OVERFLOW, _decode_naive),
         ("softmax over the wrong axis: the new query's weights run over the S + 1 keys (the last axis of the "
          "scores) and sum to 1", lambda *a: _decode_axis(*a)),
     ],

@@ -23,6 +23,7 @@ def _mask_cases():
         ("T = 2 new tokens against S = 9 keys", (2, 9)),
         ("more queries than keys: T = 5, S = 3 (the first two queries come before every key)", (5, 3)),
         ("one token", (1, 1)),
+        ("a long cache: T = 3 new tokens against S = 300 keys", (3, 300)),
     ]]
 
 
@@ -40,6 +41,14 @@ def _before_every_key(case, e, g):
     return None
 
 
+def _positions_wrapped(case, e, g):
+    """A long cache wrong where the small cases were right: positions held in a small integer type wrap around."""
+    if max(case.args) > 127:
+        return msg("positions up to S − 1 = {last} must not wrap around: int8 holds whole numbers up to 127 and uint8 "
+                   "up to 255, so keep positions in NumPy's default integer type", last=case.args[1] - 1)
+    return None
+
+
 CAUSAL_MASK = Exercise(
     "causal_mask", "07_masking", ("n_q", "n_k"), ("mask",), _mask_cases,
     lambda n_q, n_k: np.asarray(causal_mask(n_q, n_k)),
@@ -54,6 +63,7 @@ CAUSAL_MASK = Exercise(
          "itself are True", lambda n_q, n_k: ~np.asarray(causal_mask(n_q, n_k))),
     ],
     symptoms=[_before_every_key],
+    fallbacks=[_positions_wrapped],
     title="the causal mask, bottom-right aligned",
     task="""Write `my_causal_mask(n_q, n_k)`: a boolean `(n_q, n_k)` array, `True` = may attend,
 for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decoding against a cache): query $i$

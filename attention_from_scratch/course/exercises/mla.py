@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..i18n import msg
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["MLA_ABSORBED_SCORES"]
 
 
 def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64):
     shapes = (b, h, t, d_h), (b, h, t, d_r), (b, s, d_c), (b, s, d_r), (h, d_h, d_c)
-    q_nope, q_pe, c_kv, k_pe, w_uk = _draw(seed, *shapes, dtype=dtype)
+    q_nope, q_pe, c_kv, k_pe, w_uk = draw(seed, *shapes, dtype=dtype)
     return Case(label, (q_nope, q_pe, c_kv, k_pe, w_uk), dtype)
 
 
@@ -29,8 +29,9 @@ def _mla_cases():
     ]
 
 
-_HEAD_AXIS = (msg("c_kv and k_pe have no head axis: add one with [:, None] (B, 1, S, ·), so that they line up with "
-              "the batch axis of the (B, H, T, ·) queries and are shared by every head"))
+_HEAD_AXIS = (msg("c_kv and k_pe have no head axis: every head shares them, so they need a head axis of size 1 (in "
+                  "front of S) to broadcast over the H heads; without it, NumPy lines their batch axis up with the "
+                  "queries' head axis"))
 
 
 def _no_head_axis(q_nope, q_pe, c_kv, k_pe, w_uk):
@@ -66,6 +67,13 @@ MLA_ABSORBED_SCORES = Exercise(
                                                                np.broadcast_to(w_uk[:1], w_uk.shape))),
         ("return the raw scores: the softmax scale 1/√(d_h + d_r) is applied later",
          lambda *a: _mla_reference(*a) / (a[0].shape[-1] + a[1].shape[-1]) ** 0.5),
+        ("return the raw scores, not divided by √d_h: the softmax scale comes later, and it is 1/√(d_h + d_r), the "
+         "width of the whole query head", lambda *a: _mla_reference(*a) / a[0].shape[-1] ** 0.5),
+        ("the RoPE part q^R·k^R is added as it is, unscaled, like the latent part",
+         lambda q_nope, q_pe, c_kv, k_pe, w_uk: _mla_reference(q_nope, q_pe / q_pe.shape[-1] ** 0.5, c_kv, k_pe, w_uk)),
+        ("every head has its own W_UK: use w_uk[h] for head h, not one matrix averaged (or summed) over the heads",
+         lambda q_nope, q_pe, c_kv, k_pe, w_uk: _mla_reference(q_nope, q_pe, c_kv, k_pe,
+                                                               np.broadcast_to(w_uk.mean(axis=0), w_uk.shape))),
     ],
     error_hint=_mla_error,
     title="the absorbed MLA score",

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...multihead import merge_heads, split_heads
 from ..i18n import msg
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["MERGE_HEADS", "SPLIT_HEADS"]
 
@@ -30,12 +30,12 @@ def _split_error(case, err):
 
 def _split_cases():
     return [
-        Case("(B, T, d_model) = (1, 3, 8), H = 2", (_draw(20, (1, 3, 8)), 2)),
-        Case("(2, 5, 12), H = 3", (_draw(21, (2, 5, 12)), 3)),
-        Case("float32 (2, 4, 6), H = 2", (_draw(22, (2, 4, 6), dtype=np.float32), 2), np.float32),
-        Case("one head: (2, 3, 8), H = 1", (_draw(23, (2, 3, 8)), 1)),
-        Case("d_k = 1: (1, 4, 4), H = 4", (_draw(24, (1, 4, 4)), 4)),
-        Case("one token: (1, 1, 8), H = 4", (_draw(25, (1, 1, 8)), 4)),
+        Case("(B, T, d_model) = (1, 3, 8), H = 2", (draw(20, (1, 3, 8)), 2)),
+        Case("(2, 5, 12), H = 3", (draw(21, (2, 5, 12)), 3)),
+        Case("float32 (2, 4, 6), H = 2", (draw(22, (2, 4, 6), dtype=np.float32), 2), np.float32),
+        Case("one head: (2, 3, 8), H = 1", (draw(23, (2, 3, 8)), 1)),
+        Case("d_k = 1: (1, 4, 4), H = 4", (draw(24, (1, 4, 4)), 4)),
+        Case("one token: (1, 1, 8), H = 4", (draw(25, (1, 1, 8)), 4)),
     ]
 
 

@@ -8,30 +8,67 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...rope import apply_rope, rope_frequencies, rotate_half_rope
+from ...rope import apply_rope, pairs_to_halves, rope_frequencies, rotate_half_rope
 from ..i18n import msg
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["ROPE"]
 
 _SCATTERED = np.array([5003, 7, 12000, 0, 4999])  # unsorted, not consecutive, some >= 5000
+_LONG = np.array([131071, 5003, 7, 12000, 0])  # float32 angles of 131071 rad are off by about 0.004
 
 
 def _rope_cases():
     return [
         Case("one pair at position 1", (np.array([[1.0, 0.0]]), np.array([1]))),
-        Case("(T, d) = (4, 8), positions 0..3", (_draw(40, (4, 8)), np.arange(4))),
-        Case("batch and head dims (2, 3, 5, 16), positions 7..11", (_draw(41, (2, 3, 5, 16)), np.arange(7, 12))),
-        Case("float32 (3, 6), positions 0..2", (_draw(42, (3, 6), dtype=np.float32), np.arange(3)), np.float32),
-        Case("one token at position 100, d = 4", (_draw(43, (1, 4)), np.array([100]))),
-        Case("unsorted, non-consecutive positions [5003, 7, 12000, 0, 4999], (5, 8)", (_draw(44, (5, 8)), _SCATTERED)),
+        Case("(T, d) = (4, 8), positions 0..3", (draw(40, (4, 8)), np.arange(4))),
+        Case("batch and head dims (2, 3, 5, 16), positions 7..11", (draw(41, (2, 3, 5, 16)), np.arange(7, 12))),
+        Case("float32 (3, 6), positions 0..2", (draw(42, (3, 6), dtype=np.float32), np.arange(3)), np.float32),
+        Case("one token at position 100, d = 4", (draw(43, (1, 4)), np.array([100]))),
+        Case("unsorted, non-consecutive positions [5003, 7, 12000, 0, 4999], (5, 8)", (draw(44, (5, 8)), _SCATTERED)),
         Case("batch and head dims (2, 2, 5, 4), positions [5003, 7, 12000, 0, 4999]",
-             (_draw(45, (2, 2, 5, 4)), _SCATTERED)),
+             (draw(45, (2, 2, 5, 4)), _SCATTERED)),
+        Case("float32 (5, 64), positions [131071, 5003, 7, 12000, 0]: large positions, a wide head",
+             (draw(46, (5, 64), dtype=np.float32), _LONG), np.float32),
     ]
 
 
 _WRAPPED = (msg("positions are not wrapped around: the angle of token t is positions[t]·θ_i for any position, "
             "4096 and beyond too"))
+
+
+def _halves(x, positions, *, read=False, write=False):
+    """The rotation right, but the pairs read from (or the result written as) the two halves of the last axis."""
+    d = x.shape[-1]
+    if read:  # (first half, second half) taken as the pairs: the features regrouped into consecutive pairs first
+        x = np.stack([x[..., : d // 2], x[..., d // 2:]], axis=-1).reshape(x.shape)
+    y = apply_rope(x, positions)
+    return pairs_to_halves(y) if write else y
+
+
+def _tiled_frequencies(x, positions):
+    """Pairs rotated as they should be, but feature j turning at θ_(j mod d/2): the frequencies tiled, not repeated."""
+    theta = np.tile(rope_frequencies(x.shape[-1]), 2)  # (d,): θ_0 … θ_(d/2−1), twice
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * theta  # (T, d)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)  # (−x_2i+1, x_2i) per pair
+    return x * cos + turned * sin
+
+
+def _angles_in_float32(case, e, g):
+    """A float32 answer off by about what float32 angles (m·θ_i rounded to 24 bits) cost at large positions."""
+    x, positions = case.args
+    if case.dtype != np.float32 or np.max(positions) < 4096:
+        return None
+    angles = np.asarray(positions, dtype=np.float32)[:, None] * rope_frequencies(x.shape[-1]).astype(np.float32)
+    cos, sin = np.cos(angles.astype(np.float64)), np.sin(angles.astype(np.float64))  # (T, d/2), float32 angles
+    x_even, x_odd = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    rotated = np.stack([x_even * cos - x_odd * sin, x_even * sin + x_odd * cos], axis=-1).reshape(x.shape)
+    err_32, err_g = (float(np.max(np.abs(y - np.asarray(e[0], dtype=np.float64)))) for y in (rotated, g[0]))
+    if err_32 / 8 <= err_g <= 8 * err_32:
+        return msg("build the angles m·θ_i in float64 (positions and frequencies too), and only cast cos and sin to "
+                   "the input's dtype: an angle of 131071 radians held in float32 is off by up to 0.004")
+    return None
 
 
 def _wrapped(period):
@@ -44,10 +81,21 @@ ROPE = Exercise(
     mistakes=[
         ("pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair i is the consecutive features "
          "(x_2i, x_2i+1), as in DeepSeek's reference", lambda x, p: rotate_half_rope(x, p)),
+        ("the result must keep the consecutive-pair layout: y_2i and y_2i+1 go back where x_2i and x_2i+1 were, not "
+         "into a first and a second half", lambda x, p: _halves(x, p, write=True)),
+        ("pair i is the consecutive features (x_2i, x_2i+1), not feature i and feature i + d/2 (the rotate-half "
+         "layout)", lambda x, p: _halves(x, p, read=True)),
         ("rotated the wrong way: y_2i = x_2i cos − x_2i+1 sin, y_2i+1 = x_2i sin + x_2i+1 cos",
          lambda x, p: apply_rope(x, -np.asarray(p))),
         ("frequencies: pair i turns at θ_i = 10000^(−2i/d), for i = 0 … d/2 − 1",
          lambda x, p: apply_rope(x, p, freqs=rope_frequencies(x.shape[-1]) ** 0.5)),
+        ("frequencies: θ_i = 10000^(−2i/d) <= 1 (a negative exponent): pair 0 turns fastest, one radian per "
+         "position, and the last pairs slowest",
+         lambda x, p: apply_rope(x, p, freqs=1 / rope_frequencies(x.shape[-1]))),
+        ("every pair turns at the same rate: the exponent −2i/d is a fraction, which integer division (//) rounds "
+         "to 0", lambda x, p: apply_rope(x, p, freqs=np.ones(x.shape[-1] // 2))),
+        ("both features of pair i (x_2i and x_2i+1) turn at the same θ_i: the d/2 frequencies go over the d "
+         "features pair by pair, not as two copies one after the other (the rotate-half layout)", _tiled_frequencies),
         ("use the positions you are given (they need not start at 0): the angle of token t is positions[t]·θ_i",
          lambda x, p: apply_rope(x, np.arange(x.shape[-2]))),
         ("use each token's own position: positions need not be consecutive or sorted, so positions[0] + t is not "
@@ -61,6 +109,7 @@ ROPE = Exercise(
          "keep positions as integers and build the angles in float64",
          lambda x, p: apply_rope(x, np.asarray(p).astype(np.float16).astype(np.float64))),
     ],
+    fallbacks=[_angles_in_float32],
     title="the RoPE rotation",
     task="""Write `my_rope(x, positions)`: rotate each consecutive pair $(x_{2i}, x_{2i+1})$ of the last axis
 of `x` `(..., T, d)` by the angle $m\\,\\theta_i$, $\\theta_i = 10000^{-2i/d}$, where $m$ = `positions[t]`

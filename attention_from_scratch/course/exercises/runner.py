@@ -10,13 +10,14 @@ reported in one line, even when its exception's ``str()`` raises too.
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 
 import numpy as np
 
 from ..i18n import Message, msg
 from .cases import Case, Exercise
-from .compare import close, compare, describe_arg, hint_line, parts, rtol_of
+from .compare import LOWER_PRECISION, close, compare, describe_arg, hint_line, lower_precision, parts, rtol_of
 
 __all__ = ["run"]
 
@@ -31,6 +32,21 @@ def _message(err: BaseException) -> str:
     except Exception:
         return msg("(its message could not be shown: str() of the exception raised an error itself)")
     return text.splitlines()[0] if text else ""
+
+
+_FLOATING_POINT = re.compile(r"(overflow|underflow|invalid value|divide by zero) encountered in (\w+)")
+
+
+def _warning(text: str):
+    """NumPy's floating-point warnings as messages (in the report's language); any other warning as it is."""
+    found = _FLOATING_POINT.fullmatch(text)
+    if found is None:
+        return msg("{text}", text=text)
+    kind, op = found.groups()
+    return {"overflow": msg("overflow encountered in {op}", op=op),
+            "underflow": msg("underflow encountered in {op}", op=op),
+            "invalid value": msg("invalid value encountered in {op}", op=op),
+            "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
 def _changed(before, after, name: str, part_names=()):
@@ -71,18 +87,26 @@ def _inputs(ex: Exercise, case: Case) -> Message:
 
 
 def run(ex: Exercise, fn):
-    """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed."""
+    """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed.
+
+    The expected answer of a case is computed only after ``fn`` has returned, in :func:`_judge`'s frame: while
+    the student's function runs, no frame it could walk up to (``inspect.currentframe().f_back``) holds it.
+    """
     fn_name = getattr(fn, "__name__", "your function")
     cases = ex.cases()
     for n, case in enumerate(cases, start=1):
-        expected = ex.reference(*copy.deepcopy(case.args))
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
             got, warned, changed = _call(ex, fn, case)
-        except NotImplementedError:
-            return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell", name=ex.name,
-                               fn=fn_name)]
+        except NotImplementedError as err:
+            if n == 1:  # the stub itself
+                return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
+                                   name=ex.name, fn=fn_name)]
+            later = msg("cases 1 to {last} passed: this case ({label}) is one your function does not handle yet",
+                        last=n - 1, label=msg(case.label))
+            return False, [head, _inputs(ex, case), msg("  {fn} raised NotImplementedError: {message}", fn=fn_name,
+                                                        message=_message(err)), hint_line(later)]
         except (Exception, SystemExit) as err:  # the student's bug, in one line instead of a traceback wall
             lines = [head, _inputs(ex, case), msg("  {fn} raised {err}: {message}", fn=fn_name, err=type(err).__name__,
                                                   message=_message(err))]
@@ -91,23 +115,39 @@ def run(ex: Exercise, fn):
         if changed is not None:
             return False, [head, _inputs(ex, case), msg("  your function changed its input {changed} in place",
                                                         changed=changed), hint_line(_IN_PLACE)]
-        try:
-            problem = compare(ex, case, expected, got)
-        except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
-            problem = [msg("  could not compare the answer with the expected one ({err}: {message})",
-                           err=type(err).__name__, message=_message(err))]
-        if problem is None:
-            continue
-        lines = [head, _inputs(ex, case), *problem]
-        if warned:
-            lines.append(msg("  NumPy warned: {warnings}", warnings="; ".join(warned)))
-        try:
-            hint = None if problem[-1].template == "  hint: {hint}" else _hint(ex, case, expected, got)
-        except Exception:  # a hint is a bonus; never let looking for one hide the report
-            hint = None
-        return False, lines + ([hint_line(hint)] if hint else [])
+        problem = _judge(ex, case, _frozen(got), warned)
+        if problem is not None:
+            return False, [head, _inputs(ex, case), *problem]
     return True, [msg("{name}: all {n} cases passed. Well done!", name=ex.name, n=len(cases)),
                   msg("  cases: {cases}", cases=[msg(c.label) for c in cases])]
+
+
+def _frozen(got):
+    """The answer's arrays copied now: a view, or a thread the function left running, cannot change them later."""
+    if isinstance(got, (tuple, list)):
+        return type(got)(_frozen(g) for g in got)
+    return got.copy() if type(got) is np.ndarray else got
+
+
+def _judge(ex: Exercise, case: Case, got, warned):
+    """None if ``got`` is right on ``case``, else the report lines after the head; the expected answer is
+    computed here, after the student's function has returned."""
+    expected = ex.reference(*copy.deepcopy(case.args))
+    try:
+        problem = compare(ex, case, expected, got)
+    except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
+        problem = [msg("  could not compare the answer with the expected one ({err}: {message})",
+                       err=type(err).__name__, message=_message(err))]
+    if problem is None:
+        return None
+    lines = list(problem)
+    if warned:
+        lines.append(msg("  NumPy warned: {warnings}", warnings=[_warning(w) for w in warned]))
+    try:
+        hint = None if problem[-1].template == "  hint: {hint}" else _hint(ex, case, expected, got)
+    except Exception:  # a hint is a bonus; never let looking for one hide the report
+        hint = None
+    return lines + ([hint_line(hint)] if hint else [])
 
 
 def _hint(ex: Exercise, case: Case, expected, got):
@@ -134,6 +174,8 @@ def _hint(ex: Exercise, case: Case, expected, got):
                 return hint
         except Exception:  # a mistake model that cannot run on these inputs does not match
             continue
+    if lower_precision(ex, case, expected_parts, got_parts):  # a float32 step in a float64 computation
+        return LOWER_PRECISION
     for symptom in ex.fallbacks:
         hint = symptom(case, expected_parts, got_parts)
         if hint:
@@ -159,6 +201,9 @@ def _hint_for_error(ex: Exercise, case: Case, err: BaseException, n: int, fn_nam
         specific = None
     if specific:
         return specific
+    if "axes don't match array" in text:
+        return msg("a transpose with a fixed list of axes fits one number of dimensions only: the inputs come with "
+                   "and without batch and head axes, so swap only the last two axes")
     if "could not be broadcast" in text or "mismatch in its core dimension" in text:
         if n > 1 and any(isinstance(a, np.ndarray) and a.ndim > 2 for a in case.args):
             return msg("earlier cases passed, and this one has batch/head dimensions: x.T reverses every axis, so "

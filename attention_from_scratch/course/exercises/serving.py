@@ -10,7 +10,7 @@ import numpy as np
 from ...serving import merge_partials
 from ...softmax import logsumexp, softmax
 from ..i18n import msg
-from .cases import Case, Exercise, _draw
+from .cases import GLOBAL_MAX, Case, Exercise, draw
 
 __all__ = ["MERGE_PARTIALS"]
 
@@ -18,13 +18,14 @@ __all__ = ["MERGE_PARTIALS"]
 def _partials(seed, lead, t, s_a, s_b, d_v, *, dtype=np.float64, shift=(0.0, 0.0), empty=((), ())):
     """Two splits' ``(out, lse)`` from random scores: ``out = softmax(s) v``, ``lse = logsumexp(s)``.
 
-    ``empty[i]`` lists the query rows that saw no key in split i (all scores -inf: out 0, lse -inf).
+    ``empty[i]`` lists the query rows that saw no key in split i (all scores -inf: out 0, lse -inf);
+    ``shift[i]``, a number or one per row, is added to split i's scores.
     """
-    scores_a, scores_b, v_a, v_b = _draw(seed, (*lead, t, s_a), (*lead, t, s_b), (*lead, s_a, d_v), (*lead, s_b, d_v),
+    scores_a, scores_b, v_a, v_b = draw(seed, (*lead, t, s_a), (*lead, t, s_b), (*lead, s_a, d_v), (*lead, s_b, d_v),
                                          dtype=dtype)
     args = []
     for scores, v, add, rows in ((scores_a, v_a, shift[0], empty[0]), (scores_b, v_b, shift[1], empty[1])):
-        scores = scores + dtype(add)
+        scores = (scores + np.asarray(add, dtype=dtype).reshape(-1, 1)).astype(dtype)
         scores[..., list(rows), :] = -np.inf
         args += [softmax(scores) @ v, logsumexp(scores)]
     return tuple(args)
@@ -43,13 +44,22 @@ def _cases():
              _partials(86, (), 3, 3, 3, 2, empty=((), (1, 2)))),
         Case("row 0 saw no key in either split, row 1 only in b, row 2 in both",
              _partials(87, (2,), 3, 3, 4, 2, empty=((0, 1), (0,)))),
+        Case("float32: rows 0 and 2 saw no key in either split, row 1 only in a",
+             _partials(88, (), 4, 3, 3, 2, dtype=np.float32, empty=((0, 2), (0, 1, 2)))),
+        Case("splits far apart: row 0's lse_a about 1000 above its lse_b, row 1 the other way round",
+             _partials(89, (), 2, 3, 3, 2, shift=([1000.0, 0.0], [0.0, 1000.0]))),
+        Case("rows far apart: row 0's lse about 1000, row 1's about −1000",
+             _partials(90, (), 2, 3, 4, 2, shift=([1000.0, -1000.0], [1000.0, -1000.0]))),
     ]
 
 
-def _wrong(out_a, lse_a, out_b, lse_b, *, weights="right", lse="right"):
-    """Mistake models: the weights and the merged lse computed the wrong way (NaN-free where possible)."""
+def _wrong(out_a, lse_a, out_b, lse_b, *, weights="right", lse="right", shift="max"):
+    """Mistake models: the weights and the merged lse computed the wrong way (NaN-free where possible), or shifted
+    by split a's lse (``shift="a"``) or by the largest lse of the whole array (``"global"``) instead of each row's
+    larger one."""
     m = np.maximum(lse_a, lse_b)
-    safe = np.where(np.isneginf(m), 0.0, m)
+    safe = {"max": np.where(np.isneginf(m), 0.0, m), "a": np.where(np.isneginf(lse_a), 0.0, lse_a),
+            "global": np.max(m) if np.isfinite(np.max(m)) else 0.0}[shift]
     w_a, w_b = np.exp(lse_a - safe), np.exp(lse_b - safe)
     total = w_a + w_b
     right_lse = np.where(total > 0, safe + np.log(np.where(total > 0, total, 1.0)), -np.inf)
@@ -71,9 +81,12 @@ def _empty_nan(case, e, g):
     """nan where a row saw no key in either split."""
     both_empty = np.isneginf(e[1])
     if both_empty.any() and np.isnan(np.asarray(g[0], dtype=np.float64)[both_empty]).any():
+        if case.dtype == np.float32:
+            return msg("a row that saw no key in either split has lse −∞ in both, in float32 too: a finite float64 "
+                       "stand-in for −∞ (−1e300) is −∞ again in float32, and −∞ − (−∞) is nan")
         return msg("a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Such a row needs a "
-                "guard of its own, row by row (a test of the whole array is not enough): its result is out 0, "
-                "lse −∞")
+                   "guard of its own, row by row (a test of the whole array is not enough): its result is out 0, "
+                   "lse −∞")
     return None
 
 
@@ -90,7 +103,8 @@ def _overflow(case, e, g):
 def _shape_error(case, err):
     text = str(err)
     if "broadcast" in text or "shapes" in text:
-        return msg("lse has no d_v axis: give each row's weight one with [..., None] before multiplying out")
+        return msg("lse has no d_v axis: each row's weight must broadcast over the d_v entries of that row's out, "
+                   "so it needs a trailing axis of size 1")
     return None
 
 
@@ -107,6 +121,9 @@ MERGE_PARTIALS = Exercise(
          lambda *a: _wrong(*a, lse="max")),
         ("masses add, their logarithms do not: the merged lse is log(e^lse_a + e^lse_b), not lse_a + lse_b",
          lambda *a: _wrong(*a, lse="sum")),
+        ("overflow: shift by the larger lse of each row, max(lse_a, lse_b): e^(lse_b − lse_a) overflows when split "
+         "b's lse is far above split a's", lambda *a: _wrong(*a, shift="a")),
+        (GLOBAL_MAX, lambda *a: _wrong(*a, shift="global")),
     ],
     symptoms=[_empty_nan],
     fallbacks=[_overflow],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...softmax import naive_softmax, softmax
-from .cases import _OVERFLOW, GLOBAL_MAX, Case, Exercise, _draw, _rows_sum_to_one
+from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, rows_sum_to_one
 
 __all__ = ["SOFTMAX"]
 
@@ -17,9 +17,9 @@ def _softmax_cases():
     inf = np.inf
     return [
         Case("one row [1, 2, 3]", (np.array([1.0, 2.0, 3.0]),)),
-        Case("a (4, 5) matrix: one softmax per row", (_draw(0, (4, 5)),)),
-        Case("batch and head dims (2, 3, 4, 6)", (_draw(1, (2, 3, 4, 6)),)),
-        Case("float32 (3, 5)", (_draw(2, (3, 5), dtype=np.float32),), np.float32),
+        Case("a (4, 5) matrix: one softmax per row", (draw(0, (4, 5)),)),
+        Case("batch and head dims (2, 3, 4, 6)", (draw(1, (2, 3, 4, 6)),)),
+        Case("float32 (3, 5)", (draw(2, (3, 5), dtype=np.float32),), np.float32),
         Case("huge scores [1000, 999, 0]", (np.array([[1000.0, 999.0, 0.0]]),)),
         Case("rows of very different sizes", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
         Case("−∞ entries (masked keys)", (np.array([[0.0, -inf, 1.0], [-inf, 2.0, -inf]]),)),
@@ -43,14 +43,14 @@ def _whole_sum_softmax(x):
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
     mistakes=[
-        (_OVERFLOW, naive_softmax),
+        (OVERFLOW, naive_softmax),
         (GLOBAL_MAX, _global_max_softmax),
         ("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1)",
          lambda x: softmax(x, axis=0)),
         ("the whole array sums to 1 instead of each row: each row is its own distribution, summed over its "
          "own entries only", _whole_sum_softmax),
     ],
-    fallbacks=[_rows_sum_to_one],
+    fallbacks=[rows_sum_to_one],
     title="a stable softmax",
     task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one
 distribution per row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...softmax import softmax
 from ...sparse import index_scores
 from ..i18n import msg
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["INDEX_SCORES"]
 
 
 def _index_case(label, seed, b, h, t, s, d=4, dtype=np.float64):
-    q, k, w = _draw(seed, (b, h, t, d), (b, s, d), (b, t, h), dtype=dtype)
+    q, k, w = draw(seed, (b, h, t, d), (b, s, d), (b, t, h), dtype=dtype)
     return Case(label, (q, k, w), dtype)
 
 
@@ -26,6 +27,7 @@ def _index_cases():
         _index_case("T = 3 new tokens after 4 cached ones: (1, 3, 3, 7), d_I = 8", 62, 1, 3, 3, 7, d=8),
         _index_case("float32, (2, 4, 5, 5), d_I = 6", 63, 2, 4, 5, 5, d=6, dtype=np.float32),
         _index_case("one head, one token: (1, 1, 1, 1)", 64, 1, 1, 1, 1),
+        _index_case("a long cache: T = 2 new tokens after 298 cached ones, (1, 2, 2, 300)", 65, 1, 2, 2, 300),
     ]
 
 
@@ -35,13 +37,32 @@ def _index_reference(q, k, w, **changed):
 
 
 def _relu_misplaced(q, k, w, *, where):
-    """No ReLU at all (``where="none"``), or one ReLU after the weighted sum (``"after"``)."""
+    """No ReLU at all (``where="none"``), one ReLU after the weighted sum (``"after"``), one on each weighted
+    head's term (``"weighted"``); or the future masked with −∞ before the weighting (``"mask_first"``)."""
     t, s = q.shape[-2], k.shape[-2]
     dots = q @ np.swapaxes(k, -1, -2)[:, None, :, :] * q.shape[-1] ** -0.5  # (B, H_I, T, S)
-    scores = np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1)  # (B, T, S)
-    scores = np.maximum(scores, 0) if where == "after" else scores
+    weights = np.swapaxes(w, 1, 2)[..., None]  # (B, H_I, T, 1)
     visible = np.tril(np.ones((t, s), dtype=bool), k=s - t)
+    if where == "weighted":
+        return np.where(visible, np.sum(np.maximum(weights * dots, 0), axis=1), -np.inf).astype(q.dtype)
+    if where == "mask_first":  # −∞ times a negative weight is +∞, and +∞ − ∞ is nan
+        with np.errstate(invalid="ignore"):
+            return np.sum(weights * np.where(visible, np.maximum(dots, 0), -np.inf), axis=1).astype(q.dtype)
+    scores = np.sum(weights * dots, axis=1)  # (B, T, S)
+    scores = np.maximum(scores, 0) if where == "after" else scores
     return np.where(visible, scores, -np.inf).astype(q.dtype)
+
+
+def _k_without_head_axis(q, k, w):
+    """k (B, S, d_I) used against q (B, H_I, T, d_I) as it is: NumPy pairs k's batch axis with q's head axis."""
+    t, s = q.shape[-2], k.shape[-2]
+    dots = np.maximum(q @ np.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5, 0)  # only when B = H_I (or one is 1)
+    visible = np.tril(np.ones((t, s), dtype=bool), k=s - t)
+    return np.where(visible, np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1), -np.inf).astype(q.dtype)
+
+
+def _softmaxed(scores):
+    return np.asarray(softmax(scores), dtype=scores.dtype)
 
 
 def _top_left(q, k, w):
@@ -59,8 +80,9 @@ def _off_by_one(case, got):
     q, k = case.args[0], case.args[1]
     t, s = q.shape[-2], k.shape[-2]
     got = np.asarray(got[0])
-    if got.shape[-2:] != (t, s):
-        return None
+    if got.shape[-2:] != (t, s) or np.array_equal(np.broadcast_to(np.tril(np.ones((t, s), dtype=bool), k=s - t),
+                                                                  got.shape), np.isfinite(got)):
+        return None  # the causal edge is right: the difference is elsewhere
     for shift in (1, -1):
         visible = np.tril(np.ones((t, s), dtype=bool), k=s - t + shift)
         if np.array_equal(np.broadcast_to(visible, got.shape), np.isfinite(got)):
@@ -69,10 +91,30 @@ def _off_by_one(case, got):
     return None
 
 
+_K_HEAD_AXIS = msg("k has one key per token, shared by the heads: (B, S, d_I) needs a head axis of size 1 to "
+                   "broadcast against q's (B, H_I, T, d_I); without it, NumPy lines k's batch axis up with q's head "
+                   "axis")
+
+
+def _finite_future(case, e, g):
+    """The future filled with some large negative number instead of −∞ (the mistakes name −1e9 and finfo.min)."""
+    want, got = np.asarray(e[0]), np.asarray(g[0])
+    if want.shape != got.shape or got.dtype.kind != "f":
+        return None
+    future = np.isneginf(want)
+    if future.any() and np.all(np.isfinite(got[future])) and np.all(got[future] < -1e6):
+        return msg("fill the future with −∞, not a large negative number: such a score is one top-k can still pick "
+                   "when a query sees fewer than k keys")
+    return None
+
+
 def _error_hint(case, err):
-    if "broadcast" in str(err):
+    text = str(err)
+    if "remapped shapes" in text or "core dimension" in text:  # a matmul (or einsum): q against k
+        return _K_HEAD_AXIS
+    if "broadcast" in text:  # an elementwise product: the weights against the per-head dot products
         return msg("w is (B, T, H_I) but the per-head dot products are (B, H_I, T, S): move w's head axis to "
-                "where q's is before weighting, and give it a trailing axis for S")
+                   "where q's is before weighting, and give it an axis of size 1 for S")
     return None
 
 
@@ -83,10 +125,17 @@ INDEX_SCORES = Exercise(
          lambda *a: _relu_misplaced(*a, where="none")),
         ("ReLU is per head, inside the sum: Σ_h w_h ReLU(q_h·k), not ReLU(Σ_h w_h q_h·k)",
          lambda *a: _relu_misplaced(*a, where="after")),
+        ("ReLU acts on the dot product alone, before the weight: w_h may be negative, and w_h · ReLU(q_h·k) is not "
+         "ReLU(w_h · q_h·k)", lambda *a: _relu_misplaced(*a, where="weighted")),
+        ("mask the future after the weighted sum over the heads: −∞ times a negative weight is +∞, and +∞ − ∞ is "
+         "nan", lambda *a: _relu_misplaced(*a, where="mask_first")),
+        (_K_HEAD_AXIS, _k_without_head_axis),
         ("the dot products are scaled by 1/√d_I (the width of one head) before the ReLU",
          lambda q, k, w: _index_reference(q, k, w, scale=1.0)),
         ("the scale is 1/√d_I, the head width, not one over the square root of the number of heads (the "
          "1/√H_I is already inside w)", lambda q, k, w: _index_reference(q, k, w, scale=q.shape[1] ** -0.5)),
+        ("the scale is 1/√d_I, the width of one head (the last axis of q and k), not one over the square root of "
+         "the number S of keys", lambda q, k, w: _index_reference(q, k, w, scale=k.shape[-2] ** -0.5)),
         ("the scores came out √H_I too small: the scale is 1/√d_I, the width of one head (not of all heads "
          "together), and the 1/√H_I is already inside w (do not divide by it again)",
          lambda q, k, w: _index_reference(q, k, w, scale=(q.shape[1] * q.shape[-1]) ** -0.5)),
@@ -95,6 +144,10 @@ INDEX_SCORES = Exercise(
              q, k, np.swapaxes(w.reshape(w.shape[0], w.shape[2], w.shape[1]), 1, 2))),  # w.reshape(B, H_I, T)
         ("each head is weighted by its own w[b, t, h], per query: not a plain mean over the heads",
          lambda q, k, w: _index_reference(q, k, np.full_like(w, 1.0 / q.shape[1]))),
+        ("each head's term is weighted by its own w[b, t, h], per query: the heads are not simply added up",
+         lambda q, k, w: _index_reference(q, k, np.ones_like(w))),
+        ("the index scores are returned as they are, with −∞ on the future: no softmax (top-k only needs their "
+         "order)", lambda q, k, w: _softmaxed(_index_reference(q, k, w))),
         ("the future is not masked: key s is visible to query t only up to t's own position (-inf beyond)",
          lambda q, k, w: _index_reference(q, k, w, causal=False)),
         ("the mask is top-left aligned: the T queries are the last T of the S tokens, query i sits at "
@@ -108,7 +161,7 @@ INDEX_SCORES = Exercise(
          lambda q, k, w: _filled(q, k, w, np.finfo(q.dtype).min)),
     ],
     error_hint=_error_hint,
-    fallbacks=[lambda case, e, g: _off_by_one(case, g)],
+    fallbacks=[lambda case, e, g: _off_by_one(case, g), _finite_future],
     title="the lightning indexer's scores",
     task="""Write `my_index_scores(q, k, w)`: DeepSeek-V3.2's index scores
 $I(t, s) = \\sum_h w_{t,h}\\,\\mathrm{ReLU}(q_{t,h}\\cdot k_s / \\sqrt{d_I})$ for every query $t$ and key $s$, and

@@ -9,22 +9,26 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.training import Adam
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["ADAM_STEP"]
 
 
 def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_inside=False, raw_state=True,
-          swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False):
+          swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False, sqrt_first=False, keep_m=1.0):
     """One Adam step with one detail changeable: the mistakes below are this with one flag flipped."""
     if swap_betas:
         beta1, beta2 = beta2, beta1
-    m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m + (1 - beta1) * g)
+    m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m * keep_m + (1 - beta1) * g)
     v_new = beta2 * v + (1 - beta2) * (g * g if square else np.abs(g))
     step = t + t_shift
     m_hat = m_new / (1 - beta1**step) if correct else m_new
     v_hat = v_new / (1 - beta2**step) if correct else v_new
-    denom = (v_hat + eps) ** 0.5 if eps_inside else v_hat**0.5 + eps
+    if sqrt_first:  # √v divided by (1 − β₂ᵗ), where the root belongs over the corrected v̂
+        v_hat = v_new**0.5 / (1 - beta2**step)
+        denom = v_hat + eps
+    else:
+        denom = (v_hat + eps) ** 0.5 if eps_inside else v_hat**0.5 + eps
     p_new = p + sign * lr * m_hat / denom
     return (p_new, m_new, v_new) if raw_state else (p_new, m_hat, v_hat)
 
@@ -39,7 +43,7 @@ def _reference(p, g, m, v, t, lr, beta1, beta2, eps):
 
 
 def _state(seed, shape, *, dtype=np.float64, g_scale=1.0, fresh=False):
-    p, g, m, v = _draw(seed, shape, shape, shape, shape, dtype=dtype)
+    p, g, m, v = draw(seed, shape, shape, shape, shape, dtype=dtype)
     g = (g_scale * g).astype(dtype)
     if fresh:
         m, v = np.zeros_like(p), np.zeros_like(p)
@@ -83,11 +87,15 @@ ADAM_STEP = Exercise(
          "m̂ and v̂ are only for this step's update", lambda *a: _adam(*a, raw_state=False)),
         ("eps is an argument: use the value passed in, not a constant of your own",
          lambda p, g, m, v, t, lr, beta1, beta2, eps: _adam(p, g, m, v, t, lr, beta1, beta2, 1e-8)),
+        ("the correction divides v itself: v̂ = v / (1 − β₂ᵗ), then its square root, √v̂ (not √v / (1 − β₂ᵗ))",
+         lambda *a: _adam(*a, sqrt_first=True)),
         ("β₁ belongs to the first moment m (the gradient's average), β₂ to the second moment v (its square's)",
          lambda *a: _adam(*a, swap_betas=True)),
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square=False)),
         ("step against the gradient: the update descends, so it is taken away from p (the update itself has the "
          "sign of m̂)", lambda *a: _adam(*a, sign=1.0)),
+        ("m is a running average: the old m stays in it, m ← β₁ m + (1 − β₁) g (not only the new (1 − β₁) g)",
+         lambda *a: _adam(*a, keep_m=0.0)),
         ("the new gradient gets the small weight 1 − β₁ and the old average the large weight β₁",
          lambda *a: _adam(*a, m_weights_swapped=True)),
     ],

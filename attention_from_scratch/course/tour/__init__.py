@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from ..i18n import check_lang, msg, render, using_language
+from ..i18n import check_lang, language, msg, render, using_language
 from . import foundations, inference, learning
 
 __all__ = ["TOUR_SECTIONS", "main", "run_tour"]
@@ -49,4 +49,4 @@ def run_tour(backend: str = "numpy", lang: str = "en") -> int:
 
 def main(args) -> int:
     """The ``tour`` sub-command: ``args.backend`` is "numpy" or "cupy", ``args.lang`` "en" or "zh"."""
-    return run_tour(getattr(args, "backend", "numpy"), getattr(args, "lang", "en"))
+    return run_tour(getattr(args, "backend", "numpy"), language(getattr(args, "lang", None)))
