@@ -160,6 +160,7 @@ _QUIZ_INTRO = {
 
 def quiz_page(lang: str = "en") -> str:
     from attention_from_scratch.course import quiz
+    from attention_from_scratch.course.i18n import msg, render
     from attention_from_scratch.course.quiz import _show  # the answers as the quiz itself prints them
 
     title, intro, arg, answer = _QUIZ_INTRO[lang]
@@ -174,12 +175,14 @@ def quiz_page(lang: str = "en") -> str:
         expected = quiz.answer(qid)
         verdict = quiz.check(qid, expected, lang=lang)
         assert verdict.correct, f"quiz {qid!r}: its own answer is not accepted"
+        # the verdict's lines without its "Right." head: the explanation of each option, or of the number
+        explanation = str(verdict).removeprefix(render(msg("Right."), lang)).strip()
         parts.append(f"## {n}. `{qid}`\n")
         parts.append("\\\n".join(_md_escape(line.strip()) for line in lines) + "\n")
         parts.append(
             f"<details><summary>{answer}</summary>\n"
             f"<p><strong>{html.escape(_show(expected))}</strong></p>\n"
-            f"<p>{html.escape(verdict.explanation)}</p>\n</details>\n"
+            f"<p>{'<br>'.join(map(html.escape, explanation.splitlines()))}</p>\n</details>\n"
         )
     return "\n".join(parts)
 
