@@ -121,16 +121,47 @@ _HTML_ANCHOR = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*$'
 _ANCHORED_DETAILS = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*\n<details\b', re.MULTILINE)
 
 
+def _figure_descriptions() -> dict[str, str]:
+    """``plot_x`` -> the first sentence of its docstring: what the figure shows (course/plots/)."""
+    import inspect
+    from importlib import import_module
+
+    from attention_from_scratch.course import plots
+
+    found = {}
+    for part in (*plots.PARTS, "heatmaps"):
+        for name, fn in inspect.getmembers(import_module(f"{plots.__name__}.{part}"), inspect.isfunction):
+            if name.startswith("plot_") and fn.__doc__:
+                found[name] = " ".join(fn.__doc__.strip().split("\n\n")[0].split()).replace("``", "")
+    return found
+
+
+def figure_alt_text(code: str, descriptions: dict[str, str]) -> str | None:
+    """The alt text of the figure a code cell draws: its plotting function's description (and the title it
+    is given, for a generic heatmap), or None when the cell calls no function of course/plots/."""
+    calls = [name for name in re.findall(r"\b(plot_\w+)\(", code) if name in descriptions]
+    if not calls:
+        return None
+    title = re.search(r'\btitle="([^"{}]+)"', code)
+    return descriptions[calls[-1]] + (f" ({title.group(1)})" if title else "")
+
+
 def copy_notebook(src: Path, dest: Path) -> None:
     """Copy a stored notebook for the site, adjusting its Markdown.
 
-    A ``../path`` link gets one more ``../`` (the copy sits one folder deeper), and an HTML anchor alone
+    A figure drawn by a function of course/plots/ gets that function's description as its alt text. A
+    ``../path`` link gets one more ``../`` (the copy sits one folder deeper), and an HTML anchor alone
     on its line becomes a MyST target ``(name)=``, so that links to ``#name`` (from this notebook,
     another one or README) resolve on the site as they do in Jupyter. Above a ``<details>`` block (an
     erratum box) the id also goes on the block, since a target cannot give raw HTML an id.
     """
     nb = json.loads(src.read_text(encoding="utf-8"))
+    descriptions = _figure_descriptions()
     for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            alt = figure_alt_text("".join(cell["source"]), descriptions)
+            if alt:  # myst-nb's per-cell image options: alt text that says what the figure shows
+                cell.setdefault("metadata", {}).setdefault("mystnb", {})["image"] = {"alt": alt}
         if cell["cell_type"] != "markdown":
             continue
         source = "".join(cell["source"])
