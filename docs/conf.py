@@ -38,7 +38,8 @@ release = version = attention_from_scratch.__version__
 
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 root_doc = "index"
-exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py", "zh"]  # zh/: the Chinese site
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py", "zh", "guide"]  # zh/: the Chinese site; guide/:
+# the reference pages' sources, which the site reads as their copies in reference/ (make_pages.py)
 
 # --- notebooks: show the stored outputs (the ones nbval checks); never execute -----------------------
 nb_execution_mode = "off"

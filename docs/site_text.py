@@ -81,19 +81,26 @@ def chinese_words(text: str) -> list[str]:
     return [w for run in re.findall(r"[\u4e00-\u9fff]+", text) for w in jieba.cut_for_search(run) if len(w) > 1]
 
 
+def identifier_parts(text: str) -> list[str]:
+    """The parts of each snake_case name in ``text`` (``naive_softmax`` -> ``naive``, ``softmax``), so that a
+    search for softmax also finds the pages that only name ``my_softmax`` or ``log_softmax``."""
+    return [part for name in re.findall(r"\w*_\w*", text, re.ASCII) for part in name.split("_") if len(part) > 1]
+
+
 class SearchEnglishWithChinese(SearchEnglish):
-    """English search, plus the Chinese words of the English pages (the terms given beside the English)."""
+    """English search, plus the Chinese words of the English pages (the terms given beside the English) and
+    the parts of snake_case names."""
 
     def split(self, input: str) -> list[str]:
-        return super().split(input) + chinese_words(input)
+        return super().split(input) + chinese_words(input) + identifier_parts(input)
 
 
 class SearchChineseCourse(SearchChinese):
-    """Sphinx's Chinese search, with jieba knowing the glossary's terms."""
+    """Sphinx's Chinese search, with jieba knowing the glossary's terms, plus the parts of snake_case names."""
 
     def split(self, input: str) -> list[str]:
         _jieba()
-        return super().split(input)
+        return super().split(input) + identifier_parts(input)
 
 
 def use_search_languages() -> None:

@@ -620,14 +620,17 @@ class _ArticleText(HTMLParser):
 
 
 def _pages_holding(site: Path, prefix: str, words: str) -> set[str]:
-    """The pages of one site (``prefix`` "" or "zh/") whose article text holds ``words`` (any case)."""
+    """The pages of one site (``prefix`` "" or "zh/") whose article text holds ``words`` (any case), Latin words
+    at the start of a word or of a snake_case name's part (softmax in ``my_softmax``, not in ``logsoftmax``)."""
+    start = r"(?<![a-z0-9])" if re.match(r"[A-Za-z]", words) else ""
+    pattern = re.compile(start + r"\s+".join(map(re.escape, words.lower().split())))
     index = (site / prefix / "searchindex.js").read_text(encoding="utf-8")
     docnames = json.loads(index[index.index("(") + 1:index.rindex(")")])["docnames"]
     found = set()
     for doc in docnames:
         parser = _ArticleText()
         parser.feed((site / prefix / f"{doc}.html").read_text(encoding="utf-8"))
-        if " ".join(words.lower().split()) in " ".join("".join(parser.parts).lower().split()):
+        if pattern.search("".join(parser.parts).lower()):
             found.add(f"{prefix}{doc}.html")
     return found
 
