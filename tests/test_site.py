@@ -668,3 +668,41 @@ def test_search_finds_every_page_holding_the_words(prefix, site, browser, base_u
                    or re.search(r"\bLight\b.*\bDark\b", s)]
             assert not bad, f"{words!r}: snippets with TeX or theme text: {bad[:3]}"
     assert checked >= 10 if prefix else checked >= 20, "few pages hold the words: this test checks little"
+
+
+def test_tex_becomes_unicode_text():
+    tex_to_text = importlib.import_module("tex_text").tex_to_text  # docs/ is on pytest's pythonpath
+    cases = {
+        r"\sqrt{d_k}": "√dₖ",
+        r"n \times n": "n × n",
+        r"\mathrm{softmax}(QK^\top/\sqrt{d_k})V": "softmax(QKᵀ/√dₖ)V",
+        r"a\cdot b=\lvert a\rvert\lvert b\rvert\cos\theta": "a · b=|a||b|cos θ",
+        r"\frac{q \cdot k}{\sqrt{d_k}}": "(q · k)/√dₖ",
+        r"-\infty": "−∞",
+        r"d_{model}": "d_model",
+        r"\sum_{i=1}^n a_i b_i": "Σᵢ₌₁ⁿ aᵢ bᵢ",
+        r"\begin{align} a &= b \\ c &= d \end{align}": "a = b ; c = d",
+        r"\alpha, \omega, \Omega": "α, ω, Ω",
+        r"\unknowncommand{x}": "unknowncommandx",
+    }
+    for tex, text in cases.items():
+        assert tex_to_text(tex) == text, tex
+        assert "\\" not in tex_to_text(tex) and "{" not in tex_to_text(tex)
+
+
+def test_reference_pages_link_into_the_site():
+    pages = _make_pages()
+    first = NOTEBOOKS[0].stem
+    text = "\n".join([
+        f"[a box](../../notebooks/{first}.ipynb#erratum-x) and ![f](../../figures/a.png) [other](errata.md)",
+        "[back](../../README.md) [zh](../../README.zh.md) [log](../../CHANGELOG.md) `softmax.py`",
+        "```bash",
+        "see `softmax.py` and [x](../../notebooks/a.ipynb)",
+        "```",
+    ])
+    out = pages.rewrite_guide(text, REPO, ["softmax"]).splitlines()
+    assert out[0] == f"[a box](../notebooks/{first}.ipynb#erratum-x) and ![f](../../figures/a.png) [other](errata.md)"
+    assert out[1] == ("[back](../index.md) [zh](../zh/index.html) [log](changelog.md) "
+                      "[`softmax.py`](../api/softmax.rst)")
+    assert out[2:] == text.splitlines()[2:]  # code is left alone
+    assert pages.rewrite_readme("[errata](docs/guide/errata.md)", REPO, []).strip() == "[errata](reference/errata.md)"
