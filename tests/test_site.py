@@ -660,9 +660,11 @@ def test_search_finds_every_page_holding_the_words(prefix, site, browser, base_u
         checked += len(expected)
         titles = [r["title"] for r in found["results"]]
         assert not [t for t in titles if re.search(r"\\[A-Za-z(]", t)], f"TeX in result titles: {titles}"
-        if expected:  # the snippets, once loaded: the article's text, formulas as text, no theme text
-            time.sleep(1.5)
-            snippets = [s for s in browser.execute_script(_SNIPPETS) if s]
+        if expected:  # the snippets, as they load: the article's text, formulas as text, no theme text
+            deadline, snippets = time.monotonic() + 15, []
+            while len(snippets) < min(5, len(expected)) and time.monotonic() < deadline:
+                time.sleep(0.25)
+                snippets = [s for s in browser.execute_script(_SNIPPETS) if s]
             assert snippets, f"{words!r}: no result shows a snippet"
             bad = [s for s in snippets if re.search(r"\\[A-Za-z(\[]", s) or "System Settings" in s
                    or re.search(r"\bLight\b.*\bDark\b", s)]
