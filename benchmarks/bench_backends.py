@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_times, print_table, write_figure
+from _timing import add_figure_option, median_times, not_measured, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.flash import flash_attention
@@ -141,7 +141,7 @@ def plot(rows, decode_rows, names):
 
 
 def main(quick: bool = False, figures_dir=None):
-    """Time NumPy (and CuPy when a GPU is usable); the full run also writes figures/bench_backends.png."""
+    """Time NumPy (and CuPy when a GPU is usable), print the target; the full run also writes bench_backends.png."""
     backends = {"numpy": namespace_for("numpy")}
     if gpu_available():
         backends["cupy"] = namespace_for("cupy")
@@ -174,6 +174,12 @@ def main(quick: bool = False, figures_dir=None):
         print("\nMLA decoding: median ms per token (prompt + tokens through the latent cache)")
         print_table(["backend", "mode", "ms/token"],
                     [[r["backend"], r["mode"], f"{1e3 * r['per_token']:.2f}"] for r in decode_rows])
+    last = rows[-1]
+    claim = f"H = {last['H']}, n = {last['n']}: flash attention's time on NumPy / on CuPy"
+    if "cupy" in backends and last.get("flash cupy") and last.get("flash numpy"):
+        verdict(claim, last["flash numpy"] / last["flash cupy"], 1.0, at_most=False)  # the GPU must win
+    else:
+        not_measured(claim, "no usable GPU")
     write_figure(lambda: plot(rows, decode_rows, names), "bench_backends.png", quick=quick, figures_dir=figures_dir)
     return rows, decode_rows
 
@@ -181,4 +187,6 @@ def main(quick: bool = False, figures_dir=None):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run (a few seconds)")
-    main(quick=parser.parse_args().quick)
+    add_figure_option(parser)
+    args = parser.parse_args()
+    main(quick=args.quick, figures_dir=args.out)

@@ -1,11 +1,14 @@
 """One decode step at growing context: MHA with a full K/V cache vs MLA naive vs MLA absorbed.
 
-    python benchmarks/bench_decode.py            # contexts 512 .. 8192, writes figures/decode_time.png
+    python benchmarks/bench_decode.py            # contexts 512 .. 8192, writes bench-figures/decode_time.png
+    python benchmarks/bench_decode.py --out figures   # ... and replaces the committed figures/decode_time.png
     python benchmarks/bench_decode.py --quick    # contexts 256 .. 1024, no figure (a smoke run, seconds)
-    python benchmarks/bench_decode.py --threads 1  # pin BLAS to one thread (needs threadpoolctl)
+    python benchmarks/bench_decode.py --threads 0  # BLAS's own thread count instead of one thread
 
-On a busy machine multi-threaded BLAS makes the tiny per-token matmuls stall unpredictably; one thread
-gives stable numbers (and is how the README's table was measured unless it says otherwise).
+On a busy machine multi-threaded BLAS makes the tiny per-token matmuls stall unpredictably, so BLAS runs on
+one thread by default (as docs/guide/benchmarks.md's table was measured), and the three variants' steps are
+interleaved round by round (a burst of load hits all three alike). Targets: absorbed >= 3x faster than naive at
+the largest context, and MHA's cache 8.9x MLA's.
 
 A mid-size MLA layer (dim 1024, 16 heads, kv_lora_rank 256, rope 32, nope 64, v 64, q_lora_rank 512),
 float32, batch 1. For each context length S the caches are filled with S tokens, then one new token is
@@ -28,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import add_figure_option, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.infra.blas import blas_thread_limit
@@ -67,15 +71,17 @@ def measure(context: int, steps: int, seed: int = 0) -> dict:
     caches["naive"].append(c_kv, k_pe)
     caches["absorb"].append(c_kv, k_pe)
     caches["mha"].append(*mla.expand(c_kv, k_pe))
-    result = {"context": context}
-    for name in ("mha", "naive", "absorb"):
-        cache, times = caches[name], []
-        for i in range(steps + 1):  # step 0 warms up (and may grow the cache's storage): not timed
-            x = tokens[:, i : i + 1, :]
+    result, times = {"context": context}, {name: [] for name in caches}
+    names = list(caches)
+    for i in range(steps + 1):  # rounds interleaved; round 0 warms up (and may grow the caches): not timed
+        x = tokens[:, i : i + 1, :]
+        for name in names[i % 3 :] + names[: i % 3]:  # the order rotates, as _timing.median_times does
+            cache = caches[name]
             t0 = time.perf_counter()
             _ = mha_step(mla, x, cache) if name == "mha" else mla(x, cache=cache, mode=name)
-            times.append(time.perf_counter() - t0)
-        result[f"{name}_ms"] = 1e3 * statistics.median(times[1:])
+            times[name].append(time.perf_counter() - t0)
+    for name, cache in caches.items():
+        result[f"{name}_ms"] = 1e3 * statistics.median(times[name][1:])
         result[f"{name}_bytes"] = cache.nbytes * context // len(cache)  # cache bytes at exactly S tokens
     assert result["mha_bytes"] == context * bytes_per_token(cfg, "mha", element_size=4)
     assert result["absorb_bytes"] == context * bytes_per_token(cfg, "mla", element_size=4)
@@ -123,30 +129,31 @@ def plot(rows):
     return fig
 
 
-FIGURE = Path(__file__).resolve().parents[1] / "figures" / "decode_time.png"
+FIGURE = Path(__file__).resolve().parents[1] / "figures" / "decode_time.png"  # the committed one (--out figures)
 
 
-def main(quick: bool = False, out: str | Path | None = FIGURE, threads: int | None = None):
-    """Measure, print the table, and (full run only) write the figure. Returns the rows."""
-    contexts, steps = (QUICK_CONTEXTS, 3) if quick else (CONTEXTS, 9)
+def main(quick: bool = False, out: str | Path | None = None, threads: int | None = 1):
+    """Measure, print the table and the targets, and (full run only) write the figure. Returns the rows."""
+    contexts, steps = (QUICK_CONTEXTS, 9) if quick else (CONTEXTS, 15)
     with blas_thread_limit(threads):
         rows = [measure(c, steps) for c in contexts]
+    print(f"median of {steps} decode steps per variant, rounds interleaved; BLAS threads: {threads or 'default'}")
     print_table(rows)
     last = rows[-1]
-    speedup = last["naive_ms"] / last["absorb_ms"]
-    print(f"\nat S = {last['context']}: absorbed is {speedup:.1f}x faster than naive; "
-          f"its cache is 1/{last['mha_bytes'] / last['absorb_bytes']:.1f} of MHA's")
-    if not quick and out is not None:
-        from attention_from_scratch.course.plots import save_figure
-
-        print(f"wrote {save_figure(plot(rows), out)}")
+    print()
+    verdict(f"at S = {last['context']}, MLA absorbed faster than naive by", last["naive_ms"] / last["absorb_ms"], 3,
+            at_most=False, digits=1)
+    verdict(f"at S = {last['context']}, MHA's cache / MLA's", last["mha_bytes"] / last["absorb_bytes"], 8.8,
+            at_most=False, digits=2)
+    write_figure(lambda: plot(rows), FIGURE.name, quick=quick, figures_dir=out)
     return rows
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small contexts, no figure (a smoke run)")
-    parser.add_argument("--out", default=FIGURE, help="where to write the figure")
-    parser.add_argument("--threads", type=int, default=None, help="BLAS threads (default: BLAS's own choice)")
+    add_figure_option(parser)
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1: stable on a shared "
+                        "machine; 0: BLAS's own choice)")
     args = parser.parse_args()
-    main(quick=args.quick, out=args.out, threads=args.threads)
+    main(quick=args.quick, out=args.out, threads=args.threads or None)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_times, print_table
+from _timing import median_times, print_table, verdict
 
 from attention_from_scratch import flash_attention, gated_delta_rule, l2_normalize, scaled_dot_product_attention
 
@@ -113,11 +113,17 @@ def main(quick: bool = False):
     best = min(chunks, key=chunks.get)
     print(f"\nChunk size at T = {t_sweep} (median seconds; ratio to the best, C = {best}):")
     print_table(["C", "seconds", "/ best"], [[c, f"{s:.4f}", f"{s / chunks[best]:.2f}"] for c, s in chunks.items()])
-    decoded = decode(sizes, repeat * 2)
+    decoded = decode([256, 1024, 4096] if quick else sizes, repeat * 2)  # one token: cheap even at 4096
     print("\nDecoding one token after T: one recurrent step (a fixed-size state) vs attention over T cached keys:")
     print_table(["T", "delta step", "sdpa over T", "sdpa/step"],
                 [[r["T"], f"{r['step'] * 1e6:.0f} µs", f"{r['sdpa'] * 1e6:.0f} µs", f"{r['sdpa'] / r['step']:.2f}"]
                  for r in decoded])
+    last, step = rows[-1], decoded[-1]
+    print()
+    verdict(f"T = {last['T']}: the chunked form's time / the recurrent loop's",
+            last["chunked"] / last["recurrent"], 1.0)
+    verdict(f"decoding after T = {step['T']}: attention over the cache / one delta step", step["sdpa"] / step["step"],
+            1.0, at_most=False)
     return rows
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_times, print_table, write_figure
+from _timing import add_figure_option, median_times, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
 from attention_from_scratch.infra.blas import one_blas_thread
@@ -92,9 +92,9 @@ def plot(score_rows, loop_rows):
 
 
 def main(quick: bool = False, figures_dir=None):
-    """Run both comparisons and print their tables; the full run also writes figures/bench_scores.png."""
+    """Run both comparisons, print their tables and targets; the full run also writes bench_scores.png."""
     score_sizes = [128, 256, 512] if quick else [128, 256, 512, 1024, 2048]
-    loop_sizes = [4, 8, 16] if quick else [4, 8, 16, 32, 64, 128]
+    loop_sizes = [8, 16, 32] if quick else [4, 8, 16, 32, 64, 128]
     print(f"Dot-product vs additive scores (T = S = n, d = d_a = {D}, float32, 1 BLAS thread); median s")
     with one_blas_thread():
         score_rows = scores_sweep(score_sizes, repeat=5 if quick else 9)
@@ -110,6 +110,11 @@ def main(quick: bool = False, figures_dir=None):
         [[r["n"], f"{r['loop']:.4f}", f"{r['vectorised']:.6f}", f"{r['loop'] / r['vectorised']:.0f}x"]
          for r in loop_rows],
     )
+    big, loop = score_rows[-1], loop_rows[-1]
+    verdict(f"additive / dot-product scores at n = {big['n']}", big["additive"] / big["dot"], 5, at_most=False,
+            digits=0)
+    verdict(f"looped / vectorised attention at n = {loop['n']}", loop["loop"] / loop["vectorised"], 5, at_most=False,
+            digits=0)
     write_figure(lambda: plot(score_rows, loop_rows), "bench_scores.png", quick=quick, figures_dir=figures_dir)
     return score_rows, loop_rows
 
@@ -117,4 +122,6 @@ def main(quick: bool = False, figures_dir=None):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run (a few seconds)")
-    main(quick=parser.parse_args().quick)
+    add_figure_option(parser)
+    args = parser.parse_args()
+    main(quick=args.quick, figures_dir=args.out)

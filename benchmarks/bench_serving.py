@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _timing import median_times, print_table
+from _timing import median_times, print_table, verdict
 
 from attention_from_scratch import PagedKVCache, flash_attention, flash_decode, scaled_dot_product_attention
 from attention_from_scratch.flash import key_spans
@@ -52,6 +52,8 @@ def windows(quick):
         rows.append([f"W = {w}", f"{times[w]:.3f}", f"{times[w] / times['causal']:.2f}", f"{s:,}", f"{s / full:.2f}"])
     print(f"\n1. Sliding-window flash attention, T = S = {n}, d = {d}, float32, block {block}")
     print_table(["window", "seconds", "time / causal", "scores computed", "scores / causal"], rows)
+    # the band's tiles only: a window well below T costs a fraction of the causal pass
+    verdict(f"W = {sizes[0]} at T = {n}: time / the causal pass", times[sizes[0]] / times["causal"], 0.6)
 
 
 def paged(quick):
@@ -72,12 +74,13 @@ def paged(quick):
         ["paged, blocks of 16", f"{paged_b / used:.3f}", f"{1 - used / paged_b:.1%}", f"{paged_b / contiguous_b:.3f}"],
     ]
     print_table(["layout", "bytes / tokens' bytes", "wasted", "vs contiguous"], rows)
+    verdict("a paged cache's bytes / contiguous max_len buffers'", paged_b / contiguous_b, 0.25, digits=3)
 
 
 def decode(quick):
     n_heads, d = 8, 128
     contexts = [8192] if quick else [16384, 65536]
-    rows = []
+    rows, best = [], []
     for s in contexts:
         rng = np.random.default_rng(1)
         q = rng.standard_normal((n_heads, 1, d)).astype(np.float32)
@@ -86,11 +89,14 @@ def decode(quick):
         for n in (1, 2, 4, 8):
             fns[n] = lambda n=n, q=q, k=k, v=v: flash_decode(q, k, v, n_splits=n)
         times = median_times(fns, repeat=5 if quick else 9)
+        best = [times[n] / times[1] for n in (2, 4, 8)]
         for n in (1, 2, 4, 8):
             rows.append([f"{s}", f"{n}", f"{times[n] * 1e3:.1f}", f"{times[n] / times[1]:.2f}",
                          f"{times[n] / times['sdpa']:.2f}"])
     print(f"\n3. Split-KV decoding, one query, H = {n_heads}, d = {d}, float32")
     print_table(["S", "n_splits", "ms", "time / one chunk", "time / sdpa"], rows)
+    # the splits run on worker threads: on 2 cores the best split count must beat one chunk
+    verdict(f"S = {contexts[-1]}: the best split count's time / one chunk's", min(best), 0.9)
 
 
 def main(quick=False):

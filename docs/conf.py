@@ -23,11 +23,13 @@ sys.path.insert(0, str(REPO))  # document this checkout's package, whatever else
 sys.path.insert(0, str(DOCS))
 
 import make_pages  # noqa: E402  (needs the paths above)
+import site_text  # noqa: E402
 from docstrings import plain_text_docstring  # noqa: E402
 
 import attention_from_scratch  # noqa: E402
 
 make_pages.generate(DOCS)
+site_text.use_search_languages()  # search: Chinese words segmented by jieba (site_text.py), on both sites
 
 project = "attention_from_scratch"
 author = "the attention_from_scratch authors"
@@ -36,7 +38,8 @@ release = version = attention_from_scratch.__version__
 
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 root_doc = "index"
-exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py", "zh"]  # zh/: the Chinese site
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "make_pages.py", "zh", "guide"]  # zh/: the Chinese site; guide/:
+# the reference pages' sources, which the site reads as their copies in reference/ (make_pages.py)
 
 # --- notebooks: show the stored outputs (the ones nbval checks); never execute -----------------------
 nb_execution_mode = "off"
@@ -68,6 +71,9 @@ templates_path = [str(DOCS / "_templates")]
 html_sidebars = {"**": ["navbar-logo.html", "lang-switch.html", "icon-links.html", "search-button-field.html",
                         "sbt-sidebar-nav.html"]}
 html_title = "attention_from_scratch"
+# site.css: wide formulas, code and tables scroll inside the column; search.js: Chinese queries and clean snippets
+html_css_files = ["site.css"]
+html_js_files = ["search.js"]
 html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
@@ -103,12 +109,19 @@ def _build_chinese_site(app, exception):
     if exception is not None or SITE_LANG != "en" or app.builder.name != "html":
         return
     import subprocess
+    import time
 
-    command = [sys.executable, "-m", "sphinx", "-j", str(app.parallel or 1), "-W", "--keep-going", "-q", "-b", "html",
+    from sphinx.util import logging
+
+    command = [sys.executable, "-m", "sphinx", "-j", str(app.parallel or 1), "-W", "--keep-going", "-b", "html",
                str(DOCS / "zh"), str(Path(app.outdir) / "zh")]  # as many processes as the English build (-j)
+    log = logging.getLogger(__name__)
+    log.info(f"\nbuilding the Chinese site (docs/zh) into {Path(app.outdir) / 'zh'}: {' '.join(command[1:])}")
+    start = time.perf_counter()
     done = subprocess.run(command, cwd=REPO)
     if done.returncode:
         raise RuntimeError(f"the Chinese site (docs/zh) did not build: {' '.join(command)} exited {done.returncode}")
+    log.info(f"the Chinese site is built ({time.perf_counter() - start:.0f} s)")
 
 
 def setup(app):
@@ -118,3 +131,7 @@ def setup(app):
     # hold math ("Why divide by $\sqrt{d_k}$?") and would show raw TeX on the other pages
     app.set_html_assets_policy("always")
     app.connect("autodoc-process-docstring", plain_text_docstring, priority=600)  # after napoleon (500)
+    # titles as text before Sphinx's title collector (500) copies them; formulas' text for search snippets
+    app.connect("doctree-read", site_text.titles_as_text, priority=400)
+    app.connect("html-page-context", site_text.math_data_text)
+    app.connect("doctree-resolved", site_text.link_images_to_full_size)

@@ -10,6 +10,8 @@ incremental build re-reads only what changed.
     notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
     quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
     api/*.rst       one autodoc page per module
+    reference/*.md  the reference pages written in docs/guide/ (README links to them there, and they read
+                    as Markdown in the repository), their links made relative to the site
 
 and, for the Chinese site (``generate_zh``, called by docs/zh/conf.py), under docs/zh/:
 
@@ -66,41 +68,84 @@ def modules(package: str = "attention_from_scratch") -> list[str]:
     return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
 
 
-def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
-    """README.md as the site's front page: links that are relative to the repo made relative to docs/.
+GUIDE = "docs/guide"  # the reference pages' sources (README links there); the site's copies: docs/reference/
+# the reference pages in the site's order (its menu); a page of docs/guide/ not named here comes last
+GUIDE_ORDER = ("course", "errata", "numbers", "benchmarks", "package", "instructors", "development", "changelog")
+CHANGELOG = "CHANGELOG.md"  # shown on the site as reference/changelog beside the guide's pages
 
-    ``notebooks/X.ipynb`` stays (docs/notebooks/ holds the copies, so it becomes a page link);
-    ``figures/x.png`` and any other file of the repo become ``../figures/x.png`` (an image, or a
-    download link). Outside code blocks, a notebook named in backticks (`` `06_masking` ``) and a module
-    (`` `mla.py` ``) become links to their pages.
-    """
+
+def guide_pages(repo: Path) -> list[Path]:
+    """The reference pages of docs/guide/ and the changelog, in the site's order."""
+    rank = {name: i for i, name in enumerate(GUIDE_ORDER)}
+    pages = [*(repo / GUIDE).glob("*.md"), repo / CHANGELOG]
+    return sorted(pages, key=lambda p: (rank.get(p.stem.lower(), len(rank)), p.stem))
+
+
+def _link_names(line: str, repo: Path, module_names: list[str], up: str = "") -> str:
+    """A notebook (`` `06_masking` ``) or module (`` `mla.py` ``) named in backticks becomes a link to its page
+    (``up`` leads from the page to docs/), unless it is inside a link already."""
     nb_names = {p.stem for p in notebooks(repo)}
 
-    def fix_target(match: re.Match) -> str:
-        target = match.group(1)
-        if not _is_relative(target) or target.startswith("notebooks/"):
-            return match.group(0)
-        return f"](../{target})"
+    def nb(m: re.Match) -> str:
+        return f"[`{m.group(1)}`]({up}notebooks/{m.group(1)}.ipynb)" if m.group(1) in nb_names else m.group(0)
 
-    def link_names(line: str) -> str:
-        def nb(m: re.Match) -> str:
-            return f"[`{m.group(1)}`](notebooks/{m.group(1)}.ipynb)" if m.group(1) in nb_names else m.group(0)
+    def mod(m: re.Match) -> str:
+        return f"[`{m.group(1)}.py`]({up}api/{m.group(1)}.rst)" if m.group(1) in module_names else m.group(0)
 
-        def mod(m: re.Match) -> str:
-            return f"[`{m.group(1)}.py`](api/{m.group(1)}.rst)" if m.group(1) in module_names else m.group(0)
+    # only a backticked name that is not already inside a link: not preceded by '[' nor followed by ']'
+    line = re.sub(r"(?<!\[)`(\d\d_[A-Za-z0-9_]+)`(?!\])", nb, line)
+    return re.sub(r"(?<!\[)`([a-z_][a-z0-9_]*)\.py`(?!\])", mod, line)
 
-        # only a backticked name that is not already inside a link: not preceded by '[' nor followed by ']'
-        line = re.sub(r"(?<!\[)`(\d\d_[A-Za-z0-9_]+)`(?!\])", nb, line)
-        return re.sub(r"(?<!\[)`([a-z_][a-z0-9_]*)\.py`(?!\])", mod, line)
 
+def _outside_code(text: str, rewrite) -> str:
+    """``text`` with ``rewrite`` applied to each line outside fenced code blocks."""
     out, in_code = [], False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             in_code = not in_code
         elif not in_code:
-            line = link_names(_LINK.sub(fix_target, line))
+            line = rewrite(line)
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def rewrite_readme(text: str, repo: Path, module_names: list[str]) -> str:
+    """README.md as the site's front page: links that are relative to the repo made relative to docs/.
+
+    ``notebooks/X.ipynb`` stays (docs/notebooks/ holds the copies, so it becomes a page link), a page of
+    ``docs/guide/`` becomes its site copy in ``reference/``; ``figures/x.png`` and any other file of the repo
+    become ``../figures/x.png`` (an image, or a download link). Outside code blocks, a notebook named in
+    backticks (`` `06_masking` ``) and a module (`` `mla.py` ``) become links to their pages.
+    """
+    def fix_target(match: re.Match) -> str:
+        target = match.group(1)
+        if not _is_relative(target) or target.startswith("notebooks/"):
+            return match.group(0)
+        if target.startswith(GUIDE + "/"):
+            return f"](reference/{target.removeprefix(GUIDE + '/')})"
+        if target == CHANGELOG:
+            return "](reference/changelog.md)"
+        return f"](../{target})"
+
+    return _outside_code(text, lambda line: _link_names(_LINK.sub(fix_target, line), repo, module_names))
+
+
+def rewrite_guide(text: str, repo: Path, module_names: list[str]) -> str:
+    """A page of docs/guide/ as its site copy in docs/reference/, one folder below docs/ as its source is.
+
+    Its links are relative to docs/guide/, so that they work where the page is read in the repository; only
+    the ones into the repository's notebooks and READMEs change: ``../../notebooks/X.ipynb`` becomes the
+    site's page ``../notebooks/X.ipynb``, ``../../README.md`` the front page, ``../../README.zh.md`` the
+    Chinese site. Figures and other files (``../../figures/x.png``) resolve from the copy as from the source.
+    """
+    def fix_target(match: re.Match) -> str:
+        target = match.group(1)
+        if target.startswith("../../notebooks/"):
+            return f"]({target.removeprefix('../')})"
+        return {"../../README.md": "](../index.md)", "../../README.zh.md": "](../zh/index.html)",
+                f"../../{CHANGELOG}": "](changelog.md)"}.get(target, match.group(0))
+
+    return _outside_code(text, lambda line: _link_names(_LINK.sub(fix_target, line), repo, module_names, "../"))
 
 
 def index_page(repo: Path, module_names: list[str]) -> str:
@@ -110,7 +155,8 @@ def index_page(repo: Path, module_names: list[str]) -> str:
     readme = rewrite_readme(readme, repo, module_names)
     return readme + (
         "\n```{toctree}\n:caption: The course\n:maxdepth: 1\n:glob:\n\nnotebooks/*\n```\n"
-        "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\nquiz\napi/index\n```\n"
+        "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\n"
+        + "".join(f"reference/{p.stem.lower()}\n" for p in guide_pages(repo)) + "quiz\napi/index\n```\n"
     )
 
 
@@ -121,16 +167,47 @@ _HTML_ANCHOR = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*$'
 _ANCHORED_DETAILS = re.compile(r'^[ \t]*<a\s+(?:id|name)="([^"]+)"\s*>\s*</a>[ \t]*\n<details\b', re.MULTILINE)
 
 
+def _figure_descriptions() -> dict[str, str]:
+    """``plot_x`` -> the first sentence of its docstring: what the figure shows (course/plots/)."""
+    import inspect
+    from importlib import import_module
+
+    from attention_from_scratch.course import plots
+
+    found = {}
+    for part in (*plots.PARTS, "heatmaps"):
+        for name, fn in inspect.getmembers(import_module(f"{plots.__name__}.{part}"), inspect.isfunction):
+            if name.startswith("plot_") and fn.__doc__:
+                found[name] = " ".join(fn.__doc__.strip().split("\n\n")[0].split()).replace("``", "")
+    return found
+
+
+def figure_alt_text(code: str, descriptions: dict[str, str]) -> str | None:
+    """The alt text of the figure a code cell draws: its plotting function's description (and the title it
+    is given, for a generic heatmap), or None when the cell calls no function of course/plots/."""
+    calls = [name for name in re.findall(r"\b(plot_\w+)\(", code) if name in descriptions]
+    if not calls:
+        return None
+    title = re.search(r'\btitle="([^"{}]+)"', code)
+    return descriptions[calls[-1]] + (f" ({title.group(1)})" if title else "")
+
+
 def copy_notebook(src: Path, dest: Path) -> None:
     """Copy a stored notebook for the site, adjusting its Markdown.
 
-    A ``../path`` link gets one more ``../`` (the copy sits one folder deeper), and an HTML anchor alone
+    A figure drawn by a function of course/plots/ gets that function's description as its alt text. A
+    ``../path`` link gets one more ``../`` (the copy sits one folder deeper), and an HTML anchor alone
     on its line becomes a MyST target ``(name)=``, so that links to ``#name`` (from this notebook,
     another one or README) resolve on the site as they do in Jupyter. Above a ``<details>`` block (an
     erratum box) the id also goes on the block, since a target cannot give raw HTML an id.
     """
     nb = json.loads(src.read_text(encoding="utf-8"))
+    descriptions = _figure_descriptions()
     for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            alt = figure_alt_text("".join(cell["source"]), descriptions)
+            if alt:  # myst-nb's per-cell image options: alt text that says what the figure shows
+                cell.setdefault("metadata", {}).setdefault("mystnb", {})["image"] = {"alt": alt}
         if cell["cell_type"] != "markdown":
             continue
         source = "".join(cell["source"])
@@ -160,6 +237,7 @@ _QUIZ_INTRO = {
 
 def quiz_page(lang: str = "en") -> str:
     from attention_from_scratch.course import quiz
+    from attention_from_scratch.course.i18n import msg, render
     from attention_from_scratch.course.quiz import _show  # the answers as the quiz itself prints them
 
     title, intro, arg, answer = _QUIZ_INTRO[lang]
@@ -174,12 +252,14 @@ def quiz_page(lang: str = "en") -> str:
         expected = quiz.answer(qid)
         verdict = quiz.check(qid, expected, lang=lang)
         assert verdict.correct, f"quiz {qid!r}: its own answer is not accepted"
+        # the verdict's lines without its "Right." head: the explanation of each option, or of the number
+        explanation = str(verdict).removeprefix(render(msg("Right."), lang)).strip()
         parts.append(f"## {n}. `{qid}`\n")
         parts.append("\\\n".join(_md_escape(line.strip()) for line in lines) + "\n")
         parts.append(
             f"<details><summary>{answer}</summary>\n"
             f"<p><strong>{html.escape(_show(expected))}</strong></p>\n"
-            f"<p>{html.escape(str(verdict)).replace(chr(10), '<br>' + chr(10))}</p>\n</details>\n"
+            f"<p>{'<br>'.join(map(html.escape, explanation.splitlines()))}</p>\n</details>\n"
         )
     return "\n".join(parts)
 
@@ -230,8 +310,12 @@ def generate(docs: Path) -> None:
     for name, text in pages.items():
         _write(docs / "api" / name, text)
     wanted |= {docs / "api" / name for name in pages}
-    for folder in ("notebooks", "api"):
-        for stale in (docs / folder).iterdir():
+    for src in guide_pages(repo):
+        name = src.name.lower()  # CHANGELOG.md: reference/changelog.md
+        _write(docs / "reference" / name, rewrite_guide(src.read_text(encoding="utf-8"), repo, module_names))
+        wanted.add(docs / "reference" / name)
+    for folder in ("notebooks", "api", "reference"):
+        for stale in (docs / folder).iterdir() if (docs / folder).is_dir() else ():
             if stale not in wanted:
                 stale.unlink()
 
@@ -257,6 +341,9 @@ def index_page_zh(repo: Path) -> str:
     text = re.sub(r"\[([^\]]+)\]\(README\.md(#[^)\s]*)?\)", lambda m: f'<a href="../index.html{m.group(2) or ""}">'
                   f"{m.group(1)}</a>", text)
     text = _to_english_page(text.replace("](notebooks/zh/", "](notebooks/"), "../", translated)
+    # the reference pages are English only: links to docs/guide/X.md go to the English site's page
+    text = re.sub(r"\[([^\]]*)\]\((?:" + GUIDE + r"/)?([a-z_]+|CHANGELOG)\.md\)",
+                  lambda m: f'<a href="../reference/{m.group(2).lower()}.html">{m.group(1)}</a>', text)
     text = _LINK.sub(lambda m: f"](../../{m.group(1)})" if _is_relative(m.group(1)) and not
                      m.group(1).startswith("notebooks/") else m.group(0), text)
     return text + (

@@ -1,7 +1,7 @@
 """The errata to the source articles: one form in every notebook, each box checked by the cell after it,
-and README's table indexing every box.
+and the errata page's table (docs/guide/errata.md, linked from README) indexing every box.
 
-The form (README, "Errata to the source articles") is a markdown cell holding
+The form (docs/guide/errata.md) is a markdown cell holding
 
     <a id="erratum-some-name"></a>
     <details class="erratum" style="...">
@@ -113,14 +113,12 @@ def test_no_erratum_is_left_in_the_old_form():
     assert not old, f"blockquote errata (the old form) in {old}: write them as <details> boxes"
 
 
-def test_readme_indexes_every_box_and_links_only_to_boxes():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Errata to the source articles"):]
-    section = section[:section.index("\n## ", 3)]
-    links = re.findall(r"\[(\d\d)\]\(notebooks/((\d\d)_[a-z0-9_]+)\.ipynb#(erratum-[a-z0-9-]+)\)", section)
+def test_the_errata_page_indexes_every_box_and_links_only_to_boxes():
+    page = (REPO / "docs" / "guide" / "errata.md").read_text(encoding="utf-8")  # README links to it
+    links = re.findall(r"\[(\d\d)\]\(\.\./\.\./notebooks/((\d\d)_[a-z0-9_]+)\.ipynb#(erratum-[a-z0-9-]+)\)", page)
     anchors = {(stem, anchor) for stem, anchor, _, _ in BOXES}
     linked = {(stem, anchor) for _, stem, _, anchor in links}
-    assert anchors <= linked, f"boxes with no row in README's errata table: {sorted(anchors - linked)}"
-    assert linked <= anchors, f"README's errata table links to boxes that do not exist: {sorted(linked - anchors)}"
+    assert anchors <= linked, f"boxes with no row in the errata table: {sorted(anchors - linked)}"
+    assert linked <= anchors, f"the errata table links to boxes that do not exist: {sorted(linked - anchors)}"
     wrong_label = [(label, stem) for label, stem, number, _ in links if label != number]
-    assert not wrong_label, f"README's errata table labels notebooks with the wrong number: {wrong_label}"
+    assert not wrong_label, f"the errata table labels notebooks with the wrong number: {wrong_label}"

@@ -53,7 +53,7 @@ def test_cli_refuses_to_overwrite_the_course(capsys):
 
 
 def test_missing_notebooks_folder(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no notebooks/ folder"):
+    with pytest.raises(FileNotFoundError, match="no notebooks at"):
         write_student_notebooks(tmp_path / "out", tmp_path / "nowhere")
 
 

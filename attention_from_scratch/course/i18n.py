@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from .files import course_folder
+
 __all__ = ["ENV_VAR", "FOLDER_FILE", "LANGS", "Message", "catalog", "check_lang", "folder_language", "language",
            "msg", "render", "set_language", "using_language", "write_folder_language"]
 
@@ -42,7 +44,7 @@ LANGS = ("en", "zh")
 ENV_VAR = "ATTENTION_FROM_SCRATCH_LANG"
 FOLDER_FILE = "attention_from_scratch.json"  # beside a folder's notebooks: {"lang": "zh"}
 _SESSION_NAMES = ("__session__", "__vsc_ipynb_file__")  # IPython (from JPY_SESSION_NAME), VS Code
-CATALOGS = Path(__file__).resolve().parents[2] / "translations"  # translations/<lang>/messages/*.json
+CATALOGS = course_folder("translations")  # translations/<lang>/messages/*.json (a wheel ships a copy)
 _chosen: list[str] = []  # set_language's choice (empty: the environment's, else English)
 MISSES: set[str] = set()  # templates rendered in a language whose catalog lacks them (the tests keep it empty)
 
@@ -137,7 +139,11 @@ def using_language(lang: str | None):
 def catalog(lang: str) -> dict[str, str]:
     """English template -> ``lang``'s template, from every ``translations/<lang>/messages/*.json``."""
     merged: dict[str, str] = {}
-    for path in sorted((CATALOGS / check_lang(lang) / "messages").glob("*.json")):
+    paths = sorted((CATALOGS / check_lang(lang) / "messages").glob("*.json"))
+    if not paths and lang != "en":
+        raise FileNotFoundError(f"no message catalogs for {lang!r} in {CATALOGS / lang / 'messages'}: this install "
+                                "lacks the translations (a checkout has them in translations/, a wheel ships a copy)")
+    for path in paths:
         for en, text in json.loads(path.read_text(encoding="utf-8")).items():
             if merged.get(en, text) != text:
                 raise ValueError(f"{path.name}: {en!r} has two different translations")

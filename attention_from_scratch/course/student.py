@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from . import output_folder, say
+from .files import course_folder
 from .i18n import FOLDER_FILE, check_lang, folder_language, language, msg, render, using_language, write_folder_language
 
 __all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "strip_solution_blocks", "student_notebook", "write_student_notebooks"]
@@ -74,7 +75,8 @@ def student_notebook(nb: dict) -> dict:
 
 
 def _course_notebooks(lang: str = "en") -> Path:
-    root = Path(__file__).resolve().parents[2] / "notebooks"
+    """The course's notebooks: the checkout's ``notebooks/`` (``notebooks/zh/``), or the copy a wheel ships."""
+    root = course_folder("notebooks")
     return root if lang == "en" else root / lang
 
 
@@ -114,9 +116,10 @@ def write_student_notebooks(out_dir, notebooks_dir=None, *, force=False, lang: s
     lang = language(lang)
     src = _course_notebooks(check_lang(lang)) if notebooks_dir is None else Path(notebooks_dir)
     if not src.is_dir():
-        raise _error(FileNotFoundError, msg("no notebooks/ folder at {src}: the notebooks are part of the source "
-                                            "repository, not of the installed package; run this from a git checkout "
-                                            "(pip install -e .) or pass the folder", src=src))
+        raise _error(FileNotFoundError, msg("no notebooks at {src}: a checkout has them in notebooks/, and a wheel built by "
+                                            "`python -m build` ships a copy; this install has neither: pass the folder of "
+                                            "the notebooks with --notebooks DIR (they are in the source repository and in "
+                                            "its sdist, attention_from_scratch-*.tar.gz)", src=src))
     dst = output_folder(out_dir)
     if dst.resolve() == src.resolve():
         raise _error(ValueError, msg("OUTDIR must differ from the course's notebooks folder {src}, or the solutions "

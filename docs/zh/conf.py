@@ -23,4 +23,7 @@ language = "zh_CN"
 html_title = "attention_from_scratch（中文）"
 exclude_patterns = ["_build", "**/.ipynb_checkpoints"]
 # Sphinx 9's Chinese search names a ChineseStemmer it does not ship (docs/_static/zh-stemmer.js defines it)
-html_js_files = ["zh-stemmer.js"]
+html_js_files = ["zh-stemmer.js", *_english.html_js_files]
+# the glossary's words are added to jieba's own dictionary (site_text.py); Sphinx would otherwise load jieba's
+# whole default dictionary a second time as a user dictionary
+html_search_options = {"dict": ""}

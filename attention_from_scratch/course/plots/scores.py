@@ -128,9 +128,11 @@ def plot_variance_vs_dk(dks=DK_VALUES, n_samples=20_000):
     raw = [dot_product_variance(d, n_samples=n_samples) for d in dks]
     scaled = [dot_product_variance(d, n_samples=n_samples, scaled=True) for d in dks]
     fig, ax = plt.subplots(figsize=(5.8, 4.2))
-    ax.plot(dks, dks, color=_GREY, ls="--", label="theory: d_k")
-    ax.plot(dks, raw, "o-", color=_BLUE, label="Var(q·k), measured")
-    ax.plot(dks, scaled, "s-", color=_ORANGE, label="Var(q·k / √d_k), measured")
+    # measured: markers only; theory: lines drawn over them, so both stay visible where they agree
+    ax.plot(dks, raw, "o", color=_BLUE, ms=9, label="Var(q·k), measured", zorder=2)
+    ax.plot(dks, scaled, "s", color=_ORANGE, ms=9, label="Var(q·k / √d_k), measured", zorder=2)
+    ax.plot(dks, dks, "--", color="k", lw=1.2, label="theory: d_k", zorder=3)
+    ax.plot(dks, [1] * len(dks), ":", color="k", lw=1.5, label="theory: 1", zorder=3)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("d_k")

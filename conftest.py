@@ -1,0 +1,41 @@
+"""Notebooks are tests (nbval), but only where notebooks are collected.
+
+nbval's plugin imports nbformat's schema validators and jupyter_client when it loads: seconds of imports
+that every ``pytest`` call would pay, even for one unit-test file. So pyproject.toml's ``addopts`` keeps
+the plugin off (``-p no:nbval``) and this hook hands a ``.ipynb`` file to nbval's collector, importing it
+the first time a notebook is collected. ``pytest`` (README's test command: testpaths ``tests`` and
+``notebooks``) and ``pytest notebooks/NN_x.ipynb`` re-execute notebooks as ``--nbval`` did;
+``pytest tests/test_softmax.py`` never imports nbval.
+
+The settings are what ``--nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg``
+said: run each notebook in this environment's kernel, compare every output (but images) with the stored
+one after the sanitizing rules. Someone who loads nbval itself (``pytest -p nbval --nbval ...``) keeps
+nbval's own collection, options and values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# nbval's option -> the value our runs use, set where nbval's own plugin is not loaded
+NBVAL_SETTINGS = {
+    "nbval_current_env": True,  # the kernel of the environment pytest runs in, not the notebook's kernelspec
+    "nbval_sanitize_with": str(Path(__file__).resolve().parent / "tests" / "nbval_sanitize.cfg"),
+    "nbval_lax": False,  # compare every output, not only the cells marked NBVAL_CHECK_OUTPUT
+    "nbval_kernel_name": None,
+    "nbval_cell_timeout": 2000.0,  # nbval's defaults (seconds)
+    "nbval_kernel_startup_timeout": 60.0,
+    "nbdime": False,
+}
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix != ".ipynb" or parent.config.pluginmanager.has_plugin("nbval"):
+        return None
+    from nbval.plugin import IPyNbFile  # the heavy import, paid only when a notebook is collected
+
+    option = parent.config.option
+    for name, value in NBVAL_SETTINGS.items():
+        if not hasattr(option, name):
+            setattr(option, name, value)
+    return IPyNbFile.from_parent(parent, path=file_path)
