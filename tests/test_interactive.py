@@ -29,8 +29,8 @@ def figures():
 
 
 def replay(fig, combo):
-    """What the page's script shows for ``combo``: the same lookups as PLAYER_JS's at() and show()."""
-    data = fig.data
+    """What the page's script shows for ``combo``: the same lookups as PLAYER_JS's limit(), at() and show()."""
+    data, combo = fig.data, list(combo)
 
     def at(part):
         deps, rows = part
@@ -38,6 +38,9 @@ def replay(fig, combo):
         for c in deps:
             k = k * data["n"][c] + combo[c]
         return rows[k]
+
+    for c, deps, rows in data.get("m", []):
+        combo[c] = min(combo[c], at((deps, rows)))
 
     markup = "".join(data["e"][i] for part in data["p"] for i in at(part))
     return markup, " ".join(at(sentence) for sentence in data["c"])
@@ -65,6 +68,21 @@ def test_a_part_is_stored_once_per_control_it_depends_on():
     assert len(fig.data["e"]) == 1 + 3 + 2 + 6  # every distinct shape once
     for combo in fig.combos:
         assert replay(fig, combo) == (fig.svg_body(combo), fig.frames[combo].text)
+
+
+def test_a_step_control_stops_where_another_control_says():
+    def draw(a, b):
+        return Frame({"x": [Text(0, 10, f"{a} {b}")]}, f"{a} {b}")
+
+    fig = InteractiveFigure("t", "t", [choice("a", "a", "xyz"), steps("b", "b", range(5))], draw,
+                            last={"b": lambda a, b: 2 + a})
+    assert fig.data["m"] == [[1, [0], [2, 3, 4]]]
+    assert fig.frames[0, 4] is fig.frames[0, 2] and fig.frames[1, 4] is fig.frames[1, 3]
+    assert 'max="2"' in fig.html()  # the default a = 0 allows b <= 2
+    for combo in fig.combos:
+        assert replay(fig, combo)[1] == f"{combo[0]} {min(combo[1], 2 + combo[0])}"
+    with pytest.raises(ValueError, match="itself"):
+        InteractiveFigure("t", "t", [steps("b", "b", range(5))], lambda b: draw(0, b), last={"b": lambda b: b})
 
 
 def test_frames_must_have_the_same_parts():

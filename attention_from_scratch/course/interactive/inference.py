@@ -126,7 +126,6 @@ def online_softmax_steps() -> InteractiveFigure:
     def draw(b, step):
         block = FLASH_BLOCKS[b]
         history = runs[block]
-        step = min(step, len(history) - 1)
         seen = step * block
         m, l, acc = history[step]
         parts = {
@@ -162,8 +161,7 @@ def online_softmax_steps() -> InteractiveFigure:
         else:
             err = float(np.abs(acc / l - exact).max())
             done = seen >= FLASH_S
-            caption = (f"Key tiles of {block}: {min(seen, FLASH_S)} of {FLASH_S} keys seen after "
-                       f"{min(step, len(history) - 1)} tile(s).",
+            caption = (f"Key tiles of {block}: {seen} of {FLASH_S} keys seen after {step} tile(s).",
                        "All tiles seen: acc / l is the exact attention output (the same for every tile size)."
                        if done else f"The estimate acc / l is still {err:.3f} away from the exact output (the rings).")
         return Frame(parts, caption)
@@ -186,7 +184,8 @@ def online_softmax_steps() -> InteractiveFigure:
                 steps("step", "tiles read", range(n_steps), 0, zh="已读分块")]
     return InteractiveFigure("online_softmax_steps", "The online softmax: one query block, one key tile at a time",
                              controls, lambda b, s: draw(b, s).layered(static), width=640, height=330,
-                             png="13_interactive_online_softmax.png", twin=[(1, 2), (1, 4)])
+                             png="13_interactive_online_softmax.png", twin=[(1, 2), (1, 4)],
+                             last={"step": lambda b, s: FLASH_S // FLASH_BLOCKS[b]})
 
 
 # --- the KV cache, token by token ---------------------------------------------------------------------

@@ -109,7 +109,15 @@ function at(part) {
   part[0].forEach(function (c) { k = k * D.n[c] + Number(inputs[c].value); });
   return part[1][k];
 }
+function limit() {  // a step control whose last position depends on other controls (e.g. the tile size)
+  (D.m || []).forEach(function (m) {
+    var el = inputs[m[0]], last = at([m[1], m[2]]);
+    el.max = last;
+    if (Number(el.value) > last) el.value = last;
+  });
+}
 function show() {
+  limit();
   svg.innerHTML = D.p.map(function (p) { return at(p).map(function (e) { return D.e[e]; }).join(""); }).join("");
   cap.textContent = D.c.map(at).join(" ");
   [].forEach.call(inputs, function (el, c) {
@@ -120,7 +128,7 @@ function show() {
 }
 function move(c, by) {
   var v = Number(inputs[c].value) + by;
-  if (v < 0 || v >= D.n[c]) return false;
+  if (v < 0 || v > Number(inputs[c].max)) return false;
   inputs[c].value = v; show(); return true;
 }
 function stop() {
@@ -139,7 +147,7 @@ function stop() {
   b.addEventListener("click", function () {
     if (b !== play) { stop(); move(c, Number(b.getAttribute("data-step"))); return; }
     if (timer) { stop(); return; }
-    if (Number(inputs[c].value) === D.n[c] - 1) { inputs[c].value = 0; show(); }
+    if (inputs[c].value === inputs[c].max) { inputs[c].value = 0; show(); }
     b.textContent = "\\u275A\\u275A pause"; b.setAttribute("aria-pressed", "true");
     timer = setInterval(function () { if (!move(c, 1)) stop(); }, 900);
   });
@@ -158,7 +166,9 @@ class InteractiveFigure:
     """Every frame of ``draw`` over the product of the controls' positions, and the HTML that shows them.
 
     ``width`` x ``height``: the SVG's viewBox. ``twin``: the states (tuples of positions) the PNG twin shows
-    side by side, in ``twin_columns`` columns; ``png``: the twin's file name under ``figures/``.
+    side by side, in ``twin_columns`` columns; ``png``: the twin's file name under ``figures/``. ``last``:
+    {name of a step control: function of all positions -> its last reachable position} where that depends on
+    other controls; a position beyond it shows the last one, and the page's slider stops there.
     """
 
     name: str
@@ -170,11 +180,18 @@ class InteractiveFigure:
     twin: list = field(default_factory=list)
     twin_columns: int = 2
     png: str = ""
+    last: dict = field(default_factory=dict)
 
     def __post_init__(self):
         sizes = [len(c.values) for c in self.controls]
-        self.combos = list(product(*(range(n) for n in sizes)))
-        self.frames = {combo: self.draw(*combo) for combo in self.combos}
+        self.combos, self.frames = list(product(*(range(n) for n in sizes))), {}
+        limits = {[c.name for c in self.controls].index(name): fn for name, fn in self.last.items()}
+        drawn = {}
+        for combo in self.combos:
+            clamped = tuple(min(p, limits[c](*combo)) if c in limits else p for c, p in enumerate(combo))
+            if clamped not in drawn:
+                drawn[clamped] = self.draw(*clamped)
+            self.frames[combo] = drawn[clamped]
         names = list(self.frames[self.combos[0]].parts)
         n_sentences = len(self.frames[self.combos[0]].sentences)
         for combo, frame in self.frames.items():
@@ -194,7 +211,9 @@ class InteractiveFigure:
             return out
 
         def table(value_of):
-            outputs = {combo: value_of(self.frames[combo]) for combo in self.combos}
+            return table_of({combo: value_of(self.frames[combo]) for combo in self.combos})
+
+        def table_of(outputs):
             deps = [c for c in range(len(sizes)) if _depends_on(outputs, c)]
             rows = []
             for positions in product(*(range(sizes[c]) for c in deps)):  # row-major over the deps, as the JS
@@ -214,6 +233,14 @@ class InteractiveFigure:
         self.defs = hatch_defs("".join(elements), prefix)[1]
         self.data = {"n": sizes, "v": [list(c.values) for c in self.controls],
                      "e": [hatch_defs(e, prefix)[0] for e in elements], "p": parts, "c": captions}
+        self.limit_of = {}
+        for c, fn in limits.items():
+            outputs = {combo: fn(*combo) for combo in self.combos}
+            if _depends_on(outputs, c):
+                raise ValueError(f"{self.name}: the last position of {self.controls[c].name!r} depends on itself")
+            deps, rows = table_of(outputs)
+            self.data.setdefault("m", []).append([c, deps, rows])
+            self.limit_of[c] = outputs[self.default]
 
     def _combo(self, deps, row):
         """The combination whose positions on ``deps`` are the ``row``-th in row-major order (others 0)."""
@@ -239,7 +266,8 @@ class InteractiveFigure:
                               for i, v in enumerate(control.values))
             return f'<label>{label} <select data-c="{c}" disabled>{options}</select></label>'
         value = escape(control.values[control.default])
-        html = (f'<label>{label} <input type="range" min="0" max="{len(control.values) - 1}" step="1" '
+        last = self.limit_of.get(c, len(control.values) - 1)
+        html = (f'<label>{label} <input type="range" min="0" max="{last}" step="1" '
                 f'value="{control.default}" data-c="{c}" aria-valuetext="{value}" disabled>'
                 f"<output>{value}</output></label>")
         if control.kind == "steps":
