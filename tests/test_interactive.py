@@ -8,6 +8,7 @@ tests/test_site_interactive.py.
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -96,14 +97,35 @@ def test_frames_must_have_the_same_parts():
 def test_outputs_are_small_deterministic_and_self_contained(figures):
     again = {name: make() for name, make in FIGURES.items()}
     for name, fig in figures.items():
-        html = fig.html()
-        assert len(html.encode()) <= MAX_OUTPUT_BYTES, f"{name}: {len(html.encode())} bytes"
-        assert html == again[name].html(), f"{name}: not the same bytes on a second run"
-        assert not re.search(r"\b(src|href)\s*=", html), f"{name} refers to another file"
+        page = fig.html()
+        assert len(page.encode()) <= MAX_OUTPUT_BYTES, f"{name}: {len(page.encode())} bytes"
+        assert page == again[name].html(), f"{name}: not the same bytes on a second run"
+        # one image, the still picture, inline: no other file is referred to
+        assert re.findall(r"\b(?:src|href)\s*=\s*\"([^:\"]*:)", page) == ["data:"], name
+        assert len(re.findall(r"\b(?:src|href)\s*=", page)) == 1, name
         # the only URL is the SVG namespace, which is a name, never fetched
-        assert set(re.findall(r"https?://[^\s\"'<>]+", html)) == {"http://www.w3.org/2000/svg"}, name
-        assert html.count("<script") == 2 and "</script>" not in fig.html().split("<script")[1][:-9], name
+        assert set(re.findall(r"https?://[^\s\"'<>]+", page)) == {"http://www.w3.org/2000/svg"}, name
+        assert page.count("<script") == 2 and "</script>" not in fig.html().split("<script")[1][:-9], name
         assert re.fullmatch(r"InteractiveFigure\('\w+', \d+ frames, \d+ bytes\)", repr(fig))
+
+
+def test_the_player_stays_small():
+    from attention_from_scratch.course.interactive.player import PLAYER_CSS, PLAYER_JS
+
+    assert len(PLAYER_JS.encode()) < 3000 and len(PLAYER_CSS.encode()) < 1000
+
+
+def test_the_still_picture_is_the_default_frame(figures):
+    """Where no script runs, an <img> shows the defaults' frame: the same markup, as a standalone SVG."""
+    from urllib.parse import unquote
+
+    for name, fig in figures.items():
+        uri = re.search(r'<img class="afs-still" alt="([^"]+)" src="([^"]+)"', fig.html())
+        assert uri and fig.title in html.unescape(uri.group(1)), name
+        svg = unquote(uri.group(2).removeprefix("data:image/svg+xml,"))
+        assert svg.startswith("<svg xmlns='http://www.w3.org/2000/svg'") and svg.endswith("</svg>")
+        assert f"<g>{fig.svg_body()}</g>" in svg, name
+        assert uri.group(2).isascii() and not re.search(r'[#&"<>]|%(?![0-9A-F]{2})', uri.group(2)), name
 
 
 class _Controls(HTMLParser):

@@ -17,6 +17,11 @@ twin, ``figures/NN_interactive_*.png`` (a few of its states side by side), writt
     paged_cache_steps       14_paged_blocks.png              request (step): append, fork, copy on write, free
     ring_steps              14_ring.png                      mask, placement (contiguous, zigzag), round (step)
 
+In JupyterLab a stored output's script runs when the notebook is trusted: after you run the cell (or the
+notebook), or with the command "Trust Notebook"; until then JupyterLab shows the still picture of the
+defaults (an SVG image; scripts are stripped from untrusted outputs) with its caption, and the controls
+stay disabled. On the website every figure plays.
+
 In a notebook, a figure's object displays itself (``softmax_sliders()`` as a cell's last line); its
 ``html()`` is the markup, ``twin_figure()`` the matplotlib figure of its PNG. :func:`page_html` puts them
 all on one standalone page (``python -m attention_from_scratch.course.interactive figures.html``).
@@ -30,7 +35,7 @@ How the options compared (measured here on the online-softmax figure, 640 x 330 
   (BSD); inlined in every output (a stored output must work alone) that is megabytes per figure, and
   their notebook integration loads the library from a CDN by default. ipywidgets need a kernel (or a
   widget manager from a CDN). Vega/Altair: ~0.8 MB of JavaScript, CDN by default.
-* Chosen: a hand-written player (:mod:`.player`, under 2 KB of JavaScript, no dependency) fed with JSON
+* Chosen: a hand-written player (:mod:`.player`, under 3 KB of JavaScript, no dependency) fed with JSON
   of precomputed frames drawn as SVG (:mod:`.scene`): 34 KB for all 27 frames of the same figure. Each
   shape is stored once and each part of a frame is stored once per combination of the controls it
   depends on (found by comparing the computed frames), so a product of three controls stays small.

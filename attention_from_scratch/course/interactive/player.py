@@ -10,10 +10,11 @@ part, the controls it actually depends on are found by comparing the computed fr
 out the same whatever a control says does not depend on it), and the part is stored once per
 combination of *those* controls only; each distinct shape is stored once, as SVG markup, and a frame is
 a list of indices into that table. The JavaScript looks up each part for the current positions and joins
-its markup. Python writes the initial frame into the SVG itself, so the figure shows (unmoving) where
-scripts do not run: an untrusted notebook, a viewer that strips scripts, a printout of the page.
+its markup. Python writes the initial frame as an image (an SVG in a ``data:`` URI), so the figure shows,
+unmoving, where scripts do not run (an untrusted notebook, a viewer that strips scripts); the script
+swaps it for the live SVG.
 
-The JavaScript (:data:`PLAYER_JS`, under 2 KB) is written into every output, inline: a notebook's
+The JavaScript (:data:`PLAYER_JS`, under 3 KB) is written into every output, inline: a notebook's
 stored output must work alone, and a site page must work opened from disk.
 """
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from html import escape
 from itertools import product
 from typing import NamedTuple
+from urllib.parse import quote
 
 from .scene import SVG_DEFAULTS, hatch_defs
 
@@ -87,7 +89,8 @@ class Frame(NamedTuple):
 
 PLAYER_CSS = (
     ".afs-fig{font-family:sans-serif;max-width:760px;margin:.5em 0;color:#222}"
-    ".afs-fig svg{width:100%;height:auto;background:#fff;border:1px solid #ccc}"
+    ".afs-fig svg,.afs-fig img{width:100%;height:auto;background:#fff;border:1px solid #ccc}"
+    ".afs-fig svg{display:none}.afs-fig.afs-live svg{display:block}"
     ".afs-controls{display:flex;flex-wrap:wrap;gap:.4em 1.2em;align-items:center;margin:.3em 0}"
     ".afs-controls label{display:flex;gap:.4em;align-items:center}"
     ".afs-controls output{min-width:4.5em;font-family:monospace}"
@@ -102,7 +105,7 @@ var root = me ? me.parentNode : figs[figs.length - 1];
 if (!root || root.hasAttribute("data-live")) return;
 root.setAttribute("data-live", "1");
 var D = JSON.parse(root.querySelector(".afs-data").textContent), timer = null;
-var svg = root.querySelector("svg > g"), cap = root.querySelector(".afs-caption");
+var svg = root.querySelector("svg > g"), still = root.querySelector("img"), cap = root.querySelector(".afs-caption");
 var inputs = root.querySelectorAll("input[data-c], select[data-c]"), play = root.querySelector("[data-play]");
 function at(part) {
   var k = 0;
@@ -152,7 +155,11 @@ function stop() {
     timer = setInterval(function () { if (!move(c, 1)) stop(); }, 900);
   });
 });
+// keys pressed in the controls are theirs: a notebook (JupyterLab) must not take the arrows as shortcuts
+root.querySelector(".afs-controls").addEventListener("keydown", function (e) { e.stopPropagation(); });
+if (still) still.parentNode.removeChild(still);
 root.classList.add("afs-live");
+show();
 })();"""
 
 
@@ -281,17 +288,34 @@ class InteractiveFigure:
         data = json.dumps(self.data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
         controls = "".join(self._control_html(c, control) for c, control in enumerate(self.controls))
         printed = f" Printed version: figures/{self.png}." if self.png else ""
+        caption = self.frames[self.default].text
         return (
             f'<div class="afs-fig" data-figure="{escape(self.name)}"><style>{PLAYER_CSS}</style>'
             f"<p><b>{escape(self.title)}</b></p>"
+            f'<img class="afs-still" alt="{escape(self.title)}. {escape(caption)}" src="{self.still_uri()}">'
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {self.width} {self.height}" role="img" '
-            f'aria-label="{escape(self.title)}" {SVG_DEFAULTS}>{self.defs}<g>{self.svg_body()}</g></svg>'
-            f'<div class="afs-controls">{controls}</div>'
-            f'<p class="afs-caption" aria-live="polite">{escape(self.frames[self.default].text)}</p>'
+            f'aria-label="{escape(self.title)}" {SVG_DEFAULTS}>{self.defs}<g></g></svg>'
+            # JupyterLab: arrow keys in the controls move them, instead of running notebook shortcuts
+            f'<div class="afs-controls" data-lm-suppress-shortcuts="true">{controls}</div>'
+            f'<p class="afs-caption" aria-live="polite">{escape(caption)}</p>'
             f'<p class="afs-static">A still picture: the controls need the page\'s JavaScript (run this cell, '
             f"or trust the notebook).{printed}</p>"
             f'<script type="application/json" class="afs-data">{data}</script><script>{PLAYER_JS}</script></div>'
         )
+
+    def still_uri(self, state=None) -> str:
+        """One state (default: the defaults) as a standalone SVG in a ``data:`` URI: the still picture.
+
+        Where scripts do not run (an untrusted notebook in JupyterLab keeps ``<img>`` with a ``data:`` source
+        but strips ``<svg>`` and ``<script>``), this is what the reader sees; the script replaces it by the
+        live ``<svg>``. Percent-encoded where a URI or an HTML attribute needs it (``%``, ``#``, ``&``, quotes,
+        angle brackets, non-ASCII).
+        """
+        body = f"{self.defs}<g>{self.svg_body(state)}</g>"
+        svg = (f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {self.width} {self.height}' "
+               f"width='{self.width}' height='{self.height}' {SVG_DEFAULTS.replace(chr(34), chr(39))}>"
+               f"<rect width='100%' height='100%' fill='#fff'/>{body}</svg>")
+        return "data:image/svg+xml," + quote(svg, safe=" '=:/;,.()-_!*~?@$+[]{}|^`")
 
     def _repr_html_(self) -> str:
         return self.html()
