@@ -42,7 +42,8 @@ How the options compared (measured here on the online-softmax figure, 640 x 330 
   SVG is sharp at any zoom, selectable text, and the same shapes draw the PNG twin with matplotlib.
 
 Size budget: at most 60 KB per stored output (one figure: markup, data, style and script); the eight
-measure 20-54 KB. Each is stored twice in the repository (the English notebook and its Chinese copy).
+measure 22-55 KB of HTML (23-57 KB once JSON-escaped in the .ipynb), 353 KB together. Each is stored
+twice in the repository (the English notebook and its Chinese copy); the PNG twins add 765 KB.
 
 Accessibility: sliders are ``<input type=range>`` with a visible value and ``aria-valuetext``, choices are
 ``<select>``, steps have labelled ``<button>``\\ s (back, play / pause, next), all reachable with the keyboard;
