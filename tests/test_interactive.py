@@ -110,7 +110,7 @@ def test_outputs_are_small_deterministic_and_self_contained(figures):
 
 
 def test_the_player_stays_small():
-    from attention_from_scratch.course.interactive.player import PLAYER_CSS, PLAYER_JS
+    from attention_from_scratch.course.interactive.browser import PLAYER_CSS, PLAYER_JS
 
     assert len(PLAYER_JS.encode()) < 3000 and len(PLAYER_CSS.encode()) < 1000
 

@@ -29,17 +29,19 @@ all on one standalone page (``python -m attention_from_scratch.course.interactiv
 How the options compared (measured here on the online-softmax figure, 640 x 330 units)
 ----------------------------------------------------------------------------------------
 * matplotlib's ``FuncAnimation.to_jshtml``: no new dependency, offline, but every frame is a PNG in
-  base64: 337 KB for the 9 steps of *one* tile size, and one slider only (no product of controls, no
-  keyboard labels of our own). Three tile sizes would be 1 MB in every stored notebook output.
+  base64: 362 KB for the 9 steps of *one* tile size (the 9 frames drawn by matplotlib at 110 dpi), and
+  one slider only (no product of controls). Three tile sizes would be about 1 MB in every stored output.
 * A library, vendored: Plotly's ``plotly.min.js`` is 4.8 MB (MIT), BokehJS 1.3 MB + 0.4 MB of widgets
-  (BSD); inlined in every output (a stored output must work alone) that is megabytes per figure, and
-  their notebook integration loads the library from a CDN by default. ipywidgets need a kernel (or a
-  widget manager from a CDN). Vega/Altair: ~0.8 MB of JavaScript, CDN by default.
-* Chosen: a hand-written player (:mod:`.player`, under 3 KB of JavaScript, no dependency) fed with JSON
-  of precomputed frames drawn as SVG (:mod:`.scene`): 34 KB for all 27 frames of the same figure. Each
-  shape is stored once and each part of a frame is stored once per combination of the controls it
-  depends on (found by comparing the computed frames), so a product of three controls stays small.
-  SVG is sharp at any zoom, selectable text, and the same shapes draw the PNG twin with matplotlib.
+  (BSD) (the files in their wheels); inlined in every output (a stored output must work alone) that is
+  megabytes per figure, and their notebook integration loads the library from a CDN by default; their
+  sliders would still need our own JavaScript callbacks over precomputed data. ipywidgets need a kernel
+  (or a widget manager from a CDN).
+* Chosen: a hand-written player (:mod:`.player`; its script, :mod:`.browser`, under 3 KB; no dependency)
+  fed with JSON of precomputed frames drawn as SVG (:mod:`.scene`): 36 KB for all 27 states of the same
+  figure (3 tile sizes x 9 steps). Each shape is stored once and each part of a frame once per
+  combination of the controls it depends on (found by comparing the computed frames), so a product of
+  three controls stays small. SVG is sharp at any zoom, its text selectable, and the same shapes draw
+  the PNG twin with matplotlib.
 
 Size budget: at most 60 KB per stored output (one figure: markup, data, style and script); the eight
 measure 22-55 KB of HTML (23-57 KB once JSON-escaped in the .ipynb), 353 KB together. Each is stored
