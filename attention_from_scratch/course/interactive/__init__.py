@@ -5,7 +5,7 @@ website, as a stored output: HTML with its data and a small script inline. Every
 is computed beforehand by the package's functions (seeded), so a browser with no Python, no network and no
 server plays it -- JupyterLab showing a stored output, the built site opened from disk. Each has a printed
 twin, ``figures/NN_interactive_*.png`` (a few of its states side by side), written by
-``python -m attention_from_scratch figures``.
+``python -m attention_from_scratch figures``. The figures, the static figure each extends, their controls:
 
     figure                  extends                          controls
     softmax_sliders         04_softmax_temperature.png       d_k, divide by √d_k, temperature T
@@ -26,8 +26,8 @@ In a notebook, a figure's object displays itself (``softmax_sliders()`` as a cel
 ``html()`` is the markup, ``twin_figure()`` the matplotlib figure of its PNG. :func:`page_html` puts them
 all on one standalone page (``python -m attention_from_scratch.course.interactive figures.html``).
 
-How the options compared (measured here on the online-softmax figure, 640 x 330 units)
-----------------------------------------------------------------------------------------
+How the options compared, measured here on the online-softmax figure (640 x 330 units):
+
 * matplotlib's ``FuncAnimation.to_jshtml``: no new dependency, offline, but every frame is a PNG in
   base64: 362 KB for the 9 steps of *one* tile size (the 9 frames drawn by matplotlib at 110 dpi), and
   one slider only (no product of controls). Three tile sizes would be about 1 MB in every stored output.

@@ -3,10 +3,11 @@
 A figure's frames are lists of these shapes in SVG user units (x to the right, y down, the origin at the
 top left), so the browser's picture and the printed twin (``figures/*.png``) come from the same objects:
 :meth:`svg` writes the markup the page shows, :meth:`draw` puts the same shape on an Axes whose limits are
-the viewBox. Coordinates are rounded to 0.1 unit, so the markup is the same bytes on every machine.
+the viewBox. Coordinates are rounded to 0.1 unit, so the markup is the same bytes on every machine. The
+shapes:
 
     Rect(x, y, w, h, fill, ...)     one rectangle, optionally outlined, dashed or hatched
-    Cells(rects, fill, ...)         many rectangles of one style as a single <path> (grids), in grid units
+    Cells(rects, fill, ...)         rectangles of one style as a single <path> (grids), maybe in grid units
     Bars(xs, tops, y0, w, fill)     vertical bars of one colour as a single stroked <path>
     Text(x, y, text, size, ...)     a label; ``anchor`` start / middle / end, baseline at y
     Line(points, stroke, ...)       a polyline, optionally dashed
