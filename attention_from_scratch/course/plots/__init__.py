@@ -10,6 +10,7 @@
     plots/applications.py notebooks 15-16 (recommender, InfoNCE, dot vs additive saturation)
     plots/capstone.py   notebook 19 (training, drawn from stored results: course/results.py)
     plots/schematics.py data-flow diagrams with shapes (notebooks 06, 08, 09, 11, 18)
+    plots/interactive.py the printed twins of the interactive figures (course/interactive/)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -32,7 +33,8 @@ from .. import output_folder, say
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics")
+PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
+         "interactive")
 
 
 def save_figure(fig, path) -> Path:
