@@ -8,6 +8,8 @@
     plots/serving.py    notebook 14 (sliding windows and the rolling cache, paged blocks, ring attention)
     plots/capstone.py   notebook 19 (training)
     plots/schematics.py data-flow diagrams with shapes (notebooks 06, 08, 09, 11, 18)
+    plots/learning.py   notebooks/next/learning_from_data (gradient descent, the learning rate, Adam)
+    plots/block.py      notebooks/next/transformer_block (the block diagram, residuals, GELU)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -30,7 +32,7 @@ from .. import output_folder, say
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("averaging", "part1", "part2", "sparse", "serving", "capstone", "schematics")
+PARTS = ("averaging", "part1", "part2", "sparse", "serving", "capstone", "schematics", "learning", "block")
 
 
 def save_figure(fig, path) -> Path:
