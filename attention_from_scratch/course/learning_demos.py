@@ -10,7 +10,9 @@ draws. The runs are tiny and seeded, so they take milliseconds and give the same
 * gradient descent with and without momentum on a long, narrow bowl;
 * a bigram model (next token from the current one) trained by gradient descent and by Adam, its loss
   and gradient built from the capstone's layers (an embedding lookup and softmax cross-entropy);
-* the gradient through a deep stack of layers, with and without residual connections.
+* the gradient through a deep stack of layers, with and without residual connections;
+* notebook 18's multi-head attention layer: its backward pass (projections, head split and merge) and a
+  short training run on a task only attention solves (copy the previous token's content).
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ import re
 
 import numpy as np
 
+from ..attention import attention_backward, scaled_dot_product_attention
 from ..model.layers import cross_entropy_backward, cross_entropy_forward, embedding_backward, embedding_forward
 from ..model.training import Adam
+from ..multihead import MultiHeadAttention
 
 __all__ = [
-    "BOWL_CURVATURES", "LAMB", "LEARNING_RATES", "REGRESSION", "bigram_floor", "bigram_loss_and_grad",
-    "bigram_pairs", "bowl_runs", "descend", "regression_runs", "residual_gradient_norms", "train_bigram",
-    "word_tokens",
+    "BOWL_CURVATURES", "LAMB", "LEARNING_RATES", "REGRESSION", "attention_layer_backward", "attention_layer_weights",
+    "bigram_floor",
+    "bigram_loss_and_grad", "bigram_pairs", "bowl_runs", "descend", "previous_token_batch", "regression_runs",
+    "residual_gradient_norms", "train_attention_layer", "train_bigram", "word_tokens",
 ]
 
 LAMB = ("Mary had a little lamb, its fleece was white as snow; and everywhere that Mary went, the lamb was sure "
@@ -152,3 +157,64 @@ def residual_gradient_norms(depth: int = 50, d: int = 16, *, gain: float = 0.5, 
         if kind == "residual":
             out["stream"] = np.array([np.linalg.norm(x) for x in xs])
     return out
+
+
+def previous_token_batch(rng, batch: int, length: int = 6, d_content: int = 4):
+    """``(x, y)``, each ``(batch, length, d_content + length)``: x_i = (content c_i, one-hot of position i),
+    y_i = (c_(i-1), 0), the previous position's content (position 0: its own). Only attention can move
+    content between positions, and only the position features say which position is the previous one."""
+    content = rng.standard_normal((batch, length, d_content))
+    position = np.broadcast_to(np.eye(length), (batch, length, length))
+    previous = np.concatenate([content[:, :1], content[:, :-1]], axis=1)  # (B, T, d_content): c_(i-1)
+    return np.concatenate([content, position], axis=-1), np.concatenate([previous, np.zeros_like(position)], axis=-1)
+
+
+def attention_layer_backward(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal=False):
+    """``(dx, dw_q, dw_k, dw_v, dw_o)`` of ``y = MultiHeadAttention(x)`` (no bias) given ``d_out = ∂L/∂y``.
+
+    x ``(B, T, d_model)``, w_q, w_k, w_v ``(d_model, H·d_k)``, w_o ``(H·d_k, d_model)``. The forward's steps
+    in reverse: W_O (a matrix product), the merge (its backward is a split), attention (``attention_backward``,
+    every head at once), the split (its backward is a merge), the three projections, whose gradients
+    with respect to x add up.
+    """
+    b, t, _ = x.shape
+    split = lambda a: a.reshape(b, t, n_heads, -1).transpose(0, 2, 1, 3)  # noqa: E731  (B, T, H·d_k) -> (B, H, T, d_k)
+    merge = lambda a: a.transpose(0, 2, 1, 3).reshape(b, t, -1)  # noqa: E731  (B, H, T, d_k) -> (B, T, H·d_k)
+    flat = lambda a: a.reshape(b * t, -1)  # noqa: E731  (B, T, n) -> (B·T, n): every position is a row
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)  # 1-2) project, split
+    o, _ = scaled_dot_product_attention(q, k, v, causal=causal)  # 3) attend
+    a = merge(o)  # 4) merge: (B, T, H·d_k)
+    dw_o = flat(a).T @ flat(d_out)  # 5) y = a W_O: dW_O = aᵀ dy, da = dy W_Oᵀ
+    da = d_out @ w_o.T
+    dq, dk, dv = attention_backward(q, k, v, split(da), causal=causal)  # the merge's backward is a split
+    dq, dk, dv = merge(dq), merge(dk), merge(dv)  # the split's backward is a merge
+    dx = dq @ w_q.T + dk @ w_k.T + dv @ w_v.T  # x feeds three projections: their gradients add
+    return dx, flat(x).T @ flat(dq), flat(x).T @ flat(dk), flat(x).T @ flat(dv), dw_o
+
+
+def train_attention_layer(steps: int = 300, *, lr: float = 0.03, batch: int = 16, n_heads: int = 2, seed: int = 0):
+    """Train ``MultiHeadAttention`` (causal) by hand on :func:`previous_token_batch` with Adam and the mean
+    squared error: ``(losses, layer)``, the loss before each step and the trained layer."""
+    length = 6
+    layer = MultiHeadAttention(4 + length, n_heads, seed=seed)
+    params = {name: getattr(layer, name) for name in ("w_q", "w_k", "w_v", "w_o")}
+    optimizer, rng, losses = Adam(params, lr=lr), np.random.default_rng(seed + 1), []
+    for _ in range(steps):
+        x, y = previous_token_batch(rng, batch, length)
+        for name, w in params.items():
+            setattr(layer, name, w)
+        residual = layer(x, causal=True) - y
+        losses.append(float(np.mean(residual**2)))
+        grads = attention_layer_backward(x, *params.values(), n_heads, 2 * residual / residual.size, causal=True)[1:]
+        optimizer.step(dict(zip(params, grads, strict=True)))
+    for name, w in params.items():
+        setattr(layer, name, w)
+    return losses, layer
+
+
+def attention_layer_weights(layer, x, causal=True):
+    """The attention weights ``(B, H, T, T)`` of ``layer`` (a ``MultiHeadAttention``) on x ``(B, T, d_model)``."""
+    b, t, _ = x.shape
+    q = (x @ layer.w_q).reshape(b, t, layer.n_heads, -1).transpose(0, 2, 1, 3)  # (B, H, T, d_k)
+    k = (x @ layer.w_k).reshape(b, t, layer.n_heads, -1).transpose(0, 2, 1, 3)
+    return scaled_dot_product_attention(q, k, k, causal=causal)[1]  # the values do not change the weights

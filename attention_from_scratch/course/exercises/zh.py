@@ -10,6 +10,7 @@ line, and on an entry that no report or exercise uses (a stale one).
 from __future__ import annotations
 
 from ..i18n import Catalog
+from .zh_learning import LEARNING_ZH
 from .zh_part1 import PART1_ZH
 from .zh_part2 import PART2_ZH
 
@@ -90,4 +91,4 @@ _SHARED = {
     "a blocked key whose score is about 1000 above the others": "一个被屏蔽的键，其分数比其他键高约 1000",
 }
 
-EXERCISES_ZH = Catalog({**_REPORT, **_SHARED, **PART1_ZH, **PART2_ZH})
+EXERCISES_ZH = Catalog({**_REPORT, **_SHARED, **PART1_ZH, **LEARNING_ZH, **PART2_ZH})

@@ -5,6 +5,8 @@ momentum and Adam.
                             and the distance to the minimum against the step
     learning_momentum.png   a long, narrow bowl: gradient descent zigzags, momentum cuts across
     learning_adam.png       the bigram model: gradient descent vs Adam, on the loss and on the loss times 0.1
+    18_one_layer_training.png  notebook 18: one multi-head attention layer trained by hand, its loss and
+                            its two heads' weights (each head learns to look at the previous position)
 
 Each function draws the runs it is given; with none, it takes them from
 :mod:`attention_from_scratch.course.learning_demos` (the notebook asserts its own runs equal those).
@@ -18,14 +20,18 @@ import numpy as np
 from ..learning_demos import (
     BOWL_CURVATURES,
     REGRESSION,
+    attention_layer_weights,
     bigram_floor,
     bigram_pairs,
     bowl_runs,
+    previous_token_batch,
     regression_runs,
+    train_attention_layer,
     train_bigram,
 )
+from .heatmaps import plot_attention_weights
 
-__all__ = ["FIGURES", "LOSS_SCALES", "plot_adam_vs_gd", "plot_learning_rates", "plot_momentum"]
+__all__ = ["FIGURES", "LOSS_SCALES", "plot_adam_vs_gd", "plot_layer_training", "plot_learning_rates", "plot_momentum"]
 
 _COLORS = ("tab:orange", "tab:green", "tab:red")
 
@@ -106,8 +112,26 @@ def plot_adam_vs_gd(runs=None, floor=None):
     return fig
 
 
+def plot_layer_training(losses=None, weights=None):
+    """Left: the loss of each step (log scale). Right: each head's weights, averaged over probe sequences."""
+    if losses is None:
+        losses, layer = train_attention_layer()
+        weights = attention_layer_weights(layer, previous_token_batch(np.random.default_rng(7), 64)[0]).mean(axis=0)
+    n_heads, t = weights.shape[0], weights.shape[-1]
+    fig, axes = plt.subplots(1, 1 + n_heads, figsize=(4.4 * (1 + n_heads), 3.9))
+    axes[0].semilogy(losses, color="tab:blue")
+    axes[0].set(xlabel="training step", ylabel="mean squared error", title="One attention layer, trained by hand")
+    positions = [str(i) for i in range(t)]
+    for h, ax in enumerate(axes[1:]):
+        plot_attention_weights(weights[h], positions, title=f"head {h}: mean weights after training", ax=ax,
+                               colorbar=False)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = {
     "learning_rate.png": plot_learning_rates,
     "learning_momentum.png": plot_momentum,
     "learning_adam.png": plot_adam_vs_gd,
+    "18_one_layer_training.png": plot_layer_training,
 }
