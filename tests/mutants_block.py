@@ -31,6 +31,10 @@ def rn_axis0(x, g, eps):
     return x / np.sqrt(np.mean(x**2, axis=0, keepdims=True) + eps) * g
 
 
+def rn_whole_array(x, g, eps):
+    return x / np.sqrt(np.mean(x**2) + eps) * g
+
+
 def rn_no_gain(x, g, eps):
     return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
 
@@ -111,6 +115,12 @@ def ce_no_max(logits, targets):
     return (e / e.sum(axis=-1, keepdims=True) - one_hot) / targets.size
 
 
+def ce_rows_only(logits, targets):
+    p = _softmax(logits)
+    p[np.arange(len(targets)), targets] -= 1  # fine for (N, V), an IndexError for (B, T, V)
+    return p / len(targets)
+
+
 def ce_in_place(logits, targets):
     logits -= logits.max(axis=-1, keepdims=True)
     np.exp(logits, out=logits)
@@ -147,6 +157,7 @@ BATTERIES = {
             (rn_no_root, "not by the mean square"),
             (rn_l2_norm, "not the sum"),
             (rn_axis0, "axis=-1"),
+            (rn_whole_array, "axis=-1"),
             (rn_no_gain, "multiply by the gain g"),
             (rn_no_eps, "0/0"),
             (rn_in_place, "changed its input `x` in place"),
@@ -165,6 +176,7 @@ BATTERIES = {
             (ce_one_hot_only, "the softmax is part of the gradient"),
             (ce_axis0, "axis=-1"),
             (ce_no_max, "overflow"),
+            (ce_rows_only, "np.eye(V)[targets]"),
             (ce_in_place, "changed its input `logits` in place"),
             (ce_float64_one_hot, "float32 in, float32 out"),
         ],

@@ -78,6 +78,8 @@ RMS_NORM = Exercise(
          lambda x, g, eps: _norm(x, g, eps, reduce="sum")),
         ("normalise each position's vector on its own: reduce over the last axis (axis=-1, keepdims=True)",
          lambda x, g, eps: _norm(x, g, eps, axis=0)),
+        ("normalise each position's vector on its own: reduce over the last axis (axis=-1, keepdims=True)",
+         lambda x, g, eps: _norm(x, g, eps, axis=None)),
         ("multiply by the gain g (a learned d-vector; here not all ones) after normalising",
          lambda x, g, eps: _norm(x, g, eps, gain="none")),
         ("the gain scales the normalised vector: normalise x first, then multiply by g",
@@ -138,6 +140,13 @@ def _ce_cases():
     ]
 
 
+def _ce_index_error(case, err):
+    if isinstance(err, IndexError):
+        return ("the logits may have leading axes, (B, T, V): build the one-hot targets with np.eye(V)[targets], "
+                "which works for any shape of targets (or flatten to (N, V) first and reshape back)")
+    return None
+
+
 def _ce_overflow(case, e, g):
     if np.abs(case.args[0]).max() > 700 and np.isnan(np.asarray(g[0], dtype=np.float64)).any():
         return _OVERFLOW
@@ -162,6 +171,7 @@ CROSS_ENTROPY_GRAD = Exercise(
          lambda z, y: _ce(z, y, axis=0)),
     ],
     symptoms=[_ce_overflow],
+    error_hint=_ce_index_error,
     task="""Then `my_cross_entropy_grad(logits, targets)`: the gradient $dZ = (\\mathrm{softmax}(Z) - Y)/N$ of the mean
 cross-entropy $L = -\\frac1N\\sum \\log \\mathrm{softmax}(z)[y]$ with respect to `logits` `(..., V)`, where `targets`
 `(...)` holds each position's next-token id and N is the number of positions (every target counts). Return

@@ -113,6 +113,10 @@ LEARNING_ZH = {
         "Softmax 是梯度的一部分：dZ = (softmax(Z) − Y)/N，而不只是 −Y/N（那只是 −z[y] 的梯度，少了 log-sum-exp）",
     "softmax over each position's V logits (axis=-1): one distribution over the next token per position":
         "对每个位置的 V 个 logits 做 Softmax（axis=-1）：每个位置一个关于下一个 Token 的分布",
+    "the logits may have leading axes, (B, T, V): build the one-hot targets with np.eye(V)[targets], which works "
+    "for any shape of targets (or flatten to (N, V) first and reshape back)":
+        "logits 可能带有前置轴，如 (B, T, V)：用 np.eye(V)[targets] 构造 one-hot 目标，它对任意形状的 targets 都适用"
+        "（或者先展平成 (N, V)，算完再 reshape 回去）",
     # linear_backward (notebook 18)
     "the backward passes of a matrix product, softmax, attention and a whole layer":
         "矩阵乘积、Softmax、注意力以及整个层的反向传播",
