@@ -6,14 +6,18 @@ Each module holds one concept (see README's course map); the most used names are
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
 from .backend import get_namespace, gpu_available, to_numpy
 from .caches import RollingKVCache
+from .deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
+from .gated_deltanet import GatedDeltaNet, GatedDeltaNetCache, GatedDeltaNetConfig, hybrid_cache_bytes
 from .kv_cache import bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
+from .linear import elu_feature_map, gated_delta_rule, l2_normalize, linear_attention, linear_attention_recurrent
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask, sliding_window_mask
 from .mla import LatentCache, MLAConfig, MultiHeadLatentAttention, rms_norm
 from .model.transformer import Transformer, TransformerConfig
 from .multihead import KVCache, MultiHeadAttention
 from .paged import PagedKVCache, paged_attention
+from .recall import associative_recall, overwrite_recall
 from .rope import apply_rope, rope_frequencies, rotate_half_rope
 from .serving import flash_decode, merge_partials, ring_attention, ring_work
 from .similarity import cosine_similarity, dot, euclidean_distance
@@ -24,6 +28,12 @@ from .sparse_training import attention_mass_recall, attention_target, indexer_lo
 __version__ = "0.1.0"
 
 __all__ = [
+    "DeepSeekV4Attention",
+    "DeepSeekV4Cache",
+    "DeepSeekV4Config",
+    "GatedDeltaNet",
+    "GatedDeltaNetCache",
+    "GatedDeltaNetConfig",
     "KVCache",
     "LatentCache",
     "MLAConfig",
@@ -36,6 +46,7 @@ __all__ = [
     "additive_attention",
     "apply_mask",
     "apply_rope",
+    "associative_recall",
     "attention_backward",
     "attention_loop",
     "attention_mass_recall",
@@ -47,21 +58,28 @@ __all__ = [
     "deepseek_v3_numbers",
     "deepseek_v32_numbers",
     "dot",
+    "elu_feature_map",
     "euclidean_distance",
     "flash_attention",
     "flash_attention_backward",
     "flash_decode",
     "fp8_e4m3",
+    "gated_delta_rule",
     "get_namespace",
     "gpu_available",
     "hadamard",
+    "hybrid_cache_bytes",
     "index_scores",
     "indexer_loss_and_grads",
+    "l2_normalize",
     "layer_norm",
+    "linear_attention",
+    "linear_attention_recurrent",
     "log_softmax",
     "logsumexp",
     "merge_partials",
     "naive_softmax",
+    "overwrite_recall",
     "padding_mask",
     "paged_attention",
     "ring_attention",

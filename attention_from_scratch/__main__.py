@@ -2,7 +2,7 @@
 
     python -m attention_from_scratch                  # the tour (same as `tour`)
     python -m attention_from_scratch tour --backend cupy
-    python -m attention_from_scratch --lang zh        # the tour in Chinese (中文)
+    python -m attention_from_scratch --lang zh        # the tour in Chinese
     python -m attention_from_scratch figures [--out figures/]
     python -m attention_from_scratch bench           # quick versions of the benchmarks
     python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
@@ -10,7 +10,7 @@
     python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
-machinery (``course/tour.py`` with its sections in ``tour_part1.py`` and ``tour_part2.py``, ``course/plots/``,
+machinery (``course/tour/``, one module of sections per part of the course, ``course/plots/``,
 ``course/bench.py``, ``course/student.py``), imported only when that command runs.
 """
 
@@ -26,7 +26,7 @@ _BACKEND = {
     "help": "array backend: numpy (CPU, default) or cupy (needs a CUDA GPU and the cuda12/cuda13 extra)",
 }
 
-_LANG = {"choices": ["en", "zh"], "default": "en", "help": "language: en (English, default) or zh (中文)"}
+_LANG = {"choices": ["en", "zh"], "default": "en", "help": "language: en (English, default) or zh (Chinese)"}
 
 # name -> (help, {option: argparse keyword arguments}, "module:function" called with the parsed arguments
 # and returning the exit status). Adding a sub-command is one row here.

@@ -57,7 +57,7 @@ def site_pages(repo: Path, lang: str) -> set[str]:
 
 
 def modules(package: str = "attention_from_scratch") -> list[str]:
-    """Every public module of the package, sub-packages' modules included (``course.plots.part1``), sorted.
+    """Every public module of the package, sub-packages' modules included (``course.plots.scores``), sorted.
 
     ``__main__`` and any ``_private`` module are left out.
     """

@@ -298,7 +298,7 @@ def test_matrix_factorization_bad_input():
 def test_tour_section_runs_on_array_api_strict(capsys):
     import array_api_strict
 
-    from attention_from_scratch.course.tour_part2 import _tour_applications
+    from attention_from_scratch.course.tour.learning import _tour_applications
 
     _tour_applications(array_api_strict)  # asserts inside; strict refuses anything outside the standard
     out = capsys.readouterr().out

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from attention_from_scratch.backend import random_normal, to_numpy
 from attention_from_scratch.course import quiz
+from attention_from_scratch.course.i18n import render
 
 # The answer keys of article 002_…txt's quiz (Q1-Q10), typed from the article, not from quiz.py.
 ARTICLE_KEYS = {
@@ -152,7 +153,7 @@ def test_none_means_not_answered_and_reveals_nothing(qid):
 
 
 def _note(qid, letter):
-    return quiz.QUESTIONS[qid].notes[ord(letter) - 65]()
+    return render(quiz.QUESTIONS[qid].notes[ord(letter) - 65](), "en")
 
 
 def test_q4_sigmoid_rows_do_not_sum_to_one_and_swapped_products_fail_on_shapes():
@@ -228,7 +229,7 @@ def test_head_dim_answer():
 def test_mla_cache_answer_is_576():
     # DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64 (the latent + the shared RoPE key)
     assert quiz.answer("mla_cache") == 512 + 64 == 576
-    assert "40,960" in quiz.check("mla_cache", 576).explanation  # 128 heads x (192 for K + 128 for V)
+    assert "40,960" in quiz.check("mla_cache", 576).render("en")  # 128 heads x (192 for K + 128 for V)
 
 
 def test_extra_choice_answers_point_at_the_right_idea():
@@ -268,13 +269,13 @@ def test_extra_choice_questions_explain_each_wrong_letter(qid):
 
 
 def test_explanations_quote_computed_numbers():
-    assert "0.09003" in quiz.check("mask_minus_inf", "C").explanation  # softmax([2, 1, 0])[2] = 1/(e²+e+1)
+    assert "0.09003" in quiz.check("mask_minus_inf", "C").render("en")  # softmax([2, 1, 0])[2] = 1/(e²+e+1)
     assert 1 / (math.e**2 + math.e + 1) == pytest.approx(0.09003, abs=5e-6)
     # with negative allowed scores a 0 fill is the row's largest score: softmax([-2, -1, 0])[2] = 1/(e⁻²+e⁻¹+1)
-    assert "0.6652" in quiz.check("mask_minus_inf", "C").explanation
+    assert "0.6652" in quiz.check("mask_minus_inf", "C").render("en")
     assert 1 / (math.exp(-2) + math.exp(-1) + 1) == pytest.approx(0.6652, abs=5e-5)
-    assert "x4" in quiz.check("complexity", "C").explanation  # doubling n quadruples the weights
-    assert "17" in quiz.check("dot_product", 17).explanation
+    assert "x4" in quiz.check("complexity", "C").render("en")  # doubling n quadruples the weights
+    assert "17" in quiz.check("dot_product", 17).render("en")
 
 
 # --- numeric answers: one rule ---------------------------------------------------------------------

@@ -5,8 +5,9 @@
   build; code cells, outputs, ids and metadata are the English ones; an edited English cell fails the
   check, naming the notebook and the cell; README.zh.md lists exactly the notebooks not yet translated;
   no catalog uses a rendering the glossary rules out.
-* the quiz, the exercise checkers and the tour: every English text they render has a Chinese entry
-  (the key sets compared), and no entry is left that nothing renders.
+* the messages of the quiz, the exercise checkers, the short answers and the tour: every English
+  template the code can emit has a Chinese entry in translations/zh/messages/ with the same fields, and
+  no entry is left that no template uses; rendering everything in Chinese finds no gap.
 * student copies in Chinese run top to bottom.
 """
 
@@ -26,13 +27,10 @@ import build_translations as bt
 import numpy as np
 import pytest
 
-from attention_from_scratch.course import exercises, quiz, student
+from attention_from_scratch.course import answers, examples, exercises, i18n, quiz, student, tour
 from attention_from_scratch.course.exercises import EXERCISES
-from attention_from_scratch.course.exercises.zh import EXERCISES_ZH
-from attention_from_scratch.course.i18n import Catalog, check_lang
-from attention_from_scratch.course.quiz_zh import QUIZ_ZH
+from attention_from_scratch.course.i18n import Message, catalog, check_lang, fields, msg
 from attention_from_scratch.course.tour import run_tour
-from attention_from_scratch.course.tour_zh import TOUR_ZH
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSLATED = bt.translated_stems()
@@ -162,8 +160,7 @@ def test_catalogs_follow_the_glossary():
     assert "遮罩" in avoid
     texts = {p.name: p.read_text(encoding="utf-8") for p in (REPO / "translations/zh").glob("[0-9][0-9]_*.md")}
     texts["README.zh.md"] = (REPO / "README.zh.md").read_text(encoding="utf-8")
-    texts["quiz/exercises/tour"] = json.dumps([QUIZ_ZH.entries, EXERCISES_ZH.entries, TOUR_ZH.entries],
-                                              ensure_ascii=False)
+    texts["messages/*.json"] = json.dumps(catalog("zh"), ensure_ascii=False)
     bad = [f"{name}: {word!r} (the glossary says {avoid[word]})" for name, t in texts.items() for word in avoid
            if word in t]
     assert not bad, "\n".join(bad)
@@ -181,22 +178,77 @@ def test_catalog_sections_parse_and_flags_fail():
 # --- the message catalogs -------------------------------------------------------------------------
 
 
-def test_catalog_carries_the_computed_numbers_and_named_parts():
-    c = Catalog({"gives 63.71 then 0.995": "得到 63.71，然后 0.995",
-                 "{name}: case {n} ({label_t})": "{name}：{n}（{label_t}）", "a row": "一行"})
-    assert c.translate("gives 63.72 then 0.995") == "得到 63.72，然后 0.995"
-    assert c.translate("softmax: case 3 (a row)") == "softmax：3（一行）"
-    assert c.translate("gives 1 then 2", "en") == "gives 1 then 2"
-    assert c.translate("untranslated words") == "untranslated words" and c.misses == {"untranslated words"}
-    with pytest.raises(ValueError, match="placeholders"):
-        Catalog({"{a} b": "{c} 乙"})
+def _literal_templates() -> set[str]:
+    """Every ``msg("...")`` template written in the package's code."""
+    out = set()
+    for path in (REPO / "attention_from_scratch").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "msg" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                out.add(node.args[0].value)
+    return out
+
+
+def _data_texts() -> list:
+    """Every text that is data: exercise titles, case labels and hints, quiz texts, answer hints, tour titles."""
+    out = [title for title, _ in tour.TOUR_SECTIONS] + [a.why for a in answers.ANSWERS.values()]
+    out += examples.CAT_EATS_FISH["tokens"]  # the tour's table labels
+    for ex in EXERCISES.values():
+        out += [ex.title, *(c.label for c in ex.cases()), *(h for h, _ in ex.mistakes)]
+    for q in quiz.QUESTIONS.values():
+        out += [q.text, *q.choices]
+    return out
+
+
+def _data_templates() -> set[str]:
+    return {text.template if isinstance(text, Message) else text for text in _data_texts()}
+
+
+def test_every_template_has_a_chinese_entry_and_every_entry_a_template():
+    templates, zh = _literal_templates() | _data_templates(), catalog("zh")
+    missing, unused = sorted(templates - set(zh)), sorted(set(zh) - templates)
+    assert not missing, "templates without a Chinese entry in translations/zh/messages/:\n" + "\n".join(missing)
+    assert not unused, "entries of translations/zh/messages/ that no template uses:\n" + "\n".join(unused)
+
+
+def test_each_chinese_entry_has_the_fields_of_its_english():
+    for en, zh in catalog("zh").items():
+        assert sorted(fields(en)) == sorted(fields(zh)), f"{en!r} -> {zh!r}: other fields"
+        words = re.findall(r"\b[a-z]{4,}\b(?!\()", re.sub(r"\{[^}]*\}|`[^`]*`", "", en))  # "float32 (3, 5)": none
+        assert re.search(r"[\u4e00-\u9fff]", zh) or not words, f"{en!r} has no Chinese: {zh!r}"
+    for text in _data_texts():  # a plain text is a template without fields: a brace would be read as one
+        assert isinstance(text, Message) or ("{" not in text and "}" not in text), text
+
+
+def test_the_course_wide_language_and_lang_choose_the_language(monkeypatch):
+    monkeypatch.delenv(i18n.ENV_VAR, raising=False)
+    assert i18n.language() == "en" and str(msg("correct")) == "correct"
+    monkeypatch.setenv(i18n.ENV_VAR, "zh")
+    assert i18n.language() == "zh" and str(msg("correct")) == "正确" and msg("correct").render("en") == "correct"
+    with i18n.using_language("en"):
+        assert str(msg("correct")) == "correct"
+        i18n.set_language("zh")
+        assert i18n.language("en") == "en" and i18n.language() == "zh"
+    assert i18n.language() == "zh"  # the environment's, again
+    monkeypatch.setenv(i18n.ENV_VAR, "fr")
     with pytest.raises(ValueError, match="lang must be one of 'en', 'zh', got 'fr'"):
+        i18n.language()
+    with pytest.raises(ValueError, match="lang must be one of"):
         check_lang("fr")
 
 
+def test_a_message_carries_its_computed_numbers_and_nested_messages():
+    line = msg("{name}: FAILED on case {n} of {total} ({label})", name="softmax", n=3, total=9,
+               label=msg("one row [1, 2, 3]"))
+    assert line.render("en") == "softmax: FAILED on case 3 of 9 (one row [1, 2, 3])"
+    assert line.render("zh") == "softmax：第 3 个用例（共 9 个）未通过（一行 [1, 2, 3]）"
+    cases = msg("  cases: {cases}", cases=[msg("one row [1, 2, 3]"), msg("a single score")])
+    assert cases.render("zh") == "  用例：一行 [1, 2, 3]；只有一个分数"
+    assert msg("not in any catalog {x}", x=1).render("zh") == "not in any catalog 1"  # English, never a crash
+    i18n.MISSES.discard("not in any catalog {x}")
+
+
 def _render_quiz():
-    QUIZ_ZH.misses.clear()
-    QUIZ_ZH.used.clear()
     for qid, q in quiz.QUESTIONS.items():
         assert re.search(r"[\u4e00-\u9fff]", quiz.ask(qid, lang="zh"))
         str(quiz.check(qid, None, lang="zh"))
@@ -210,11 +262,10 @@ def _render_quiz():
             str(quiz.check(qid, wrong, lang="zh"))
 
 
-def test_quiz_has_a_chinese_text_for_every_english_one():
+def test_the_quiz_renders_every_text_in_chinese():
+    i18n.MISSES.clear()
     _render_quiz()
-    assert not QUIZ_ZH.misses, "quiz texts without a Chinese entry in course/quiz_zh.py:\n" + "\n".join(
-        sorted(QUIZ_ZH.misses))
-    assert set(QUIZ_ZH.entries) == QUIZ_ZH.used, f"stale entries in quiz_zh.py: {set(QUIZ_ZH.entries) - QUIZ_ZH.used}"
+    assert not i18n.MISSES, "quiz texts without a Chinese entry:\n" + "\n".join(sorted(i18n.MISSES))
 
 
 def test_quiz_in_chinese_is_the_same_verdict():
@@ -225,6 +276,7 @@ def test_quiz_in_chinese_is_the_same_verdict():
     verdict = quiz.check("q5_mask_fill", "A", lang="zh")
     assert str(verdict).startswith("不太对：答案是 C。") and "0.6652" in str(verdict)
     assert "你选了它" in str(verdict) and "你漏选了它" in str(verdict)
+    assert verdict.render("en").startswith("Not quite: the answer is C. Option by option:")
     with pytest.raises(ValueError, match="lang"):
         quiz.ask("dot_product", lang="fr")
 
@@ -251,39 +303,19 @@ def _exercise_reports():
     for path in sorted((REPO / "tests").glob("mutants_*.py")):
         for name, battery in importlib.import_module(path.stem).BATTERIES.items():
             batteries[name] = [fn for fn, _ in battery["wrong"]] + list(battery["right"])
-    EXERCISES_ZH.misses.clear()
-    EXERCISES_ZH.used.clear()
     reports = []
     for name, ex in EXERCISES.items():
         mutants = batteries.get(name, [])
         for fn in [SOLUTIONS[name], _stub, nothing, crash, no_args, *(wrong for _, wrong in ex.mistakes), *mutants]:
-            reports.append(exercises.check(name, fn, quiet=True, lang="zh").report)
-        for text in [ex.title, *(c.label for c in ex.cases()), *(h for h, _ in ex.mistakes)]:
-            EXERCISES_ZH.translate(text)
+            reports.append(str(exercises.check(name, fn, quiet=True, lang="zh")))
     return reports
 
 
-def _exercise_string_constants() -> set[str]:
-    out = set()
-    for path in (REPO / "attention_from_scratch/course/exercises").glob("*.py"):
-        if path.name != "zh.py":
-            out |= {n.value for n in ast.walk(ast.parse(path.read_text("utf-8")))
-                    if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    return out
-
-
-def test_exercise_reports_have_a_chinese_text_for_every_english_line():
+def test_exercise_reports_render_every_line_in_chinese():
+    i18n.MISSES.clear()
     reports = _exercise_reports()
-    assert not EXERCISES_ZH.misses, "report lines without a Chinese entry in course/exercises/zh*.py:\n" + "\n".join(
-        sorted(EXERCISES_ZH.misses))
+    assert not i18n.MISSES, "report lines without a Chinese entry:\n" + "\n".join(sorted(i18n.MISSES))
     assert all(re.search(r"[\u4e00-\u9fff]", r) for r in reports)
-    # a literal entry (a label, hint or title) must still be English that the exercises contain or render
-    from attention_from_scratch.course.exercises import zh
-
-    literal = {en: text for en, text in EXERCISES_ZH.entries.items() if en not in zh._REPORT}  # all but the frame
-    known = _exercise_string_constants() | EXERCISES_ZH.used
-    stale = sorted(en for en in literal if en not in known)
-    assert not stale, "entries of course/exercises/zh*.py that no exercise uses any more:\n" + "\n".join(stale)
 
 
 def test_exercise_verdict_is_the_same_in_chinese():
@@ -305,16 +337,24 @@ def test_exercise_verdict_is_the_same_in_chinese():
         exercises.check("softmax", _stub, lang="fr")
 
 
+def test_short_answers_reply_in_chinese(capsys):
+    i18n.MISSES.clear()
+    for key in answers.keys():
+        for given in (None, answers.expected(key), "x", float("nan"), -12345.0, (1, 2)):
+            assert re.search(r"[\u4e00-\u9fff]", str(answers.judge(key, given, "zh")))
+    assert not i18n.MISSES, sorted(i18n.MISSES)
+    answers.check_answer("00.2", None, lang="zh")
+    assert capsys.readouterr().out == "还没有作答：把 None 换成你的答案，再运行这个单元格\n"
+
+
 def test_tour_in_chinese_translates_every_line():
-    TOUR_ZH.misses.clear()
-    TOUR_ZH.used.clear()
+    i18n.MISSES.clear()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert run_tour("numpy", "zh") == 0
-    assert not TOUR_ZH.misses, "tour lines without a Chinese entry in course/tour_zh.py:\n" + "\n".join(
-        sorted(TOUR_ZH.misses))
-    assert set(TOUR_ZH.entries) == TOUR_ZH.used, f"stale entries in tour_zh.py: {set(TOUR_ZH.entries) - TOUR_ZH.used}"
+    assert not i18n.MISSES, "tour lines without a Chinese entry:\n" + "\n".join(sorted(i18n.MISSES))
     assert "所有检查均已通过。" in out.getvalue() and "猫" in out.getvalue()
+    assert i18n.language() == "en"  # the tour's language does not leak into the course's
 
 
 def test_cli_takes_lang():

@@ -21,8 +21,8 @@ __all__ = ["output_folder", "say"]
 def say(*lines, file=None) -> None:
     """Print ``lines`` so that every character survives the terminal's encoding.
 
-    On an ASCII terminal a path such as ``课程/01.ipynb`` would raise ``UnicodeEncodeError``; characters
-    the stream cannot encode are written as ``\\u8bfe`` escapes instead.
+    On an ASCII terminal a path with Chinese characters would raise ``UnicodeEncodeError``; characters
+    the stream cannot encode are written as ``\\uXXXX`` escapes instead.
     """
     stream = sys.stdout if file is None else file
     encoding = getattr(stream, "encoding", None) or "utf-8"

@@ -24,15 +24,10 @@ import numpy as np
 
 from ..backend import check_real
 from .answer_key import ANSWERS, ShortAnswer
+from .checking import Verdict, verdict, within
+from .i18n import msg
 
-__all__ = ["ShortAnswer", "check_answer", "expected", "keys"]
-
-
-_NOT_ANSWERED = "not answered yet: replace None with your answer and run the cell again"
-
-
-def _say(message: str) -> None:
-    sys.stdout.write(message + "\n")  # one write, so that a stored notebook output is one piece
+__all__ = ["ShortAnswer", "check_answer", "expected", "judge", "keys"]
 
 
 def keys() -> list[str]:
@@ -51,43 +46,51 @@ def _lookup(key: str) -> ShortAnswer:
     return ANSWERS[key]
 
 
-def _judge(item: ShortAnswer, answer) -> str | None:
-    """None if ``answer`` is right, else what is wrong with its form ('' when only the value is wrong)."""
+def _problem(item: ShortAnswer, answer):
+    """None if ``answer`` is right, else what is wrong with it: its form (a message) or its value (the hint)."""
     want = item.compute()
     if item.kind == "shape":
         if not isinstance(answer, (tuple, list)) or not all(isinstance(a, numbers.Integral) for a in answer):
-            return "a shape is a tuple of whole numbers, e.g. (3, 4)"
-        return None if tuple(int(a) for a in answer) == tuple(want) else ""
+            return msg("a shape is a tuple of whole numbers, e.g. (3, 4)")
+        return None if tuple(int(a) for a in answer) == tuple(want) else item.why
     if isinstance(answer, np.ndarray) and answer.ndim == 0:
         answer = answer.item()  # a 0-d array (np.abs(x).max() of an array, np.array(3.0)) is a number
     try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
         value = check_real(answer, "answer")
     except TypeError:
-        return f"give a number, not a {type(answer).__name__}"
+        return msg("give a number, not a {kind}", kind=type(answer).__name__)
     except ValueError:
-        return "give a finite number"
+        return msg("give a finite number")
     if item.kind == "count":
         # exact: an int, or a float whose value is that whole number (a float32 rounds large counts)
         if isinstance(answer, numbers.Integral):
-            return None if int(answer) == int(want) else ""
+            return None if int(answer) == int(want) else item.why
         spacing = float(np.spacing(np.abs(answer))) if isinstance(answer, np.floating) else 0.0
         if spacing >= 1.0:  # a float32 above 2^24 cannot tell neighbouring whole numbers apart
-            return (f"a count is an exact whole number: give an int (a {type(answer).__name__} rounds this one to a "
-                    f"multiple of {spacing:g})")
-        return None if value.is_integer() and int(value) == int(want) else ""
+            return msg("a count is an exact whole number: give an int (a {kind} rounds this one to a multiple of "
+                       "{spacing:g})", kind=type(answer).__name__, spacing=spacing)
+        return None if value.is_integer() and int(value) == int(want) else item.why
     if item.magnitude and value < 0:
-        return "a largest |difference| (or a norm) is ≥ 0: take the absolute value before the max."
-    return None if abs(value - float(want)) <= item.atol + item.rtol * abs(float(want)) else ""
+        return msg("a largest |difference| (or a norm) is ≥ 0: take the absolute value before the max.")
+    return None if within(value, float(want), rtol=item.rtol, atol=item.atol) else item.why
 
 
-def check_answer(key: str, answer) -> None:
-    """Print "correct", "not answered yet", or "not right yet" with a hint, for exercise ``key``."""
+def judge(key: str, answer, lang: str | None = None) -> Verdict:
+    """The :class:`~.checking.Verdict` on ``answer`` to exercise ``key`` (never revealing the value)."""
     item = _lookup(key)
     if answer is None:
-        _say(_NOT_ANSWERED)
-        return
-    problem = _judge(item, answer)
+        return verdict(key, False, msg("not answered yet: replace None with your answer and run the cell again"),
+                       lang, answered=False)
+    problem = _problem(item, answer)
     if problem is None:
-        _say("correct")
-    else:
-        _say(f"{answer!r} is not right yet: {problem or item.why} Try again.")
+        return verdict(key, True, msg("correct"), lang)
+    return verdict(key, False, msg("{answer} is not right yet: {problem} Try again.", answer=repr(answer),
+                                   problem=msg(problem) if isinstance(problem, str) else problem), lang)
+
+
+def check_answer(key: str, answer, lang: str | None = None) -> None:
+    """Print "correct", "not answered yet", or "not right yet" with a hint, for exercise ``key``.
+
+    ``lang``: "en" or "zh" (default: the course-wide language, see :func:`.i18n.set_language`).
+    """
+    sys.stdout.write(str(judge(key, answer, lang)) + "\n")  # one write: a stored notebook output is one piece

@@ -15,6 +15,7 @@ __all__ = [
     "CAT_EATS_FISH",
     "CROSS_TOKENS",
     "DK_VALUES",
+    "SIGMAS",
     "additive_score_stats",
     "cat_eats_fish_weights",
     "cross_attention_example",
@@ -29,7 +30,7 @@ __all__ = [
 # The d_k values of notebook 03's sweeps (variance and saturation against d_k): powers of two.
 DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
-# The three-token example of notebook 06 ("猫吃鱼", the cat eats fish). Features of each token
+# The three-token example of notebook 06 ("mao chi yu", the cat eats fish). Features of each token
 # embedding x: [animal, action, food, agent]. W_Q and W_K are chosen by hand so that the verb's query
 # looks for the agent (and, less, for food) and the nouns' queries look for the action; W_V keeps one
 # "content" coordinate per token, so each output row is visibly a mixture of the three tokens.
@@ -101,7 +102,7 @@ def head_weights(x, w_q, w_k, n_heads, x_kv=None):
 
 
 def cross_attention_example():
-    """Notebook 08's translation example: English decoder queries against the encoded Chinese 猫吃鱼.
+    """Notebook 08's translation example: English decoder queries against the encoded Chinese "mao chi yu".
 
     Embedding dims 0-3 carry a meaning (cat, eat, fish, function word), the other 4 are zero. Returns
     ``(x_dec (1, 4, 8), x_enc (1, 3, 8), w_q, w_k)`` where head 0 (columns 0-3) matches meanings and
@@ -146,6 +147,9 @@ def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: 
     v_a = random_normal((d_a,), seed=seed + 4, scale=d_a**-0.5)
     scores = pairwise_additive(q, k, w_q, w_k, v_a)[:, 0, :]  # (N, 1, S) -> (N, S)
     return float(np.std(scores)), float(np.mean(np.max(softmax(scores), axis=-1)))
+
+
+SIGMAS = (0.1, 0.4, 2.0)  # notebook 05's kernel widths: too narrow, about right, too wide
 
 
 def kernel_regression_truth(x):

@@ -27,10 +27,24 @@ from ..model.training import Adam
 from ..multihead import MultiHeadAttention
 
 __all__ = [
-    "BOWL_CURVATURES", "LAMB", "LEARNING_RATES", "REGRESSION", "attention_layer_backward", "attention_layer_weights",
+    "BOWL_CURVATURES",
+    "LAMB",
+    "LEARNING_RATES",
+    "REGRESSION",
+    "attention_layer_backward",
+    "attention_layer_weights",
     "bigram_floor",
-    "bigram_loss_and_grad", "bigram_pairs", "bowl_runs", "descend", "previous_token_batch", "regression_runs",
-    "residual_gradient_norms", "train_attention_layer", "train_bigram", "word_tokens",
+    "bigram_loss_and_grad",
+    "bigram_pairs",
+    "bowl_runs",
+    "descend",
+    "learning_results",
+    "previous_token_batch",
+    "regression_runs",
+    "residual_gradient_norms",
+    "train_attention_layer",
+    "train_bigram",
+    "word_tokens",
 ]
 
 LAMB = ("Mary had a little lamb, its fleece was white as snow; and everywhere that Mary went, the lamb was sure "
@@ -218,3 +232,21 @@ def attention_layer_weights(layer, x, causal=True):
     q = (x @ layer.w_q).reshape(b, t, layer.n_heads, -1).transpose(0, 2, 1, 3)  # (B, H, T, d_k)
     k = (x @ layer.w_k).reshape(b, t, layer.n_heads, -1).transpose(0, 2, 1, 3)
     return scaled_dot_product_attention(q, k, k, causal=causal)[1]  # the values do not change the weights
+
+
+def learning_results() -> dict:
+    """Every run the learning notebook's, the block notebook's and notebook 18's figures draw, as plain lists:
+    stored by ``tools/store_results.py`` in ``course/data/learning.json`` (see ``course/results.py``), so that
+    the figures command draws them and trains nothing."""
+    vocab, inputs, targets = bigram_pairs()
+    losses, layer = train_attention_layer()
+    probe = previous_token_batch(np.random.default_rng(7), 64)[0]
+    return {
+        "regression": {str(lr): path.tolist() for lr, path in regression_runs().items()},
+        "bowl": {name: path.tolist() for name, path in bowl_runs().items()},
+        "bigram": {"floor": bigram_floor(inputs, targets, len(vocab)),
+                   "runs": [[method, lr, scale, train_bigram(method, lr, 100, loss_scale=scale)]
+                            for method, lr in (("gd", 100.0), ("adam", 0.3)) for scale in (1.0, 0.1)]},
+        "layer": {"losses": losses, "weights": attention_layer_weights(layer, probe).mean(axis=0).tolist()},
+        "residual": {kind: norms.tolist() for kind, norms in residual_gradient_norms().items()},
+    }

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..backend import random_normal, to_numpy
+from .i18n import msg
 
 
 def _show(x) -> str:
@@ -44,7 +45,7 @@ def _sdpa(q, k, v, **kw):
 
 def _tiny(err: float) -> str:
     """A rounding-level difference, in words that do not change with the BLAS build: "less than 1e-12"."""
-    return "less than 1e-12" if err < 1e-12 else f"{err:.1e}"
+    return msg("less than 1e-12") if err < 1e-12 else f"{err:.1e}"
 
 
 def _error_of(fn) -> str:
@@ -145,14 +146,14 @@ def _mla_values():
 
 
 def _explain_dot():
-    return "Multiply position by position and add: 1·2 + 2·0 + 3·1 + 4·3 = 2 + 0 + 3 + 12 = 17."
+    return msg("Multiply position by position and add: 1·2 + 2·0 + 3·1 + 4·3 = 2 + 0 + 3 + 12 = 17.")
 
 
 def _explain_softmax():
     p = _softmax_123()
     return (
-        f"exp(1), exp(2), exp(3) = 2.718, 7.389, 20.09, sum 30.19; divided by the sum: "
-        f"{_show(p)}. Differences of 1 give ratios of e: the largest score wins, but not outright."
+        msg("exp(1), exp(2), exp(3) = 2.718, 7.389, 20.09, sum 30.19; divided by the sum: {show}. "
+            "Differences of 1 give ratios of e: the largest score wins, but not outright.", show=_show(p))
     )
 
 
@@ -161,18 +162,21 @@ def _explain_variance():
 
     mc = dot_product_variance(_D_K, n_samples=20_000, seed=0)
     return (
-        f"q·k is a sum of {_D_K} independent products q_i k_i, each of mean 0 and variance "
-        f"E[q_i²] E[k_i²] = 1; variances of independent terms add, so Var(q·k) = d_k = {_D_K}. "
-        f"A Monte Carlo run with 20,000 pairs gives {mc:.2f}."
+        msg("q·k is a sum of {D_K} independent products q_i k_i, each of mean 0 and variance E[q_i²] "
+            "E[k_i²] = 1; variances of independent terms add, so Var(q·k) = d_k = {D_K}. A Monte Carlo "
+            "run with 20,000 pairs gives {mc:.2f}.", D_K=_D_K, mc=mc)
     )
 
 
 def _explain_scale():
     raw, fixed = _saturation()
     return (
-        f"Scores grow like sqrt(d_k), softmax turns nearly one-hot and its gradient vanishes. For d_k = 512 "
-        f"and 16 keys the top weight averages {raw.max_weight:.3f} unscaled vs {fixed.max_weight:.3f} "
-        f"scaled, and the softmax Jacobian norm {raw.jacobian_norm:.4f} vs {fixed.jacobian_norm:.4f}."
+        msg("Scores grow like sqrt(d_k), softmax turns nearly one-hot and its gradient vanishes. For "
+            "d_k = 512 and 16 keys the top weight averages {max_weight:.3f} unscaled vs "
+            "{max_weight2:.3f} scaled, and the softmax Jacobian norm {jacobian_norm:.4f} vs "
+            "{jacobian_norm2:.4f}.",
+                max_weight=raw.max_weight, max_weight2=fixed.max_weight, jacobian_norm=raw.jacobian_norm,
+                    jacobian_norm2=fixed.jacobian_norm)
     )
 
 
@@ -182,34 +186,37 @@ def _explain_mask():
     zero = to_numpy(softmax([2.0, 1.0, 0.0]))
     minus_inf = to_numpy(softmax([2.0, 1.0, -math.inf]))
     return (
-        f"softmax gives exp(0) = 1, not 0, to a score set to 0: scores [2, 1, masked] get weights "
-        f"{_arr(zero)} with 0 but {_arr(minus_inf)} with -inf, because exp(-inf) = 0. "
-        f"Worse, when the allowed scores are negative, 0 is the highest score in the row: scores "
-        f"[-2, -1, masked] filled with 0 give the masked key the largest weight, {_mask_fill(0.0):.4g}."
+        msg("softmax gives exp(0) = 1, not 0, to a score set to 0: scores [2, 1, masked] get weights "
+            "{arr} with 0 but {arr2} with -inf, because exp(-inf) = 0. Worse, when the allowed scores "
+            "are negative, 0 is the highest score in the row: scores [-2, -1, masked] filled with 0 "
+            "give the masked key the largest weight, {mask_fill:.4g}.", arr=_arr(zero), arr2=_arr(minus_inf),
+                mask_fill=_mask_fill(0.0))
     )
 
 
 def _explain_head_dim():
     return (
-        f"The model width is split evenly across heads: d_k = d_model / h = 512 / 8 = {_head_dim()}, so "
-        f"eight heads cost about as much as one full-width head."
+        msg("The model width is split evenly across heads: d_k = d_model / h = 512 / 8 = {head_dim}, "
+            "so eight heads cost about as much as one full-width head.", head_dim=_head_dim())
     )
 
 
 def _explain_complexity():
     (n1, _, b1, _), (n2, _, b2, _) = _growth()
     return (
-        f"Every query meets every key: an n x n score matrix, O(n² d) time and O(n²) memory. Doubling n "
-        f"from {n1} to {n2} makes the weights grow from {b1:,} to {b2:,} bytes (x{b2 / b1:.0f})."
+        msg("Every query meets every key: an n x n score matrix, O(n² d) time and O(n²) memory. "
+            "Doubling n from {n1} to {n2} makes the weights grow from {b1:,} to {b2:,} bytes "
+            "(x{value:.0f}).", n1=n1, n2=n2, b1=b1, b2=b2, value=b2 / b1)
     )
 
 
 def _explain_flash():
     n = 16_384
     return (
-        f"FlashAttention computes softmax(QKᵀ)V tile by tile with a running max and sum (online softmax), "
-        f"so the n x n scores/weights never exist in full in GPU memory: for n = {n:,} they would be "
-        f"{n * n * 4 / 2**30:.1f} GiB per head in float32. It is exact, not an approximation."
+        msg("FlashAttention computes softmax(QKᵀ)V tile by tile with a running max and sum (online "
+            "softmax), so the n x n scores/weights never exist in full in GPU memory: for n = {n:,} "
+            "they would be {value:.1f} GiB per head in float32. It is exact, not an approximation.",
+                n=n, value=n * n * 4 / 2**30)
     )
 
 
@@ -227,21 +234,22 @@ def _note_qkv_raw():
     raw, w, _ = _qkv_example()
     own = int(np.sum(w.argmax(axis=1) == np.arange(len(w))))
     return (
-        f"with X used three times the scores X Xᵀ are symmetric (max asymmetry {_tiny(abs(raw - raw.T).max())}): "
-        f"'i looks for j' equals 'j looks for i'. And x_i·x_i = |x_i|² tends to be the largest score of its row, "
-        f"so each token attends mostly to itself: for 4 random tokens (d = 8) the diagonal weights are "
-        f"{_arr(w.diagonal())}, the largest of the row in {own} of 4 rows. Nothing is learned that could make "
-        f"a token look for something other than itself."
+        msg("with X used three times the scores X Xᵀ are symmetric (max asymmetry {tiny}): 'i looks "
+            "for j' equals 'j looks for i'. And x_i·x_i = |x_i|² tends to be the largest score of its "
+            "row, so each token attends mostly to itself: for 4 random tokens (d = 8) the diagonal "
+            "weights are {arr}, the largest of the row in {own} of 4 rows. Nothing is learned that "
+            "could make a token look for something other than itself.", tiny=_tiny(abs(raw - raw.T).max()),
+                arr=_arr(w.diagonal()), own=own)
     )
 
 
 def _explain_qkv():
     raw, _, proj = _qkv_example()
     return (
-        f"Q = X W_Q, K = X W_K, V = X W_V: learned projections of the same embeddings, so what a token looks "
-        f"for (W_Q) can differ from what it offers (W_K) and from what it passes on (W_V). Raw scores X Xᵀ are "
-        f"symmetric (max asymmetry {_tiny(abs(raw - raw.T).max())}); projected scores are not "
-        f"(max asymmetry {abs(proj - proj.T).max():.2f})."
+        msg("Q = X W_Q, K = X W_K, V = X W_V: learned projections of the same embeddings, so what a "
+            "token looks for (W_Q) can differ from what it offers (W_K) and from what it passes on "
+            "(W_V). Raw scores X Xᵀ are symmetric (max asymmetry {tiny}); projected scores are not "
+            "(max asymmetry {max:.2f}).", tiny=_tiny(abs(raw - raw.T).max()), max=abs(proj - proj.T).max())
     )
 
 
@@ -252,15 +260,16 @@ def _explain_mla():
     c = MLAConfig()
     mha = mha_values_per_token(c.n_heads, c.qk_nope_head_dim + c.qk_rope_head_dim, c.v_head_dim)
     return (
-        f"MLA caches the compressed c_KV ({c.kv_lora_rank} values) plus one shared RoPE key "
-        f"({c.qk_rope_head_dim}): {_mla_values()} values per token per layer. Standard MHA with the "
-        f"same heads would cache K and V for {c.n_heads} heads, {mha:,} values -- "
-        f"{mha / _mla_values():.0f}x more."
+        msg("MLA caches the compressed c_KV ({kv_lora_rank} values) plus one shared RoPE key "
+            "({qk_rope_head_dim}): {mla_values} values per token per layer. Standard MHA with the same "
+            "heads would cache K and V for {n_heads} heads, {mha:,} values -- {value:.0f}x more.",
+                kv_lora_rank=c.kv_lora_rank, qk_rope_head_dim=c.qk_rope_head_dim, mla_values=_mla_values(),
+                    n_heads=c.n_heads, mha=mha, value=mha / _mla_values())
     )
 
 
 def _note_not_cosine():
     q, k, _ = _qkv(d_k=64)
     scaled = to_numpy(q @ k.T) / 8.0
-    return (f"cosine divides by |q||k|, which changes from pair to pair; sqrt(d_k) is one constant. Scaled "
-            f"scores are not confined to [-1, 1]: for d_k = 64 they reach {np.abs(scaled).max():.2f} here.")
+    return (msg("cosine divides by |q||k|, which changes from pair to pair; sqrt(d_k) is one constant. "
+        "Scaled scores are not confined to [-1, 1]: for d_k = 64 they reach {max:.2f} here.", max=np.abs(scaled).max()))

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from . import output_folder, say
+from .i18n import msg, render
 
 __all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "strip_solution_blocks", "student_notebook", "write_student_notebooks"]
 
@@ -29,9 +30,12 @@ ANSWER_KEY_TAG = "answer-key"
 REMOVED_TAGS = frozenset({SOLUTION_TAG, ANSWER_KEY_TAG})
 
 # a collapsed block whose summary names a solution: "Solutions", "A worked solution (try it yourself first)",
-# and in the Chinese notebooks "参考答案" / "参考解答"
+# and in the Chinese notebooks the Chinese of "answers" and "worked solution" (the summaries name one of them)
+_SOLUTION_WORDS = ("solution", render(msg("answers"), "zh"), render(msg("worked solution"), "zh"))
 _SOLUTION_BLOCK = re.compile(
-    r"<details>\s*<summary>[^<]*(?:solution|答案|解答)[^<]*</summary>.*?</details>[ \t]*\n*", re.IGNORECASE | re.DOTALL
+    r"<details>\s*<summary>[^<]*(?:" + "|".join(map(re.escape, _SOLUTION_WORDS))
+    + r")[^<]*</summary>.*?</details>[ \t]*\n*",
+    re.IGNORECASE | re.DOTALL,
 )
 
 

@@ -47,9 +47,8 @@ How to write an exercise
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ..i18n import check_lang
+from ..checking import Verdict, verdict
+from ..i18n import language
 from .applications import INFO_NCE
 from .attention import ATTENTION
 from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
@@ -80,45 +79,27 @@ EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What ``check`` found: ``passed``, and the ``report`` it printed (``str(verdict)`` gives it again)."""
-
-    name: str
-    passed: bool
-    report: str
-
-    def __str__(self) -> str:
-        return self.report
-
-    def __repr__(self) -> str:  # stable for nbval: no address, no changing numbers
-        return f"Verdict({self.name!r}, passed={self.passed})"
-
-
 def names() -> list[str]:
     """The exercises' names, in course order (the notebook that holds each is in its report)."""
     return list(EXERCISES)
 
 
-def check(name: str, fn, *, quiet: bool = False, lang: str = "en") -> Verdict:
+def check(name: str, fn, *, quiet: bool = False, lang: str | None = None) -> Verdict:
     """Run ``fn`` on every case of exercise ``name``; print the report (unless ``quiet``) and return a Verdict.
 
     The report names the first failing case: its inputs, what was expected, what came back, and a
     hint when the mistake is a known one. A function that raises is reported with its exception in
     one line; a stub raising ``NotImplementedError`` is "not implemented yet". ``lang="zh"``: the report
-    in Chinese (the same cases and numbers; exception messages and array values stay as they are).
+    in Chinese (the same cases and numbers; exception messages and array values stay as they are);
+    the default is the course-wide language (:func:`..i18n.set_language`).
     """
-    check_lang(lang)
+    lang = language(lang)
     if name not in EXERCISES:
         raise ValueError(f"no exercise named {name!r}; the exercises are: {', '.join(EXERCISES)}")
     if not callable(fn):
         raise TypeError(f"fn must be your function (e.g. my_{name}), got {type(fn).__name__}")
-    passed, report = run(EXERCISES[name], fn)
-    if lang != "en":
-        from .zh import EXERCISES_ZH
-
-        report = EXERCISES_ZH.translate_lines(report, lang)
-    verdict = Verdict(name, passed, report)
+    passed, lines = run(EXERCISES[name], fn)
+    result = verdict(name, passed, lines, lang)
     if not quiet:
-        print(verdict.report)
-    return verdict
+        print(result)
+    return result

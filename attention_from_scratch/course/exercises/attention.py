@@ -11,6 +11,7 @@ import numpy as np
 from ...attention import scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import naive_softmax, softmax
+from ..i18n import msg
 from .cases import _OVERFLOW, GLOBAL_MAX, Case, Exercise, _draw, _rows_sum_to_one
 
 __all__ = ["ATTENTION"]
@@ -105,9 +106,9 @@ def _has_empty_row(case):
 def _masked_row_nan(case, e, g):
     w_e, w_g = np.asarray(e[1]), np.asarray(g[1])
     if _has_empty_row(case) and w_e.shape == w_g.shape and np.isnan(w_g).any() and not np.isnan(w_e).any():
-        return ("a fully masked row came back as nan (exp(−∞ − (−∞)) = nan, or 0/0): a row with nothing to attend to "
-                "must give weights 0 and output 0 (this package's convention); shift such a row by 0 instead of its "
-                "max, and divide only where the row's sum is positive")
+        return msg("a fully masked row came back as nan (exp(−∞ − (−∞)) = nan, or 0/0): a row with nothing to attend "
+                   "to must give weights 0 and output 0 (this package's convention); shift such a row by 0 instead "
+                   "of its max, and divide only where the row's sum is positive")
     return None
 
 
@@ -120,7 +121,7 @@ def _overflow_nan(case, e, g):
 def _mask_error(case, err):
     mask = case.args[3]
     if mask is not None and np.ndim(mask) != 2 and isinstance(err, (IndexError, ValueError)):
-        return ("the mask may have batch and head axes, e.g. (B, 1, 1, S) for padding: let it broadcast against the "
+        return msg("the mask may have batch and head axes, e.g. (B, 1, 1, S) for padding: let it broadcast against the "
                 "(..., T, S) scores (an elementwise choice between the score and −∞) instead of indexing with it")
     return None
 

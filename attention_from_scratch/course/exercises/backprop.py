@@ -12,6 +12,7 @@ import numpy as np
 from ...attention import attention_backward, scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import softmax, softmax_backward
+from ..i18n import msg
 from .cases import _OVERFLOW, Case, Exercise, _draw
 
 __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
@@ -89,7 +90,7 @@ def _rows_sum_to_zero(e, g):
         return None
     row = np.abs(np.sum(dx, axis=-1))
     if np.isfinite(row).all() and row.max() > 1e-6 * max(1.0, float(np.abs(dx).max())):
-        return ("each row of dx should sum to 0 (adding a constant to a row of x does not change its softmax): "
+        return msg("each row of dx should sum to 0 (adding a constant to a row of x does not change its softmax): "
                 "is the correction − ⟨dy, y⟩ there, inside the bracket multiplied by y?")
     return None
 
@@ -180,7 +181,7 @@ def _has_empty_row(case):
 
 def _masked_row_nan(case, e, g):
     if _has_empty_row(case) and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
-        return ("nan from the fully masked row: its softmax must be weights 0 (not 0/0), so it contributes nothing: "
+        return msg("nan from the fully masked row: its softmax must be weights 0 (not 0/0), so it contributes nothing: "
                 "its dQ row is 0 and it adds nothing to dK and dV")
     return None
 
@@ -195,10 +196,10 @@ def _overflow_nan(case, e, g):
     return None
 
 
-_MAX_FIRST = ("the row max belongs to the allowed keys only: take it after masking; a blocked score far above the "
-              "others makes every allowed exp(s − max) underflow to 0")
-_MASKED_KEYS = ("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
-                "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0")
+_MAX_FIRST = (msg("the row max belongs to the allowed keys only: take it after masking; a blocked score far above the "
+              "others makes every allowed exp(s − max) underflow to 0"))
+_MASKED_KEYS = (msg("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
+                "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0"))
 
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "18_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
+from ..i18n import msg
 from .cases import _OVERFLOW, Case, Exercise, _draw
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
@@ -59,7 +60,7 @@ def _zero_row_nan(case, e, g):
     empty = ~np.any(x != 0, axis=-1)
     got = np.asarray(g[0], dtype=np.float64)
     if empty.any() and got.shape == x.shape and np.isnan(got[empty]).any():
-        return "an all-zero row gives 0/0 = nan: eps inside the root, sqrt(mean(x²) + eps), keeps it finite"
+        return msg("an all-zero row gives 0/0 = nan: eps inside the root, sqrt(mean(x²) + eps), keeps it finite")
     return None
 
 
@@ -142,8 +143,8 @@ def _ce_cases():
 
 def _ce_index_error(case, err):
     if isinstance(err, IndexError):
-        return ("the logits may have leading axes, (B, T, V): build the one-hot targets with np.eye(V)[targets], "
-                "which works for any shape of targets (or flatten to (N, V) first and reshape back)")
+        return msg("the logits may have leading axes, (B, T, V): build the one-hot targets with np.eye(V)[targets], "
+                   "which works for any shape of targets (or flatten to (N, V) first and reshape back)")
     return None
 
 
@@ -172,6 +173,7 @@ CROSS_ENTROPY_GRAD = Exercise(
     ],
     symptoms=[_ce_overflow],
     error_hint=_ce_index_error,
+    title="RMSNorm and the gradient of cross-entropy",
     task="""Then `my_cross_entropy_grad(logits, targets)`: the gradient $dZ = (\\mathrm{softmax}(Z) - Y)/N$ of the mean
 cross-entropy $L = -\\frac1N\\sum \\log \\mathrm{softmax}(z)[y]$ with respect to `logits` `(..., V)`, where `targets`
 `(...)` holds each position's next-token id and N is the number of positions (every target counts). Return

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..i18n import msg
+
 
 @dataclass(frozen=True)
 class Case:
@@ -65,11 +67,11 @@ def _rows_sum_to_one(case, e, g):
     want, have = np.sum(weights_e, axis=-1), np.sum(weights_g.astype(np.float64), axis=-1)
     finite = np.isfinite(have)
     if finite.any() and np.max(np.abs(want - have)[finite]) > 1e-3:
-        return ("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis "
+        return msg("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis "
                 "(axis=-1, keepdims=True)")
     return None
 
 
-GLOBAL_MAX = ("each row needs its own max: with the max of the whole array, a row far below it underflows to "
-              "0/0 (or to weights 0)")
-_OVERFLOW = "overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?"
+GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "
+              "0/0 (or to weights 0)"))
+_OVERFLOW = msg("overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?")

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checking import within
+from ..i18n import Message, msg
 from .cases import Case, Exercise
 
-__all__ = ["close", "compare", "describe_arg", "parts", "rtol_of", "show"]
+__all__ = ["close", "compare", "describe_arg", "hint_line", "parts", "rtol_of", "show"]
+
+
+def hint_line(hint) -> Message:
+    """The report's hint line; ``hint`` is a message, or an exercise's hint text (a template without fields)."""
+    return msg("  hint: {hint}", hint=hint if isinstance(hint, Message) else msg(hint))
 
 
 def parts(ex: Exercise, value):
@@ -39,7 +46,8 @@ def _error(expected, got):
 
 
 def close(expected, got, rtol) -> bool:
-    """Same shape, non-finite entries in the same places, finite ones within ``rtol`` of the largest."""
+    """Same shape, non-finite entries in the same places, finite ones within ``rtol`` (relative to the largest
+    expected value, and at least ``rtol`` absolute): :func:`~..checking.within`."""
     expected, got = np.asarray(expected), np.asarray(got)
     if expected.shape != got.shape:
         return False
@@ -47,80 +55,83 @@ def close(expected, got, rtol) -> bool:
         return bool(np.array_equal(expected, got))
     if got.dtype.kind not in "iuf":  # complex, strings, objects: not a real-valued answer
         return False
-    e, g = expected.astype(np.float64), got.astype(np.float64)
-    fe, fg = np.isfinite(e), np.isfinite(g)
-    if not np.array_equal(fe, fg) or not np.array_equal(e[~fe], g[~fg], equal_nan=True):
-        return False
-    err, scale = _error(e, g)
-    return err <= rtol * scale
+    return within(got, expected, rtol=rtol, atol=rtol)  # the course's one rule; never tighter than rtol absolute
 
 
 def compare(ex: Exercise, case: Case, expected, got):
     """None if ``got`` matches ``expected``, else the report lines describing the first difference."""
     got_parts = parts(ex, got)
     if got_parts is None:
-        return [f"  expected a tuple ({', '.join(ex.outputs)}), got {_describe_value(got)}"]
+        return [msg("  expected a tuple ({outputs}), got {what}", outputs=", ".join(ex.outputs),
+                    what=_describe_value(got))]
     expected_parts = parts(ex, expected)
     if ex.canonical is not None:  # a convention the task leaves free (e.g. an empty state's m) is not a mistake
         got_parts = ex.canonical(case, expected_parts, got_parts)
     for name, e, g in zip(ex.outputs, expected_parts, got_parts, strict=True):
         label = "" if len(ex.outputs) == 1 else f"{name}: "
         if g is None:
-            return [f"  {label}got None: did you forget to `return` the result?"]
+            return [msg("  {label}got None: did you forget to `return` the result?", label=label)]
         python_float = isinstance(g, float) and not isinstance(g, np.floating)
         try:
             g = np.asarray(g)
         except Exception:
-            return [f"  {label}expected an array, got {type(g).__name__}"]
+            return [msg("  {label}expected an array, got {kind}", label=label, kind=type(g).__name__)]
         e = np.asarray(e)
         if g.shape != e.shape:
-            return [f"  {label}expected shape {e.shape}, got shape {g.shape}"]
+            return [msg("  {label}expected shape {e}, got shape {g}", label=label, e=e.shape, g=g.shape)]
         if g.dtype.kind not in "biuf":
-            return [f"  {label}expected real numbers ({e.dtype}), got an array of dtype {g.dtype}"]
+            return [msg("  {label}expected real numbers ({e}), got an array of dtype {g}", label=label, e=e.dtype,
+                        g=g.dtype)]
         if e.dtype != g.dtype and (e.dtype == bool or e.dtype.kind == "f"):
-            seen = "a Python float (float64)" if python_float else str(g.dtype)
-            return [f"  {label}expected dtype {e.dtype}, got {seen}" + _dtype_hint(e, g, python_float)]
+            seen = msg("a Python float (float64)") if python_float else str(g.dtype)
+            return [msg("  {label}expected dtype {e}, got {g}", label=label, e=e.dtype, g=seen),
+                    hint_line(_dtype_hint(e, g, python_float))]
         if not close(e, g, rtol_of(case)):
             return _difference(label, e, g, case)
     return None
 
 
-def _dtype_hint(e, g, python_float) -> str:
+def _dtype_hint(e, g, python_float):
     if e.dtype == np.float32:
-        scalar = (" A 0-d result too: float(...), .item() and math functions give a Python float (float64); "
-                  "return the NumPy result itself" if e.ndim == 0 or python_float else "")
-        return ("\n  hint: float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without "
-                "dtype=, np.cos of float64 angles) promotes the result; Python numbers (d_k ** 0.5) do not, "
-                "and .astype(x.dtype) casts back." + scalar)
+        hint = msg("float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without dtype=, "
+                   "np.cos of float64 angles) promotes the result; Python numbers (d_k ** 0.5) do not, and "
+                   ".astype(x.dtype) casts back.")
+        if e.ndim == 0 or python_float:
+            return msg("{hint} A 0-d result too: float(...), .item() and math functions give a Python float "
+                       "(float64); return the NumPy result itself", hint=hint)
+        return hint
     if e.dtype == bool:
-        return "\n  hint: return a boolean array (True = may attend), not numbers"
-    return f"\n  hint: {e.dtype} in, {e.dtype} out: compute in the inputs' dtype (no cast to {g.dtype})"
+        return msg("return a boolean array (True = may attend), not numbers")
+    return msg("{dtype} in, {dtype} out: compute in the inputs' dtype (no cast to {other})", dtype=e.dtype,
+               other=g.dtype)
 
 
 def _difference(label, e, g, case):
     lines = []
     if e.size <= 12 and e.ndim <= 2:
-        first, second = f"  {label}expected ", f"  {label}got      "
-        shown_e, shown_g = show(e, len(first)), show(g, len(second))
-        lines = [first + shown_e, second + shown_g]
+        indent = len(f"  {label}expected ")
+        shown_e, shown_g = show(e, indent), show(g, indent)
+        lines = [msg("  {label}expected {value}", label=label, value=shown_e),
+                 msg("  {label}got      {value}", label=label, value=shown_g)]
         invisible = shown_e == shown_g
     else:
         bad = np.argwhere(~np.isclose(e.astype(np.float64), g.astype(np.float64), rtol=rtol_of(case), atol=0.0,
                                       equal_nan=True))
         idx = tuple(int(i) for i in bad[0]) if len(bad) else (0,) * e.ndim
         shown_e, shown_g = show(e[idx]), show(g[idx])
-        lines = [f"  {label}first difference at index {list(idx)}: expected {shown_e}, got {shown_g}"
-                 f" ({len(bad)} of {e.size} entries differ)"]
+        lines = [msg("  {label}first difference at index {index}: expected {e}, got {g} ({n} of {size} entries "
+                     "differ)", label=label, index=list(idx), e=shown_e, g=shown_g, n=len(bad), size=e.size)]
         invisible = shown_e == shown_g
     finite_same = np.array_equal(np.isfinite(e.astype(np.float64)), np.isfinite(g.astype(np.float64)))
     if invisible and finite_same and g.dtype.kind == "f":
         err, scale = _error(e, g)
         rtol = rtol_of(case)
-        lines.append(f"  the difference is below the 4 decimals shown: largest absolute error {err:.2g}, relative "
-                     f"{err / scale:.2g} (the tolerance is {rtol:g} relative to the largest expected value)")
+        lines.append(msg("  the difference is below the 4 decimals shown: largest absolute error {err:.2g}, "
+                         "relative {rel:.2g} (the tolerance is {tol:g} relative to the largest expected value)",
+                         err=err, rel=err / scale, tol=rtol))
     if case.dtype == np.float64 and finite_same and g.dtype.kind == "f" and _lower_precision(e, g):
-        lines.append("  hint: computed in lower precision than the input? float64 in needs float64 all the way "
-                     "(no float32 or float16 step, no np.float32 constant)")
+        lines.append(hint_line(msg("computed in lower precision than the input? float64 in needs float64 all the "
+                                   "way (no float32 or float16 step, no np.float32 constant)")))
     return lines
 
 
@@ -169,9 +180,9 @@ def describe_arg(a, name, part_names=()) -> str:
     return f"{name}={a!r}"
 
 
-def _describe_value(v) -> str:
+def _describe_value(v):
     if isinstance(v, (tuple, list)):
-        return f"a {type(v).__name__} of {len(v)}"
+        return msg("a {kind} of {n}", kind=type(v).__name__, n=len(v))
     if isinstance(v, np.ndarray):
-        return f"an array of shape {v.shape}"
+        return msg("an array of shape {shape}", shape=v.shape)
     return type(v).__name__

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...flash import online_softmax_merge, softmax_state
+from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
 __all__ = ["ONLINE_SOFTMAX_MERGE"]
@@ -85,9 +86,9 @@ def _empty_nan(case, e, g):
     if any(np.isnan(np.asarray(gg, dtype=np.float64)).any() for gg in g) and np.isneginf(e[0]).any():
         empty_rows = np.isneginf(np.asarray(e[0]))
         if empty_rows.any() and not empty_rows.all():
-            return ("guard each row on its own: a row empty in both blocks (m = −∞) needs a finite shift even when "
+            return msg("guard each row on its own: a row empty in both blocks (m = −∞) needs a finite shift even when "
                     "the other rows are not empty; a test on the whole array (if ...) sees only one case")
-        return ("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; in such "
+        return msg("an empty state must be neutral: when both maxima are −∞, e^(m_a − m) = e^(−∞ + ∞) = nan; in such "
                 "a row shift by a finite number instead of by m, so that e^(−∞) = 0 keeps l = 0 and acc = 0")
     return None
 

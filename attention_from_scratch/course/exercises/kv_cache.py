@@ -9,6 +9,7 @@ import numpy as np
 
 from ...attention import scaled_dot_product_attention
 from ...softmax import naive_softmax, softmax
+from ..i18n import msg
 from .cases import _OVERFLOW, Case, Exercise, _draw
 
 __all__ = ["KV_DECODE_STEP"]
@@ -59,9 +60,9 @@ def _decode_axis(q, k_new, v_new, k_cache, v_cache):
 def _cache_axis(case, e, g):
     old = [np.shape(a) for a in case.args[3:]]
     if [np.shape(gg) for gg in g[1:]] == old:
-        return "return the caches grown by the new token (S + 1 tokens), not the ones you were given"
+        return msg("return the caches grown by the new token (S + 1 tokens), not the ones you were given")
     if any(np.shape(gg) != np.shape(ee) for ee, gg in zip(e[1:], g[1:], strict=True)):
-        return ("the new key and value join the cache along the sequence axis, the second-to-last: (B, H, S, d) "
+        return msg("the new key and value join the cache along the sequence axis, the second-to-last: (B, H, S, d) "
                 "grows to (B, H, S + 1, d)")
     return None
 
@@ -69,7 +70,7 @@ def _cache_axis(case, e, g):
 def _decode_error(case, err):
     text = str(err)
     if "concatenation axis" in text or "core dimension" in text:
-        return ("the cache grows along the sequence axis (the second-to-last, of size S), and only the last two "
+        return msg("the cache grows along the sequence axis (the second-to-last, of size S), and only the last two "
                 "axes of k are transposed for the scores")
     return None
 

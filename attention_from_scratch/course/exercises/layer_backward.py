@@ -13,6 +13,7 @@ import numpy as np
 
 from ...attention import attention_backward, scaled_dot_product_attention
 from ...model.layers import linear_backward
+from ..i18n import msg
 from ..learning_demos import attention_layer_backward
 from .cases import Case, Exercise, _draw
 
@@ -58,8 +59,8 @@ def _linear_cases():
 def _linear_error(case, err):
     text = str(err)
     if "matmul" in text or "aligned" in text or "broadcast" in text:
-        return ("shapes: dx = dy Wᵀ is (…, d_out) @ (d_out, d_in); dW = xᵀ dy needs x and dy flattened to "
-                "(N, d_in) and (N, d_out) first (x.T reverses every axis of a 3-D array)")
+        return msg("shapes: dx = dy Wᵀ is (…, d_out) @ (d_out, d_in); dW = xᵀ dy needs x and dy flattened to "
+                   "(N, d_in) and (N, d_out) first (x.T reverses every axis of a 3-D array)")
     return None
 
 
@@ -165,6 +166,7 @@ MHA_BACKWARD = Exercise(
         ("each gradient adds up every position of every sequence: do not divide by the batch size (the loss has "
          "already averaged whatever it averages)", lambda *a: _layer(*a, per_batch=True)),
     ],
+    title="the backward passes of a matrix product, softmax, attention and a whole layer",
     task="""Last, a whole layer: `my_mha_backward(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal)` returning
 `(dx, dw_q, dw_k, dw_v, dw_o)` for `y = MultiHeadAttention(x)` without biases (section 6): `x` and
 `d_out = ∂L/∂y` are `(B, T, d_model)`, `w_q, w_k, w_v` are `(d_model, H·d_k)`, `w_o` is `(H·d_k, d_model)`, and

@@ -204,6 +204,7 @@ BIGRAM_GRAD = Exercise(
          lambda *a: _bigram(*a, normalised=False)),
     ],
     symptoms=[_bigram_overflow],
+    title="a gradient by finite differences, and the bigram's gradient",
     task="""Then `my_bigram_grad(e, inputs, targets)` returning `(loss, de)` for the bigram model of section 6: `e` is
 the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the pairs $(w_i, y_i)$); the logits of
 pair i are row `inputs[i]` of `e`; `loss` is $-\\frac1N\\sum_i \\log \\mathrm{softmax}(z_i)[y_i]$ (a 0-d array or a

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...masking import causal_mask
+from ..i18n import msg
 from .cases import Case, Exercise
 
 __all__ = ["CAUSAL_MASK"]
@@ -34,7 +35,7 @@ def _before_every_key(case, e, g):
     n_q, n_k = case.args
     g = np.asarray(g[0])
     if n_q > n_k and g.shape == (n_q, n_k) and g.dtype == bool and g[: n_q - n_k].any():
-        return ("a query before position 0 sees nothing: with T > S the first T − S queries come before every key "
+        return msg("a query before position 0 sees nothing: with T > S the first T − S queries come before every key "
                 "(query i sits at position S − T + i, which is negative for them), so their rows are all False")
     return None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
 __all__ = ["MLA_ABSORBED_SCORES"]
@@ -28,8 +29,8 @@ def _mla_cases():
     ]
 
 
-_HEAD_AXIS = ("c_kv and k_pe have no head axis: add one with [:, None] (B, 1, S, ·), so that they line up with "
-              "the batch axis of the (B, H, T, ·) queries and are shared by every head")
+_HEAD_AXIS = (msg("c_kv and k_pe have no head axis: add one with [:, None] (B, 1, S, ·), so that they line up with "
+              "the batch axis of the (B, H, T, ·) queries and are shared by every head"))
 
 
 def _no_head_axis(q_nope, q_pe, c_kv, k_pe, w_uk):
@@ -40,7 +41,8 @@ def _no_head_axis(q_nope, q_pe, c_kv, k_pe, w_uk):
 def _mla_error(case, err):
     text = str(err)
     if "mismatch in its core dimension" in text or "could not be broadcast" in text:
-        return _HEAD_AXIS + "; and transpose only their last two axes (x.T reverses every axis)"
+        return msg("{head_axis}; and transpose only their last two axes (x.T reverses every axis)",
+                   head_axis=_HEAD_AXIS)
     return None
 
 

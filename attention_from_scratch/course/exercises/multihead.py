@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...multihead import _merge_heads, _split_heads
+from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
 __all__ = ["MERGE_HEADS", "SPLIT_HEADS"]
@@ -23,7 +24,7 @@ def _merge_reference(x):
 
 def _split_error(case, err):
     if isinstance(err, TypeError) and "float" in str(err):
-        return "d_k = d_model / H must be a whole number for a reshape: divide with //, not /"
+        return msg("d_k = d_model / H must be a whole number for a reshape: divide with //, not /")
     return None
 
 
@@ -38,8 +39,8 @@ def _split_cases():
     ]
 
 
-_HEAD_SHAPE = ("the heads must come before the tokens, (B, H, T, d_k): after grouping each token's features by head, "
-               "the head and token axes still have to trade places")
+_HEAD_SHAPE = (msg("the heads must come before the tokens, (B, H, T, d_k): after grouping each token's features by "
+                   "head, the head and token axes still have to trade places"))
 
 SPLIT_HEADS = Exercise(
     "split_heads", "08_multi_head_attention", ("x", "n_heads"), ("heads",), _split_cases,
@@ -50,7 +51,8 @@ SPLIT_HEADS = Exercise(
          lambda x, h: np.reshape(x, (x.shape[0], h, x.shape[1], -1))),
         ("features interleaved: head h owns features h·d_k … (h+1)·d_k − 1, so reshape the last axis as (H, d_k), "
          "not (d_k, H)", lambda x, h: np.transpose(np.reshape(x, (*x.shape[:2], -1, h)), (0, 3, 1, 2))),
-        ("not transposed: " + _HEAD_SHAPE, lambda x, h: np.reshape(x, (*x.shape[:2], h, -1))),
+        (msg("not transposed: {head_shape}", head_shape=_HEAD_SHAPE),
+         lambda x, h: np.reshape(x, (*x.shape[:2], h, -1))),
     ],
     error_hint=_split_error,
     title="split and merge heads",

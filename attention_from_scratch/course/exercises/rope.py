@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...rope import apply_rope, rope_frequencies, rotate_half_rope
+from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
 __all__ = ["ROPE"]
@@ -29,8 +30,8 @@ def _rope_cases():
     ]
 
 
-_WRAPPED = ("positions are not wrapped around: the angle of token t is positions[t]·θ_i for any position, "
-            "4096 and beyond too")
+_WRAPPED = (msg("positions are not wrapped around: the angle of token t is positions[t]·θ_i for any position, "
+            "4096 and beyond too"))
 
 
 def _wrapped(period):

@@ -14,13 +14,14 @@ import warnings
 
 import numpy as np
 
+from ..i18n import Message, msg
 from .cases import Case, Exercise
-from .compare import close, compare, describe_arg, parts, rtol_of
+from .compare import close, compare, describe_arg, hint_line, parts, rtol_of
 
 __all__ = ["run"]
 
-_IN_PLACE = ("work on new arrays: `x = x / s` makes a new one, while `x /= s`, `x[...] = ...`, `x.shape = ...` "
-             "or out= write into the caller's array, which it may still need")
+_IN_PLACE = (msg("work on new arrays: `x = x / s` makes a new one, while `x /= s`, `x[...] = ...`, `x.shape = ...` "
+             "or out= write into the caller's array, which it may still need"))
 
 
 def _message(err: BaseException) -> str:
@@ -28,7 +29,7 @@ def _message(err: BaseException) -> str:
     try:
         text = str(err).strip()
     except Exception:
-        return "(its message could not be shown: str() of the exception raised an error itself)"
+        return msg("(its message could not be shown: str() of the exception raised an error itself)")
     return text.splitlines()[0] if text else ""
 
 
@@ -40,7 +41,7 @@ def _changed(before, after, name: str, part_names=()):
         for i, (b, a) in enumerate(zip(before, after, strict=True)):
             sub = part_names[i] if i < len(part_names) else f"{name}[{i}]"
             if _changed(b, a, sub) is not None:
-                return f"`{name}` (its `{sub}`)"
+                return msg("`{name}` (its `{sub}`)", name=name, sub=sub)
         return None
     if isinstance(before, np.ndarray):
         same = (isinstance(after, np.ndarray) and after.shape == before.shape and after.dtype == before.dtype
@@ -64,46 +65,49 @@ def _call(ex: Exercise, fn, case: Case):
     return got, messages, changed
 
 
-def _inputs(ex: Exercise, case: Case) -> str:
+def _inputs(ex: Exercise, case: Case) -> Message:
     described = (describe_arg(a, nm, ex.part_names.get(nm, ())) for a, nm in zip(case.args, ex.arg_names, strict=True))
-    return "  inputs: " + ", ".join(described)
+    return msg("  inputs: {inputs}", inputs=", ".join(described))
 
 
 def run(ex: Exercise, fn):
-    """(passed, report) of ``fn`` on every case of ``ex``: the first failing case, or the list of cases passed."""
+    """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed."""
     fn_name = getattr(fn, "__name__", "your function")
     cases = ex.cases()
     for n, case in enumerate(cases, start=1):
         expected = ex.reference(*copy.deepcopy(case.args))
-        head = f"{ex.name}: FAILED on case {n} of {len(cases)} ({case.label})"
+        head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
+                   label=msg(case.label))
         try:
             got, warned, changed = _call(ex, fn, case)
         except NotImplementedError:
-            return False, f"{ex.name}: not implemented yet: write `{fn_name}` above, then run this cell"
+            return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell", name=ex.name,
+                               fn=fn_name)]
         except (Exception, SystemExit) as err:  # the student's bug, in one line instead of a traceback wall
-            lines = [head, _inputs(ex, case), f"  {fn_name} raised {type(err).__name__}: {_message(err)}"]
+            lines = [head, _inputs(ex, case), msg("  {fn} raised {err}: {message}", fn=fn_name, err=type(err).__name__,
+                                                  message=_message(err))]
             hint = _hint_for_error(ex, case, err, n, fn_name)
-            return False, "\n".join(lines + ([f"  hint: {hint}"] if hint else []))
+            return False, lines + ([hint_line(hint)] if hint else [])
         if changed is not None:
-            lines = [head, _inputs(ex, case), f"  your function changed its input {changed} in place",
-                     f"  hint: {_IN_PLACE}"]
-            return False, "\n".join(lines)
+            return False, [head, _inputs(ex, case), msg("  your function changed its input {changed} in place",
+                                                        changed=changed), hint_line(_IN_PLACE)]
         try:
             problem = compare(ex, case, expected, got)
         except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
-            problem = [f"  could not compare the answer with the expected one ({type(err).__name__}: {_message(err)})"]
+            problem = [msg("  could not compare the answer with the expected one ({err}: {message})",
+                           err=type(err).__name__, message=_message(err))]
         if problem is None:
             continue
         lines = [head, _inputs(ex, case), *problem]
         if warned:
-            lines.append("  NumPy warned: " + "; ".join(warned))
+            lines.append(msg("  NumPy warned: {warnings}", warnings="; ".join(warned)))
         try:
-            hint = None if "hint:" in problem[-1] else _hint(ex, case, expected, got)
+            hint = None if problem[-1].template == "  hint: {hint}" else _hint(ex, case, expected, got)
         except Exception:  # a hint is a bonus; never let looking for one hide the report
             hint = None
-        return False, "\n".join(lines + ([f"  hint: {hint}"] if hint else []))
-    covered = "; ".join(c.label for c in cases)
-    return True, f"{ex.name}: all {len(cases)} cases passed. Well done!\n  cases: {covered}"
+        return False, lines + ([hint_line(hint)] if hint else [])
+    return True, [msg("{name}: all {n} cases passed. Well done!", name=ex.name, n=len(cases)),
+                  msg("  cases: {cases}", cases=[msg(c.label) for c in cases])]
 
 
 def _hint(ex: Exercise, case: Case, expected, got):
@@ -137,16 +141,18 @@ def _hint(ex: Exercise, case: Case, expected, got):
     for name, ee, gg in zip(ex.outputs, expected_parts, got_parts, strict=True):
         ee, gg = np.asarray(ee), np.asarray(gg)
         if gg.dtype.kind == "f" and np.isnan(gg).any() and not np.isnan(ee).any():
-            return f"{name} has nan where the answer is finite: look for inf - inf, 0/0 or exp overflow"
+            return msg("{name} has nan where the answer is finite: look for inf - inf, 0/0 or exp overflow",
+                       name=name)
     return None
 
 
 def _hint_for_error(ex: Exercise, case: Case, err: BaseException, n: int, fn_name: str):
     text = _message(err)
+    text = text if isinstance(text, str) else ""  # an exception whose str() raised
     if isinstance(err, SystemExit):
-        return "exit() or sys.exit() stops the program: return the result instead"
+        return msg("exit() or sys.exit() stops the program: return the result instead")
     if isinstance(err, TypeError) and "positional argument" in text:
-        return f"check the signature: the checker calls {fn_name}({', '.join(ex.arg_names)})"
+        return msg("check the signature: the checker calls {call}", call=f"{fn_name}({', '.join(ex.arg_names)})")
     try:
         specific = ex.error_hint(case, err) if ex.error_hint else None
     except Exception:
@@ -155,8 +161,8 @@ def _hint_for_error(ex: Exercise, case: Case, err: BaseException, n: int, fn_nam
         return specific
     if "could not be broadcast" in text or "mismatch in its core dimension" in text:
         if n > 1 and any(isinstance(a, np.ndarray) and a.ndim > 2 for a in case.args):
-            return ("earlier cases passed, and this one has batch/head dimensions: x.T reverses every axis, so "
+            return msg("earlier cases passed, and this one has batch/head dimensions: x.T reverses every axis, so "
                     "transpose only the last two; reductions need keepdims so that the result broadcasts back")
-        return "shapes do not line up: keep the reduced axis (keepdims) so the result broadcasts, and transpose only " \
-               "the last two axes"
+        return msg("shapes do not line up: keep the reduced axis (keepdims) so the result broadcasts, and transpose "
+                   "only the last two axes")
     return None

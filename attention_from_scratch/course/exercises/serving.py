@@ -9,6 +9,7 @@ import numpy as np
 
 from ...serving import merge_partials
 from ...softmax import logsumexp, softmax
+from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
 __all__ = ["MERGE_PARTIALS"]
@@ -70,7 +71,7 @@ def _empty_nan(case, e, g):
     """nan where a row saw no key in either split."""
     both_empty = np.isneginf(e[1])
     if both_empty.any() and np.isnan(np.asarray(g[0], dtype=np.float64)[both_empty]).any():
-        return ("a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Such a row needs a "
+        return msg("a row that saw no key in either split has lse −∞ in both: −∞ − (−∞) is nan. Such a row needs a "
                 "guard of its own, row by row (a test of the whole array is not enough): its result is out 0, "
                 "lse −∞")
     return None
@@ -81,7 +82,7 @@ def _overflow(case, e, g):
     got = [np.asarray(x, dtype=np.float64) for x in g]
     finite = [np.isfinite(np.asarray(x, dtype=np.float64)) for x in e]
     if any((~np.isfinite(x) & f).any() for x, f in zip(got, finite, strict=True)):
-        return ("overflow or underflow: e^lse of a huge (or very negative) lse is inf (or 0, then 0/0); "
+        return msg("overflow or underflow: e^lse of a huge (or very negative) lse is inf (or 0, then 0/0); "
                 "only differences of lse may be exponentiated: subtract the larger lse of each row first")
     return None
 
@@ -89,7 +90,7 @@ def _overflow(case, e, g):
 def _shape_error(case, err):
     text = str(err)
     if "broadcast" in text or "shapes" in text:
-        return "lse has no d_v axis: give each row's weight one with [..., None] before multiplying out"
+        return msg("lse has no d_v axis: give each row's weight one with [..., None] before multiplying out")
     return None
 
 

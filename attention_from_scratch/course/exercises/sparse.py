@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...sparse import index_scores
+from ..i18n import msg
 from .cases import Case, Exercise, _draw
 
 __all__ = ["INDEX_SCORES"]
@@ -63,14 +64,14 @@ def _off_by_one(case, got):
     for shift in (1, -1):
         visible = np.tril(np.ones((t, s), dtype=bool), k=s - t + shift)
         if np.array_equal(np.broadcast_to(visible, got.shape), np.isfinite(got)):
-            return ("off by one at the causal edge: query i sits at position S − T + i and sees the keys up to "
+            return msg("off by one at the causal edge: query i sits at position S − T + i and sees the keys up to "
                     "its own position, that one included, and none after it")
     return None
 
 
 def _error_hint(case, err):
     if "broadcast" in str(err):
-        return ("w is (B, T, H_I) but the per-head dot products are (B, H_I, T, S): move w's head axis to "
+        return msg("w is (B, T, H_I) but the per-head dot products are (B, H_I, T, S): move w's head axis to "
                 "where q's is before weighting, and give it a trailing axis for S")
     return None
 

@@ -1,14 +1,17 @@
-"""The course's figures, drawn with matplotlib: one module per course part, each with its own ``FIGURES``.
+"""The course's figures, drawn with matplotlib: one module per idea of the course, each with its own ``FIGURES``.
 
     plots/heatmaps.py   attention-weight heatmaps, shared by every part
+    plots/scores.py     notebooks 01-04 (dot product, similarity, the sqrt(d_k) scaling, softmax)
     plots/averaging.py  notebook 05 (from averaging to attention)
-    plots/part1.py      notebooks 01-08 (dot product to multi-head attention)
-    plots/part2.py      notebooks 09-16 (KV cache, RoPE, MLA, FlashAttention, applications, quiz)
+    plots/attention.py  notebooks 06-08 (one head, the causal mask, multi-head and cross-attention)
+    plots/inference.py  notebooks 09-13 (KV cache, RoPE, MLA, FlashAttention)
     plots/sparse.py     notebook 12 (DeepSeek-V3.2's sparse attention: selected keys, recall, cost)
     plots/serving.py    notebook 14 (sliding windows and the rolling cache, paged blocks, ring attention)
-    plots/capstone.py   notebook 19 (training)
+    plots/applications.py notebooks 15-16 (recommender, InfoNCE, dot vs additive saturation)
+    plots/capstone.py   notebook 19 (training, drawn from stored results: course/results.py)
     plots/schematics.py data-flow diagrams with shapes (notebooks 06, 08, 09, 11, 18)
-    plots/learning.py   notebooks/next/learning_from_data (gradient descent, the learning rate, Adam)
+    plots/learning.py   notebooks/next/learning_from_data (gradient descent, the learning rate, Adam) and
+                        notebook 18's training of one attention layer (drawn from stored results)
     plots/block.py      notebooks/next/transformer_block (the block diagram, residuals, GELU)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
@@ -32,7 +35,8 @@ from .. import output_folder, say
 __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
-PARTS = ("averaging", "part1", "part2", "sparse", "serving", "capstone", "schematics", "learning", "block")
+PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
+         "learning", "block")
 
 
 def save_figure(fig, path) -> Path:

@@ -10,11 +10,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ...averaging import nadaraya_watson
-from ..examples import kernel_regression_data, kernel_regression_truth
+from ..examples import SIGMAS, kernel_regression_data, kernel_regression_truth
 
 __all__ = ["FIGURES", "plot_kernel_regression"]
 
-SIGMAS = (0.1, 0.4, 2.0)  # too narrow, about right, too wide
 
 
 def plot_kernel_regression(sigmas=SIGMAS):

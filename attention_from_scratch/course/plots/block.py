@@ -7,8 +7,9 @@ connections keep gradients alive, and GELU.
                          and the size of the residual stream
     block_gelu.png       GELU (exact and tanh form) beside ReLU, and the two forms' difference
 
-The diagram is a drawing; the other two draw the runs they are given, by default those of
-:mod:`attention_from_scratch.course.learning_demos` and the capstone's ``gelu_forward``.
+The diagram is a drawing; the residual figure draws the norms it is given (by default the stored run of
+:func:`..learning_demos.residual_gradient_norms`, ``course/data/learning.json``), the GELU figure the
+capstone's ``gelu_forward`` on a grid.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from matplotlib.patches import FancyBboxPatch
 
 from ...model.layers import gelu_forward
-from ..learning_demos import residual_gradient_norms
+from ..results import load
 
 __all__ = ["FIGURES", "plot_block_diagram", "plot_gelu", "plot_residual_gradients"]
 
@@ -99,7 +100,8 @@ def plot_block_diagram():
 
 def plot_residual_gradients(norms=None):
     """Left: |∂L/∂x_l| against the layer l, plain stack vs residual (log scale). Right: |x_l| of the residual stream."""
-    norms = residual_gradient_norms() if norms is None else norms
+    if norms is None:
+        norms = {kind: np.asarray(values) for kind, values in load("learning")["residual"].items()}
     depth = len(norms["plain"]) - 1
     layers = np.arange(depth, -1, -1)  # the norms run from the top layer down
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))

@@ -1,27 +1,18 @@
 """Figures of the capstone, notebook 19: a small Transformer trained in NumPy, its heads forming, three ablations.
 
-Each figure function takes the training results it draws (so the notebook passes its own runs and
-nothing trains twice); called with no arguments, as the figures command does, it runs the recipe of
-:data:`attention_from_scratch.model.training.RECIPES` (seeded, cached for the process).
-
-What is reproducible: training holds BLAS to one thread, so the curves (and these PNGs) are the same
-for any thread count on one BLAS build and CPU kernel; another kernel (OpenBLAS's Haswell vs SkylakeX
-code, say) rounds the matmuls differently, and over hundreds of steps the curves drift apart in their
-later digits, which can move a line by a pixel. The flash ablation draws differences below 1e-15 at
-1e-15, so that figure does not depend on which rounding happened.
+Each figure function only draws what it is given: notebook 19 passes its own runs; called with no
+arguments, as the figures command does, it draws the stored results of :func:`..results.capstone_results`
+(``course/data/capstone.json``, written by ``tools/store_results.py``), so the PNGs do not depend on the
+BLAS build of the machine that draws them. The flash ablation draws differences below 1e-15 at 1e-15.
 """
 
 from __future__ import annotations
 
-import functools
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...model.emergence import train_watching_heads
-from ...model.tasks import evaluate, strongest_heads
-from ...model.training import RECIPES, SCALE_LRS, SCALE_SEEDS, fit
 from ..examples import head_weights, mha_head_example
+from ..results import causal_accuracies, learned_heads, load
 from .heatmaps import plot_attention_weights
 
 __all__ = [
@@ -35,28 +26,8 @@ __all__ = [
 ]
 
 
-@functools.cache
-def _run(name):
-    """``fit(**RECIPES[name])``, once per process: the figures command draws several figures per run."""
-    return fit(**RECIPES[name])
-
-
-@functools.cache
-def _watched():
-    """The induction run with its head scores recorded (same losses as ``_run("induction")``)."""
-    return train_watching_heads(RECIPES["induction"])
-
-
-def scale_runs():
-    """Ablation 1's runs: each variant's best learning rate on seed 0, then every seed at that rate.
-
-    Returns ``(runs, lrs, sweep)``: ``runs[scale]`` the histories over SCALE_SEEDS, ``lrs[scale]`` the
-    chosen rate, ``sweep[scale][lr]`` seed 0's final loss at each rate.
-    """
-    sweep = {s: {lr: _run(f"scale_{s}_lr{lr:g}_0")[1].final() for lr in SCALE_LRS} for s in (True, False)}
-    lrs = {s: min(SCALE_LRS, key=sweep[s].get) for s in (True, False)}
-    runs = {s: [_run(f"scale_{s}_lr{lrs[s]:g}_{seed}")[1] for seed in SCALE_SEEDS] for s in (True, False)}
-    return runs, lrs, sweep
+def _stored(part):
+    return load("capstone")[part]
 
 
 def _smooth(values, width=10):
@@ -71,15 +42,18 @@ def _smooth(values, width=10):
 def plot_training_loss(history=None, task=None):
     """Loss per step of the induction run, and the floor no causal model can beat (the first half)."""
     if history is None:
-        history, task = _watched()[1], RECIPES["induction"]["task"]
-    low, high = task.length
-    floor = np.mean([task.loss_floor(n) for n in range(low, high + 1)])
+        stored = _stored("induction")
+        loss, floor, vocab_size = stored["loss"], stored["floor"], stored["vocab_size"]
+    else:
+        low, high = task.length
+        loss, floor, vocab_size = history.loss, np.mean([task.loss_floor(n) for n in range(low, high + 1)]), \
+            task.vocab_size
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    ax.plot(history.loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
-    ax.plot(_smooth(history.loss), color="tab:blue", label="running mean (10 steps)")
+    ax.plot(loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
+    ax.plot(_smooth(loss), color="tab:blue", label="running mean (10 steps)")
     ax.axhline(floor, color="gray", ls="--", lw=1,
                label=f"floor (a lower bound): the unpredictable first half ({floor:.2f})")
-    guess = np.log(task.vocab_size)
+    guess = np.log(vocab_size)
     ax.axhline(guess, color="gray", ls=":", lw=1, label=f"guessing: ln V = {guess:.2f}")
     ax.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="A 2-layer Transformer learns induction")
     ax.legend(fontsize=8)
@@ -89,21 +63,18 @@ def plot_training_loss(history=None, task=None):
 
 def plot_learned_heads(model=None, tokens=None, length=8):
     """Notebook 08's hand-built previous-token head beside the trained model's two heads on one sequence."""
-    if model is None:
-        model, task = _watched()[0], RECIPES["induction"]["task"]
-        tokens = task.sample(np.random.default_rng(7), 1, length)[0]
-    (l_p, h_p, s_p), (l_i, h_i, s_i), maps = strongest_heads(model, tokens, length)
+    heads = _stored("induction")["heads"] if model is None else learned_heads(model, tokens, length)
+    length, labels = heads["length"], heads["labels"]
     words, x, w_q, w_k = mha_head_example()
     hand = head_weights(x[None], w_q, w_k, 2)[0, 0]  # (T, T): notebook 08's head 0
-    labels = [str(int(t)) for t in np.asarray(tokens)[0]]
     fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [0.6, 1, 1]})
     plot_attention_weights(hand, words, title="notebook 08: previous-token head\n(set by hand)", ax=axes[0],
                            colorbar=False)
-    for ax, (layer, head, score, what) in zip(
-        axes[1:], [(l_p, h_p, s_p, "previous-token head"), (l_i, h_i, s_i, "induction head")], strict=True
-    ):
-        plot_attention_weights(maps[layer][0, head], labels, ax=ax, colorbar=False,
-                               title=f"learned {what}: layer {layer}, head {head}\n(score {score:.2f})")
+    for ax, (which, what) in zip(axes[1:], [("previous_token", "previous-token head"),
+                                            ("induction", "induction head")], strict=True):
+        h = heads[which]
+        plot_attention_weights(np.asarray(h["map"]), labels, ax=ax, colorbar=False,
+                               title=f"learned {what}: layer {h['layer']}, head {h['head']}\n(score {h['score']:.2f})")
     axes[2].plot(np.arange(length - 1) + 1, np.arange(length, 2 * length - 1), "o", mfc="none", mec="tab:red",
                  ms=13, label="key after the earlier copy of the query's token")
     axes[2].legend(loc="upper right", fontsize=8)
@@ -114,15 +85,18 @@ def plot_learned_heads(model=None, tokens=None, length=8):
 def plot_head_emergence(trace=None, history=None):
     """Left: the loss against the step. Right: the best previous-token and induction scores against the step."""
     if trace is None:
-        _, history, trace = _watched()
+        stored = _stored("induction")
+        loss, best, onset = stored["loss"], stored["trace"], stored["onset"]
+    else:
+        loss, best = history.loss, {which: trace.best(which) for which in ("previous_token", "induction")}
+        onset = trace.onset("induction", 0.5)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 3.9))
-    ax1.plot(_smooth(history.loss), color="tab:blue", label="loss (running mean, 10 steps)")
+    ax1.plot(_smooth(loss), color="tab:blue", label="loss (running mean, 10 steps)")
     ax1.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="The loss")
     for which, color, label in (("previous_token", "tab:green", "best previous-token score"),
                                 ("induction", "tab:red", "best induction score")):
-        steps, scores = trace.best(which)
+        steps, scores = best[which]
         ax2.plot(steps, scores, "o-", ms=3, color=color, label=label)
-    onset = trace.onset("induction", 0.5)
     for ax in (ax1, ax2):
         if onset is not None:
             ax.axvline(onset, color="0.4", ls="--", lw=1,
@@ -137,16 +111,23 @@ def plot_head_emergence(trace=None, history=None):
 def plot_ablation_scale(runs=None, lrs=None):
     """Loss curves with and without 1/sqrt(d_k) at a large head size: mean over seeds and the range they span."""
     if runs is None:
-        runs, lrs, _ = scale_runs()
+        stored = _stored("scale")
+        losses, lrs, d_k = ({s: stored["runs"][str(s)] for s in (True, False)},
+                            {s: stored["lrs"][str(s)] for s in (True, False)}, stored["d_k"])
+    else:
+        losses, d_k = {s: [h.loss for h in runs[s]] for s in runs}, None
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for scale, color in ((True, "tab:blue"), (False, "tab:red")):
-        curves = np.array([_smooth(h.loss) for h in runs[scale]])  # (seeds, steps)
+        curves = np.array([_smooth(loss) for loss in losses[scale]])  # (seeds, steps)
         rate = f", lr {lrs[scale]:g}" if lrs else ""
         label = ("scores / sqrt(d_k)" if scale else "no scaling") + f"{rate}: mean of {len(curves)} seeds"
         ax.plot(curves.mean(0), color=color, lw=1.5, label=label)
         ax.fill_between(np.arange(curves.shape[1]), curves.min(0), curves.max(0), color=color, alpha=0.2,
                         label="lowest to highest seed")
-    d_k = RECIPES[f"scale_True_lr{SCALE_LRS[0]:g}_0"]["config"].d_k
+    if d_k is None:  # the notebook's runs: the recipes' head size
+        from ...model.training import RECIPES, SCALE_LRS
+
+        d_k = RECIPES[f"scale_True_lr{SCALE_LRS[0]:g}_0"]["config"].d_k
     ax.set(xlabel="training step", ylabel="loss (running mean)", title=f"Ablation: one head of d_k = {d_k}")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -156,17 +137,21 @@ def plot_ablation_scale(runs=None, lrs=None):
 def plot_ablation_causal(runs=None, task=None):
     """Without the causal mask the loss drops below the floor (it reads the answer), and generation fails."""
     if runs is None:
-        runs = {causal: _run("copy" if causal else "no_mask") for causal in (True, False)}
-        task = RECIPES["copy"]["task"]
+        stored = _stored("causal")
+        losses, floor = {c: stored["loss"][str(c)] for c in (True, False)}, stored["floor"]
+        accuracy = {c: stored["accuracy"][str(c)] for c in (True, False)}
+    else:
+        losses, floor = {c: runs[c][1].loss for c in runs}, task.loss_floor(task.length)
+        accuracy = {c: a for c, a in zip(runs, causal_accuracies(runs, task).values(), strict=True)}
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.4, 1]})
     for causal, color in ((True, "tab:blue"), (False, "tab:red")):
-        ax1.plot(_smooth(runs[causal][1].loss), color=color, label="causal mask" if causal else "no mask")
-    ax1.axhline(task.loss_floor(task.length), color="gray", ls="--", lw=1, label="floor for a causal model")
+        ax1.plot(_smooth(losses[causal]), color=color, label="causal mask" if causal else "no mask")
+    ax1.axhline(floor, color="gray", ls="--", lw=1, label="floor for a causal model")
     ax1.set(xlabel="training step", ylabel="loss (running mean)", title="Training loss")
     ax1.legend(fontsize=8)
     names = ["scored on the true sequence", "generated"]
     for n, (causal, color) in enumerate(((True, "tab:blue"), (False, "tab:red"))):
-        accs = [evaluate(runs[causal][0], task, generate=g) for g in (False, True)]
+        accs = accuracy[causal]
         x = np.arange(2) + 0.38 * n
         ax2.bar(x, accs, 0.38, color=color, label="causal mask" if causal else "no mask")
         for xi, a in zip(x, accs, strict=True):
@@ -181,7 +166,7 @@ def plot_ablation_causal(runs=None, task=None):
 def plot_ablation_flash(sdpa=None, flash=None):
     """The same training with attention="sdpa" and "flash": equal loss curves up to rounding."""
     if sdpa is None:
-        sdpa, flash = _run("copy")[1].loss, _run("flash")[1].loss
+        sdpa, flash = _stored("flash")["sdpa"], _stored("flash")["flash"]
     n = len(flash)
     sdpa = np.asarray(sdpa[:n])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))

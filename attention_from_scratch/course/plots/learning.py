@@ -8,8 +8,10 @@ momentum and Adam.
     18_one_layer_training.png  notebook 18: one multi-head attention layer trained by hand, its loss and
                             its two heads' weights (each head learns to look at the previous position)
 
-Each function draws the runs it is given; with none, it takes them from
-:mod:`attention_from_scratch.course.learning_demos` (the notebook asserts its own runs equal those).
+Each function only draws the runs it is given: the notebooks pass their own (and assert them equal to
+:mod:`attention_from_scratch.course.learning_demos`'s); called with no arguments, as the figures command does,
+it draws the stored runs (``course/data/learning.json``, written by ``tools/store_results.py`` from those
+functions), so the figures command trains nothing.
 """
 
 from __future__ import annotations
@@ -17,18 +19,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..learning_demos import (
-    BOWL_CURVATURES,
-    REGRESSION,
-    attention_layer_weights,
-    bigram_floor,
-    bigram_pairs,
-    bowl_runs,
-    previous_token_batch,
-    regression_runs,
-    train_attention_layer,
-    train_bigram,
-)
+from ..learning_demos import BOWL_CURVATURES, REGRESSION
+from ..results import load
 from .heatmaps import plot_attention_weights
 
 __all__ = ["FIGURES", "LOSS_SCALES", "plot_adam_vs_gd", "plot_layer_training", "plot_learning_rates", "plot_momentum"]
@@ -38,7 +30,8 @@ _COLORS = ("tab:orange", "tab:green", "tab:red")
 
 def plot_learning_rates(runs=None):
     """Left: L(θ) with the first iterates of each run. Right: |θ_t − θ*| against the step t (log scale)."""
-    runs = regression_runs() if runs is None else runs
+    if runs is None:
+        runs = {float(lr): np.asarray(path) for lr, path in load("learning")["regression"].items()}
     s, y = (np.asarray(REGRESSION[k]) for k in ("s", "y"))
     best = float(np.sum(s * y) / np.sum(s * s))
     loss = lambda w: np.mean((np.multiply.outer(w, s) - y) ** 2, axis=-1)  # noqa: E731
@@ -63,7 +56,8 @@ def plot_learning_rates(runs=None):
 
 def plot_momentum(runs=None):
     """The paths on the bowl's contours (left) and the loss against the step (right, log scale)."""
-    runs = bowl_runs() if runs is None else runs
+    if runs is None:
+        runs = {name: np.asarray(path) for name, path in load("learning")["bowl"].items()}
     c = np.asarray(BOWL_CURVATURES)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.3, 1]})
     a, b = np.meshgrid(np.linspace(-1.2, 1.2, 200), np.linspace(-0.4, 1.2, 200))
@@ -92,11 +86,8 @@ def plot_adam_vs_gd(runs=None, floor=None):
     ``runs``: ``{(method, lr, loss_scale): losses}``; by default gradient descent at lr 100 and Adam at 0.3.
     """
     if runs is None:
-        runs = {(m, lr, scale): train_bigram(m, lr, 100, loss_scale=scale)
-                for m, lr in (("gd", 100.0), ("adam", 0.3)) for scale in LOSS_SCALES}
-    if floor is None:
-        vocab, inputs, targets = bigram_pairs()
-        floor = bigram_floor(inputs, targets, len(vocab))
+        stored = load("learning")["bigram"]
+        runs, floor = {(m, lr, scale): losses for m, lr, scale, losses in stored["runs"]}, stored["floor"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     names = {"gd": "gradient descent", "adam": "Adam"}
     for (method, lr, scale), losses in runs.items():
@@ -115,8 +106,8 @@ def plot_adam_vs_gd(runs=None, floor=None):
 def plot_layer_training(losses=None, weights=None):
     """Left: the loss of each step (log scale). Right: each head's weights, averaged over probe sequences."""
     if losses is None:
-        losses, layer = train_attention_layer()
-        weights = attention_layer_weights(layer, previous_token_batch(np.random.default_rng(7), 64)[0]).mean(axis=0)
+        stored = load("learning")["layer"]
+        losses, weights = stored["losses"], np.asarray(stored["weights"])
     n_heads, t = weights.shape[0], weights.shape[-1]
     fig, axes = plt.subplots(1, 1 + n_heads, figsize=(4.4 * (1 + n_heads), 3.9))
     axes[0].semilogy(losses, color="tab:blue")

@@ -1,8 +1,8 @@
 """Figures of notebook 12, DeepSeek-V3.2's sparse attention: the selected keys, recall against k, the cost.
 
-Each function draws on a new figure and returns it; the data come from the package's computations and
-:func:`attention_from_scratch.course.examples.indexer_example` (seeded), so the notebook and the
-figures command draw the same picture.
+Each function draws on a new figure and returns it. The trained indexer's figures draw the stored results
+of :func:`..results.indexer_results` (``course/data/indexer.json``, so that no figure depends on the BLAS
+build that trains the indexer); the cost figure draws the package's counts.
 """
 
 from __future__ import annotations
@@ -12,44 +12,23 @@ import numpy as np
 
 from ...kv_cache import decode_bytes_read, decode_flops
 from ...mla import MLAConfig
-from ...sparse import topk_mask
-from ...sparse_training import attention_mass_recall
-from ..examples import RECALL_KS, indexer_example
+from ..examples import RECALL_KS
+from ..results import load
 
-__all__ = ["FIGURES", "indexer_recalls", "plot_dsa_cost", "plot_recall_vs_k", "plot_selected_keys"]
-
-
-def _scores(layer, x):
-    return layer.index_scores(x, layer.query_latent(x), layer.index_keys(x, 0))  # (B, T, S)
+__all__ = ["FIGURES", "plot_dsa_cost", "plot_recall_vs_k", "plot_selected_keys"]
 
 
-def _oracle_scores(target):
-    t = target.shape[-1]
-    return np.where(np.tril(np.ones((t, t), dtype=bool)), target, -np.inf)  # the dense weights themselves
-
-
-def indexer_recalls(ks=RECALL_KS) -> dict:
-    """Held-out recall of the dense attention mass at each k: random indexer, trained one, the best possible."""
-    ex = indexer_example()
-    x, target = ex["held_out"], ex["target"]
-    scores = {"random": _scores(ex["random"], x), "trained": _scores(ex["trained"], x),
-              "oracle": _oracle_scores(target)}
-    return {name: [attention_mass_recall(s, target, k) for k in ks] for name, s in scores.items()}
-
-
-def plot_selected_keys(k: int = 8, sequence: int = 0):
+def plot_selected_keys(stored=None):
     """The dense attention of one held-out sequence beside the part of it each indexer's top-k keeps."""
-    ex = indexer_example()
-    x, target = ex["held_out"], ex["target"]
+    stored = load("indexer") if stored is None else stored
+    k, sequence, target = stored["k"], stored["sequence"], np.asarray(stored["target"])
     fig, axes = plt.subplots(1, 3, figsize=(12, 4.2))
-    panels = [("dense attention (mean over heads)", target[sequence], None)]
+    panels = [("dense attention (mean over heads)", target, None)]
     for name in ("random", "trained"):
-        scores = _scores(ex[name], x)[sequence : sequence + 1]  # (1, T, T)
-        mask = topk_mask(scores, k)[0]
-        recall = attention_mass_recall(scores, target[sequence : sequence + 1], k)
-        panels.append((f"{name} indexer: the weight its top-{k} keeps\n(recall {recall:.2f})",
-                       np.where(mask, target[sequence], 0.0), mask))
-    vmax = float(np.max(target[sequence]))
+        mask = np.asarray(stored[name]["mask"], dtype=bool)
+        panels.append((f"{name} indexer: the weight its top-{k} keeps\n(recall {stored[name]['recall']:.2f})",
+                       np.where(mask, target, 0.0), mask))
+    vmax = float(np.max(target))
     for ax, (title, data, mask) in zip(axes, panels, strict=True):
         ax.imshow(data, cmap="viridis", vmin=0, vmax=vmax)
         if mask is not None:  # outline the selected keys
@@ -61,9 +40,9 @@ def plot_selected_keys(k: int = 8, sequence: int = 0):
     return fig
 
 
-def plot_recall_vs_k():
+def plot_recall_vs_k(recalls=None):
     """Recall of the dense attention mass against k: random vs trained indexer vs the dense weights' own top-k."""
-    recalls = indexer_recalls()
+    recalls = load("indexer")["recalls"] if recalls is None else recalls
     fig, ax = plt.subplots(figsize=(6.4, 4))
     styles = {"oracle": ("k--", "the dense weights' own top-k (the best possible)"),
               "trained": ("o-", "trained indexer (KL warm-up)"), "random": ("s-", "random indexer")}
