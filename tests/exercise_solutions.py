@@ -51,6 +51,43 @@ def my_merge_heads(x):
     return x.reshape(b, t, h * d_k)  # (B, T, H, d_k) -> (B, T, H·d_k)
 
 
+def my_numerical_gradient(f, x, eps):
+    """df/dx by central differences, one entry at a time: (f(x + ε e) − f(x − ε e)) / (2ε)."""
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):  # every entry of x, whatever its shape
+        step = np.zeros_like(x)
+        step[index] = eps  # ε at this entry, 0 elsewhere
+        grad[index] = (f(x + step) - f(x - step)) / (2 * eps)  # x + step is a new array: x is not changed
+    return grad
+
+
+def my_bigram_grad(e, inputs, targets):
+    """(loss, de) of the bigram table e (V, V): logits z_i = e[inputs[i]], L = −mean log softmax(z_i)[targets[i]]."""
+    n, v = len(inputs), e.shape[0]
+    z = e[inputs]  # (N, V): one row of logits per pair
+    z = z - np.max(z, axis=-1, keepdims=True)  # the softmax does not change; exp cannot overflow
+    log_p = z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))  # (N, V): log softmax
+    loss = -np.mean(log_p[np.arange(n), targets])
+    d_z = (np.exp(log_p) - np.eye(v, dtype=e.dtype)[targets]) / n  # (softmax − one-hot) / N
+    d_e = np.zeros_like(e)
+    np.add.at(d_e, inputs, d_z)  # row a sums the rows of the pairs whose input is a
+    return loss, d_e
+
+
+def my_rms_norm(x, g, eps):
+    """RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · g."""
+    rms = np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)  # (..., 1): one number per position
+    return x / rms * g
+
+
+def my_cross_entropy_grad(logits, targets):
+    """dL/dlogits of the mean softmax cross-entropy over every position: (softmax − one-hot) / N."""
+    z = logits - np.max(logits, axis=-1, keepdims=True)  # (..., V)
+    p = np.exp(z) / np.sum(np.exp(z), axis=-1, keepdims=True)
+    one_hot = np.eye(logits.shape[-1], dtype=logits.dtype)[targets]  # (..., V)
+    return (p - one_hot) / targets.size  # N = the number of positions
+
+
 def my_decode_step(q, k_new, v_new, k_cache, v_cache):
     """One decoding step: append the new token's key and value to the cache, then attend over all of it.
 
@@ -141,6 +178,14 @@ def my_info_nce(q, k, temperature):
     return np.mean(lse - np.diagonal(logits))  # the positive k_i sits on the diagonal
 
 
+def my_linear_backward(x, w, dy):
+    """(dx, dw) of y = x @ w: dx = dy wᵀ, and dw = xᵀ dy summed over every position."""
+    dx = dy @ w.T  # (..., d_out) @ (d_out, d_in) -> (..., d_in)
+    x_rows = x.reshape(-1, w.shape[0])  # (..., d_in) -> (N, d_in): every position is a row
+    dy_rows = dy.reshape(-1, w.shape[1])  # (..., d_out) -> (N, d_out)
+    return dx, x_rows.T @ dy_rows  # (d_in, N) @ (N, d_out) -> (d_in, d_out)
+
+
 def my_softmax_backward(y, dy):
     """dL/dx of y = softmax(x) over the last axis: y ⊙ (dy − ⟨dy, y⟩), one inner product per row."""
     inner = np.sum(dy * y, axis=-1, keepdims=True)  # (..., 1): ⟨dy, y⟩ of each row
@@ -165,6 +210,39 @@ def my_attention_backward(q, k, v, d_out, mask=None):
     return dq, dk, dv
 
 
+def my_mha_backward(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
+    """(dx, dw_q, dw_k, dw_v, dw_o) of y = Concat(heads) W_O, head h = softmax(Q_h K_hᵀ / √d_k) V_h."""
+    b, t, _ = x.shape
+
+    def split(m):  # (B, T, H·d_k) -> (B, H, T, d_k)
+        return m.reshape(b, t, n_heads, -1).transpose(0, 2, 1, 3)
+
+    def merge(m):  # (B, H, T, d_k) -> (B, T, H·d_k)
+        return m.transpose(0, 2, 1, 3).reshape(b, t, -1)
+
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)  # forward again
+    scale = 1 / q.shape[-1] ** 0.5
+    scores = q @ np.swapaxes(k, -1, -2) * scale  # (B, H, T, T)
+    if causal:
+        scores = np.where(np.tril(np.ones((t, t), dtype=bool)), scores, -np.inf)
+    p = np.exp(scores - np.max(scores, axis=-1, keepdims=True))
+    p = p / np.sum(p, axis=-1, keepdims=True)  # the weights (every row sees at least itself)
+    a = merge(p @ v)  # (B, T, H·d_k)
+
+    def rows(m):  # (B, T, n) -> (B·T, n): every position is a row
+        return m.reshape(b * t, -1)
+
+    dw_o = rows(a).T @ rows(d_out)  # back through y = a W_O
+    da = split(d_out @ w_o.T)  # the merge's backward is a split: (B, H, T, d_k)
+    dv = np.swapaxes(p, -1, -2) @ da  # attention's backward, every head at once
+    dp = da @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
+    dq, dk = merge(ds @ k * scale), merge(np.swapaxes(ds, -1, -2) @ q * scale)  # the split's backward is a merge
+    dv = merge(dv)
+    dx = dq @ w_q.T + dk @ w_k.T + dv @ w_v.T  # x feeds three projections: their gradients add up
+    return dx, rows(x).T @ rows(dq), rows(x).T @ rows(dk), rows(x).T @ rows(dv), dw_o
+
+
 def my_adam_step(p, g, m, v, t, lr, beta1, beta2, eps):
     """One Adam step (Kingma & Ba 2015, Algorithm 1) -> (new p, new m, new v); t counts steps from 1."""
     m = beta1 * m + (1 - beta1) * g  # the running average of the gradient
@@ -180,6 +258,10 @@ SOLUTIONS = {
     "causal_mask": my_causal_mask,
     "split_heads": my_split_heads,
     "merge_heads": my_merge_heads,
+    "numerical_gradient": my_numerical_gradient,
+    "bigram_grad": my_bigram_grad,
+    "rms_norm": my_rms_norm,
+    "cross_entropy_grad": my_cross_entropy_grad,
     "kv_decode_step": my_decode_step,
     "rope": my_rope,
     "mla_absorbed_scores": my_absorbed_scores,
@@ -187,7 +269,9 @@ SOLUTIONS = {
     "online_softmax_merge": my_merge,
     "merge_partials": my_merge_partials,
     "info_nce": my_info_nce,
+    "linear_backward": my_linear_backward,
     "softmax_backward": my_softmax_backward,
     "attention_backward": my_attention_backward,
+    "mha_backward": my_mha_backward,
     "adam_step": my_adam_step,
 }

@@ -402,12 +402,12 @@ def test_decode_reference_equals_full_causal_attention():
 
 def _solution_blocks():
     blocks = {}
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in sorted([*NOTEBOOKS.glob("*.ipynb"), *NOTEBOOKS.glob("next/*.ipynb")]):  # next/: staged notebooks
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             tags = cell.get("metadata", {}).get("tags", [])
             names = [t.removeprefix("exercise-") for t in tags if t.startswith("exercise-")]
             if "solution" in tags and names:
-                blocks[names[0]] = (path.stem, "".join(cell["source"]))
+                blocks[names[0]] = (path.relative_to(NOTEBOOKS).with_suffix("").as_posix(), "".join(cell["source"]))
     return blocks
 
 

@@ -97,15 +97,16 @@ def _anchor(cells, path):
     raise SystemExit(f"error: {path}: no markdown cell with a line starting with '## Recap'; cannot place the exercise")
 
 
-def insert(path: Path, solutions) -> bool:
-    """Insert (or refresh) the exercise cells of one notebook; True if the file changed."""
+def insert(path: Path, solutions, stem: str | None = None) -> bool:
+    """Insert (or refresh) the exercise cells of one notebook; True if the file changed. ``stem``: the
+    notebook's name under notebooks/ without ``.ipynb`` (``next/transformer_block`` for a staged one)."""
     nb = nbformat.read(path, as_version=4)
     before = nbformat.writes(nb) + "\n"  # Jupyter's own files end with a newline
     old = {c.get("id"): c for c in nb.cells if TAG in c.get("metadata", {}).get("tags", [])}
     cells = [c for c in nb.cells if TAG not in c.get("metadata", {}).get("tags", [])]
     at = _anchor(cells, path)
     new = []
-    for cell in _new_cells(path.stem, solutions):
+    for cell in _new_cells(stem or path.stem, solutions):
         kept = old.get(cell["id"])
         same = kept is not None and kept["source"] == cell["source"] and kept["metadata"] == cell["metadata"]
         new.append(kept if same else cell)  # unchanged: keep its stored outputs
@@ -129,7 +130,7 @@ def main(argv):
         path = root / "notebooks" / f"{stem}.ipynb"
         if not path.exists():
             raise SystemExit(f"error: {path} not found")
-        print(f"{path.relative_to(root)}: {'updated' if insert(path, solutions) else 'unchanged'}")
+        print(f"{path.relative_to(root)}: {'updated' if insert(path, solutions, stem) else 'unchanged'}")
 
 
 if __name__ == "__main__":

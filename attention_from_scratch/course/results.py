@@ -3,7 +3,8 @@
 A training's numbers depend on the BLAS build that rounds its matmuls (OpenBLAS's Haswell and SkylakeX
 kernels differ in the last bits, and hundreds of steps carry that into the curves), so a figure drawn
 from a fresh training could change a committed PNG on another machine. The figures of notebook 12 (a
-trained indexer) and notebook 19 (the capstone's trainings) are therefore drawn from results computed
+trained indexer), notebook 19 (the capstone's trainings) and of the learning notebooks (the runs of
+``learning_demos``, notebook 18's layer training) are therefore drawn from results computed
 once, with fixed seeds, by ``python tools/store_results.py`` and stored as JSON in ``course/data/``
 (float64 values written exactly): ``python -m attention_from_scratch figures`` reads them and trains
 nothing, so it writes the same bytes on any BLAS. The notebooks train for real and pass their own
@@ -29,6 +30,7 @@ __all__ = [
     "indexer_recalls",
     "indexer_results",
     "learned_heads",
+    "learning_results",
     "load",
 ]
 
@@ -134,4 +136,12 @@ def capstone_results() -> dict:
     return {"induction": induction, "scale": scale, "causal": causal, "flash": flash}
 
 
-STORED = {"capstone": capstone_results, "indexer": indexer_results}  # file name -> the function that computes it
+def learning_results() -> dict:
+    """The runs of the learning and Transformer-block notebooks and of notebook 18's layer training."""
+    from .learning_demos import learning_results as runs
+
+    return runs()
+
+
+STORED = {"capstone": capstone_results, "indexer": indexer_results,  # file name -> the function that computes it
+          "learning": learning_results}

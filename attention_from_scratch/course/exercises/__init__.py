@@ -62,9 +62,12 @@ from ..i18n import language, msg, render
 from .applications import INFO_NCE
 from .attention import ATTENTION
 from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
+from .block import CROSS_ENTROPY_GRAD, RMS_NORM
 from .cases import Case, Exercise
 from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
+from .layer_backward import LINEAR_BACKWARD, MHA_BACKWARD
+from .learning import BIGRAM_GRAD, NUMERICAL_GRADIENT
 from .masking import CAUSAL_MASK
 from .mla import MLA_ABSORBED_SCORES
 from .multihead import MERGE_HEADS, SPLIT_HEADS
@@ -75,11 +78,13 @@ from .softmax import SOFTMAX
 from .sparse import INDEX_SCORES
 from .training import ADAM_STEP
 
-# in course order
-EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS, KV_DECODE_STEP, ROPE,
-                                    MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE, MERGE_PARTIALS,
-                                    INFO_NCE,
-                                    SOFTMAX_BACKWARD, ATTENTION_BACKWARD, ADAM_STEP]}
+# in course order (the new part "a Transformer that learns", notebooks/next/, sits after multi-head attention;
+# notebook 18's exercises keep their place until the course is renumbered)
+EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS,
+                                    NUMERICAL_GRADIENT, BIGRAM_GRAD, RMS_NORM, CROSS_ENTROPY_GRAD,
+                                    KV_DECODE_STEP, ROPE, MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE,
+                                    MERGE_PARTIALS, INFO_NCE,
+                                    LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP]}
 
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]
 

@@ -11,6 +11,9 @@
     plots/capstone.py   notebook 19 (training, drawn from stored results: course/results.py)
     plots/schematics.py data-flow diagrams with shapes (notebooks 06, 08, 09, 11, 18)
     plots/interactive.py the printed twins of the interactive figures (course/interactive/)
+    plots/learning.py   notebooks/next/learning_from_data (gradient descent, the learning rate, Adam) and
+                        notebook 18's training of one attention layer (drawn from stored results)
+    plots/block.py      notebooks/next/transformer_block (the block diagram, residuals, GELU)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -34,7 +37,7 @@ __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
 PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
-         "interactive")
+         "interactive", "learning", "block")
 
 
 def save_figure(fig, path) -> Path:

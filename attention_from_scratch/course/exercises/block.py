@@ -1,0 +1,186 @@
+"""Exercises of the notebook "The Transformer block": RMSNorm, and the gradient of softmax cross-entropy.
+
+Their cases, the package's references (``rms_norm``; the capstone's ``cross_entropy_forward`` and
+``cross_entropy_backward``), and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...mla import rms_norm
+from ...model.layers import cross_entropy_backward, cross_entropy_forward
+from ..i18n import msg
+from .cases import _OVERFLOW, Case, Exercise, _draw
+
+__all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
+
+
+# --- rms_norm ---------------------------------------------------------------------------------------------
+
+
+def _norm(x, g, eps, *, centre=False, eps_inside=True, root=True, reduce="mean", axis=-1, gain="after",
+          std=False):
+    """RMSNorm with one detail changeable: the mistakes below are this."""
+    keep = {"axis": axis, "keepdims": True}
+    xc = x - np.mean(x, **keep) if centre else x
+    if std:
+        square = np.var(x, **keep)  # np.std's square: the mean is taken away first
+    else:
+        square = np.mean(xc * xc, **keep) if reduce == "mean" else np.sum(xc * xc, **keep)
+    if gain == "before":
+        xg = x * g
+        return xg / np.sqrt(np.mean(xg * xg, **keep) + eps)
+    denom = (np.sqrt(square + eps) if eps_inside else np.sqrt(square) + eps) if root else square + eps
+    y = xc / denom
+    return y if gain == "none" else y * g
+
+
+def _rms_cases():
+    zero_row = _draw(31, (3, 6))
+    zero_row[1] = 0.0
+    return [
+        Case("one vector (1, 2, 3, 4), gain 1, eps = 0.01", (np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4), 0.01)),
+        Case("(B, T, d) = (2, 3, 8) with a gain, eps = 1e-6", (*_draw(32, (2, 3, 8), (8,)), 1e-6)),
+        Case("float32 (4, 5)", (*_draw(33, (4, 5), (5,), dtype=np.float32), 1e-6), np.float32),
+        Case("an all-zero row: eps keeps it finite (its output is 0)", (zero_row, _draw(34, (6,)), 1e-6)),
+        Case("tiny values (about 1e-4), eps = 1e-6: where eps goes matters",
+             (_draw(35, (3, 4), scale=1e-4), np.ones(4), 1e-6)),
+        Case("a larger eps = 0.5 (use the eps you are given)", (*_draw(36, (2, 6), (6,)), 0.5)),
+        Case("d = 1", (np.array([[3.0], [-0.5]]), np.array([2.0]), 1e-6)),
+    ]
+
+
+def _rms_reference(x, g, eps):
+    return rms_norm(x, g, eps)
+
+
+def _zero_row_nan(case, e, g):
+    x = case.args[0]
+    empty = ~np.any(x != 0, axis=-1)
+    got = np.asarray(g[0], dtype=np.float64)
+    if empty.any() and got.shape == x.shape and np.isnan(got[empty]).any():
+        return msg("an all-zero row gives 0/0 = nan: eps inside the root, sqrt(mean(x²) + eps), keeps it finite")
+    return None
+
+
+RMS_NORM = Exercise(
+    "rms_norm", "next/transformer_block", ("x", "g", "eps"), ("y",), _rms_cases, _rms_reference,
+    mistakes=[
+        ("RMSNorm does not subtract the mean (that is LayerNorm): divide x itself by the root of the mean of x²",
+         lambda x, g, eps: _norm(x, g, eps, centre=True)),
+        ("np.std and np.var take the mean away first: the root mean square is sqrt(mean(x²)), with no centring",
+         lambda x, g, eps: _norm(x, g, eps, std=True)),
+        ("eps goes inside the square root, sqrt(mean(x²) + eps): outside, it barely guards tiny vectors",
+         lambda x, g, eps: _norm(x, g, eps, eps_inside=False)),
+        ("divide by the root mean square, the square root of mean(x²) + eps, not by the mean square itself",
+         lambda x, g, eps: _norm(x, g, eps, root=False)),
+        ("the mean over the d features, not the sum: the sum grows with d, and the result would shrink as d grows",
+         lambda x, g, eps: _norm(x, g, eps, reduce="sum")),
+        ("normalise each position's vector on its own: reduce over the last axis (axis=-1, keepdims=True)",
+         lambda x, g, eps: _norm(x, g, eps, axis=0)),
+        ("normalise each position's vector on its own: reduce over the last axis (axis=-1, keepdims=True)",
+         lambda x, g, eps: _norm(x, g, eps, axis=None)),
+        ("multiply by the gain g (a learned d-vector; here not all ones) after normalising",
+         lambda x, g, eps: _norm(x, g, eps, gain="none")),
+        ("the gain scales the normalised vector: normalise x first, then multiply by g",
+         lambda x, g, eps: _norm(x, g, eps, gain="before")),
+        ("add eps inside the square root, sqrt(mean(x²) + eps): without it an all-zero row gives 0/0",
+         lambda x, g, eps: _norm(x, g, 0.0)),
+        ("use the eps you are given, not a constant of your own", lambda x, g, eps: _norm(x, g, 1e-6)),
+    ],
+    symptoms=[_zero_row_nan],
+    title="RMSNorm and the gradient of cross-entropy",
+    task="""Write `my_rms_norm(x, g, eps)`: RMSNorm over the last axis,
+$x / \\sqrt{\\mathrm{mean}(x^2) + \\epsilon} \\odot g$, for `x` of shape `(..., d)` (any leading batch and
+position axes), the gain `g` of shape `(d,)` and the number `eps`. Return `x`'s shape and dtype (float32 in,
+float32 out) and leave the inputs unchanged. The checker tries one vector, a `(B, T, d)` batch with a gain,
+float32, an all-zero row, tiny values (where `eps` sits matters), a larger `eps` and `d = 1`, against the
+package's `rms_norm`.""",
+    stub='''def my_rms_norm(x, g, eps):
+    """RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · g."""
+    raise NotImplementedError  # delete this line and write your code''',
+)
+
+
+# --- cross_entropy_grad -----------------------------------------------------------------------------------
+
+
+def _ce_reference(logits, targets):
+    return cross_entropy_backward(cross_entropy_forward(logits, targets, np)[1], np)
+
+
+def _ce(logits, targets, *, divide="n", sign=1.0, subtract=True, shift=True, axis=-1, onehot_only=False):
+    """(softmax(z) − onehot(y)) / N with one detail changeable: the mistakes below are this."""
+    v = logits.shape[-1]
+    z = logits - logits.max(axis=axis, keepdims=True) if shift else logits
+    p = np.exp(z) / np.sum(np.exp(z), axis=axis, keepdims=True)
+    y = np.eye(v, dtype=logits.dtype)[targets]
+    d = -y if onehot_only else sign * (p - y if subtract else p)
+    n = {"n": targets.size, "v": v, "b": logits.shape[0], "one": 1}[divide]
+    return d / n
+
+
+def _big_logits():
+    z = _draw(44, (3, 4), scale=1000.0)
+    targets = np.array([2, 0, 1])
+    z[np.arange(3), targets] = z.max(axis=1) - 3.0  # the targets just below each row's top
+    return z, targets
+
+
+def _ce_cases():
+    return [
+        Case("one position, V = 3", (np.array([[1.0, 2.0, 0.5]]), np.array([0]))),
+        Case("(N, V) = (4, 5)", (_draw(41, (4, 5)), np.array([1, 4, 0, 1]))),
+        Case("(B, T, V) = (2, 3, 4): N = B·T = 6 positions", (_draw(42, (2, 3, 4)), np.array([[0, 3, 1], [2, 2, 0]]))),
+        Case("float32 (3, 6)", (_draw(43, (3, 6), dtype=np.float32), np.array([5, 0, 2])), np.float32),
+        Case("large logits (about 1000): subtract each row's max before exp", _big_logits()),
+        Case("a target the model already gives probability ≈ 1", (np.array([[20.0, 0.0, -5.0], [0.0, 1.0, 2.0]]),
+                                                                   np.array([0, 2]))),
+        Case("(B, T, V) = (1, 5, 2), every target the same", (_draw(45, (1, 5, 2)), np.ones((1, 5), dtype=int))),
+    ]
+
+
+def _ce_index_error(case, err):
+    if isinstance(err, IndexError):
+        return msg("the logits may have leading axes, (B, T, V): build the one-hot targets with np.eye(V)[targets], "
+                   "which works for any shape of targets (or flatten to (N, V) first and reshape back)")
+    return None
+
+
+def _ce_overflow(case, e, g):
+    if np.abs(case.args[0]).max() > 700 and np.isnan(np.asarray(g[0], dtype=np.float64)).any():
+        return _OVERFLOW
+    return None
+
+
+CROSS_ENTROPY_GRAD = Exercise(
+    "cross_entropy_grad", "next/transformer_block", ("logits", "targets"), ("d_logits",), _ce_cases, _ce_reference,
+    mistakes=[
+        ("the loss is a mean over the N positions, so its gradient is divided by N (all positions of all sequences: "
+         "N = B·T for (B, T, V) logits)", lambda z, y: _ce(z, y, divide="one")),
+        ("N counts every position of every sequence, B·T: dividing by the batch size B alone leaves the gradient T "
+         "times too large", lambda z, y: _ce(z, y, divide="b")),
+        ("divide by the number of positions N, not by the vocabulary size V: the loss averages over positions",
+         lambda z, y: _ce(z, y, divide="v")),
+        ("the gradient of −log p[y] is p − onehot(y): the target's entry is negative (raising its logit lowers the "
+         "loss)", lambda z, y: _ce(z, y, sign=-1.0)),
+        ("subtract the one-hot targets: dZ = (softmax(Z) − Y)/N", lambda z, y: _ce(z, y, subtract=False)),
+        ("the softmax is part of the gradient: dZ = (softmax(Z) − Y)/N, not −Y/N alone (that is the gradient of "
+         "−z[y] only, without the log-sum-exp)", lambda z, y: _ce(z, y, onehot_only=True)),
+        ("softmax over each position's V logits (axis=-1): one distribution over the next token per position",
+         lambda z, y: _ce(z, y, axis=0)),
+    ],
+    symptoms=[_ce_overflow],
+    error_hint=_ce_index_error,
+    title="RMSNorm and the gradient of cross-entropy",
+    task="""Then `my_cross_entropy_grad(logits, targets)`: the gradient $dZ = (\\mathrm{softmax}(Z) - Y)/N$ of the mean
+cross-entropy $L = -\\frac1N\\sum \\log \\mathrm{softmax}(z)[y]$ with respect to `logits` `(..., V)`, where `targets`
+`(...)` holds each position's next-token id and N is the number of positions (every target counts). Return
+`logits`' shape and dtype; subtract each row's max before `exp`. The checker tries one position, an `(N, V)`
+matrix, `(B, T, V)` logits (N = B·T), float32, logits about 1000, a target that already has probability near 1
+and every target the same, against the capstone's `cross_entropy_backward`.""",
+    stub='''def my_cross_entropy_grad(logits, targets):
+    """dL/dlogits of the mean softmax cross-entropy: (softmax(logits) - onehot(targets)) / N."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

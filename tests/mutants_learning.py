@@ -1,0 +1,249 @@
+"""The learning notebook's mutant batteries (numerical_gradient, bigram_grad): wrong solutions as students
+write them, and other correct ones."""
+
+import numpy as np
+
+# --- numerical_gradient: wrong -----------------------------------------------------------------------------
+
+
+def ng_forward_difference(f, x, eps):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        grad[index] = (f(x + step) - f(x)) / eps
+    return grad
+
+
+def ng_divide_by_eps(f, x, eps):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        grad[index] = (f(x + step) - f(x - step)) / eps
+    return grad
+
+
+def ng_backwards(f, x, eps):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        grad[index] = (f(x - step) - f(x + step)) / (2 * eps)
+    return grad
+
+
+def ng_all_entries_at_once(f, x, eps):
+    return np.ones_like(x) * (f(x + eps) - f(x - eps)) / (2 * eps)
+
+
+def ng_rows_of_a_matrix(f, x, eps):
+    grad = np.zeros_like(x)
+    for i in range(len(x)):
+        step = np.zeros_like(x)
+        step[i] = eps
+        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def ng_own_eps(f, x, eps):
+    h = 1e-6
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+def ng_in_place_no_restore(f, x, eps):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        x[index] += eps
+        up = f(x)
+        x[index] -= 2 * eps
+        down = f(x)
+        grad[index] = (up - down) / (2 * eps)
+    return grad
+
+
+def ng_flat_result(f, x, eps):
+    flat = x.reshape(-1)
+    grad = []
+    for i in range(flat.size):
+        step = np.zeros_like(flat)
+        step[i] = eps
+        grad.append((f((flat + step).reshape(x.shape)) - f((flat - step).reshape(x.shape))) / (2 * eps))
+    return np.array(grad)
+
+
+def ng_float32(f, x, eps):
+    grad = np.zeros(x.shape, dtype=np.float32)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        grad[index] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+# --- numerical_gradient: right -----------------------------------------------------------------------------
+
+
+def ng_basis(f, x, eps):
+    basis = np.eye(x.size).reshape(x.size, *x.shape)  # one direction per entry
+    grads = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in basis]
+    return np.array(grads).reshape(x.shape)
+
+
+def ng_save_and_restore(f, x, eps):
+    work, grad = x.copy(), np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        kept = work[index]
+        work[index] = kept + eps
+        up = f(work)
+        work[index] = kept - eps
+        down = f(work)
+        work[index] = kept  # the exact value back
+        grad[index] = (up - down) / (2 * eps)
+    return grad
+
+
+def ng_flat_view(f, x, eps):
+    grad = np.empty(x.size)
+    for i in range(x.size):
+        up, down = x.copy().reshape(-1), x.copy().reshape(-1)
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = (f(up.reshape(x.shape)) - f(down.reshape(x.shape))) / (2 * eps)
+    return grad.reshape(x.shape)
+
+
+# --- bigram_grad: wrong ------------------------------------------------------------------------------------
+
+
+def _log_softmax(z):
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def _start(e, inputs, targets):
+    """What most attempts share: N, the log-probabilities (N, V) and dZ = (softmax − one-hot) / N."""
+    n = len(inputs)
+    log_p = _log_softmax(e[inputs])
+    return n, log_p, (np.exp(log_p) - np.eye(e.shape[0])[targets]) / n
+
+
+def _scatter(e, rows, d_z):
+    d_e = np.zeros_like(e)
+    np.add.at(d_e, rows, d_z)
+    return d_e
+
+
+def bg_fancy_index_add(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    d_e = np.zeros_like(e)
+    d_e[inputs] += d_z  # repeated inputs: only one row lands
+    return -log_p[np.arange(n), targets].mean(), d_e
+
+
+def bg_rows_of_targets(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].mean(), _scatter(e, targets, d_z)
+
+
+def bg_no_division(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].mean(), _scatter(e, inputs, d_z * n)
+
+
+def bg_sum_loss(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].sum(), _scatter(e, inputs, d_z)
+
+
+def bg_sign(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].mean(), _scatter(e, inputs, -d_z)
+
+
+def bg_no_max(e, inputs, targets):
+    n = len(inputs)
+    z = e[inputs]
+    p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)  # overflows for large logits
+    return -np.log(p[np.arange(n), targets]).mean(), _scatter(e, inputs, (p - np.eye(e.shape[0])[targets]) / n)
+
+
+def bg_softmax_axis0(e, inputs, targets):
+    n = len(inputs)
+    z = e[inputs]
+    z = z - z.max(axis=0, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=0, keepdims=True)
+    return -np.log(p[np.arange(n), targets]).mean(), _scatter(e, inputs, (p - np.eye(e.shape[0])[targets]) / n)
+
+
+def bg_in_place(e, inputs, targets):
+    e -= e.max(axis=1, keepdims=True)  # "the softmax does not change": but the caller's table does
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].mean(), _scatter(e, inputs, d_z)
+
+
+def bg_float64_always(e, inputs, targets):
+    e = e.astype(np.float64)
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].mean(), _scatter(e, inputs, d_z)
+
+
+# --- bigram_grad: right ------------------------------------------------------------------------------------
+
+
+def bg_one_hot_product(e, inputs, targets):
+    v, n = e.shape[0], len(inputs)
+    one_hot_in, one_hot_out = np.eye(v, dtype=e.dtype)[inputs], np.eye(v, dtype=e.dtype)[targets]
+    z = one_hot_in @ e  # (N, V): the lookup as a product
+    z = z - z.max(axis=1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    loss = -np.sum(np.where(one_hot_out > 0, log_p, 0.0)) / n  # only the targets' log-probabilities
+    return loss, one_hot_in.T @ (np.exp(log_p) - one_hot_out) / n
+
+
+def bg_loop(e, inputs, targets):
+    d_e, total = np.zeros_like(e), 0.0
+    for a, y in zip(inputs, targets, strict=True):
+        z = e[a] - e[a].max()
+        p = np.exp(z) / np.exp(z).sum()
+        total = total - np.log(p[y])
+        p[y] -= 1.0
+        d_e[a] += p / len(inputs)
+    return np.asarray(total / len(inputs), dtype=e.dtype), d_e
+
+
+BATTERIES = {
+    "numerical_gradient": {
+        "wrong": [
+            (ng_forward_difference, "one-sided difference"),
+            (ng_divide_by_eps, "2ε apart"),
+            (ng_backwards, "from x − ε to x + ε"),
+            (ng_all_entries_at_once, "one entry at a time"),
+            (ng_rows_of_a_matrix, "a whole row"),
+            (ng_own_eps, "use the ε you are given"),
+            (ng_in_place_no_restore, "changed its input `x` in place"),
+            (ng_flat_result, "expected shape (2, 3), got shape (6,)"),
+            (ng_float32, "float64 in, float64 out"),
+        ],
+        "right": [ng_basis, ng_save_and_restore, ng_flat_view],
+    },
+    "bigram_grad": {
+        "wrong": [
+            (bg_fancy_index_add, "np.add.at"),
+            (bg_rows_of_targets, "whose *input* is a"),
+            (bg_no_division, "divided by N too"),
+            (bg_sum_loss, "not the sum"),
+            (bg_sign, "p − onehot(y)"),
+            (bg_no_max, "overflow"),
+            (bg_softmax_axis0, "axis=-1"),
+            (bg_in_place, "changed its input `e` in place"),
+            (bg_float64_always, "float32 in, float32 out"),
+        ],
+        "right": [bg_one_hot_product, bg_loop],
+    },
+}
