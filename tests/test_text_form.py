@@ -7,7 +7,7 @@ import pytest
 
 from attention_from_scratch import Transformer, TransformerConfig
 from attention_from_scratch.text import CharTokenizer
-from attention_from_scratch.text.form import clauses, definition_form, poem_form
+from attention_from_scratch.text.form import clauses, definition_form, distinct_ngrams, poem_form, repeated_ngrams
 from attention_from_scratch.text.heads import _key_masks, attention_maps, head_scores
 
 POEM = "床前明月光，疑是地上霜。\n举头望明月，低头思故乡。"
@@ -35,6 +35,12 @@ def test_definition_form():
     form = definition_form(text)
     assert form["headword"] == pytest.approx(1 / 3) and form["known_pos"] == 1.0
     assert definition_form("FOO, q.  x")["known_pos"] == 0.0
+
+
+def test_diversity_and_repetition():
+    assert distinct_ngrams("abab", 2) == pytest.approx(2 / 3) and distinct_ngrams("a", 2) == 0.0
+    assert repeated_ngrams("abcabc", 3) == pytest.approx(1 / 4)  # abc bca cab abc: the last one repeats
+    assert repeated_ngrams("春" * 10, 4) == pytest.approx(6 / 7) and repeated_ngrams(POEM, 4) == 0.0
 
 
 def test_key_masks_name_the_right_keys():

@@ -16,7 +16,7 @@ from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkp
 from attention_from_scratch.text.evaluate import held_out_stream, model_log_probs
 from attention_from_scratch.text.progress import Progress, clock
 from attention_from_scratch.text.train_cli import main
-from attention_from_scratch.text.trainer import TrainOptions, learning_rate, train_on_text
+from attention_from_scratch.text.trainer import TrainOptions, learning_rate, make_batch, train_on_text
 
 POEMS = ["床前明月光，疑是地上霜。\n举头望明月，低头思故乡。", "春眠不觉晓，处处闻啼鸟。\n夜来风雨声，花落知多少。",
          "白日依山尽，黄河入海流。\n欲穷千里目，更上一层楼。", "红豆生南国，春来发几枝。\n愿君多采撷，此物最相思。"] * 3
@@ -55,6 +55,18 @@ def test_learning_rate_warms_up_then_follows_a_cosine():
     o = TrainOptions(lr=1.0, warmup=4, steps=104, min_lr_ratio=0.1)
     assert [learning_rate(s, o) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
     assert learning_rate(54, o) == pytest.approx(0.55) and learning_rate(104, o) == pytest.approx(0.1)
+
+
+def test_batches_are_windows_of_the_stream_and_noise_touches_only_the_inputs():
+    stream = np.arange(1000) % 97  # every token tells where it is: window k + 1 follows window k
+    o = TrainOptions(context=32, batch_size=64)
+    tokens, targets = make_batch(stream, np.random.default_rng(0), o)
+    assert tokens.shape == targets.shape == (64, 32) and np.all((tokens + 1) % 97 == targets)
+    noise = TrainOptions(**{**o.__dict__, "input_noise": 0.5})
+    noisy, clean_targets = make_batch(stream, np.random.default_rng(0), noise)
+    assert np.array_equal(clean_targets, targets)  # the same windows: only the inputs change
+    changed = np.mean((noisy + 1) % 97 != clean_targets)
+    assert 0.4 < changed < 0.6  # half redrawn from the unigram distribution (1/97 of redraws hit the same token)
 
 
 def test_training_keeps_the_best_checkpoint_and_it_loads(tmp_path):

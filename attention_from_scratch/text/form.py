@@ -11,6 +11,8 @@ A bigram model sees one character back: it writes punctuation at about the right
 exactly 5 or 7 characters, and cannot keep the length from one line to the next. :func:`poem_form`
 measures each of these on any text (real poems, a model's samples, a bigram's samples) so they can be
 compared side by side; :func:`definition_form` does the same for dictionary entries ("WORD, n.  ...").
+:func:`distinct_ngrams` and :func:`repeated_ngrams` measure what the sampling knobs change: diversity
+and repetition.
 
 Clauses are the runs of non-punctuation characters between punctuation marks or line ends.
 """
@@ -22,7 +24,7 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["CLAUSE_MARKS", "END_MARKS", "clauses", "definition_form", "poem_form"]
+__all__ = ["CLAUSE_MARKS", "END_MARKS", "clauses", "definition_form", "distinct_ngrams", "poem_form", "repeated_ngrams"]
 
 CLAUSE_MARKS = "，、；："  # inside a line
 END_MARKS = "。？！"  # at the end of a line
@@ -83,6 +85,23 @@ def definition_form(text: str) -> dict[str, float]:
         "known_pos": known / max(1, sum(pos.values())),
         "words_per_entry": _mean([len(e.split()) for e in entries]),
     }
+
+
+def distinct_ngrams(text: str, n: int = 2) -> float:
+    """Diversity: distinct character n-grams / all character n-grams of ``text`` (1 = nothing repeats)."""
+    grams = [text[i : i + n] for i in range(len(text) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def repeated_ngrams(text: str, n: int = 4) -> float:
+    """Repetition: the fraction of character n-grams that already occurred earlier in ``text`` (greedy
+    decoding's loops push it towards 1)."""
+    seen, repeats, total = set(), 0, 0
+    for i in range(len(text) - n + 1):
+        gram = text[i : i + n]
+        repeats, total = repeats + (gram in seen), total + 1
+        seen.add(gram)
+    return repeats / total if total else 0.0
 
 
 def _mean(values) -> float:

@@ -1,12 +1,16 @@
 """Training the capstone Transformer on real text: held-out evaluation, the best checkpoint, resume, progress.
 
-One step is the capstone's: ``loss, grads = model.loss_and_grads(batch)`` (every gradient written by
+One step is the capstone's: ``loss, grads = model.loss_and_grads(tokens, targets)`` (every gradient written by
 hand) and ``Adam.step(grads)``; the batch is ``batch_size`` windows of ``context + 1`` tokens cut at
 random places of the training stream (``default_rng(seed)``). Around it:
 
 * the learning rate warms up linearly for ``warmup`` steps, then follows a cosine from ``lr`` down to
   ``lr · min_lr_ratio`` at ``steps`` (Loshchilov & Hutter 2017); decoupled weight decay
   (``θ ← θ (1 - lr_t · weight_decay)`` on the matrices, AdamW's) is optional;
+* ``input_noise = γ`` replaces each *input* token, with probability γ, by a token drawn from the training
+  stream's unigram distribution; the targets stay the true next tokens. Xie et al. 2017 ("Data noising
+  as smoothing in neural network language models") show this is to a network what interpolated
+  smoothing is to an n-gram: it keeps a small corpus (300 poems) from being memorised;
 * every ``eval_every`` steps the held-out loss per character is measured (``evaluate.py``); the best one
   is saved as ``OUT/best`` (early stopping: the run ends after ``patience`` evaluations without a new
   best, and the best checkpoint is the result, not the last);
@@ -36,7 +40,7 @@ from .checkpoints import checkpoint_paths, load_checkpoint, save_checkpoint
 from .evaluate import HeldOut, model_log_probs
 from .progress import Progress
 
-__all__ = ["TextRun", "TrainOptions", "learning_rate", "train_on_text"]
+__all__ = ["TextRun", "TrainOptions", "learning_rate", "make_batch", "train_on_text"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class TrainOptions:
     warmup: int = 50
     min_lr_ratio: float = 0.1  # the cosine ends at lr · min_lr_ratio
     weight_decay: float = 0.0  # AdamW's decoupled decay on the matrices (not the norm gains)
+    input_noise: float = 0.0  # probability of replacing an input token by a unigram draw (module docstring)
     eval_every: int = 50
     patience: int = 4  # evaluations without a new best before stopping; 0 = never stop early
     time_budget: float | None = None  # seconds; None = no limit
@@ -85,6 +90,18 @@ def learning_rate(step: int, o: TrainOptions) -> float:
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def make_batch(train_ids, rng, o: TrainOptions):
+    """``(tokens, targets)``, ``(batch_size, context)`` each: windows of the stream at random starts, the
+    targets one token ahead; with ``input_noise`` some input tokens replaced by unigram draws."""
+    starts = rng.integers(0, len(train_ids) - o.context, size=o.batch_size)  # (B,)
+    batch = train_ids[starts[:, None] + np.arange(o.context + 1)]  # (B, context + 1)
+    tokens, targets = batch[:, :-1], batch[:, 1:]  # (B, context) each: predict the next token
+    if o.input_noise:
+        noisy = rng.random(tokens.shape) < o.input_noise  # (B, context)
+        tokens = np.where(noisy, train_ids[rng.integers(0, len(train_ids), tokens.shape)], tokens)  # unigram draws
+    return tokens, targets
+
+
 def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, out, *, resume=False,
                   meta: dict | None = None, chars_per_token: float = 1.0, log=print, callback=None) -> TextRun:
     """Train a Transformer on the token stream ``train_ids``; keep the best by ``held``'s loss in ``out``.
@@ -114,9 +131,7 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
         try:
             while not stopped:
                 step = state["step"]
-                starts = rng.integers(0, len(train_ids) - o.context, size=o.batch_size)  # (B,)
-                batch = train_ids[starts[:, None] + np.arange(o.context + 1)]  # (B, context + 1)
-                loss, grads = model.loss_and_grads(batch)
+                loss, grads = model.loss_and_grads(*make_batch(train_ids, rng, o))
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the loss became {loss} at step {step}; try a smaller lr")
                 optimizer.lr = learning_rate(step, o)
