@@ -82,23 +82,40 @@ def test_training_keeps_the_best_checkpoint_and_it_loads(tmp_path):
 
 def test_an_interrupted_run_resumes_to_the_same_parameters(tmp_path):
     train_ids, held = streams()
-    straight = train_on_text(train_ids, held, TOK, TINY, tmp_path / "a")
+    averaged = TrainOptions(**{**TINY.__dict__, "ema": 0.8, "input_noise": 0.1})  # the rng and the average resume too
+    straight = train_on_text(train_ids, held, TOK, averaged, tmp_path / "a")
 
     def interrupt(step, state):
         if step == 8:
             raise KeyboardInterrupt
 
-    cut = train_on_text(train_ids, held, TOK, TINY, tmp_path / "b", callback=interrupt, log=lambda _: None)
+    cut = train_on_text(train_ids, held, TOK, averaged, tmp_path / "b", callback=interrupt, log=lambda _: None)
     assert cut.stopped == "interrupted" and cut.history["step"] == [4, 8]
-    resumed = train_on_text(train_ids, held, TOK, TINY, tmp_path / "b", resume=True)
+    resumed = train_on_text(train_ids, held, TOK, averaged, tmp_path / "b", resume=True)
     assert resumed.history["held_out"] == straight.history["held_out"]  # same batches, same arithmetic
-    last_a, last_b = (load_checkpoint(tmp_path / d / "last")[0].params for d in "ab")
-    assert all(np.array_equal(last_a[k], last_b[k]) for k in last_a)
+    for name in ("last", "best"):
+        a, b = (load_checkpoint(tmp_path / d / name)[0].params for d in "ab")
+        assert all(np.array_equal(a[k], b[k]) for k in a)
     with pytest.raises(FileExistsError, match="resume"):
         train_on_text(train_ids, held, TOK, TINY, tmp_path / "a")
     with pytest.raises(ValueError, match="same model options"):
         train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "d_model": 32}), tmp_path / "a",
                       resume=True)
+
+
+def test_the_saved_model_is_the_moving_average_of_the_parameters(tmp_path):
+    train_ids, held = streams()
+    options = {**TINY.__dict__, "ema": 0.5, "warmup": 5}  # the first steps' lr does not depend on steps
+    train_on_text(train_ids, held, TOK, TrainOptions(**{**options, "steps": 1, "eval_every": 1}), tmp_path / "a")
+    train_on_text(train_ids, held, TOK, TrainOptions(**{**options, "steps": 2, "eval_every": 2}), tmp_path / "b")
+    theta_0 = Transformer(TINY.model_config(TOK.vocab_size), seed=TINY.seed).params
+    theta_1, theta_2 = (load_checkpoint(tmp_path / d / "last")[0].params for d in "ab")
+    best = load_checkpoint(tmp_path / "b" / "best")[0].params
+    beta_0, beta_1 = 1 / 10, 2 / 11  # min(0.5, (1 + t) / (10 + t)) at t = 0, 1
+    for name in best:
+        average = beta_1 * (beta_0 * theta_0[name] + (1 - beta_0) * theta_1[name]) + (1 - beta_1) * theta_2[name]
+        np.testing.assert_allclose(best[name], average, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(best["0.w_q"], theta_2["0.w_q"])
 
 
 def test_early_stopping_and_the_time_budget(tmp_path):

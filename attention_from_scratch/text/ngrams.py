@@ -43,9 +43,10 @@ class _Counts:
         self.values = np.bincount(inverse, weights=weights, minlength=len(self.keys))
 
     def get(self, codes):
-        at = np.minimum(np.searchsorted(self.keys, codes), max(len(self.keys) - 1, 0))
-        found = (self.keys[at] == codes) if len(self.keys) else np.zeros(np.shape(codes), bool)
-        return np.where(found, self.values[at] if len(self.keys) else 0, 0)
+        if len(self.keys) == 0:
+            return np.zeros(np.shape(codes))
+        at = np.minimum(np.searchsorted(self.keys, codes), len(self.keys) - 1)  # where each code would sit
+        return np.where(self.keys[at] == codes, self.values[at], 0)
 
 
 class NGramModel:

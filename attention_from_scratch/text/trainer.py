@@ -11,6 +11,10 @@ random places of the training stream (``default_rng(seed)``). Around it:
   stream's unigram distribution; the targets stay the true next tokens. Xie et al. 2017 ("Data noising
   as smoothing in neural network language models") show this is to a network what interpolated
   smoothing is to an n-gram: it keeps a small corpus (300 poems) from being memorised;
+* ``ema = β`` evaluates and saves an exponential moving average of the parameters instead of the last
+  ones, ``θ̄ ← β θ̄ + (1 - β) θ`` after each step, with β_t = min(β, (1 + t) / (10 + t)) so the start is
+  not an average with the initialisation (Polyak & Juditsky 1992; the "EMA" of many training recipes):
+  the average sits nearer the bottom of the valley the steps bounce across;
 * every ``eval_every`` steps the held-out loss per character is measured (``evaluate.py``); the best one
   is saved as ``OUT/best`` (early stopping: the run ends after ``patience`` evaluations without a new
   best, and the best checkpoint is the result, not the last);
@@ -19,8 +23,8 @@ random places of the training stream (``default_rng(seed)``). Around it:
   a resumed run draws the same batches as one that was never interrupted;
 * ``time_budget`` (seconds) ends the run at the first evaluation past it;
 * ``threads`` BLAS threads (default 1): fixed by the caller, never picked from the machine's load, so a
-  run does the same arithmetic on a busy machine and an idle one; one thread is also the fastest for
-  these small matrices on a shared 2-core machine (see README's training notes).
+  run does the same arithmetic on a busy machine and an idle one (the committed checkpoints used 1; on
+  an idle machine with spare cores, more may be faster for the larger models: measure before choosing).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class TrainOptions:
     min_lr_ratio: float = 0.1  # the cosine ends at lr · min_lr_ratio
     weight_decay: float = 0.0  # AdamW's decoupled decay on the matrices (not the norm gains)
     input_noise: float = 0.0  # probability of replacing an input token by a unigram draw (module docstring)
+    ema: float = 0.0  # decay of the parameters' moving average that is evaluated and saved; 0 = none
     eval_every: int = 50
     patience: int = 4  # evaluations without a new best before stopping; 0 = never stop early
     time_budget: float | None = None  # seconds; None = no limit
@@ -116,11 +121,12 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
         raise ValueError(f"the training stream has {len(train_ids)} tokens; context={o.context} needs more")
     model = Transformer(o.model_config(tokenizer.vocab_size), seed=o.seed, dtype=getattr(np, o.dtype))
     optimizer, rng = Adam(model.params, lr=o.lr), np.random.default_rng(o.seed)
+    averaged = Transformer(model.config, seed=o.seed, dtype=getattr(np, o.dtype)) if o.ema else None
     state = {"step": 0, "best_loss": math.inf, "best_step": -1, "seconds": 0.0,
              "history": {"step": [], "train": [], "held_out": [], "seconds": []}}
     last = out / "last"
     if resume:
-        state = _restore(last, model, optimizer, rng, o)
+        state = _restore(last, model, optimizer, rng, averaged)
     elif checkpoint_paths(last)[1].exists():
         raise FileExistsError(f"{out} already holds a run (last.json): resume it, or choose another output folder")
     out.mkdir(parents=True, exist_ok=True)
@@ -140,17 +146,22 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
                     for name, p in model.params.items():
                         if p.ndim == 2:
                             model.params[name] = p * (1 - optimizer.lr * o.weight_decay)
+                if averaged is not None:
+                    beta = min(o.ema, (1 + step) / (10 + step))
+                    for name, p in model.params.items():
+                        averaged.params[name] = beta * averaged.params[name] + (1 - beta) * p
                 state["step"] = step = step + 1
                 window_losses.append(loss / chars_per_token)
                 progress.step(step, o.batch_size * o.context, train=window_losses[-1])
                 if step % o.eval_every == 0 or step == o.steps:
-                    stopped = _evaluate(model, held, tokenizer, o, state, window_losses, progress, out, meta)
+                    scored = model if averaged is None else averaged  # the average, when there is one
+                    stopped = _evaluate(scored, held, tokenizer, o, state, window_losses, progress, out, meta)
                     window_losses = []
-                    _save_last(last, model, optimizer, rng, tokenizer, state, progress)
+                    _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
                     if callback is not None:
                         callback(step, state)
         except KeyboardInterrupt:
-            _save_last(last, model, optimizer, rng, tokenizer, state, progress)
+            _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
             progress.close()
             log(f"interrupted at step {state['step']}: saved {last}.npz; run again with resume to continue")
             stopped = "interrupted"
@@ -182,14 +193,16 @@ def _evaluate(model, held, tokenizer, o, state, window_losses, progress, out, me
     return ""
 
 
-def _save_last(last, model, optimizer, rng, tokenizer, state, progress):
+def _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged):
     state["seconds"] = progress.seconds
     moments = {f"adam_m/{k}": v for k, v in optimizer.m.items()} | {f"adam_v/{k}": v for k, v in optimizer.v.items()}
+    if averaged is not None:
+        moments |= {f"ema/{k}": v for k, v in averaged.params.items()}
     save_checkpoint(last, model, tokenizer, {"state": state, "adam_t": optimizer.t, "rng": rng.bit_generator.state},
                     arrays=moments)
 
 
-def _restore(last, model, optimizer, rng, o):
+def _restore(last, model, optimizer, rng, averaged):
     npz, js = checkpoint_paths(last)
     if not js.exists():
         raise FileNotFoundError(f"nothing to resume: no {js} (start a run without resume first)")
@@ -201,6 +214,8 @@ def _restore(last, model, optimizer, rng, o):
         for name in model.params:
             model.params[name] = stored[name]
             optimizer.m[name], optimizer.v[name] = stored[f"adam_m/{name}"], stored[f"adam_v/{name}"]
+            if averaged is not None:
+                averaged.params[name] = stored[f"ema/{name}"]
     optimizer.t = info["meta"]["adam_t"]
     rng.bit_generator.state = info["meta"]["rng"]
     return info["meta"]["state"]
