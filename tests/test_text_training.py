@@ -15,7 +15,7 @@ from attention_from_scratch.text import CharTokenizer, Corpus
 from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkpoint
 from attention_from_scratch.text.evaluate import held_out_stream, model_log_probs
 from attention_from_scratch.text.progress import Progress, clock
-from attention_from_scratch.text.train_cli import main
+from attention_from_scratch.text.train_cli import main, report
 from attention_from_scratch.text.trainer import TrainOptions, learning_rate, make_batch, train_on_text
 
 POEMS = ["床前明月光，疑是地上霜。\n举头望明月，低头思故乡。", "春眠不觉晓，处处闻啼鸟。\n夜来风雨声，花落知多少。",
@@ -163,3 +163,9 @@ def test_the_command_trains_on_a_text_file_and_prints_the_comparison(tmp_path, c
     assert "unigram (add-1)" in out and "Kneser-Ney" in out and "Transformer (best, step" in out and "nats" in out
     _, _tok, meta = load_checkpoint(tmp_path / "out" / "best")
     assert meta["command"].endswith(" ".join(args[-2:])) and all(name in out for name in meta["baselines"])
+
+
+def test_the_report_says_which_baselines_are_not_beaten():
+    table = report({"unigram": 3.0, "5-gram": 1.4}, 1.5, 700)
+    assert "Transformer (best, step 700)   1.500   2.164" in table and table.endswith("does NOT beat: 5-gram")
+    assert report({"unigram": 3.0}, 1.5, 7).endswith("the Transformer beats every baseline")
