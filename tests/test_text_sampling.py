@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from attention_from_scratch import Transformer, TransformerConfig
-from attention_from_scratch.text import CharTokenizer
+from attention_from_scratch.text import CORPORA, CharTokenizer, baselines, prepare_text
 from attention_from_scratch.text.decoding import Decoder
 from attention_from_scratch.text.generation import TextModel, generate_ids
 from attention_from_scratch.text.sampling import sample_next, top_k_filter, top_p_filter
@@ -110,3 +111,23 @@ def test_every_combination_of_options_runs():
     for t, k, p in itertools.product((0.5, 1.0), (None, 1, 10), (None, 0.5)):
         token = sample_next(z, np.random.default_rng(0), temperature=t, top_k=k, top_p=p)
         assert 0 <= token < 50 and (k != 1 or token == int(np.argmax(z)))
+
+
+def test_the_committed_checkpoints_load_and_write():
+    for name in ("tang", "devil"):
+        lm = TextModel.load(name)
+        meta = lm.meta
+        assert meta["held_out_nats_per_char"] < min(meta["baselines"].values())  # as measured when trained
+        assert meta["made_by"]["command"].startswith("python tools/train_text_checkpoints.py")
+        text = lm.generate("", 30, seed=0, top_p=0.9)
+        assert text == lm.generate("", 30, seed=0, top_p=0.9) and len(text) >= 10
+
+
+@pytest.mark.skipif(not all(os.path.isfile(p) for p in CORPORA["tang"].paths[1:]), reason="needs fortunes-zh")
+def test_the_tang_checkpoint_beats_the_baselines_on_its_held_out_poems():
+    lm = TextModel.load("tang")
+    data = prepare_text("tang", **lm.meta["data"])
+    assert data.tokenizer == lm.tokenizer
+    loss = lm.nats_per_char(data.held)
+    assert loss == pytest.approx(lm.meta["held_out_nats_per_char"], abs=1e-4)  # float32 on another BLAS
+    assert loss < min(baselines(data).values()) - 0.1

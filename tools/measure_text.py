@@ -42,11 +42,13 @@ def measure(path, n_samples: int, n_new: int) -> None:
     print(f"form ({form.__name__}), {n_samples} samples of {n_new} tokens each:")
     for name, text in sampled.items():
         print(f"  {name:24}", "  ".join(f"{k} {v:.3f}" for k, v in form(text).items()))
-    print("sampling knobs: distinct 2-grams (diversity), repeated 4-grams (repetition)")
+    print("sampling knobs: distinct 2-grams (diversity), repeated 4-grams (repetition), mean over the samples")
     for knobs in ({"temperature": 0}, {"temperature": 0.7}, {"temperature": 1.0}, {"temperature": 1.3},
                   {"top_k": 5}, {"top_p": 0.5}, {"top_p": 0.9}):
-        text = "".join(lm.generate("", n_new, seed=s, **knobs) for s in range(n_samples))
-        print(f"  {knobs!s:24} distinct-2 {distinct_ngrams(text):.3f}  repeated-4 {repeated_ngrams(text):.3f}")
+        texts = [lm.generate("", n_new, seed=s, **knobs) for s in range(n_samples)]
+        diversity = statistics.mean(distinct_ngrams(t) for t in texts)
+        repetition = statistics.mean(repeated_ngrams(t) for t in texts)
+        print(f"  {knobs!s:24} distinct-2 {diversity:.3f}  repeated-4 {repetition:.3f}")
     print("one sample, top-p 0.9:\n" + lm.generate("", n_new, seed=0, top_p=0.9))
     heads = head_scores(lm.model, tok, list(data.held.documents[:20]))
     print("heads (mean attention on the pattern's keys; uniform head in brackets):")

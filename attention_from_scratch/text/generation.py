@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from ..backend import check_positive_int, to_numpy
+from ..blas import blas_thread_limit
 from .checkpoints import load_checkpoint
 from .decoding import Decoder
-from .evaluate import held_out_stream, model_log_probs
+from .evaluate import THREADS, held_out_stream, model_log_probs
 from .sampling import sample_next
 
 __all__ = ["PRETRAINED", "TextModel", "generate_ids", "generate_text"]
@@ -31,36 +32,40 @@ __all__ = ["PRETRAINED", "TextModel", "generate_ids", "generate_text"]
 PRETRAINED = Path(__file__).parent / "checkpoints"  # the committed checkpoints: tang.npz/.json, devil.npz/.json
 
 
-def generate_ids(model, ids, n_new: int, *, seed: int = 0, cache: bool = True, **sampling) -> list[int]:
-    """``n_new`` token ids following ``ids`` (a non-empty list); ``sampling``: :func:`sample_next`'s options."""
+def generate_ids(model, ids, n_new: int, *, seed: int = 0, cache: bool = True, threads: int | None = THREADS,
+                 **sampling) -> list[int]:
+    """``n_new`` token ids following ``ids`` (a non-empty list); ``sampling``: :func:`sample_next`'s options;
+    ``threads``: BLAS threads (``evaluate.THREADS``)."""
     ids, n_new = [int(i) for i in ids], check_positive_int(n_new, "n_new", minimum=0)
     if not ids:
         raise ValueError("ids must hold at least one token (e.g. the separator's)")
     rng, max_len, new = np.random.default_rng(seed), model.config.max_len, []
     context, decoder, fed = ids[-max_len:], None, 0  # fed: tokens of context already in the decoder's cache
-    for _ in range(n_new):
-        if len(context) > max_len:  # full: go on from the last max_len // 2 tokens
-            context, decoder = context[-(max_len // 2) :], None
-        if not cache:
-            logits = model.logits(np.asarray([context]))[0, -1]  # (V,): the whole window again
-        else:
-            if decoder is None:
-                decoder, fed = Decoder(model), 0
-            logits = decoder.step(np.asarray([context[fed:]]))[0, -1]  # (V,): only the new tokens
-            fed = len(context)
-        w = sample_next(to_numpy(logits), rng, **sampling)
-        new.append(w)
-        context.append(w)
+    with blas_thread_limit(threads):
+        for _ in range(n_new):
+            if len(context) > max_len:  # full: go on from the last max_len // 2 tokens
+                context, decoder = context[-(max_len // 2) :], None
+            if not cache:
+                logits = model.logits(np.asarray([context]))[0, -1]  # (V,): the whole window again
+            else:
+                if decoder is None:
+                    decoder, fed = Decoder(model), 0
+                logits = decoder.step(np.asarray([context[fed:]]))[0, -1]  # (V,): only the new tokens
+                fed = len(context)
+            w = sample_next(to_numpy(logits), rng, **sampling)
+            new.append(w)
+            context.append(w)
     return new
 
 
 def generate_text(model, tokenizer, prompt: str = "", n_new: int = 100, *, separator: str = "\n\n",
-                  seed: int = 0, cache: bool = True, **sampling) -> str:
+                  seed: int = 0, cache: bool = True, threads: int | None = THREADS, **sampling) -> str:
     """``prompt`` and ``n_new`` more tokens, as text (see the module docstring)."""
     if not isinstance(prompt, str):
         raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
     ids = tokenizer.encode(separator + prompt)
-    return prompt + tokenizer.decode(generate_ids(model, ids, n_new, seed=seed, cache=cache, **sampling))
+    new = generate_ids(model, ids, n_new, seed=seed, cache=cache, threads=threads, **sampling)
+    return prompt + tokenizer.decode(new)
 
 
 @dataclass

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import to_numpy
+from ..blas import blas_thread_limit
 from .decoding import Decoder
+from .evaluate import THREADS
 from .tokenizers import utf8
 
 __all__ = ["HeadScores", "attention_maps", "head_scores"]
@@ -47,11 +49,12 @@ class HeadScores:
         return int(layer), int(head), float(s[layer, head])
 
 
-def attention_maps(model, ids) -> np.ndarray:
+def attention_maps(model, ids, *, threads: int | None = THREADS) -> np.ndarray:
     """The attention weights of every layer and head on one token sequence: ``(n_layers, H, T, T)``."""
     ids = [int(i) for i in ids][: model.config.max_len]
     weights = []
-    Decoder(model).step(np.asarray([ids]), weights=weights)
+    with blas_thread_limit(threads):
+        Decoder(model).step(np.asarray([ids]), weights=weights)
     return np.stack([to_numpy(w)[0] for w in weights])  # [(1, H, T, T)] * L -> (L, H, T, T)
 
 

@@ -172,7 +172,7 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
 
 def _evaluate(model, held, tokenizer, o, state, window_losses, progress, out, meta) -> str:
     """Held-out loss now; a new best is saved. Returns why to stop ('' to go on)."""
-    loss = held.nats_per_char(model_log_probs(model, held.ids, context=o.context))
+    loss = held.nats_per_char(model_log_probs(model, held.ids, context=o.context, threads=o.threads))
     h, step = state["history"], state["step"]
     h["step"].append(step)
     h["train"].append(float(np.mean(window_losses)))
