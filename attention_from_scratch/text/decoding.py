@@ -25,7 +25,7 @@ import math
 from ..attention import scaled_dot_product_attention
 from ..caches import KVCache
 from ..mla import rms_norm
-from ..rope import apply_rope
+from ..rope import rope_frequencies, rope_tables, rotate_pairs
 
 __all__ = ["Decoder", "gelu"]
 
@@ -45,6 +45,10 @@ class Decoder:
                              "output changes when a token is added")
         self.model, self.xp = model, model.xp
         self.caches = [KVCache(c.max_len) for _ in range(c.n_layers)]
+        if c.positions == "rope":  # cos and sin of m·θ_i for every position m < max_len, built once
+            xp, dtype = model.xp, model.params["embed"].dtype
+            m = xp.arange(c.max_len, dtype=xp.float64, device=model.device)  # (max_len,)
+            self.cos, self.sin = rope_tables(m, rope_frequencies(c.d_k, xp=xp, device=model.device), dtype, xp)
 
     def __len__(self) -> int:
         """Tokens cached so far (the next token's position)."""
@@ -55,7 +59,10 @@ class Decoder:
         xp, c = self.xp, self.model.config
         b, t, _ = x.shape
         x = xp.permute_dims(xp.reshape(x, (b, t, n, c.d_k)), (0, 2, 1, 3))  # (B, T, n, d_k) -> (B, n, T, d_k)
-        return x if start is None or c.positions != "rope" else apply_rope(x, start)
+        if start is None or c.positions != "rope":
+            return x
+        at = slice(start, start + x.shape[-2])  # the new tokens' positions
+        return rotate_pairs(x, self.cos[at, :], self.sin[at, :], xp)  # apply_rope with the tables ready
 
     def step(self, tokens, *, weights: list | None = None):
         """New tokens ``(B, T)`` -> their logits ``(B, T, V)``; appends to ``weights`` each layer's
