@@ -25,6 +25,7 @@ from .similarity import cosine_similarity, dot, euclidean_distance
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
 from .sparse import fp8_e4m3, hadamard, index_scores, select_topk, topk_mask
 from .sparse_training import attention_mass_recall, attention_target, indexer_loss_and_grads, train_indexer
+from .text import BPETokenizer, CharTokenizer, Corpus, TextModel, load_checkpoint, load_corpus, sample_next
 from .windows import RollingKVCache, sliding_window_mask
 
 __version__ = "0.1.0"
@@ -97,4 +98,13 @@ __all__ = [
     "to_numpy",
     "topk_mask",
     "train_indexer",
+]
+__all__ += [  # real text: attention_from_scratch.text
+    "BPETokenizer",
+    "CharTokenizer",
+    "Corpus",
+    "TextModel",
+    "load_checkpoint",
+    "load_corpus",
+    "sample_next",
 ]

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HOST
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
@@ -31,6 +30,7 @@ from attention_from_scratch.infra import blas
 from attention_from_scratch.infra.backend import to_numpy
 from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads, one_blas_thread
 from attention_from_scratch.masking import padding_mask
+from conftest import HOST
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (0/0, log 0) anywhere
 

@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import HOST
 from scipy.special import logsumexp as scipy_logsumexp
 
 from attention_from_scratch import (
@@ -25,6 +24,7 @@ from attention_from_scratch import (
 from attention_from_scratch import serving as serving_module
 from attention_from_scratch.infra.backend import to_numpy
 from attention_from_scratch.paged import contiguous_slots, paged_slots
+from conftest import HOST
 
 pytestmark = pytest.mark.filterwarnings("error")
 

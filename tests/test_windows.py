@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import HOST
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from attention_from_scratch.attention import attention_backward
 from attention_from_scratch.flash import key_spans
 from attention_from_scratch.flash_backward import flash_attention_backward
 from attention_from_scratch.infra.backend import to_numpy
+from conftest import HOST
 
 pytestmark = pytest.mark.filterwarnings("error")
 

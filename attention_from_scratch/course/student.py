@@ -116,10 +116,10 @@ def write_student_notebooks(out_dir, notebooks_dir=None, *, force=False, lang: s
     lang = language(lang)
     src = _course_notebooks(check_lang(lang)) if notebooks_dir is None else Path(notebooks_dir)
     if not src.is_dir():
-        raise _error(FileNotFoundError, msg("no notebooks at {src}: a checkout has them in notebooks/, and a wheel built by "
-                                            "`python -m build` ships a copy; this install has neither: pass the folder of "
-                                            "the notebooks with --notebooks DIR (they are in the source repository and in "
-                                            "its sdist, attention_from_scratch-*.tar.gz)", src=src))
+        raise _error(FileNotFoundError, msg(
+            "no notebooks at {src}: a checkout has them in notebooks/, and a wheel built by `python -m build` "
+            "ships a copy; this install has neither: pass the folder of the notebooks with --notebooks DIR "
+            "(they are in the source repository and in its sdist, attention_from_scratch-*.tar.gz)", src=src))
     dst = output_folder(out_dir)
     if dst.resolve() == src.resolve():
         raise _error(ValueError, msg("OUTDIR must differ from the course's notebooks folder {src}, or the solutions "

@@ -1,0 +1,187 @@
+"""The baselines a Transformer must beat: n-gram models counted on the same tokens.
+
+An n-gram model predicts token w from the previous n - 1 tokens h alone. With counts c from the
+training stream:
+
+* **add-k** (Laplace for k = 1; Jurafsky & Martin, *Speech and Language Processing*, §3.5):
+
+      p(w | h) = (c(h w) + k) / (c(h) + k V)        c(h) = Σ_w c(h w); for the unigram h is empty
+
+* **interpolated Kneser-Ney** (Kneser & Ney 1995; the interpolated form of Chen & Goodman 1998, §3.5,
+  with one discount per order, D = n1 / (n1 + 2 n2) from the counts-of-counts):
+
+      p_m(w | h) = max(c_m(h w) - D_m, 0) / c_m(h)  +  D_m N_m(h) / c_m(h) · p_(m-1)(w | h')
+      p_0(w) = 1 / V
+
+  h' is h without its first token; N_m(h) = #{w : c_m(h w) > 0} (the mass the discount frees goes to
+  the shorter context). The highest order uses the raw counts; each lower order m the continuation
+  counts c_m(h w) = #{distinct u : c(u h w) > 0}: "in how many contexts did h w appear", so a word that
+  is frequent only after one context ("Francisco" after "San") is not guessed elsewhere. A context never
+  seen in training (c_m(h) = 0) gives the word the lower order's probability.
+
+Positions near the start of a stream have fewer than n - 1 tokens before them: they use the longest
+context there is (add-k backs off to its lower orders' own add-k estimates).
+
+N-grams are stored as integer codes ``code(t_1 .. t_m) = Σ_j t_j V^(m-j)`` in sorted arrays, counted by
+``np.unique`` and looked up by ``np.searchsorted``: a 5-gram model of 350k tokens fits and evaluates in
+well under a second. :meth:`NGramModel.next_probs` gives the whole next-token distribution (it sums to
+1, which the tests check for seen and unseen contexts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["AddK", "KneserNey", "NGramModel"]
+
+
+class _Counts:
+    """Counts of integer codes: sorted ``keys`` and their ``values``; ``get(codes)`` is 0 for an absent code."""
+
+    def __init__(self, codes, weights=None):
+        self.keys, inverse = np.unique(codes, return_inverse=True)
+        self.values = np.bincount(inverse, weights=weights, minlength=len(self.keys))
+
+    def get(self, codes):
+        if len(self.keys) == 0:
+            return np.zeros(np.shape(codes))
+        at = np.minimum(np.searchsorted(self.keys, codes), len(self.keys) - 1)  # where each code would sit
+        return np.where(self.keys[at] == codes, self.values[at], 0)
+
+
+class NGramModel:
+    """An order-``order`` model over ``vocab_size`` tokens; :meth:`fit` counts, :meth:`probs` predicts."""
+
+    def __init__(self, order: int, vocab_size: int):
+        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+            raise ValueError(f"order must be an integer >= 1 (1: unigram, 2: bigram), got {order!r}")
+        if float(vocab_size) ** order >= 2.0**62:
+            raise ValueError(f"vocab_size ** order = {vocab_size}^{order} does not fit the int64 n-gram codes")
+        self.order, self.vocab_size = order, int(vocab_size)
+        self.tables = None  # per order m = 1..n: (counts of (h w), counts of h, distinct w after h)
+
+    def fit(self, ids) -> NGramModel:
+        """Count the n-grams of the token stream ``ids`` (a 1-D sequence of ints in 0..V-1)."""
+        ids = self._ids(ids, "ids")
+        self.tables = [self._table(ids, m) for m in range(1, self.order + 1)]
+        return self
+
+    def _table(self, ids, m):
+        raise NotImplementedError
+
+    def probs(self, contexts, targets):
+        """p(target | context) for each row: contexts ``(N, order - 1)`` (-1 = no token there), targets ``(N,)``."""
+        raise NotImplementedError
+
+    def log_probs(self, ids):
+        """ln p(ids[i] | the tokens before it), for i = 1 .. len(ids) - 1 (the first token is given)."""
+        ids = self._ids(ids, "ids")
+        if self.tables is None:
+            raise ValueError("fit the model on training ids first")
+        n, k = len(ids), self.order - 1
+        padded = np.concatenate([np.full(k, -1), ids])  # -1: before the stream's start
+        rows = np.arange(1, n)[:, None] + np.arange(k)[None, :]  # (N, k): the k positions before i, padded
+        return np.log(self.probs(padded[rows], ids[1:]))
+
+    def loss(self, ids) -> float:
+        """Mean negative log-likelihood in nats per predicted token."""
+        return float(-np.mean(self.log_probs(ids)))
+
+    def next_probs(self, context) -> np.ndarray:
+        """The distribution ``(V,)`` of the token after ``context`` (its last order - 1 tokens are used)."""
+        k = self.order - 1
+        context = [-1] * k + [int(t) for t in context]
+        rows = np.tile(np.asarray(context[len(context) - k :], dtype=np.int64), (self.vocab_size, 1))
+        return self.probs(rows, np.arange(self.vocab_size))
+
+    def sample(self, context, n_new: int, *, seed: int = 0) -> list[int]:
+        """``n_new`` tokens drawn one by one from :meth:`next_probs` (``default_rng(seed)``)."""
+        rng, out = np.random.default_rng(seed), [int(t) for t in context]
+        for _ in range(n_new):
+            p = self.next_probs(out)
+            out.append(int(rng.choice(self.vocab_size, p=p / p.sum())))
+        return out[len(context) :]
+
+    # -- shared machinery ---------------------------------------------------------------------------
+    def _ids(self, ids, name):
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            raise ValueError(f"{name} must lie in 0..{self.vocab_size - 1}, got {ids.min()}..{ids.max()}")
+        return ids
+
+    def _codes(self, windows):
+        """Rows of tokens ``(N, m)`` -> their codes ``Σ_j t_j V^(m-j)`` ``(N,)``."""
+        codes = np.zeros(windows.shape[0], dtype=np.int64)
+        for j in range(windows.shape[1]):
+            codes = codes * self.vocab_size + windows[:, j]
+        return codes
+
+    def _windows(self, ids, m):
+        """Every run of m consecutive tokens of ``ids``: ``(len - m + 1, m)``."""
+        return np.lib.stride_tricks.sliding_window_view(ids, m) if len(ids) >= m else np.zeros((0, m), np.int64)
+
+    def _by_context(self, codes, counts):
+        """From the (h w) codes and their counts: c(h) = Σ_w c(h w) and N(h) = #{w : c(h w) > 0}, by h's code."""
+        contexts = codes // self.vocab_size
+        return _Counts(contexts, counts), _Counts(contexts)
+
+    def _split(self, contexts, targets, m):
+        """For order m: the (h w) codes, the h codes, and which rows have all m - 1 context tokens."""
+        h = contexts[:, contexts.shape[1] - (m - 1) :]  # (N, m - 1): the last m - 1 tokens
+        ok = np.all(h >= 0, axis=1)
+        h_codes = self._codes(np.where(h >= 0, h, 0))
+        return h_codes * self.vocab_size + targets, h_codes, ok
+
+
+class AddK(NGramModel):
+    """Add-k smoothing: ``p(w | h) = (c(h w) + k) / (c(h) + k V)`` (k = 1: Laplace)."""
+
+    def __init__(self, order: int, vocab_size: int, *, k: float = 1.0):
+        super().__init__(order, vocab_size)
+        if not k > 0:
+            raise ValueError(f"k must be > 0 (k = 0 gives unseen tokens probability 0), got {k!r}")
+        self.k = float(k)
+
+    def _table(self, ids, m):
+        hw, counts = np.unique(self._codes(self._windows(ids, m)), return_counts=True)
+        return _Counts(hw, counts), *self._by_context(hw, counts)
+
+    def probs(self, contexts, targets):
+        contexts, targets = np.asarray(contexts, np.int64), np.asarray(targets, np.int64)
+        p = np.full(len(targets), np.nan)
+        for m in range(self.order, 0, -1):  # the longest available context decides
+            hw, h, ok = self._split(contexts, targets, m)
+            c_hw, (c_h, _) = self.tables[m - 1][0], self.tables[m - 1][1:]
+            todo = ok & np.isnan(p)
+            p[todo] = (c_hw.get(hw[todo]) + self.k) / (c_h.get(h[todo]) + self.k * self.vocab_size)
+        return p
+
+
+class KneserNey(NGramModel):
+    """Interpolated Kneser-Ney (see the module docstring); ``discounts[m - 1]`` is D_m."""
+
+    def _table(self, ids, m):
+        if m == self.order:  # raw counts of the highest order
+            hw, counts = np.unique(self._codes(self._windows(ids, m)), return_counts=True)
+        else:  # continuation counts: distinct (m+1)-grams u h w, by their last m tokens h w
+            longer = np.unique(self._codes(self._windows(ids, m + 1)))
+            hw, counts = np.unique(longer % self.vocab_size**m, return_counts=True)
+        n1, n2 = np.sum(counts == 1), np.sum(counts == 2)
+        discount = n1 / (n1 + 2 * n2) if n1 + n2 and n1 else 0.5
+        return _Counts(hw, counts), *self._by_context(hw, counts), float(discount)
+
+    @property
+    def discounts(self) -> list[float]:
+        return [t[3] for t in self.tables]
+
+    def probs(self, contexts, targets):
+        contexts, targets = np.asarray(contexts, np.int64), np.asarray(targets, np.int64)
+        p = np.full(len(targets), 1.0 / self.vocab_size)  # p_0: uniform
+        for m in range(1, self.order + 1):
+            c_hw, c_h, n_h, d = self.tables[m - 1]
+            hw, h, ok = self._split(contexts, targets, m)
+            total = c_h.get(h).astype(float)
+            seen = ok & (total > 0)  # otherwise p_m = p_(m-1)
+            t = total[seen]
+            p[seen] = np.maximum(c_hw.get(hw[seen]) - d, 0) / t + d * n_h.get(h[seen]) / t * p[seen]
+        return p

@@ -1,0 +1,68 @@
+"""Choosing the next token: greedy, temperature, top-k and top-p (nucleus) sampling, seeded.
+
+From the logits z of the next token (shape ``(..., V)``):
+
+* greedy:       argmax_w z_w                                  (``temperature=0``)
+* temperature:  p = softmax(z / T)    T < 1 sharpens, T > 1 flattens; T -> 0 is greedy
+* top-k:        keep the k largest z (ties with the k-th kept too), the rest -inf (Fan et al. 2018)
+* top-p:        keep the smallest set of most probable tokens whose probability adds up to at least p,
+                the rest -inf (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration")
+
+applied in that order (temperature, then top-k, then top-p on the tempered distribution), then one
+draw from the renormalised distribution by inverting its cumulative sum at a uniform u from
+``numpy.random.default_rng(seed)``: the same seed gives the same text. Sampling runs on the host in
+NumPy (logits from another backend are moved first), so a CPU and a GPU draw the same tokens.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..infra.backend import to_numpy
+from ..infra.checks import check_positive_int, check_real
+from ..softmax import softmax
+
+__all__ = ["sample_next", "top_k_filter", "top_p_filter"]
+
+
+def top_k_filter(logits, k: int):
+    """``logits`` with every entry below the k-th largest of its row set to -inf."""
+    z = np.asarray(to_numpy(logits), dtype=np.float64)
+    k = check_positive_int(k, "top_k")
+    if k >= z.shape[-1]:
+        return z
+    kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1 : k]  # (..., 1): the k-th largest
+    return np.where(z >= kth, z, -np.inf)
+
+
+def top_p_filter(logits, p: float):
+    """``logits`` keeping, per row, the fewest most probable tokens whose probabilities sum to >= p."""
+    z = np.asarray(to_numpy(logits), dtype=np.float64)
+    p = check_real(p, "top_p", above=0)
+    if p > 1:
+        raise ValueError(f"top_p must lie in (0, 1], got {p}")
+    order = np.argsort(-z, axis=-1, kind="stable")  # (..., V): most probable first
+    probs = np.take_along_axis(softmax(z, axis=-1), order, axis=-1)
+    before = np.cumsum(probs, axis=-1) - probs  # probability of the tokens ranked above each one
+    keep_sorted = before < p  # a token is kept while the ones above it hold less than p (the first always)
+    keep = np.empty_like(keep_sorted)
+    np.put_along_axis(keep, order, keep_sorted, axis=-1)
+    return np.where(keep, z, -np.inf)
+
+
+def sample_next(logits, rng, *, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None):
+    """One token id per row of ``logits`` ``(..., V)``: an int for one row ``(V,)``, else an array ``(...)``."""
+    z = np.asarray(to_numpy(logits), dtype=np.float64)
+    temperature = check_real(temperature, "temperature", at_least=0)
+    if temperature == 0:  # greedy
+        ids = np.argmax(z, axis=-1)
+    else:
+        z = z / temperature
+        if top_k is not None:
+            z = top_k_filter(z, top_k)
+        if top_p is not None:
+            z = top_p_filter(z, top_p)
+        cdf = np.cumsum(softmax(z, axis=-1), axis=-1)  # (..., V)
+        u = rng.random((*z.shape[:-1], 1)) * cdf[..., -1:]  # uniform in [0, total)
+        ids = np.minimum(np.sum(cdf <= u, axis=-1), z.shape[-1] - 1)  # the first w with cdf_w > u
+    return int(ids) if ids.ndim == 0 else ids

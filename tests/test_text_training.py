@@ -1,0 +1,171 @@
+"""Training on text: held-out scoring, checkpoints, resume after an interruption, early stopping, the command."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+from attention_from_scratch import Transformer, TransformerConfig
+from attention_from_scratch.softmax import log_softmax
+from attention_from_scratch.text import CharTokenizer, Corpus
+from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkpoint
+from attention_from_scratch.text.evaluate import held_out_stream, model_log_probs
+from attention_from_scratch.text.progress import Progress, clock
+from attention_from_scratch.text.train_cli import main, report
+from attention_from_scratch.text.trainer import TrainOptions, learning_rate, make_batch, train_on_text
+
+POEMS = ["床前明月光，疑是地上霜。\n举头望明月，低头思故乡。", "春眠不觉晓，处处闻啼鸟。\n夜来风雨声，花落知多少。",
+         "白日依山尽，黄河入海流。\n欲穷千里目，更上一层楼。", "红豆生南国，春来发几枝。\n愿君多采撷，此物最相思。"] * 3
+TOK = CharTokenizer.train("".join(POEMS))
+TINY = TrainOptions(d_model=16, n_heads=2, n_layers=1, d_ff=32, context=16, batch_size=4, steps=12, lr=1e-2,
+                    warmup=2, eval_every=4, patience=0, dtype="float64")
+
+
+def streams():
+    train, held = Corpus("p", tuple(POEMS[:8])), Corpus("p", tuple(POEMS[8:10]))
+    return np.asarray(TOK.encode(train.text)), held_out_stream(TOK, held)
+
+
+def test_held_out_stream_counts_the_characters_its_predicted_tokens_spell():
+    held = held_out_stream(TOK, Corpus("p", ("春眠🙂", "ab")))  # 🙂 unseen: 4 byte tokens
+    assert TOK.decode(held.ids) == "\n\n春眠🙂\n\nab" and held.n_chars == len("\n春眠🙂\n\nab")
+
+
+def test_strided_scoring_gives_each_token_its_log_prob_from_a_window_with_enough_context():
+    model = Transformer(TransformerConfig(TOK.vocab_size, 16, 2, 1, 32, 40), seed=0)
+    ids = np.asarray(TOK.encode("\n\n" + POEMS[0] + POEMS[1]))
+
+    def logp(i, s):  # ln p(ids[i] | ids[s:i]) from one forward pass
+        return float(log_softmax(model.logits(ids[None, s:i]), axis=-1)[0, -1, ids[i]])
+
+    short = model_log_probs(model, ids[:30])  # fits one window: exactly the full pass
+    np.testing.assert_allclose(short, [logp(i, 0) for i in range(1, 30)], atol=1e-12)
+    width = 12
+    got = model_log_probs(model, ids, context=width, batch_size=3)
+    for i in range(1, len(ids)):  # some window start s with width/2 <= i - s <= width (or s = 0) scored it
+        candidates = [logp(i, s) for s in range(max(0, i - width), i) if s == 0 or i - s >= width // 2]
+        assert min(abs(got[i - 1] - c) for c in candidates) < 1e-12, i
+
+
+def test_learning_rate_warms_up_then_follows_a_cosine():
+    o = TrainOptions(lr=1.0, warmup=4, steps=104, min_lr_ratio=0.1)
+    assert [learning_rate(s, o) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert learning_rate(54, o) == pytest.approx(0.55) and learning_rate(104, o) == pytest.approx(0.1)
+
+
+def test_batches_are_windows_of_the_stream_and_noise_touches_only_the_inputs():
+    stream = np.arange(1000) % 97  # every token tells where it is: window k + 1 follows window k
+    o = TrainOptions(context=32, batch_size=64)
+    tokens, targets = make_batch(stream, np.random.default_rng(0), o)
+    assert tokens.shape == targets.shape == (64, 32) and np.all((tokens + 1) % 97 == targets)
+    noise = TrainOptions(**{**o.__dict__, "input_noise": 0.5})
+    noisy, clean_targets = make_batch(stream, np.random.default_rng(0), noise)
+    assert np.array_equal(clean_targets, targets)  # the same windows: only the inputs change
+    changed = np.mean((noisy + 1) % 97 != clean_targets)
+    assert 0.4 < changed < 0.6  # half redrawn from the unigram distribution (1/97 of redraws hit the same token)
+
+
+def test_training_keeps_the_best_checkpoint_and_it_loads(tmp_path):
+    train_ids, held = streams()
+    run = train_on_text(train_ids, held, TOK, TINY, tmp_path / "run", meta={"note": "x"})
+    h = run.history
+    assert h["step"] == [4, 8, 12] and run.best_loss == min(h["held_out"]) < h["held_out"][0]
+    model, tok, meta = load_checkpoint(tmp_path / "run" / "best.npz")
+    assert tok == TOK and meta["note"] == "x" and meta["step"] == run.best_step
+    assert held.nats_per_char(model_log_probs(model, held.ids)) == pytest.approx(run.best_loss, rel=1e-12)
+    assert run.stopped == "reached steps=12"
+
+
+def test_an_interrupted_run_resumes_to_the_same_parameters(tmp_path):
+    train_ids, held = streams()
+    averaged = TrainOptions(**{**TINY.__dict__, "ema": 0.8, "input_noise": 0.1})  # the rng and the average resume too
+    straight = train_on_text(train_ids, held, TOK, averaged, tmp_path / "a")
+
+    def interrupt(step, state):
+        if step == 8:
+            raise KeyboardInterrupt
+
+    cut = train_on_text(train_ids, held, TOK, averaged, tmp_path / "b", callback=interrupt, log=lambda _: None)
+    assert cut.stopped == "interrupted" and cut.history["step"] == [4, 8]
+    resumed = train_on_text(train_ids, held, TOK, averaged, tmp_path / "b", resume=True)
+    assert resumed.history["held_out"] == straight.history["held_out"]  # same batches, same arithmetic
+    for name in ("last", "best"):
+        a, b = (load_checkpoint(tmp_path / d / name)[0].params for d in "ab")
+        assert all(np.array_equal(a[k], b[k]) for k in a)
+    with pytest.raises(FileExistsError, match="resume"):
+        train_on_text(train_ids, held, TOK, TINY, tmp_path / "a")
+    with pytest.raises(ValueError, match="same model options"):
+        train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "d_model": 32}), tmp_path / "a",
+                      resume=True)
+
+
+def test_the_saved_model_is_the_moving_average_of_the_parameters(tmp_path):
+    train_ids, held = streams()
+    options = {**TINY.__dict__, "ema": 0.5, "warmup": 5}  # the first steps' lr does not depend on steps
+    train_on_text(train_ids, held, TOK, TrainOptions(**{**options, "steps": 1, "eval_every": 1}), tmp_path / "a")
+    train_on_text(train_ids, held, TOK, TrainOptions(**{**options, "steps": 2, "eval_every": 2}), tmp_path / "b")
+    theta_0 = Transformer(TINY.model_config(TOK.vocab_size), seed=TINY.seed).params
+    theta_1, theta_2 = (load_checkpoint(tmp_path / d / "last")[0].params for d in "ab")
+    best = load_checkpoint(tmp_path / "b" / "best")[0].params
+    beta_0, beta_1 = 1 / 10, 2 / 11  # min(0.5, (1 + t) / (10 + t)) at t = 0, 1
+    for name in best:
+        average = beta_1 * (beta_0 * theta_0[name] + (1 - beta_0) * theta_1[name]) + (1 - beta_1) * theta_2[name]
+        np.testing.assert_allclose(best[name], average, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(best["0.w_q"], theta_2["0.w_q"])
+
+
+def test_early_stopping_and_the_time_budget(tmp_path):
+    train_ids, held = streams()
+    run = train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "lr": 0.5, "patience": 1,
+                                                              "steps": 40}), tmp_path / "a")
+    assert "early stopping" in run.stopped and len(run.history["step"]) < 10
+    run = train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "time_budget": 0.0}), tmp_path / "b")
+    assert "time budget" in run.stopped and run.history["step"] == [4]
+
+
+def test_checkpoint_refuses_a_wrong_shape(tmp_path):
+    model = Transformer(TransformerConfig(TOK.vocab_size, 16, 2, 1, 32, 16), seed=0)
+    save_checkpoint(tmp_path / "m", model, TOK)
+    info = json.loads((tmp_path / "m.json").read_text())
+    info["config"]["d_ff"] = 64
+    (tmp_path / "m.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match=r"'0.w_1' should be \(16, 64\), got \(16, 32\)"):
+        load_checkpoint(tmp_path / "m")
+    with pytest.raises(FileNotFoundError, match=r"NAME\.npz beside NAME\.json"):
+        load_checkpoint(tmp_path / "none")
+
+
+def test_progress_prints_one_line_per_evaluation_off_a_terminal():
+    stream = io.StringIO()
+    p = Progress(100, stream=stream)
+    p.step(10, 640, train=2.5)
+    assert stream.getvalue() == ""
+    p.evaluated(10, 2.25, 2.25, 10)
+    line = stream.getvalue()
+    assert line.count("\n") == 1 and "step   10/100" in line and "held-out 2.250 (best 2.250 @10)" in line
+    assert "tok/s" in line and "train 2.500" in line
+    assert clock(75.2) == "1:15" and clock(3725) == "1:02:05" and math.isnan(Progress(5).train)
+
+
+def test_the_command_trains_on_a_text_file_and_prints_the_comparison(tmp_path, capsys):
+    path = tmp_path / "poems.txt"
+    path.write_text("\n\n".join(POEMS[:4]), encoding="utf-8")
+    (tmp_path / "more.txt").write_text("\n\n".join(p[::-1] for p in POEMS[:4]), encoding="utf-8")
+    args = ["--corpus", str(path), "--extra", str(tmp_path / "more.txt"), "--held-out", "0.25", "--d-model", "16",
+            "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--context", "16", "--batch-size", "4", "--steps",
+            "6", "--eval-every", "3", "--out", str(tmp_path / "out")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "unigram (add-1)" in out and "Kneser-Ney" in out and "Transformer (best, step" in out and "nats" in out
+    _, _tok, meta = load_checkpoint(tmp_path / "out" / "best")
+    assert meta["command"].endswith(" ".join(args[-2:])) and all(name in out for name in meta["baselines"])
+
+
+def test_the_report_says_which_baselines_are_not_beaten():
+    table = report({"unigram": 3.0, "5-gram": 1.4}, 1.5, 700)
+    assert "Transformer (best, step 700)   1.500   2.164" in table and table.endswith("does NOT beat: 5-gram")
+    assert report({"unigram": 3.0}, 1.5, 7).endswith("the Transformer beats every baseline")
