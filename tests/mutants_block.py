@@ -1,6 +1,7 @@
 """The Transformer-block notebook's mutant batteries (rms_norm, cross_entropy_grad): wrong solutions as
 students write them, and other correct ones."""
 
+import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
 
 # --- rms_norm: wrong ---------------------------------------------------------------------------------------
@@ -148,9 +149,27 @@ def ce_log_softmax(logits, targets):
     return (np.exp(log_p) - one_hot) / targets.size
 
 
+
+def _as_lists(solution, name):
+    """The worked solution with its arrays returned as Python lists: the checker must ask for an array."""
+
+    def listed(*args):
+        out = solution(*args)
+        if isinstance(out, tuple):
+            return tuple(o.tolist() if isinstance(o, np.ndarray) else o for o in out)
+        return np.asarray(out).tolist()
+
+    listed.__name__ = name
+    return listed
+
+
+rm_as_lists = _as_lists(exercise_solutions.my_rms_norm, "rm_as_lists")
+cr_as_lists = _as_lists(exercise_solutions.my_cross_entropy_grad, "cr_as_lists")
+
 BATTERIES = {
     "rms_norm": {
         "wrong": [
+            (rm_as_lists, "expected a NumPy array, got a value of type list"),
             (rn_layer_norm, "does not subtract the mean"),
             (rn_std, "np.std and np.var"),
             (rn_eps_outside, "eps goes inside the square root"),
@@ -168,6 +187,7 @@ BATTERIES = {
     },
     "cross_entropy_grad": {
         "wrong": [
+            (cr_as_lists, "expected a NumPy array, got a value of type list"),
             (ce_no_division, "divided by N"),
             (ce_batch_size, "batch size B alone"),
             (ce_vocab_size, "not by the vocabulary size"),

@@ -1,6 +1,7 @@
 """Notebook 18's new exercises' mutant batteries (linear_backward, mha_backward): wrong solutions as students
 write them, and other correct ones."""
 
+import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
 
 # --- linear_backward: wrong --------------------------------------------------------------------------------
@@ -181,9 +182,27 @@ def mb_head_by_head(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
     return tuple(grads)
 
 
+
+def _as_lists(solution, name):
+    """The worked solution with its arrays returned as Python lists: the checker must ask for an array."""
+
+    def listed(*args):
+        out = solution(*args)
+        if isinstance(out, tuple):
+            return tuple(o.tolist() if isinstance(o, np.ndarray) else o for o in out)
+        return np.asarray(out).tolist()
+
+    listed.__name__ = name
+    return listed
+
+
+li_as_lists = _as_lists(exercise_solutions.my_linear_backward, "li_as_lists")
+mh_as_lists = _as_lists(exercise_solutions.my_mha_backward, "mh_as_lists")
+
 BATTERIES = {
     "linear_backward": {
         "wrong": [
+            (li_as_lists, "expected a NumPy array, got a value of type list"),
             (lb_dw_transposed, "not dyᵀ x"),
             (lb_dx_no_transpose, "the transpose of W"),
             (lb_dot_T_of_3d, "x.T reverses every axis"),
@@ -198,6 +217,7 @@ BATTERIES = {
     },
     "mha_backward": {
         "wrong": [
+            (mh_as_lists, "expected a NumPy array, got a value of type list"),
             (mb_only_query_path, "the sum of the three paths"),
             (mb_reshape_without_transpose, "a transpose, then a reshape"),
             (mb_forgot_w_o, "multiplies by W_Oᵀ"),

@@ -1,6 +1,7 @@
 """The learning notebook's mutant batteries (numerical_gradient, bigram_grad): wrong solutions as students
 write them, and other correct ones."""
 
+import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
 
 # --- numerical_gradient: wrong -----------------------------------------------------------------------------
@@ -217,9 +218,27 @@ def bg_loop(e, inputs, targets):
     return np.asarray(total / len(inputs), dtype=e.dtype), d_e
 
 
+
+def _as_lists(solution, name):
+    """The worked solution with its arrays returned as Python lists: the checker must ask for an array."""
+
+    def listed(*args):
+        out = solution(*args)
+        if isinstance(out, tuple):
+            return tuple(o.tolist() if isinstance(o, np.ndarray) else o for o in out)
+        return np.asarray(out).tolist()
+
+    listed.__name__ = name
+    return listed
+
+
+nu_as_lists = _as_lists(exercise_solutions.my_numerical_gradient, "nu_as_lists")
+bi_as_lists = _as_lists(exercise_solutions.my_bigram_grad, "bi_as_lists")
+
 BATTERIES = {
     "numerical_gradient": {
         "wrong": [
+            (nu_as_lists, "expected a NumPy array, got a value of type list"),
             (ng_forward_difference, "one-sided difference"),
             (ng_divide_by_eps, "2ε apart"),
             (ng_backwards, "from x − ε to x + ε"),
@@ -234,6 +253,7 @@ BATTERIES = {
     },
     "bigram_grad": {
         "wrong": [
+            (bi_as_lists, "expected a NumPy array, got a value of type list"),
             (bg_fancy_index_add, "np.add.at"),
             (bg_rows_of_targets, "whose *input* is a"),
             (bg_no_division, "divided by N too"),

@@ -11,7 +11,7 @@ import numpy as np
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
-from .cases import _OVERFLOW, Case, Exercise, _draw
+from .cases import OVERFLOW, Case, Exercise, draw
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
 
@@ -37,16 +37,16 @@ def _norm(x, g, eps, *, centre=False, eps_inside=True, root=True, reduce="mean",
 
 
 def _rms_cases():
-    zero_row = _draw(31, (3, 6))
+    zero_row = draw(31, (3, 6))
     zero_row[1] = 0.0
     return [
         Case("one vector (1, 2, 3, 4), gain 1, eps = 0.01", (np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4), 0.01)),
-        Case("(B, T, d) = (2, 3, 8) with a gain, eps = 1e-6", (*_draw(32, (2, 3, 8), (8,)), 1e-6)),
-        Case("float32 (4, 5)", (*_draw(33, (4, 5), (5,), dtype=np.float32), 1e-6), np.float32),
-        Case("an all-zero row: eps keeps it finite (its output is 0)", (zero_row, _draw(34, (6,)), 1e-6)),
+        Case("(B, T, d) = (2, 3, 8) with a gain, eps = 1e-6", (*draw(32, (2, 3, 8), (8,)), 1e-6)),
+        Case("float32 (4, 5)", (*draw(33, (4, 5), (5,), dtype=np.float32), 1e-6), np.float32),
+        Case("an all-zero row: eps keeps it finite (its output is 0)", (zero_row, draw(34, (6,)), 1e-6)),
         Case("tiny values (about 1e-4), eps = 1e-6: where eps goes matters",
-             (_draw(35, (3, 4), scale=1e-4), np.ones(4), 1e-6)),
-        Case("a larger eps = 0.5 (use the eps you are given)", (*_draw(36, (2, 6), (6,)), 0.5)),
+             (draw(35, (3, 4), scale=1e-4), np.ones(4), 1e-6)),
+        Case("a larger eps = 0.5 (use the eps you are given)", (*draw(36, (2, 6), (6,)), 0.5)),
         Case("d = 1", (np.array([[3.0], [-0.5]]), np.array([2.0]), 1e-6)),
     ]
 
@@ -122,7 +122,7 @@ def _ce(logits, targets, *, divide="n", sign=1.0, subtract=True, shift=True, axi
 
 
 def _big_logits():
-    z = _draw(44, (3, 4), scale=1000.0)
+    z = draw(44, (3, 4), scale=1000.0)
     targets = np.array([2, 0, 1])
     z[np.arange(3), targets] = z.max(axis=1) - 3.0  # the targets just below each row's top
     return z, targets
@@ -131,13 +131,13 @@ def _big_logits():
 def _ce_cases():
     return [
         Case("one position, V = 3", (np.array([[1.0, 2.0, 0.5]]), np.array([0]))),
-        Case("(N, V) = (4, 5)", (_draw(41, (4, 5)), np.array([1, 4, 0, 1]))),
-        Case("(B, T, V) = (2, 3, 4): N = B·T = 6 positions", (_draw(42, (2, 3, 4)), np.array([[0, 3, 1], [2, 2, 0]]))),
-        Case("float32 (3, 6)", (_draw(43, (3, 6), dtype=np.float32), np.array([5, 0, 2])), np.float32),
+        Case("(N, V) = (4, 5)", (draw(41, (4, 5)), np.array([1, 4, 0, 1]))),
+        Case("(B, T, V) = (2, 3, 4): N = B·T = 6 positions", (draw(42, (2, 3, 4)), np.array([[0, 3, 1], [2, 2, 0]]))),
+        Case("float32 (3, 6)", (draw(43, (3, 6), dtype=np.float32), np.array([5, 0, 2])), np.float32),
         Case("large logits (about 1000): subtract each row's max before exp", _big_logits()),
         Case("a target the model already gives probability ≈ 1", (np.array([[20.0, 0.0, -5.0], [0.0, 1.0, 2.0]]),
                                                                    np.array([0, 2]))),
-        Case("(B, T, V) = (1, 5, 2), every target the same", (_draw(45, (1, 5, 2)), np.ones((1, 5), dtype=int))),
+        Case("(B, T, V) = (1, 5, 2), every target the same", (draw(45, (1, 5, 2)), np.ones((1, 5), dtype=int))),
     ]
 
 
@@ -150,7 +150,7 @@ def _ce_index_error(case, err):
 
 def _ce_overflow(case, e, g):
     if np.abs(case.args[0]).max() > 700 and np.isnan(np.asarray(g[0], dtype=np.float64)).any():
-        return _OVERFLOW
+        return OVERFLOW
     return None
 
 

@@ -15,7 +15,7 @@ from ...attention import attention_backward, scaled_dot_product_attention
 from ...model.layers import linear_backward
 from ..i18n import msg
 from ..learning_demos import attention_layer_backward
-from .cases import Case, Exercise, _draw
+from .cases import Case, Exercise, draw
 
 __all__ = ["LINEAR_BACKWARD", "MHA_BACKWARD"]
 
@@ -46,13 +46,13 @@ def _linear_cases():
     return [
         Case("the 2 × 2 case of section 2", (np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[0.5, -1.0], [2.0, 1.0]]),
                                               np.array([[1.0, 0.0], [-2.0, 3.0]]))),
-        Case("(N, d_in) = (5, 3), d_out = 4", _draw(51, (5, 3), (3, 4), (5, 4))),
-        Case("(B, T, d_in) = (2, 5, 4), d_out = 3: W is shared by all B·T positions", _draw(52, (2, 5, 4), (4, 3),
+        Case("(N, d_in) = (5, 3), d_out = 4", draw(51, (5, 3), (3, 4), (5, 4))),
+        Case("(B, T, d_in) = (2, 5, 4), d_out = 3: W is shared by all B·T positions", draw(52, (2, 5, 4), (4, 3),
                                                                                           (2, 5, 3))),
-        Case("float32 (3, 4), d_out = 2", _draw(53, (3, 4), (4, 2), (3, 2), dtype=np.float32), np.float32),
-        Case("one row, (1, 3) -> (1, 5)", _draw(54, (1, 3), (3, 5), (1, 5))),
-        Case("four axes (2, 3, 4, 6), d_out = 2", _draw(55, (2, 3, 4, 6), (6, 2), (2, 3, 4, 2))),
-        Case("d_out = 1", _draw(56, (4, 3), (3, 1), (4, 1))),
+        Case("float32 (3, 4), d_out = 2", draw(53, (3, 4), (4, 2), (3, 2), dtype=np.float32), np.float32),
+        Case("one row, (1, 3) -> (1, 5)", draw(54, (1, 3), (3, 5), (1, 5))),
+        Case("four axes (2, 3, 4, 6), d_out = 2", draw(55, (2, 3, 4, 6), (6, 2), (2, 3, 4, 2))),
+        Case("d_out = 1", draw(56, (4, 3), (3, 1), (4, 1))),
     ]
 
 
@@ -122,8 +122,8 @@ def _layer(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal, *, paths="all", merge_
 
 
 def _layer_case(seed, b, t, d_model, n_heads, causal, dtype=np.float64, scale=1.0):
-    x, d_out = _draw(seed, (b, t, d_model), (b, t, d_model), dtype=dtype)
-    weights = [(scale * w / np.sqrt(d_model)).astype(dtype) for w in _draw(seed + 100, *[(d_model, d_model)] * 4)]
+    x, d_out = draw(seed, (b, t, d_model), (b, t, d_model), dtype=dtype)
+    weights = [(scale * w / np.sqrt(d_model)).astype(dtype) for w in draw(seed + 100, *[(d_model, d_model)] * 4)]
     return (x, *weights, n_heads, d_out, causal)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..learning_demos import REGRESSION, bigram_loss_and_grad, bigram_pairs
-from .cases import _OVERFLOW, Case, Exercise, _draw
+from .cases import OVERFLOW, Case, Exercise, draw
 
 __all__ = ["BIGRAM_GRAD", "NUMERICAL_GRADIENT"]
 
@@ -38,7 +38,7 @@ def _parabola(theta):
     return np.mean((theta[0] * s - y) ** 2)
 
 
-_A = _draw(11, (2, 3))
+_A = draw(11, (2, 3))
 _PARABOLA = _Function(_parabola, "mean((θ s − y)²)")
 _CUBES = _Function(lambda x: np.sum(x**3), "Σ x³")
 _SINES = _Function(lambda x: np.sum(np.sin(x) * _A), "Σ sin(x) ⊙ A")
@@ -76,11 +76,11 @@ def _numerical_gradient_cases():
              (_PARABOLA, np.array([0.0]), 1e-3)),
         Case("three entries, f(x) = Σ x³, ε = 0.05", (_CUBES, np.array([1.0, -2.0, 0.5]), 0.05)),
         Case("a (2, 3) matrix, f(X) = Σ sin(X) ⊙ A, ε = 1e-5: one partial derivative per entry",
-             (_SINES, _draw(12, (2, 3)), 1e-5)),
+             (_SINES, draw(12, (2, 3)), 1e-5)),
         Case("entries that interact, f(x) = (Σ x)², ε = 1e-4", (_SQUARE_OF_SUM, np.array([0.5, 1.0, -2.0, 3.0]), 1e-4)),
         Case("a large ε = 0.5 (use the ε you are given: the difference's own error is part of the answer)",
              (_CUBES, np.array([2.0, -1.0]), 0.5)),
-        Case("a softmax cross-entropy, −log softmax(z)[1], ε = 1e-6", (_SOFTMAX_LOSS, _draw(13, (5,)), 1e-6)),
+        Case("a softmax cross-entropy, −log softmax(z)[1], ε = 1e-6", (_SOFTMAX_LOSS, draw(13, (5,)), 1e-6)),
     ]
 
 
@@ -151,7 +151,7 @@ def _bigram(e, inputs, targets, *, mean=True, grad_mean=True, sign=1.0, scatter=
 
 def _large_logits():
     """Logits about 1000 (exp overflows), each pair's target the largest of its row (its loss stays small)."""
-    e, inputs, targets = _draw(25, (4, 4), scale=1000.0), np.array([0, 1, 2, 3]), np.array([1, 2, 3, 0])
+    e, inputs, targets = draw(25, (4, 4), scale=1000.0), np.array([0, 1, 2, 3]), np.array([1, 2, 3, 0])
     e[inputs, targets] = e.max(axis=1) + 2.0
     return e, inputs, targets
 
@@ -163,21 +163,21 @@ def _bigram_cases():
         Case("V = 3, four pairs, E = 0 (every row uniform: the loss is ln 3)",
              (np.zeros((3, 3)), np.array([0, 1, 2, 0]), np.array([1, 2, 0, 2]))),
         Case("a token that occurs three times as an input: its rows of dZ add up",
-             (_draw(21, (4, 4)), np.array([0, 0, 1, 0, 2]), np.array([1, 2, 0, 1, 3]))),
+             (draw(21, (4, 4)), np.array([0, 0, 1, 0, 2]), np.array([1, 2, 0, 1, 3]))),
         Case("a token that never occurs as an input (token 3): its row of dE is 0",
-             (_draw(22, (4, 4)), np.array([0, 1, 2, 1]), np.array([1, 3, 3, 0]))),
+             (draw(22, (4, 4)), np.array([0, 1, 2, 1]), np.array([1, 3, 3, 0]))),
         Case(f"the rhyme of the notebook: V = {v}, N = {len(inputs)} pairs, E random",
-             (_draw(23, (v, v)), inputs, targets)),
-        Case("float32, V = 5", (_draw(24, (5, 5), dtype=np.float32), np.array([4, 0, 0, 3, 1, 4]),
+             (draw(23, (v, v)), inputs, targets)),
+        Case("float32, V = 5", (draw(24, (5, 5), dtype=np.float32), np.array([4, 0, 0, 3, 1, 4]),
                                 np.array([0, 0, 3, 1, 4, 2])), np.float32),
         Case("large logits (about 1000): subtract each row's max before exp", _large_logits()),
-        Case("one pair", (_draw(26, (3, 3)), np.array([2]), np.array([0]))),
+        Case("one pair", (draw(26, (3, 3)), np.array([2]), np.array([0]))),
     ]
 
 
 def _bigram_overflow(case, e, g):
     if np.abs(case.args[0]).max() > 700 and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
-        return _OVERFLOW
+        return OVERFLOW
     return None
 
 
