@@ -5,7 +5,7 @@ A V4 layer keeps far less than a KV cache of every token (transformers' ``Deepse
 fixed size). Per sequence, after n tokens:
 
 * ``window``: the last ``min(n, W - 1)`` K=V rows ``(B, ., d)`` -- the next token adds its own;
-* per compressor (the layer's, and for CSA the indexer's, at width d_I), a :class:`CompressorState`:
+* per compressor (the layer's, and for CSA the indexer's, at width d_I), a :class:`CompressorState` --
   ``kv``, ``gate`` -- the raw projections of the ``n mod m`` tokens of the unfinished window
   ``(B, n mod m, c·d)`` (c = 2 for CSA's two overlapping series, 1 for HCA); ``entries`` -- the
   ``floor(n / m)`` compressed entries so far ``(B, ., d)``; and for CSA ``prior_kv``, ``prior_gate``

@@ -1,6 +1,6 @@
 """Normalisation layers: RMSNorm and LayerNorm, always computed in at least float32.
 
-* **RMSNorm** (Zhang & Sennrich 2019; DeepSeek-V3, Llama and the capstone use it):
+* **RMSNorm** (Zhang & Sennrich 2019; DeepSeek-V3, Llama and the capstone use it) --
   ``y = x / rms(x) · g`` with ``rms(x) = sqrt(mean(x²) + eps)`` over the last axis -- no mean subtracted,
   no bias. :func:`rms_normalize` is the part before the gain, ``(x / rms(x), 1 / rms(x))``, which the
   capstone's hand-written backward also needs (``model/layers.py``).

@@ -20,7 +20,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``d_model`` the residual width, ``V`` the voc
   Its forward keeps the derivative dy/dx (one array, computed while x is in cache); the backward is dy · it.
 * softmax cross-entropy ``L = mean_t [logsumexp(z_t) - z_t[y_t]]``, whose gradient is the famous
   ``dz = (softmax(z) - onehot(y)) / N``.
-* attention: sdpa's four steps and its backward's formulas (``attention.attention_grads``), tile by tile:
+* attention: sdpa's four steps and its backward's formulas (``attention.attention_grads``), tile by tile --
   a few batch rows and, causally, blocks of query rows against only the keys they may see -- FlashAttention's
   own rule (``flash.key_spans``, ``flash.tile_mask``) -- with the forward's weights kept for the backward.
 """

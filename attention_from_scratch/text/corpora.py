@@ -2,13 +2,12 @@
 
 Three public-domain texts are one ``apt-get`` away on Debian and Ubuntu, and any UTF-8 file works too:
 
-======  ==========================================  =================================================
-name    what                                        where (Debian package)
-======  ==========================================  =================================================
-tang    300 Tang poems (唐诗三百首), ~24k characters   /usr/share/games/fortunes/tang300 (fortunes-zh)
-song    95 Song poems (宋诗), ~8k characters          /usr/share/games/fortunes/song100 (fortunes-zh)
-devil   Bierce's *The Devil's Dictionary* (1911)    /usr/share/dictd/devil.dict.dz (dict-devil)
-======  ==========================================  =================================================
+* ``tang``: 300 Tang poems (唐诗三百首), ~24k characters, in ``/usr/share/games/fortunes/tang300``
+  (Debian package ``fortunes-zh``);
+* ``song``: 95 Song poems (宋诗), ~8k characters, in ``/usr/share/games/fortunes/song100``
+  (``fortunes-zh``);
+* ``devil``: Bierce's *The Devil's Dictionary* (1911), in ``/usr/share/dictd/devil.dict.dz``
+  (``dict-devil``).
 
 Cleaning. The fortune files hold entries separated by a line ``%``; each entry's first line is the
 title and its second the author, both wrapped in ANSI colour codes (``ESC[32m ... ESC[m``), which are
