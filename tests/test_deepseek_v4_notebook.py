@@ -46,3 +46,16 @@ def test_pooling_weights_are_the_windows_by_hand():
         want_csa[w, first:(w + 1) * m] = 1 / ((w + 1) * m - first)
     np.testing.assert_allclose(csa, want_csa, atol=1e-15)
     np.testing.assert_allclose(hca, want_hca, atol=1e-15)
+
+
+def test_the_v4_figures_are_the_same_bytes_every_run(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attention_from_scratch.course import plots
+    from attention_from_scratch.course.plots import deepseek_v4
+
+    assert set(deepseek_v4.FIGURES) <= set(plots.FIGURES) and all(n.startswith("v4_") for n in deepseek_v4.FIGURES)
+    for name, make in deepseek_v4.FIGURES.items():
+        first, second = (plots.save_figure(make(), tmp_path / f"{k}_{name}").read_bytes() for k in "ab")
+        assert first == second, name
