@@ -1,25 +1,9 @@
-"""What DeepSeek-V4 keeps and computes per decoded token, beside V3 (MLA) and V3.2 (MLA + indexer).
+"""What DeepSeek-V4 computes (and keeps) per decoded token, beside V3 (MLA) and V3.2 (MLA + indexer).
 
-Cache bytes (per layer, after n tokens; e = one K=V row, i = one indexer key):
-
-    V3     n · 576 values                                        the latent c_KV (512) and k^R (64)
-    V3.2   n · (576 values + an indexer key of 128)
-    V4     min(n, W-1) · e + floor(n/m) · (e + i [CSA]) + S       window rows, entries, compressor state S
-
-``storage="bf16"`` puts every cached value in BF16 (V3 1152 B, V3.2 1408 B per token and layer; V4 e =
-1024, i = 256). ``storage="fp8"`` (the default) is what each model stores in low precision where it does:
-V3 has no FP8 cache format (BF16, 1152 B); V3.2 its latent in FlashMLA's sparse FP8 record (512 e4m3
-values, 4 float32 scales, the 64 RoPE values in BF16: 656 B) and its indexer key in FP8 with a float32
-scale (132 B, ``kv_cache.indexer_bytes_per_token``): 788 B (``kv_cache.bytes_per_token(..., "dsa")``'s
-1284 B counts the reference code's BF16 latents instead); V4 every K=V row in the report's mixed format
-(§2.3.4: the RoPE channels in BF16, the rest in FP8 with one UE8M0 scale per 64 values, as DeepSeek's
-inference code rounds them): e = (d - r) + (d - r)/64 + 2r = 448 + 7 + 128 = 583 B (kernels pad it to
-584), and the indexer keys in FP4 (MXFP4: one UE8M0 scale per 32 values): i = d_I/2 + d_I/32 = 68 B.
-With these, V4-Flash holds 7.3% and V4-Pro 10.5% of V3.2's cache at 1M tokens -- the model card's "7%"
-and "10%". The compressor state is what DeepSeek's inference code allocates per layer: ``kv_state`` and
-``score_state`` in float32, ``(c·m, c·d)`` each (c = 2 for CSA's overlap, 1 for HCA), and the indexer's
-at d_I: 64 KiB + 16 KiB for a CSA layer, 512 KiB for an HCA layer. The window counts the W - 1 rows
-carried between steps (``deepseek_v4_cache.py``; the reference allocates W).
+Cache bytes (V3, V3.2 and V4, BF16 and FP8 as each model stores them) are ``kv_cache.py``'s
+(:func:`kv_cache.cache_bytes`); this module counts the arithmetic, and tabulates both.
+With those bytes, V4-Flash holds 7.3% and V4-Pro 10.5% of V3.2's cache at 1M tokens -- the model card's
+"7%" and "10%".
 
 Multiply-adds per decoded token (the n-th; attention over the cache only -- projections of the new
 token do not grow with n, as in ``kv_cache.decode_flops``, which counts 2 FLOPs per multiply-add):
@@ -47,77 +31,11 @@ import math
 
 from .deepseek_v4_config import CSA, HCA, SLIDING, DeepSeekV4Config
 from .infra.checks import check_positive_int
-from .kv_cache import indexer_bytes_per_token, mla_values_per_token
+from .kv_cache import STORAGES, cache_bytes, check_mla_config, mla_row_bytes, v4_entry_bytes, v4_index_key_bytes
 from .mla_config import MLAConfig
 
-__all__ = [
-    "cache_bytes", "decode_macs", "decode_macs_crossovers", "decode_macs_terms", "deepseek_v4_cost_table",
-    "mla_row_bytes", "v4_compressor_state_bytes", "v4_entry_bytes", "v4_index_key_bytes", "v4_layer_cache_bytes",
-    "v4_layer_decode_macs",
-]
-STORAGES = ("fp8", "bf16")
-FP8_SCALE_BLOCK, FP4_SCALE_BLOCK = 64, 32  # values per UE8M0 (1-byte) scale: the reference's act_quant, MXFP4
-
-
-def _storage(storage):
-    if storage not in STORAGES:
-        raise ValueError(f"storage must be one of {STORAGES}, got {storage!r}")
-    return storage
-
-
-def v4_entry_bytes(config: DeepSeekV4Config, storage: str = "fp8") -> int:
-    """One K=V row: ``2d`` in BF16; FP8: ``(d - r)`` e4m3 + one scale byte per 64 + ``r`` BF16 (583)."""
-    d, r = config.head_dim, config.qk_rope_head_dim
-    return 2 * d if _storage(storage) == "bf16" else (d - r) + -(-(d - r) // FP8_SCALE_BLOCK) + 2 * r
-
-
-def v4_index_key_bytes(config: DeepSeekV4Config, storage: str = "fp8") -> int:
-    """One indexer key: ``2 d_I`` in BF16; FP8 storage: FP4 ``d_I / 2`` + one scale byte per 32 (68)."""
-    d_i = config.index_head_dim
-    return 2 * d_i if _storage(storage) == "bf16" else -(-d_i // 2) + -(-d_i // FP4_SCALE_BLOCK)
-
-
-def v4_compressor_state_bytes(config: DeepSeekV4Config, layer_type: str) -> int:
-    """The reference's float32 ``kv_state`` and ``score_state``, ``(c·m, c·d)`` each, per compressor."""
-    if layer_type == SLIDING:
-        return 0
-    m, c = config.compress_rates[layer_type], 2 if layer_type == CSA else 1
-    widths = (config.head_dim, config.index_head_dim) if layer_type == CSA else (config.head_dim,)
-    return sum(2 * (c * m) * (c * width) * 4 for width in widths)
-
-
-def v4_layer_cache_bytes(config: DeepSeekV4Config, layer_type: str, n_tokens: int, storage: str = "fp8") -> int:
-    """One layer after ``n_tokens``: ``min(n, W-1)·e + floor(n/m)·(e + i [CSA]) + state``."""
-    n = check_positive_int(n_tokens, "n_tokens", minimum=0)
-    e = v4_entry_bytes(config, storage)
-    total = min(n, config.sliding_window - 1) * e + v4_compressor_state_bytes(config, layer_type)
-    if layer_type in (CSA, HCA):
-        per_entry = e + (v4_index_key_bytes(config, storage) if layer_type == CSA else 0)
-        total += n // config.compress_rates[layer_type] * per_entry
-    return total
-
-
-def cache_bytes(config, n_tokens: int, storage: str = "fp8") -> int:
-    """The whole model's cache after ``n_tokens``: a :class:`DeepSeekV4Config` (its layer schedule) or an
-    :class:`MLAConfig` (V3; V3.2 when ``index_n_heads > 0``), summed over its layers."""
-    n = check_positive_int(n_tokens, "n_tokens", minimum=0)
-    if isinstance(config, DeepSeekV4Config):
-        return sum(v4_layer_cache_bytes(config, kind, n, storage) for kind in config.layer_types)
-    _check_mla(config)
-    return n * mla_row_bytes(config, storage) * config.n_layers
-
-
-def mla_row_bytes(config: MLAConfig, storage: str = "fp8") -> int:
-    """V3's or V3.2's cache per token and layer: the latent row (and V3.2's indexer key), see above."""
-    _check_mla(config)
-    latent, rope = config.kv_lora_rank, config.qk_rope_head_dim
-    if _storage(storage) == "bf16" or not config.index_n_heads:  # V3 stores BF16 only
-        row = 2 * mla_values_per_token(latent, rope)
-    else:  # FlashMLA's sparse FP8 record: e4m3 latent, a float32 scale per 128 values, BF16 RoPE part
-        row = latent + 4 * -(-latent // 128) + 2 * rope
-    if config.index_n_heads:
-        row += 2 * config.index_head_dim if storage == "bf16" else indexer_bytes_per_token(config.index_head_dim)
-    return row
+__all__ = ["decode_macs", "decode_macs_crossovers", "decode_macs_terms", "deepseek_v4_cost_table",
+           "v4_layer_decode_macs"]
 
 
 def v4_layer_decode_macs(config: DeepSeekV4Config, layer_type: str, n_tokens: int) -> int:
@@ -138,7 +56,7 @@ def decode_macs(config, n_tokens: int) -> int:
     n = check_positive_int(n_tokens, "n_tokens")
     if isinstance(config, DeepSeekV4Config):
         return sum(v4_layer_decode_macs(config, kind, n) for kind in config.layer_types)
-    _check_mla(config)
+    check_mla_config(config)
     mla = config.n_heads * (2 * config.kv_lora_rank + config.qk_rope_head_dim)  # per latent read
     if not config.index_n_heads:
         return config.n_layers * mla * n
@@ -150,7 +68,7 @@ def decode_macs_terms(config) -> tuple:
     """:func:`decode_macs` with floor(n/m) relaxed to n/m: ``(slope, ((coef, cap), ...))`` such that
     ``macs(n) ≈ slope·n + Σ coef·min(n, cap)`` (exact for V3/V3.2, and for V4 when m' divides n)."""
     if not isinstance(config, DeepSeekV4Config):
-        _check_mla(config)
+        check_mla_config(config)
         mla = config.n_layers * config.n_heads * (2 * config.kv_lora_rank + config.qk_rope_head_dim)
         if not config.index_n_heads:
             return mla, ()
@@ -222,7 +140,3 @@ def _per_token(cfg, kind, storage):
     i = v4_index_key_bytes(cfg, storage) if kind == CSA else 0
     return (v4_entry_bytes(cfg, storage) + i) / cfg.compress_rates[kind]
 
-
-def _check_mla(config):
-    if not isinstance(config, MLAConfig):
-        raise TypeError(f"config must be a DeepSeekV4Config or an MLAConfig (V3, V3.2), got {type(config).__name__}")

@@ -1,4 +1,4 @@
-"""The KV cache, and how many bytes it costs per token: MHA, GQA, MQA and MLA.
+"""The KV cache, and how many bytes it costs per token: MHA, GQA, MQA, MLA (and V3.2 and V4, at the end).
 
 While generating, every layer keeps what each past token contributes to attention, so the next token
 costs one projection instead of a re-run of the whole prefix: :class:`KVCache` keeps the keys
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 
+from .deepseek_v4_config import CSA, HCA, SLIDING, DeepSeekV4Config
 from .infra.backend import device_of, get_namespace
 from .infra.checks import check_cache_entries, check_positive_int
 from .mla_config import MLAConfig
@@ -300,3 +301,85 @@ def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: in
                          "decode_bytes_read at the context length you want")
     flops = decode_flops(config, kind, 1, n_kv_heads=n_kv_heads)
     return flops / decode_bytes_read(config, kind, 1, n_kv_heads=n_kv_heads, element_size=element_size)
+
+
+# DeepSeek-V4 beside V3 and V3.2: bytes in the formats each model stores (its cache after n tokens, per layer)
+#
+#   V3     n · 576 values (BF16: 1152 B)                     the latent and k^R; V3 has no FP8 cache format
+#   V3.2   n · (656 + 132) B in FP8, (576 + 128)·2 in BF16   FlashMLA's sparse FP8 record + the FP8 indexer key
+#   V4     min(n, W-1)·e + floor(n/m)·(e + i [CSA]) + S      window rows, compressed entries, compressor state
+#
+# V4's K=V row e in the report's mixed format (§2.3.4): RoPE channels BF16, the rest FP8 with one UE8M0 byte
+# per 64 values, 448 + 7 + 128 = 583 B; its indexer keys in MXFP4 (one scale byte per 32), i = 64 + 4 = 68 B.
+# The state S is what DeepSeek's inference code allocates: float32 kv_state and score_state, (c·m, c·d) each
+# (c = 2 for CSA's overlap, 1 for HCA), and the indexer's at d_I. The window counts the W - 1 rows carried.
+__all__ += ["cache_bytes", "check_mla_config", "mla_row_bytes", "v4_compressor_state_bytes", "v4_entry_bytes",
+            "v4_index_key_bytes", "v4_layer_cache_bytes"]
+STORAGES = ("fp8", "bf16")
+FP8_SCALE_BLOCK, FP4_SCALE_BLOCK = 64, 32  # values per UE8M0 (1-byte) scale: the reference's act_quant, MXFP4
+
+
+def _storage(storage):
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {STORAGES}, got {storage!r}")
+    return storage
+
+
+def v4_entry_bytes(config: DeepSeekV4Config, storage: str = "fp8") -> int:
+    """One K=V row: ``2d`` in BF16; FP8: ``(d - r)`` e4m3 + one scale byte per 64 + ``r`` BF16 (583)."""
+    d, r = config.head_dim, config.qk_rope_head_dim
+    return 2 * d if _storage(storage) == "bf16" else (d - r) + -(-(d - r) // FP8_SCALE_BLOCK) + 2 * r
+
+
+def v4_index_key_bytes(config: DeepSeekV4Config, storage: str = "fp8") -> int:
+    """One indexer key: ``2 d_I`` in BF16; FP8 storage: FP4 ``d_I / 2`` + one scale byte per 32 (68)."""
+    d_i = config.index_head_dim
+    return 2 * d_i if _storage(storage) == "bf16" else -(-d_i // 2) + -(-d_i // FP4_SCALE_BLOCK)
+
+
+def v4_compressor_state_bytes(config: DeepSeekV4Config, layer_type: str) -> int:
+    """The reference's float32 ``kv_state`` and ``score_state``, ``(c·m, c·d)`` each, per compressor."""
+    if layer_type == SLIDING:
+        return 0
+    m, c = config.compress_rates[layer_type], 2 if layer_type == CSA else 1
+    widths = (config.head_dim, config.index_head_dim) if layer_type == CSA else (config.head_dim,)
+    return sum(2 * (c * m) * (c * width) * 4 for width in widths)
+
+
+def v4_layer_cache_bytes(config: DeepSeekV4Config, layer_type: str, n_tokens: int, storage: str = "fp8") -> int:
+    """One layer after ``n_tokens``: ``min(n, W-1)·e + floor(n/m)·(e + i [CSA]) + state``."""
+    n = check_positive_int(n_tokens, "n_tokens", minimum=0)
+    e = v4_entry_bytes(config, storage)
+    total = min(n, config.sliding_window - 1) * e + v4_compressor_state_bytes(config, layer_type)
+    if layer_type in (CSA, HCA):
+        per_entry = e + (v4_index_key_bytes(config, storage) if layer_type == CSA else 0)
+        total += n // config.compress_rates[layer_type] * per_entry
+    return total
+
+
+def mla_row_bytes(config: MLAConfig, storage: str = "fp8") -> int:
+    """V3's or V3.2's cache per token and layer: the latent row (and V3.2's indexer key), see above."""
+    check_mla_config(config)
+    latent, rope = config.kv_lora_rank, config.qk_rope_head_dim
+    if _storage(storage) == "bf16" or not config.index_n_heads:  # V3 stores BF16 only
+        row = 2 * mla_values_per_token(latent, rope)
+    else:  # FlashMLA's sparse FP8 record: e4m3 latent, a float32 scale per 128 values, BF16 RoPE part
+        row = latent + 4 * -(-latent // 128) + 2 * rope
+    if config.index_n_heads:
+        row += 2 * config.index_head_dim if storage == "bf16" else indexer_bytes_per_token(config.index_head_dim)
+    return row
+
+
+def cache_bytes(config, n_tokens: int, storage: str = "fp8") -> int:
+    """The whole model's cache after ``n_tokens``: a :class:`DeepSeekV4Config` (its layer schedule) or an
+    :class:`MLAConfig` (V3; V3.2 when ``index_n_heads > 0``), summed over its layers."""
+    n = check_positive_int(n_tokens, "n_tokens", minimum=0)
+    if isinstance(config, DeepSeekV4Config):
+        return sum(v4_layer_cache_bytes(config, kind, n, storage) for kind in config.layer_types)
+    check_mla_config(config)
+    return n * mla_row_bytes(config, storage) * config.n_layers
+
+
+def check_mla_config(config):
+    if not isinstance(config, MLAConfig):
+        raise TypeError(f"config must be a DeepSeekV4Config or an MLAConfig (V3, V3.2), got {type(config).__name__}")

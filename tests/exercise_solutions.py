@@ -142,6 +142,23 @@ def my_index_scores(q, k, w):
     return np.where(visible, scores, -np.inf)
 
 
+def my_compress_window(kv, gate, bias):
+    """DeepSeek-V4's gated pooling of windows of m tokens: Σ_j softmax_j(gate_j + bias_j) ⊙ kv_j, per channel.
+
+    kv, gate (..., m, d) (leading axes: independent windows), bias (m, d) -> (..., d).
+    """
+    z = gate + bias  # (..., m, d): one gate per slot and channel, the slot's learned bias added
+    e = np.exp(z - np.max(z, axis=-2, keepdims=True))  # each channel's own max over the slots (−∞ slots give 0)
+    weights = e / np.sum(e, axis=-2, keepdims=True)  # softmax over the m slots: sums to 1 per channel
+    return np.sum(weights * kv, axis=-2)  # (..., m, d) -> (..., d): a convex combination of the tokens' kv
+
+
+def my_visible_entries(positions, n_entries, rate):
+    """Entry w (tokens w·m .. w·m + m − 1) is visible to the query at position p iff (w + 1)·m <= p + 1: (T, E)."""
+    last_token = (np.arange(n_entries) + 1) * rate - 1  # (E,): the last token of each entry's window
+    return last_token[None, :] <= np.asarray(positions)[:, None]  # (1, E) against (T, 1) -> (T, E) bool
+
+
 def my_merge(a, b):
     """Merge online-softmax states a = (m_a, l_a, acc_a) and b of two disjoint key blocks into their union's.
 
@@ -266,6 +283,8 @@ SOLUTIONS = {
     "rope": my_rope,
     "mla_absorbed_scores": my_absorbed_scores,
     "index_scores": my_index_scores,
+    "compress_window": my_compress_window,
+    "visible_entries": my_visible_entries,
     "online_softmax_merge": my_merge,
     "merge_partials": my_merge_partials,
     "info_nce": my_info_nce,

@@ -1,4 +1,4 @@
-"""DeepSeek-V4's cache bytes and decode multiply-adds, against hand arithmetic, kv_cache.py and counting.
+"""DeepSeek-V4's decode multiply-adds, against hand arithmetic, kv_cache.py and counting (its bytes: test_kv_cache.py).
 
 The multiply-adds of one V4 layer are counted by running the layer (a spy on the attention and the
 indexer records how many keys each new token reads and how many entries it scores); the crossovers
@@ -13,44 +13,17 @@ import pytest
 import attention_from_scratch.deepseek_v4 as v4_module
 from attention_from_scratch import DeepSeekV4Attention, DeepSeekV4Config, MLAConfig
 from attention_from_scratch.deepseek_v4_costs import (
-    cache_bytes,
     decode_macs,
     decode_macs_crossovers,
     decode_macs_terms,
     deepseek_v4_cost_table,
-    v4_compressor_state_bytes,
-    v4_entry_bytes,
-    v4_index_key_bytes,
-    v4_layer_cache_bytes,
     v4_layer_decode_macs,
 )
-from attention_from_scratch.kv_cache import bytes_per_token, decode_flops, indexer_bytes_per_token
+from attention_from_scratch.kv_cache import cache_bytes, decode_flops
 
 FLASH, PRO = DeepSeekV4Config(), DeepSeekV4Config.deepseek_v4_pro()
 V3, V32 = MLAConfig(), MLAConfig.deepseek_v32()
 SLIDING, CSA, HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
-
-
-def test_row_formats():
-    """448 FP8 + 7 scale bytes + 64 BF16 channels; FP4 indexer keys: 64 bytes + 4 scales."""
-    assert (v4_entry_bytes(FLASH), v4_entry_bytes(FLASH, "bf16")) == (448 + 7 + 128, 1024)
-    assert (v4_index_key_bytes(FLASH), v4_index_key_bytes(FLASH, "bf16")) == (64 + 4, 256)
-    assert v4_compressor_state_bytes(FLASH, CSA) == 2 * 8 * 1024 * 4 + 2 * 8 * 256 * 4  # 64 KiB + 16 KiB
-    assert v4_compressor_state_bytes(FLASH, HCA) == 2 * 128 * 512 * 4  # 512 KiB
-    assert v4_compressor_state_bytes(FLASH, SLIDING) == 0
-
-
-def test_cache_bytes_summed_over_the_released_schedules():
-    n = 131072
-    csa = 127 * 583 + n // 4 * (583 + 68) + 81920
-    hca = 127 * 583 + n // 128 * 583 + 524288
-    assert cache_bytes(FLASH, n) == 2 * 127 * 583 + 21 * csa + 20 * hca
-    assert cache_bytes(PRO, n) == 30 * csa + 31 * hca
-    assert cache_bytes(V3, n) == cache_bytes(V3, n, "bf16") == n * bytes_per_token(V3, "mla") == n * 576 * 2 * 61
-    assert cache_bytes(V32, n) == n * (512 + 4 * 4 + 64 * 2 + indexer_bytes_per_token(128)) * 61  # 788 B
-    assert cache_bytes(V32, n, "bf16") == n * (576 + 128) * 2 * 61
-    assert v4_layer_cache_bytes(FLASH, SLIDING, 3, "bf16") == 3 * 1024 and cache_bytes(FLASH, 0) == 41 * 0 + (
-        21 * 81920 + 20 * 524288)
 
 
 def test_decode_macs_of_v3_and_v32_are_kv_cache_decode_flops_halved():
@@ -139,9 +112,7 @@ def test_cost_table():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="storage must be one of"):
-        v4_entry_bytes(FLASH, "fp4")
     with pytest.raises(TypeError, match="MLAConfig"):
         decode_macs({"hidden_size": 8}, 3)
     with pytest.raises(ValueError, match="n_tokens"):
-        cache_bytes(FLASH, -1)
+        decode_macs(FLASH, 0)

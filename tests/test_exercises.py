@@ -93,8 +93,8 @@ CLASSES = {
     "a list instead of an array": ("expected a NumPy array, got a value of type list",
                                    [n for n in SOLUTIONS if n != "info_nce"]),  # a 0-d loss: a Python float there
     "one max for the whole array": ("each row needs its own max", ["attention", "kv_decode_step", "info_nce",
-                                                                    "online_softmax_merge", "merge_partials",
-                                                                    "attention_backward"]),
+                                                                    "compress_window", "online_softmax_merge",
+                                                                    "merge_partials", "attention_backward"]),
     "a float64 floor for −∞ in float32": ("in float32", ["attention", "online_softmax_merge", "merge_partials",
                                                            "attention_backward"]),
     "an additive mask that turns float32 into float64": ("an additive mask", ["attention", "attention_backward"]),

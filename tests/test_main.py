@@ -71,6 +71,16 @@ def test_later_sections_print_numbers_computed_here(capsys):
     mla, indexer, top = 128 * (2 * 512 + 64), 64 * (128 + 1), 2048
     crossing = math.floor(top * mla / (mla - indexer)) + 1  # the first S with S·mla > S·indexer + top·mla
     assert f"from {crossing:,} cached tokens" in out and f"{(576 * 2 + 132) / (576 * 2) - 1:.1%} more than V3" in out
+    # DeepSeek-V4-Flash at n = 2^20 tokens beside V3.2 (61 layers), in closed form: V3.2 caches 656 + 132 bytes per
+    # token and layer (FP8 latent record, FP8 indexer key); V4 per layer 127 window rows of 583 bytes, an entry
+    # (583 + a 68-byte FP4 indexer key) per 4 tokens in its 21 CSA layers, one per 128 in its 20 HCA layers, and
+    # the compressors' float32 state. Multiply-adds: V3.2 64·129 per key + 128·1088 per kept key (2048); V4 2·64·512
+    # per key read: a window of 128, 512 selected entries (CSA) or all n/128 (HCA), + the indexer's 64·129 per entry
+    n = 2**20
+    v4_bytes = 2 * 127 * 583 + 21 * (127 * 583 + n // 4 * 651 + 81920) + 20 * (127 * 583 + n // 128 * 583 + 524288)
+    v4_macs = 2 * 64 * 512 * (43 * 128 + 21 * 512 + 20 * n // 128) + 21 * 64 * 129 * n // 4
+    v32_macs = 61 * (64 * 129 * n + 128 * 1088 * 2048)
+    assert f"caches {v4_bytes / (n * 788 * 61):.1%} of V3.2's bytes and does {v4_macs / v32_macs:.1%}" in out
 
 
 def test_rope_section_matches_rotation_matrices(capsys):

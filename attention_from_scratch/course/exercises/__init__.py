@@ -64,6 +64,7 @@ from .attention import ATTENTION
 from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
 from .block import CROSS_ENTROPY_GRAD, RMS_NORM
 from .cases import Case, Exercise
+from .deepseek_v4 import COMPRESS_WINDOW, VISIBLE_ENTRIES
 from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
 from .layer_backward import LINEAR_BACKWARD, MHA_BACKWARD
@@ -82,7 +83,8 @@ from .training import ADAM_STEP
 # notebook 18's exercises keep their place until the course is renumbered)
 EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS,
                                     NUMERICAL_GRADIENT, BIGRAM_GRAD, RMS_NORM, CROSS_ENTROPY_GRAD,
-                                    KV_DECODE_STEP, ROPE, MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE,
+                                    KV_DECODE_STEP, ROPE, MLA_ABSORBED_SCORES, INDEX_SCORES, COMPRESS_WINDOW,
+                                    VISIBLE_ENTRIES, ONLINE_SOFTMAX_MERGE,
                                     MERGE_PARTIALS, INFO_NCE,
                                     LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP]}
 

@@ -1,5 +1,5 @@
 """The tour's efficient inference, notebooks 09-14: RoPE, the KV cache of MLA, DeepSeek-V3.2's sparse
-attention, FlashAttention, serving (windows, split-KV, ring attention).
+attention (and a line on DeepSeek-V4), FlashAttention, serving (windows, split-KV, ring attention).
 
 As in :mod:`.foundations`: each section takes ``xp``, computes, asserts, then prints, with the Array API only.
 """
@@ -100,6 +100,32 @@ def _tour_sparse(xp):
                 value=n['v32_bytes_per_token'] // 61, value2=n['v32_over_v3'] - 1))
     say(msg("fewer multiply-adds than dense MLA from {crossing:,} cached tokens (top-k = 2048 plus "
         "the indexer)", crossing=crossing))
+    _v4_line(xp)
+
+
+def _v4_line(xp):
+    """DeepSeek-V4 (notebooks/next/deepseek_v4): compress, then select -- its cost at 1M tokens, and a tiny
+    CSA layer whose token-by-token decoding equals its full pass."""
+    from ...deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Config
+    from ...deepseek_v4_costs import decode_macs
+    from ...kv_cache import cache_bytes
+    from ...mla import MLAConfig
+
+    flash, v32, n = DeepSeekV4Config(), MLAConfig.deepseek_v32(), 1 << 20
+    kept, work = cache_bytes(flash, n) / cache_bytes(v32, n), decode_macs(flash, n) / decode_macs(v32, n)
+    assert 0.07 < kept < 0.075 and 0.10 < work < 0.11  # the model card: "7%" of the cache, "10%" of the FLOPs
+    tiny = DeepSeekV4Config(hidden_size=16, num_attention_heads=2, head_dim=8, q_lora_rank=6, o_groups=2,
+                            o_lora_rank=4, sliding_window=3, compress_rate_csa=2, index_n_heads=4, index_head_dim=4,
+                            index_topk=2, partial_rotary_factor=0.5, layer_types=("compressed_sparse_attention",))
+    attn = DeepSeekV4Attention(tiny, layer_idx=0, seed=3, xp=xp)
+    x = random_normal((1, 9, 16), seed=18, xp=xp)
+    cache = attn.new_cache(1)
+    steps = xp.concat([attn(x[:, t:t + 1, :], cache=cache) for t in range(9)], axis=1)
+    gap = float(xp.max(xp.abs(steps - attn(x))))
+    assert gap < 1e-12
+    say(msg("DeepSeek-V4 pools every 4 tokens into one entry (CSA) or 128 (HCA): at 1M tokens V4-Flash caches "
+            "{kept:.1%} of V3.2's bytes and does {work:.1%} of its attention multiply-adds; a tiny CSA layer "
+            "decoded token by token = its full pass (to 1e-12)", kept=kept, work=work))
 
 
 @section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")

@@ -1,0 +1,151 @@
+"""Exercises of the DeepSeek-V4 notebook: the gated compression of one window, and which compressed entries
+a query may see.
+
+Their cases, the package's references (``deepseek_v4_compressor.compress_windows`` and ``visible_entries``)
+and the classic mistakes with their hints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...deepseek_v4_compressor import compress_windows, visible_entries
+from ...softmax import naive_softmax, softmax
+from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw
+
+__all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
+
+
+# --- compress_window: entry = Σ_slots softmax_slots(gate + bias) ⊙ kv, channel by channel ---------------------
+
+
+def _window_case(label, seed, lead, m, d, dtype=np.float64, scale=1.0):
+    kv, gate, bias = draw(seed, (*lead, m, d), (*lead, m, d), (m, d), dtype=dtype)
+    return Case(label, (kv, gate * dtype(scale), bias))
+
+
+def _first_half_missing(seed):
+    """CSA's first entry: the slots of window -1 do not exist, their gates are −∞ (weight 0)."""
+    kv, gate, bias = draw(seed, (8, 3), (8, 3), (8, 3))
+    gate[:4] = -np.inf
+    return kv, gate, bias
+
+
+def _channels_far_apart(seed):
+    """Channel 0's gates are about 1000 above channel 1's: one max for the whole array underflows channel 1."""
+    kv, gate, bias = draw(seed, (2, 4, 2), (2, 4, 2), (4, 2))
+    gate[..., 0] += 1000.0
+    return kv, gate, bias
+
+
+def _window_cases():
+    return [
+        _window_case("one window of m = 4 slots, d = 3 channels", 70, (), 4, 3),
+        _window_case("leading axes (B, n) = (2, 3): 6 windows of m = 4, d = 5", 71, (2, 3), 4, 5),
+        _window_case("float32, m = 8, d = 4", 72, (2,), 8, 4, dtype=np.float32),
+        Case("CSA's first entry: 2m = 8 slots, the first 4 (window −1) gated −∞", _first_half_missing(73)),
+        _window_case("large gates (entries about 800)", 74, (3,), 4, 2, scale=800.0),
+        Case("channels of very different gates: channel 0 about 1000 above channel 1", _channels_far_apart(75)),
+        _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
+    ]
+
+
+def _window_reference(kv, gate, bias):
+    lead, (m, d) = kv.shape[:-2], kv.shape[-2:]
+    pooled, _ = compress_windows(kv.reshape(-1, m, d), gate.reshape(-1, m, d), bias, m)  # (N, 1, d): one entry each
+    return pooled.reshape(*lead, d)
+
+
+def _window_wrong(kv, gate, bias, *, axis=-2, use_bias=True, weigh=None):
+    """The gated pooling with one detail changed: the softmax's axis, the bias left out, what is weighed."""
+    weights = softmax(gate + bias if use_bias else gate, axis=axis)
+    return np.sum(weights * (kv if weigh is None else weigh(kv, gate)), axis=-2)
+
+
+def _window_global_max(kv, gate, bias):
+    z = gate + bias
+    e = np.exp(z - np.max(z))  # one max for every window and channel
+    return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
+
+
+COMPRESS_WINDOW = Exercise(
+    "compress_window", "next/deepseek_v4", ("kv", "gate", "bias"), ("entry",), _window_cases, _window_reference,
+    mistakes=[
+        ("the softmax runs over the window's slots (axis −2, the m tokens), separately for each channel -- not over "
+         "the channels of one token", lambda *a: _window_wrong(*a, axis=-1)),
+        ("the learned bias B (one per slot and channel) is added to the gates before the softmax: it tells slots "
+         "apart, since the gates alone do not know a token's place in the window",
+         lambda *a: _window_wrong(*a, use_bias=False)),
+        ("the weights multiply the values kv, not the gates: the entry is a convex combination of the tokens' kv",
+         lambda *a: _window_wrong(*a, weigh=lambda kv, gate: gate)),
+        ("the entry is a weighted SUM over the slots (weights that sum to 1), not a mean of the weighted values",
+         lambda kv, gate, bias: _window_reference(kv, gate, bias) / kv.shape[-2]),
+        (GLOBAL_MAX, _window_global_max),
+        (OVERFLOW, lambda kv, gate, bias: np.sum(naive_softmax(gate + bias, axis=-2) * kv, axis=-2)),
+    ],
+    title="the gated compression of one window",
+    task="""Write `my_compress_window(kv, gate, bias)`: the compressor's step 3 for windows of $m$ tokens,
+$\\text{entry} = \\sum_{j<m} \\operatorname{softmax}_j(Z_j + B_j) \\odot C_j$, with the softmax over the $m$ slots
+**per channel**. Shapes: `kv` (the values $C$) and `gate` ($Z$) `(..., m, d)` -- any leading axes are windows
+computed independently -- and `bias` ($B$) `(m, d)`; return `(..., d)`, in the inputs' dtype. The checker tries
+one window, leading axes, float32, CSA's first entry (the slots of the missing window $-1$ gated $-\\infty$:
+weight 0), large gates, channels whose gates are 1000 apart, and a single slot; it checks shape, dtype and
+value, and that your function leaves its inputs unchanged.""",
+    stub='''def my_compress_window(kv, gate, bias):
+    """Σ_slots softmax over the slots (axis -2) of (gate + bias), times kv: (..., m, d) -> (..., d)."""
+    raise NotImplementedError  # delete this line and write your code''',
+)
+
+
+# --- visible_entries: entry w is visible at position p iff its window is complete, (w+1)·m <= p+1 -------------
+
+
+def _visible_cases():
+    return [Case(label, (np.asarray(p), e, m)) for label, p, e, m in [
+        ("positions 0..7, E = 2 entries of m = 4 tokens", list(range(8)), 2, 4),
+        ("one new token at position 13 (decoding), E = 3, m = 4", [13], 3, 4),
+        ("a chunk at positions 5..9, E = 2, m = 4: positions do not start at 0", list(range(5, 10)), 2, 4),
+        ("m = 1: every token is its own entry, T = 4, E = 4", list(range(4)), 4, 1),
+        ("more entries listed than complete: positions 0..5, E = 4, m = 2", list(range(6)), 4, 2),
+        ("HCA's m' = 128 at long positions 126..129 and 1000, E = 8", [126, 127, 128, 129, 1000], 8, 128),
+    ]]
+
+
+def _visible_reference(positions, n_entries, rate):
+    return visible_entries(positions, n_entries, rate, xp=np)
+
+
+def _visible_wrong(positions, n_entries, rate, *, shift=0, start=False):
+    w = np.arange(n_entries)[None, :]
+    p = np.asarray(positions)[:, None]
+    return (w * rate <= p) if start else ((w + 1) * rate <= p + 1 + shift)
+
+
+VISIBLE_ENTRIES = Exercise(
+    "visible_entries", "next/deepseek_v4", ("positions", "n_entries", "rate"), ("visible",), _visible_cases,
+    _visible_reference,
+    mistakes=[
+        ("an entry pools all m tokens of its window, so it exists only once the window's LAST token (w·m + m − 1) is "
+         "at or before the query: visible when its window has started would leak the future",
+         lambda *a: _visible_wrong(*a, start=True)),
+        ("one token late: entry w becomes visible AT position (w+1)·m − 1, its window's last token, "
+         "((w+1)·m <= p + 1, not <= p)", lambda *a: _visible_wrong(*a, shift=-1)),
+        ("one token early: entry w needs every token of its window, up to (w+1)·m − 1, at or before p",
+         lambda *a: _visible_wrong(*a, shift=1)),
+        ("the rows are the query positions you were given, not 0..T−1: a chunk or a decoding step starts later",
+         lambda positions, n_entries, rate: _visible_reference(np.arange(len(positions)), n_entries, rate)),
+        ("the result is (T, E), one row per query position and one column per entry",
+         lambda *a: _visible_reference(*a).T),
+    ],
+    title="which compressed entries a query may see",
+    task="""Write `my_visible_entries(positions, n_entries, rate)`: a boolean `(T, E)` array, `True` where
+the query at `positions[t]` may read entry `w`. Entry $w$ pools the window of tokens $w m, \\dots, wm + m - 1$
+($m$ = `rate`), so it is visible exactly when that whole window is at or before the query:
+$(w+1)\\,m \\le p + 1$. `positions` is an integer array `(T,)` (a prompt, a chunk or one decoding step, not
+necessarily starting at 0). The checker tries a prompt, a decoding step, a chunk, $m = 1$, more entries than
+complete windows and HCA's $m' = 128$ at long positions; it checks the shape, the dtype (`bool`) and every
+entry, and that `positions` is left unchanged.""",
+    stub='''def my_visible_entries(positions, n_entries, rate):
+    """Boolean (T, E): entry w visible to the query at positions[t] iff (w + 1) * rate <= positions[t] + 1."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

@@ -1,0 +1,158 @@
+"""The DeepSeek-V4 exercises' mutant batteries: wrong solutions as students write them, and other correct ones."""
+
+import numpy as np
+
+# --- compress_window --------------------------------------------------------------------------------------------
+
+
+def _pool(kv, z, axis=-2, shift=True):
+    e = np.exp(z - np.max(z, axis=axis, keepdims=True)) if shift else np.exp(z)
+    return np.sum(e / np.sum(e, axis=axis, keepdims=True) * kv, axis=-2)
+
+
+def softmax_over_channels(kv, gate, bias):
+    return _pool(kv, gate + bias, axis=-1)
+
+
+def bias_forgotten(kv, gate, bias):
+    return _pool(kv, gate)
+
+
+def weighs_the_gates(kv, gate, bias):
+    return _pool(gate, gate + bias)
+
+
+def mean_of_weighted(kv, gate, bias):
+    z = gate + bias
+    e = np.exp(z - np.max(z, axis=-2, keepdims=True))
+    return np.mean(e / np.sum(e, axis=-2, keepdims=True) * kv, axis=-2)
+
+
+def one_max_for_all(kv, gate, bias):
+    z = gate + bias
+    e = np.exp(z - np.max(z))  # the max of every window and channel at once
+    return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
+
+
+def no_max_shift(kv, gate, bias):
+    return _pool(kv, gate + bias, shift=False)
+
+
+def adds_bias_in_place(kv, gate, bias):
+    gate += bias  # "saves a temporary"
+    return _pool(kv, gate)
+
+
+def float64_weights(kv, gate, bias):
+    z = (gate + bias).astype(np.float64)  # "for accuracy"
+    return _pool(kv.astype(np.float64), z)
+
+
+def as_a_list(kv, gate, bias):
+    return _pool(kv, gate + bias).tolist()
+
+
+def plain_mean(kv, gate, bias):
+    return np.mean(kv, axis=-2)  # no gates at all
+
+
+def channel_loop(kv, gate, bias):
+    out = np.empty(kv.shape[:-2] + kv.shape[-1:], dtype=kv.dtype)
+    for c in range(kv.shape[-1]):  # one softmax over the slots per channel
+        z = gate[..., c] + bias[:, c]
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        out[..., c] = (e * kv[..., c]).sum(axis=-1) / e.sum(axis=-1)
+    return out
+
+
+def logsumexp_form(kv, gate, bias):
+    z = gate + bias
+    m = np.max(z, axis=-2, keepdims=True)
+    log_total = m + np.log(np.sum(np.exp(z - m), axis=-2, keepdims=True))
+    return np.sum(np.exp(z - log_total) * kv, axis=-2)
+
+
+# --- visible_entries ---------------------------------------------------------------------------------------------
+
+
+def visible_once_started(positions, n_entries, rate):
+    return np.arange(n_entries)[None, :] * rate <= np.asarray(positions)[:, None]
+
+
+def one_token_late(positions, n_entries, rate):
+    return (np.arange(n_entries)[None, :] + 1) * rate <= np.asarray(positions)[:, None]
+
+
+def one_token_early(positions, n_entries, rate):
+    return (np.arange(n_entries)[None, :] + 1) * rate <= np.asarray(positions)[:, None] + 2
+
+
+def positions_from_zero(positions, n_entries, rate):
+    p = np.arange(len(positions))[:, None]  # assumes a prompt starting at 0
+    return (np.arange(n_entries)[None, :] + 1) * rate <= p + 1
+
+
+def transposed(positions, n_entries, rate):
+    return (np.arange(n_entries)[:, None] + 1) * rate <= np.asarray(positions)[None, :] + 1
+
+
+def zeros_and_ones(positions, n_entries, rate):
+    return ((np.arange(n_entries)[None, :] + 1) * rate <= np.asarray(positions)[:, None] + 1).astype(int)
+
+
+def shifts_positions_in_place(positions, n_entries, rate):
+    positions += 1  # p + 1, "in place"
+    return (np.arange(n_entries)[None, :] + 1) * rate <= positions[:, None]
+
+
+def list_of_rows(positions, n_entries, rate):
+    return [[(w + 1) * rate <= p + 1 for w in range(n_entries)] for p in positions]
+
+
+def entries_of_the_own_window(positions, n_entries, rate):
+    return np.arange(n_entries)[None, :] <= np.asarray(positions)[:, None] // rate  # its own, unfinished window too
+
+
+def floor_division(positions, n_entries, rate):
+    return np.arange(n_entries)[None, :] < (np.asarray(positions)[:, None] + 1) // rate
+
+
+def loop_over_queries(positions, n_entries, rate):
+    out = np.zeros((len(positions), n_entries), dtype=bool)
+    for t, p in enumerate(positions):
+        complete = (int(p) + 1) // rate  # windows finished by position p
+        out[t, :min(complete, n_entries)] = True
+    return out
+
+
+BATTERIES = {
+    "compress_window": {
+        "wrong": [
+            (softmax_over_channels, "over the window's slots"),
+            (bias_forgotten, "learned bias B"),
+            (weighs_the_gates, "multiply the values kv"),
+            (mean_of_weighted, "weighted SUM"),
+            (one_max_for_all, "each row needs its own max"),
+            (no_max_shift, "overflow"),
+            (adds_bias_in_place, "changed its input `gate` in place"),
+            (float64_weights, "float32 in, float32 out"),
+            (as_a_list, "expected a NumPy array, got a value of type list"),
+            (plain_mean, None),
+        ],
+        "right": [channel_loop, logsumexp_form],
+    },
+    "visible_entries": {
+        "wrong": [
+            (visible_once_started, "leak the future"),
+            (one_token_late, "one token late"),
+            (one_token_early, "one token early"),
+            (positions_from_zero, "not 0..T−1"),
+            (transposed, "(T, E), one row per query"),
+            (zeros_and_ones, "return a boolean array"),
+            (shifts_positions_in_place, "changed its input `positions` in place"),
+            (list_of_rows, "expected a NumPy array, got a value of type list"),
+            (entries_of_the_own_window, None),
+        ],
+        "right": [floor_division, loop_over_queries],
+    },
+}
