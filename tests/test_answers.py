@@ -55,6 +55,9 @@ INDEPENDENT = {
     "13.2": 8192,  # 32 · n² · 4 <= 2^33
     "13.3": 128 * 128 * 4,
     "13.4": 0.0,
+    "14.1": 32 * (4096 - 1),  # W - 1 positions back per layer
+    "14.2": 2 + (17 - 2) % 4,  # n_sinks + (p - n_sinks) mod W
+    "14.3": E(1) / (E(1) + E(1) + E(2) + E(0.5) + E(-1)),  # the sink's exponential over all five
     "15.3": 3,  # the ratings were made with rank 3
     "16.1": 1 / (1 + E(0.1) + E(0.2)),
     "17.1": 4.0,
