@@ -32,6 +32,7 @@ INDEPENDENT = {
     "04.1": 3 / 4,
     "04.2": math.log(4),
     "04.3": 1 / (2 * E(1) + 1),
+    "05.1": 1 / 7,  # keys 0..6, equal scores 0
     "06.1": E(1 / 8**0.5) / (2 + E(1 / 8**0.5)),
     "06.2": E(4 / 2**0.5) / (E(4 / 2**0.5) + 1 + E(2 / 2**0.5)),
     "06.3": 5 * 7,
@@ -91,6 +92,17 @@ def _by_numpy(key):
         q_rot = _rotate(q_r[None, :], [5])[0]
         scores = lambda pos: (latents @ w_uk) @ q_c + _rotate(k_r, pos) @ q_rot  # noqa: E731 (keys rebuilt)
         return float(np.abs(scores([3, 0, 5, 1, 4, 2]) - scores(range(6))).max())
+    if key in ("05.2", "05.3"):  # a softmax over the 40 training points, term by term, shifted by the largest score
+        from attention_from_scratch.course.examples import kernel_regression_data
+
+        x_train, y_train = kernel_regression_data()
+        if key == "05.2":
+            s = [-((50.0 - xi) ** 2) / (2 * 0.4**2) for xi in x_train]
+        else:
+            s = [-abs(2.5 - xi) / 0.4 for xi in x_train]
+        e = [math.exp(si - max(s)) for si in s]
+        w = [ei / sum(e) for ei in e]
+        return sum(wi * yi for wi, yi in zip(w, y_train, strict=True)) if key == "05.2" else max(w)
     if key == "15.2":
         rng = np.random.default_rng(0)
         x = rng.standard_normal((8, 16))

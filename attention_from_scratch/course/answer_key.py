@@ -191,3 +191,31 @@ ANSWERS.update({  # notebook 14 (windows and sinks)
     "14.3": ShortAnswer(lambda: _sink_share([1.0, 2.0, 0.5, -1.0], 1.0), "the sink is one more column of the "
                         "softmax, with logit s_h: its exponential over the sum of all five exponentials."),
 })
+
+
+def _kernel_data():
+    from .examples import kernel_regression_data
+
+    return kernel_regression_data()
+
+
+def _far_prediction() -> float:
+    """Notebook 05's kernel regression (σ = 0.4) at the query x = 50, far outside the data."""
+    from ..averaging import nadaraya_watson
+
+    x_train, y_train = _kernel_data()
+    return float(nadaraya_watson(np.array([50.0]), x_train, y_train, sigma=0.4)[0][0])
+
+
+ANSWERS.update({  # notebook 05 (from averaging to attention)
+    "05.1": ShortAnswer(lambda: float(_afs().scaled_dot_product_attention(np.zeros((8, 3)), np.zeros((8, 3)),
+                                                                          np.eye(8), causal=True,
+                                                                          scale=100.0)[1][6, 0]),
+                        "every score is scale × 0 = 0, whatever the scale; count the keys the query at position 6 "
+                        "may see (positions count from 0)."),
+    "05.2": ShortAnswer(_far_prediction, "far from every training point, the nearest one wins the softmax by a huge "
+                        "margin: its target is the prediction. Call nadaraya_watson with x_query = [50.0]."),
+    "05.3": ShortAnswer(lambda: float(np.max(_afs().softmax(-np.abs(2.5 - _kernel_data()[0]) / 0.4))),
+                        "the Laplace scores are −|2.5 − x_i| / 0.4; take their softmax over the 40 training "
+                        "points and read the largest weight."),
+})
