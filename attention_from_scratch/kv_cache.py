@@ -45,7 +45,8 @@ from .mla_config import MLAConfig
 
 __all__ = [
     "KVCache", "TokenBuffer", "arithmetic_intensity", "bytes_per_token", "decode_bytes_read", "decode_flops",
-    "deepseek_v3_numbers", "deepseek_v32_numbers", "gqa_values_per_token", "indexer_bytes_per_token",
+    "deepseek_v3_numbers", "deepseek_v32_numbers", "fp8_latent_bytes_per_token", "gqa_values_per_token",
+    "indexer_bytes_per_token",
     "mha_values_per_token", "mla_values_per_token", "mqa_values_per_token",
 ]
 
@@ -160,6 +161,17 @@ def indexer_bytes_per_token(index_head_dim: int = 128, *, block: int = 128) -> i
     return d + 4 * -(-d // check_positive_int(block, "block"))
 
 
+def fp8_latent_bytes_per_token(kv_lora_rank: int = 512, qk_rope_head_dim: int = 64, *, block: int = 128) -> int:
+    """MLA's latent row in DeepSeek-V3.2's FP8 KV cache, per token and layer: d_c FP8 bytes, a float32 scale
+    per ``block`` of them, and k^R left in BF16: ``d_c + 4 · ⌈d_c / block⌉ + 2 d_r``.
+
+    FlashMLA's "FP8 with scale" format (README, sparse decoding): 512 + 16 + 128 = 656 bytes for V3.2.
+    """
+    d_c = check_positive_int(kv_lora_rank, "kv_lora_rank")
+    return d_c + 4 * -(-d_c // check_positive_int(block, "block")) + 2 * check_positive_int(qk_rope_head_dim,
+                                                                                              "qk_rope_head_dim")
+
+
 def bytes_per_token(config: MLAConfig, kind: str = "mla", *, n_kv_heads: int | None = None,
                     n_layers: int | None = None, element_size: int = 2) -> int:
     """KV-cache bytes per token for ``config``'s heads, over ``n_layers`` (default ``config.n_layers``).
@@ -246,19 +258,26 @@ def deepseek_v32_numbers(config: MLAConfig | None = None) -> dict:
 
 
 def decode_bytes_read(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
-                      n_kv_heads: int | None = None, element_size: int = 2) -> int:
+                      n_kv_heads: int | None = None, element_size: int = 2, fp8_latents: bool = False) -> int:
     """Bytes of KV cache read to generate one token with ``context_len`` tokens cached, all layers.
 
     Every cached value is read once per generated token: ``context_len · bytes_per_token(...)``. With
     ``kind="dsa"`` every indexer key is read but only the ``min(index_topk, context_len)`` selected
     latents: ``n_layers · (S · indexer bytes + min(k, S) · (d_c + d_r) · element_size)``.
+    ``fp8_latents=True`` (``kind`` "mla" or "dsa"): MLA's latent rows in V3.2's FP8 cache,
+    :func:`fp8_latent_bytes_per_token` each instead of ``(d_c + d_r) · element_size``.
     """
     context_len = check_positive_int(context_len, "context_len")
+    if fp8_latents and kind not in ("mla", "dsa"):
+        raise ValueError(f"fp8_latents=True is for kind 'mla' or 'dsa' (MLA's latent rows), got kind={kind!r}")
+    bytes_per_token(config, kind, n_kv_heads=n_kv_heads)  # validates kind (and the indexer for "dsa")
+    row = (fp8_latent_bytes_per_token(config.kv_lora_rank, config.qk_rope_head_dim) if fp8_latents
+           else bytes_per_token(config, "mla", n_layers=1, element_size=element_size))  # one latent row, one layer
     if kind == "dsa":
-        bytes_per_token(config, "dsa")  # validates the indexer
-        latents = min(config.index_topk, context_len) * bytes_per_token(config, "mla", n_layers=1,
-                                                                         element_size=element_size)
+        latents = min(config.index_topk, context_len) * row
         return config.n_layers * (context_len * indexer_bytes_per_token(config.index_head_dim) + latents)
+    if kind == "mla":
+        return config.n_layers * context_len * row
     return context_len * bytes_per_token(config, kind, n_kv_heads=n_kv_heads, element_size=element_size)
 
 

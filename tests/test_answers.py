@@ -32,6 +32,7 @@ INDEPENDENT = {
     "04.1": 3 / 4,
     "04.2": math.log(4),
     "04.3": 1 / (2 * E(1) + 1),
+    "05.1": 1 / 7,  # keys 0..6, equal scores 0
     "06.1": E(1 / 8**0.5) / (2 + E(1 / 8**0.5)),
     "06.2": E(4 / 2**0.5) / (E(4 / 2**0.5) + 1 + E(2 / 2**0.5)),
     "06.3": 5 * 7,
@@ -55,6 +56,9 @@ INDEPENDENT = {
     "13.2": 8192,  # 32 · n² · 4 <= 2^33
     "13.3": 128 * 128 * 4,
     "13.4": 0.0,
+    "14.1": 32 * (4096 - 1),  # W - 1 positions back per layer
+    "14.2": 2 + (17 - 2) % 4,  # n_sinks + (p - n_sinks) mod W
+    "14.3": E(1) / (E(1) + E(1) + E(2) + E(0.5) + E(-1)),  # the sink's exponential over all five
     "15.3": 3,  # the ratings were made with rank 3
     "16.1": 1 / (1 + E(0.1) + E(0.2)),
     "17.1": 4.0,
@@ -88,6 +92,17 @@ def _by_numpy(key):
         q_rot = _rotate(q_r[None, :], [5])[0]
         scores = lambda pos: (latents @ w_uk) @ q_c + _rotate(k_r, pos) @ q_rot  # noqa: E731 (keys rebuilt)
         return float(np.abs(scores([3, 0, 5, 1, 4, 2]) - scores(range(6))).max())
+    if key in ("05.2", "05.3"):  # a softmax over the 40 training points, term by term, shifted by the largest score
+        from attention_from_scratch.course.examples import kernel_regression_data
+
+        x_train, y_train = kernel_regression_data()
+        if key == "05.2":
+            s = [-((50.0 - xi) ** 2) / (2 * 0.4**2) for xi in x_train]
+        else:
+            s = [-abs(2.5 - xi) / 0.4 for xi in x_train]
+        e = [math.exp(si - max(s)) for si in s]
+        w = [ei / sum(e) for ei in e]
+        return sum(wi * yi for wi, yi in zip(w, y_train, strict=True)) if key == "05.2" else max(w)
     if key == "15.2":
         rng = np.random.default_rng(0)
         x = rng.standard_normal((8, 16))

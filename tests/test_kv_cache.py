@@ -232,3 +232,29 @@ def test_kv_cache_append_checks_k_and_v_before_writing_either():
     with pytest.raises(TypeError, match="new k is a array_api_strict array but the cached ones"):
         cache.append(strict.asarray(k), strict.asarray(v))
     assert len(cache) == 3 and cache._v.length == 3
+
+
+def test_fp8_latent_bytes_is_flashmla_format():
+    """FlashMLA's FP8 cache row: 512 e4m3 bytes, 4 float32 scales (one per 128), 64 BF16 RoPE values = 656."""
+    from attention_from_scratch.kv_cache import fp8_latent_bytes_per_token
+
+    assert fp8_latent_bytes_per_token() == 512 * 1 + 4 * 4 + 64 * 2 == 656
+    assert fp8_latent_bytes_per_token(16, 4, block=8) == 16 + 2 * 4 + 4 * 2
+    assert fp8_latent_bytes_per_token(100, 8) == 100 + 4 + 16  # a partial block still has its scale
+    with pytest.raises(ValueError, match="kv_lora_rank"):
+        fp8_latent_bytes_per_token(0)
+
+
+def test_decode_bytes_read_with_fp8_latents_closed_form():
+    from attention_from_scratch import MLAConfig
+
+    v32 = MLAConfig.deepseek_v32()
+    for s in (1, 2048, 2049, 131072):
+        assert decode_bytes_read(v32, "mla", s, fp8_latents=True) == 61 * s * 656
+        assert decode_bytes_read(v32, "dsa", s, fp8_latents=True) == 61 * (s * 132 + min(s, 2048) * 656)
+        assert decode_bytes_read(v32, "mla", s) == 61 * s * 1152  # unchanged without the option
+    fp8 = {kind: (lambda s, kind=kind: decode_bytes_read(v32, kind, s, fp8_latents=True)) for kind in ("mla", "dsa")}
+    crossing = next(s for s in range(2049, 4000) if fp8["dsa"](s) < fp8["mla"](s))
+    assert crossing == 2048 * 656 // (656 - 132) + 1  # S · 132 + 2048 · 656 < S · 656
+    with pytest.raises(ValueError, match="fp8_latents"):
+        decode_bytes_read(v32, "mha", 8, fp8_latents=True)

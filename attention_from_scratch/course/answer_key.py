@@ -163,3 +163,59 @@ ANSWERS = {
     "17.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
                         "NumPy (rtol 1e-10).", kind="count"),
 }
+
+
+def _rolling_slot(position: int, window: int = 4, n_sinks: int = 2) -> int:
+    """The slot of a RollingKVCache that holds ``position`` after decoding positions 0..position."""
+    cache = _afs().RollingKVCache(window, n_sinks=n_sinks)
+    one = np.zeros((1, 1, 1))
+    for _ in range(position + 1):
+        cache.update(one, one)
+    return list(cache.slot_positions).index(position)
+
+
+def _sink_share(scores, sink_logit: float) -> float:
+    """The share of one query's row that goes to a learned sink: 1 − the row's weights (scores given, scale 1)."""
+    scores = np.asarray(scores, dtype=float)
+    weights = _afs().scaled_dot_product_attention(np.ones((1, 1)), scores[:, None], np.eye(scores.size),
+                                                  sink_logits=sink_logit, scale=1.0)[1]
+    return float(1.0 - weights.sum())
+
+
+ANSWERS.update({  # notebook 14 (windows and sinks)
+    "14.1": ShortAnswer(lambda: 32 * (int(np.sum(_afs().sliding_window_mask(1, 4096, 4096))) - 1),
+                        "one layer moves information back by at most W − 1 positions: the query sees its own "
+                        "position and the W − 1 before it. Multiply by the layers.", kind="count"),
+    "14.2": ShortAnswer(lambda: _rolling_slot(17), "the sinks keep the first slots; a later position p goes to slot "
+                        "n_sinks + (p − n_sinks) mod W.", kind="count"),
+    "14.3": ShortAnswer(lambda: _sink_share([1.0, 2.0, 0.5, -1.0], 1.0), "the sink is one more column of the "
+                        "softmax, with logit s_h: its exponential over the sum of all five exponentials."),
+})
+
+
+def _kernel_data():
+    from .examples import kernel_regression_data
+
+    return kernel_regression_data()
+
+
+def _far_prediction() -> float:
+    """Notebook 05's kernel regression (σ = 0.4) at the query x = 50, far outside the data."""
+    from ..averaging import nadaraya_watson
+
+    x_train, y_train = _kernel_data()
+    return float(nadaraya_watson(np.array([50.0]), x_train, y_train, sigma=0.4)[0][0])
+
+
+ANSWERS.update({  # notebook 05 (from averaging to attention)
+    "05.1": ShortAnswer(lambda: float(_afs().scaled_dot_product_attention(np.zeros((8, 3)), np.zeros((8, 3)),
+                                                                          np.eye(8), causal=True,
+                                                                          scale=100.0)[1][6, 0]),
+                        "every score is scale × 0 = 0, whatever the scale; count the keys the query at position 6 "
+                        "may see (positions count from 0)."),
+    "05.2": ShortAnswer(_far_prediction, "far from every training point, the nearest one wins the softmax by a huge "
+                        "margin: its target is the prediction. Call nadaraya_watson with x_query = [50.0]."),
+    "05.3": ShortAnswer(lambda: float(np.max(_afs().softmax(-np.abs(2.5 - _kernel_data()[0]) / 0.4))),
+                        "the Laplace scores are −|2.5 − x_i| / 0.4; take their softmax over the 40 training "
+                        "points and read the largest weight."),
+})

@@ -14,8 +14,8 @@ twin, ``figures/NN_interactive_*.png`` (a few of its states side by side), writt
     rope_dials              10_rope_relative_position.png    shift both positions, distance m − n
     indexer_topk            12_recall_vs_k.png               indexer (trained, random, oracle), k
     online_softmax_steps    13_flash_tiling.png              key tile size, tiles read (step)
-    paged_cache_steps       14_paged_blocks.png              request (step): append, fork, copy on write, free
-    ring_steps              14_ring.png                      mask, placement (contiguous, zigzag), round (step)
+    paged_cache_steps       serving_paged_blocks.png         request (step): append, fork, copy on write, free
+    ring_steps              serving_ring.png                 mask, placement (contiguous, zigzag), round (step)
 
 In JupyterLab a stored output's script runs when the notebook is trusted: after you run the cell (or the
 notebook), or with the command "Trust Notebook"; until then JupyterLab shows the still picture of the

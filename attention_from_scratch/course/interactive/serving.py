@@ -1,6 +1,6 @@
 """Interactive figures of serving: the paged KV cache step by step, ring attention rotation by rotation.
 
-They extend ``14_paged_blocks.png`` and ``14_ring.png``. The paged figure runs a script of requests on the
+They extend ``serving_paged_blocks.png`` and ``serving_ring.png``. The paged figure runs a script of requests on the
 package's :class:`PagedKVCache` and draws its block tables, reference counts and the pool's contents
 (each token's position is written into the pool, and read back from it). The ring figure runs the ring
 with the package's online-softmax engine (``flash.softmax_state``, ``flash.online_softmax_merge``) round

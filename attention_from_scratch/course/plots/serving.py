@@ -1,7 +1,10 @@
-"""Figures of notebook 14 (attention at serving time): the window's band and the rolling cache, paged
-blocks, and ring attention's placements. Each function only draws what the package computes."""
+"""Figures of notebook 14 (windows and sinks: the window's band and the rolling cache, a sink's share) and
+of notebooks/next/serving_at_scale (paged blocks, flash-decoding's split and merge, ring attention's
+placements). Each function only draws what the package computes."""
 
 from __future__ import annotations
+
+import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -11,7 +14,8 @@ from ...paged import PagedKVCache
 from ...serving import ring_work
 from ...windows import RollingKVCache, sliding_window_mask
 
-__all__ = ["FIGURES", "plot_paged_blocks", "plot_ring", "plot_window_band"]
+__all__ = ["FIGURES", "plot_paged_blocks", "plot_ring", "plot_sink_share", "plot_split_kv",
+           "plot_window_band"]
 
 
 def plot_window_band(n: int = 16, window: int = 4, n_sinks: int = 2, block: int = 4):
@@ -58,11 +62,36 @@ def plot_window_band(n: int = 16, window: int = 4, n_sinks: int = 2, block: int 
     return fig
 
 
-def plot_paged_blocks(block_size: int = 4):
-    """A paged pool: three sequences' blocks scattered through one pool, a forked one sharing its prefix."""
-    from matplotlib.patches import Rectangle
+def plot_sink_share(scores=(1.0, 2.0, 0.5, -1.0), sink_logits=(-4.0, 0.0, 3.0)):
+    """A learned sink's share: one query's weights over its keys, and the sink's share σ, for three sink logits."""
+    scores = np.asarray(scores, dtype=float)
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    colours = plt.get_cmap("Blues")(np.linspace(0.35, 0.85, scores.size))
+    for row, s_h in enumerate(sink_logits):
+        logits = np.append(scores, s_h)
+        p = np.exp(logits - logits.max())
+        p = p / p.sum()  # the softmax with the sink as one more column
+        left = 0.0
+        for j in range(scores.size):
+            ax.barh(row, p[j], left=left, color=colours[j], edgecolor="k")
+            if p[j] > 0.06:  # a label only where it fits
+                ax.text(left + p[j] / 2, row, f"w{j}\n{p[j]:.2f}", ha="center", va="center", fontsize=8)
+            left += p[j]
+        ax.barh(row, p[-1], left=left, color="#fd8d3c", edgecolor="k", hatch="//")
+        ax.text(1.02, row, f"σ = {p[-1]:.3f}", ha="left", va="center", fontsize=9, weight="bold", color="#d94801")
+    ax.set(yticks=range(len(sink_logits)), yticklabels=[f"sink logit s_h = {s:g}" for s in sink_logits],
+           xlim=(0, 1.17), xticks=np.linspace(0, 1, 6),
+           xlabel="share of the row's softmax (keys w_j, then the dropped sink σ)",
+           title=f"One query, scores {', '.join(f'{x:g}' for x in scores)}: the weights sum to 1 − σ")
+    fig.tight_layout()
+    return fig
 
-    cache = PagedKVCache(16, block_size, 1, 1)
+
+def plot_paged_blocks(block_size: int = 4, n_blocks: int = 32):
+    """A paged pool: three sequences' logical blocks, arrows to their physical blocks in one pool, a fork."""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    cache = PagedKVCache(n_blocks, block_size, 1, 1)
     lengths = [9, 6, 3]
     seqs = [cache.allocate() for _ in lengths]  # appends interleaved below, as a server's requests arrive
     for step in range(max(lengths)):
@@ -71,65 +100,142 @@ def plot_paged_blocks(block_size: int = 4):
                 cache.append(seq, np.ones((1, 1, 1)), np.ones((1, 1, 1)))
     fork = cache.fork(seqs[0])
     cache.append(fork, np.ones((1, 2, 1)), np.ones((1, 2, 1)))  # copy on write of the shared last block
-    colours = ["#3182bd", "#e6550d", "#31a354", "#756bb1"]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 2.6), gridspec_kw={"width_ratios": [1.6, 1]})
+    colours = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc"]
+    names = ["s0", "s1", "s2", "s3 = fork(s0)"]
+    fig, ax = plt.subplots(figsize=(12, 5.4))
+    per_row = 16
     owners = {}
     for s, seq in enumerate([*seqs, fork]):
         for c, b in enumerate(cache.tables[seq]):
             owners.setdefault(b, []).append((s, c))
+
+    def pool_xy(b):  # the physical block's box: two rows of 16
+        return 0.5 + (b % per_row) * 0.72, 1.2 - (b // per_row) * 1.0
+
     for b in range(cache.n_blocks):
+        x, y = pool_xy(b)
         users = owners.get(b, [])
         face = "white" if not users else colours[users[0][0]]
-        ax.add_patch(Rectangle((b, 0), 1, 1, facecolor=face, edgecolor="k", hatch="//" if len(users) > 1 else None))
-        ax.text(b + 0.5, -0.25, str(b), ha="center", fontsize=7)
-        if users:
-            ax.text(b + 0.5, 0.5, "\n".join(f"s{s}[{c}]" for s, c in users), ha="center", va="center", fontsize=6,
-                    color="white")
-    ax.set(xlim=(0, cache.n_blocks), ylim=(-0.5, 1.1), title=f"One pool of {cache.n_blocks} blocks of {block_size} "
-           "tokens (hatched: shared by two sequences)")
+        ax.add_patch(Rectangle((x, y), 0.66, 0.7, facecolor=face, edgecolor="k",
+                               hatch="//" if len(users) > 1 else None))
+        ax.text(x + 0.33, y - 0.17, str(b), ha="center", fontsize=8, color="0.3")
+    ax.text(0.5, 2.05, f"physical pool: {cache.n_blocks} blocks of {block_size} tokens (hatched: shared)",
+            fontsize=10, weight="bold")
+    for s, seq in enumerate([*seqs, fork]):  # the logical blocks of each sequence, with arrows into the pool
+        y = 6.3 - s * 1.0
+        ax.text(0.5, y + 0.35, f"{names[s]} ({cache.lengths[seq]} tokens)", fontsize=9, va="center")
+        for c, b in enumerate(cache.tables[seq]):
+            x = 3.0 + c * 1.1 + s * 0.95
+            filled = min(block_size, cache.lengths[seq] - c * block_size)
+            ax.add_patch(Rectangle((x, y), 0.9, 0.7, facecolor=colours[s], edgecolor="k", zorder=3))
+            ax.text(x + 0.45, y + 0.35, f"[{c}]→{b}\n{filled}/{block_size}", ha="center", va="center", fontsize=8,
+                    zorder=4)
+            px, py = pool_xy(b)
+            ax.add_artist(FancyArrowPatch((x + 0.45, y), (px + 0.33, py + 0.7), arrowstyle="-|>", mutation_scale=9,
+                                          color=colours[s] if s else "#3182bd", lw=1.1, alpha=0.9,
+                                          shrinkA=1, shrinkB=1, zorder=1))
+    ax.text(0.5, 7.25, f"logical block c of a sequence -> physical block table[c]; token t sits in block "
+            f"table[t // {block_size}] at offset t % {block_size}", fontsize=9)
+    ax.set(xlim=(0, 12.2), ylim=(-0.3, 7.5))
     ax.axis("off")
-    ax2.axis("off")
-    lines = ["block tables (sequence -> blocks, in order):"]
-    for s, seq in enumerate([*seqs, fork]):
-        extra = "  (fork of s0: copy on write)" if seq == fork else ""
-        lines.append(f"  s{s}: {cache.tables[seq]}   length {cache.lengths[seq]}{extra}")
-    lines += ["", "token t of a sequence lives in block table[t // 4],", "at offset t % 4 of that block"]
-    ax2.text(0, 0.9, "\n".join(lines), family="monospace", fontsize=8, va="top")
     fig.tight_layout()
     return fig
 
 
+def plot_split_kv(q, k, v, bounds=(0, 37, 70, 100)):
+    """Flash-decoding for one query: the keys cut into splits, each split's own softmax, and the merge weights."""
+    from ...serving import merge_partials
+    from ...softmax import logsumexp
+
+    scores = (q @ k.T / np.sqrt(q.shape[-1]))[0]  # (S,)
+    full = np.exp(scores - scores.max())
+    full = full / full.sum()
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [2.3, 1]})
+    colours = ["#3182bd", "#e6550d", "#31a354", "#756bb1"]
+    lses, outs = [], []
+    for a, (j0, j1) in enumerate(itertools.pairwise(bounds)):
+        part = scores[j0:j1]
+        w = np.exp(part - part.max())
+        w = w / w.sum()  # split a's own softmax: sums to 1 over its keys
+        lses.append(float(logsumexp(part)))
+        outs.append(w @ v[j0:j1])
+        ax.bar(np.arange(j0, j1), w, color=colours[a], alpha=0.55, width=1.0, label=f"split {a}: keys {j0}..{j1 - 1}")
+        ax.axvline(j0 - 0.5, color="k", lw=0.8)
+    ax.plot(np.arange(scores.size), full, "k.", ms=3, label="softmax over all keys")
+    ax.set(xlabel="key index j", ylabel="weight", title="Each split attends over its keys alone (its weights sum to 1)")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.set_ylim(0, 1.45 * ax.get_ylim()[1])  # room for the legend above the bars
+    lse = np.logaddexp.reduce(lses)
+    share = np.exp(np.array(lses) - lse)  # how much each split's output counts in the merge
+    ax2.bar(range(len(share)), share, color=colours[: len(share)])
+    for a, s in enumerate(share):
+        ax2.text(a, s + 0.01, f"{s:.3f}", ha="center", fontsize=9)
+    out, merged = outs[0][None, :], np.array([lses[0]])
+    for o, l_a in zip(outs[1:], lses[1:], strict=True):
+        out, merged = merge_partials(out, merged, o[None, :], np.array([l_a]))
+    assert np.allclose(out[0], full @ v)  # the merge gives the output over all keys
+    ax2.set(xticks=range(len(share)), xticklabels=[f"split {a}" for a in range(len(share))],
+            ylabel="e^(lse_a − lse)", ylim=(0, 1.1), title="The merge: o = Σ_a e^(lse_a − lse) o_a")
+    fig.tight_layout()
+    return fig
+
+
+def _scores_only_j_le_p(n: int, n_devices: int, *, zigzag: bool = False) -> list[int]:
+    """Scores each device needs when only pairs j <= p count (tile-level skipping in the limit of small tiles)."""
+    parts = 2 * n_devices if zigzag else n_devices
+    size = n // parts
+    owner = [min(c, parts - 1 - c) for c in range(parts)] if zigzag else list(range(parts))
+    work = [0] * n_devices
+    for c in range(parts):
+        work[owner[c]] += sum(p + 1 for p in range(c * size, (c + 1) * size))  # query p sees keys 0..p
+    return work
+
+
 def plot_ring(n: int = 16, n_devices: int = 4):
     """Causal ring attention: which device computes each (query chunk, key chunk) pair, contiguous vs zigzag."""
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4), gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4), gridspec_kw={"width_ratios": [1, 1, 1.2]})
     for ax, zigzag in zip(axes[:2], (False, True), strict=True):
         parts = 2 * n_devices if zigzag else n_devices
         size = n // parts
-        owner = [r for r in range(n_devices) for _ in range(2 if zigzag else 1)]
-        if zigzag:
-            owner = [min(c, parts - 1 - c) for c in range(parts)]
+        owner = [min(c, parts - 1 - c) for c in range(parts)] if zigzag else list(range(parts))
         grid = np.full((parts, parts), np.nan)
         for a in range(parts):
             for b in range(parts):
                 if b * size <= (a + 1) * size - 1:  # the key chunk is not wholly in the query chunk's future
                     grid[a, b] = owner[a]
         ax.imshow(grid, cmap="tab10", vmin=0, vmax=9)
-        ax.set(xlabel="key chunk (travels around the ring)", ylabel="query chunk (stays on its device)",
-               title="zigzag: chunks r and 2N-1-r on device r" if zigzag else "contiguous: chunk r on device r")
+        ax.set_xlabel("key chunk (travels around the ring)", fontsize=10)
+        ax.set_ylabel("query chunk (stays on its device)", fontsize=10)
+        ax.set_title("zigzag: chunks r and 2N-1-r on device r" if zigzag else "contiguous: chunk r on device r",
+                     fontsize=10)
         ax.set_xticks(range(parts))
-        ax.set_yticks(range(parts), [f"{c} (dev {owner[c]})" for c in range(parts)], fontsize=7)
+        ax.set_yticks(range(parts), [f"{c} (dev {owner[c]})" for c in range(parts)])
+        ax.tick_params(labelsize=10)
     x = np.arange(n_devices)
-    for offset, zigzag, label in ((-0.2, False, "contiguous"), (0.2, True, "zigzag")):
-        axes[2].bar(x + offset, ring_work(n, n, n_devices, zigzag=zigzag), width=0.4, label=label)
-    axes[2].set(xticks=x, xlabel="device", ylabel="scores computed (causal)",
-                title=f"Work per device, T = S = {n}, N = {n_devices}")
-    axes[2].legend(fontsize=8)
+    for offset, zigzag, colour, label in ((-0.2, False, "#1f77b4", "contiguous"), (0.2, True, "#ff7f0e", "zigzag")):
+        whole, exact = ring_work(n, n, n_devices, zigzag=zigzag), _scores_only_j_le_p(n, n_devices, zigzag=zigzag)
+        axes[2].bar(x + offset, whole, width=0.4, color=colour, alpha=0.45, label=f"{label}: blocks counted whole")
+        axes[2].bar(x + offset, exact, width=0.4, color=colour, label=f"{label}: only j <= p (tile skipping)")
+    axes[2].set_xticks(x, [f"device {r}" for r in x])
+    axes[2].set_ylabel("scores computed per device (causal)", fontsize=10)
+    axes[2].set_title(f"Work per device, T = S = {n}, N = {n_devices}", fontsize=10)
+    axes[2].tick_params(labelsize=10)
+    axes[2].set_ylim(0, 1.55 * max(ring_work(n, n, n_devices)))
+    axes[2].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
 
 
+def _split_kv_example():
+    from ...infra.backend import random_normal
+
+    return random_normal((1, 16), seed=50), random_normal((100, 16), seed=51), random_normal((100, 4), seed=52)
+
+
 FIGURES: dict = {  # file name -> function returning a Figure
     "14_window_band.png": plot_window_band,
-    "14_paged_blocks.png": plot_paged_blocks,
-    "14_ring.png": plot_ring,
+    "14_sink_share.png": plot_sink_share,
+    "serving_paged_blocks.png": plot_paged_blocks,
+    "serving_split_kv.png": lambda: plot_split_kv(*_split_kv_example()),
+    "serving_ring.png": plot_ring,
 }
