@@ -29,8 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, verdict
 
-from attention_from_scratch import (flash_attention, gated_delta_rule, hybrid_cache_bytes, l2_normalize,
-                                    scaled_dot_product_attention)
+from attention_from_scratch import flash_attention, gated_delta_rule, l2_normalize, scaled_dot_product_attention
+from attention_from_scratch.kv_cache import hybrid_cache_bytes
 
 N_HEADS, D = 4, 64
 CHUNK = 64  # the chunk of GatedDeltaNetConfig (transformers' default)
@@ -131,7 +131,7 @@ def main(quick: bool = False):
     print_table(["T", "delta step", "sdpa over T", "sdpa/step"],
                 [[r["T"], f"{r['step'] * 1e6:.0f} µs", f"{r['sdpa'] * 1e6:.0f} µs", f"{r['sdpa'] / r['step']:.2f}"]
                  for r in decoded])
-    kept = memory(sizes + [32768, 262144])
+    kept = memory([*sizes, 32768, 262144])
     print("\nBytes kept per sequence after T tokens: this layer (KV cache vs state, float32) and Qwen3-Next-80B-A3B "
           "(48 layers, 3:1 hybrid vs all full attention):")
     print_table(["T", "layer KV", "layer state", "KV/state", "stack hybrid", "stack full", "full/hybrid"],
