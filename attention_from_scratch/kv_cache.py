@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 
 from .deepseek_v4_config import CSA, HCA, SLIDING, DeepSeekV4Config
+from .gated_deltanet import GatedDeltaNetConfig
 from .infra.backend import device_of, get_namespace
 from .infra.checks import check_cache_entries, check_positive_int
 from .mla_config import MLAConfig
@@ -46,7 +47,7 @@ from .mla_config import MLAConfig
 __all__ = [
     "KVCache", "TokenBuffer", "arithmetic_intensity", "bytes_per_token", "decode_bytes_read", "decode_flops",
     "deepseek_v3_numbers", "deepseek_v32_numbers", "fp8_latent_bytes_per_token", "gqa_values_per_token",
-    "indexer_bytes_per_token",
+    "hybrid_cache_bytes", "indexer_bytes_per_token",
     "mha_values_per_token", "mla_values_per_token", "mqa_values_per_token",
 ]
 
@@ -402,3 +403,42 @@ def cache_bytes(config, n_tokens: int, storage: str = "fp8") -> int:
 def check_mla_config(config):
     if not isinstance(config, MLAConfig):
         raise TypeError(f"config must be a DeepSeekV4Config or an MLAConfig (V3, V3.2), got {type(config).__name__}")
+
+
+# --- Hybrid stacks: Gated DeltaNet layers (a fixed-size state) among full-attention layers (Qwen3-Next) ---
+
+
+def hybrid_cache_bytes(config: GatedDeltaNetConfig | None = None, context_len: int = 1, *, n_layers: int = 48,
+                       full_attention_interval: int = 4, n_kv_heads: int = 2, head_dim: int = 256,
+                       element_size: int = 2, state_element_size: int = 4) -> dict:
+    """Cache bytes of a hybrid stack (Qwen3-Next: every ``full_attention_interval``-th layer full attention,
+    the others Gated DeltaNet) beside the same stack all full attention, at ``context_len`` tokens.
+
+    A full-attention layer caches ``2 · n_kv_heads · head_dim`` values per token (``element_size`` bytes,
+    BF16); a Gated DeltaNet layer holds ``n_v · d_k · d_v`` state values (``state_element_size``: FLA and
+    transformers keep them in float32) and ``(K − 1) · conv_dim`` conv inputs, whatever the context.
+    Defaults: Qwen3-Next-80B-A3B (48 layers, 12 of them full attention with 2 KV heads of 256).
+    """
+    cfg = GatedDeltaNetConfig() if config is None else config
+    if not isinstance(cfg, GatedDeltaNetConfig):
+        raise TypeError(f"config must be a GatedDeltaNetConfig or None (Qwen3-Next-80B-A3B), "
+                        f"got {type(config).__name__}")
+    context_len, n_layers = check_positive_int(context_len, "context_len"), check_positive_int(n_layers, "n_layers")
+    n_full = n_layers // check_positive_int(full_attention_interval, "full_attention_interval")
+    kv_token_layer = 2 * check_positive_int(n_kv_heads, "n_kv_heads") * check_positive_int(head_dim, "head_dim") \
+        * check_positive_int(element_size, "element_size")
+    state = cfg.linear_num_value_heads * cfg.linear_key_head_dim * cfg.linear_value_head_dim
+    state_layer = state * check_positive_int(state_element_size, "state_element_size") \
+        + (cfg.linear_conv_kernel_dim - 1) * cfg.conv_dim * element_size
+    hybrid = (n_layers - n_full) * state_layer + n_full * kv_token_layer * context_len
+    full = n_layers * kv_token_layer * context_len
+    return {
+        "full_attention_layers": n_full, "linear_layers": n_layers - n_full,
+        "kv_bytes_per_token_layer": kv_token_layer,  # 2 · 2 · 256 · 2 = 2048 for Qwen3-Next
+        "linear_state_bytes_layer": state_layer,  # 32 · 128 · 128 · 4 + 3 · 8192 · 2 = 2,146,304
+        "hybrid_bytes": hybrid, "full_attention_bytes": full,
+        "hybrid_bytes_per_token": hybrid / context_len, "full_attention_bytes_per_token": full / context_len,
+        "full_over_hybrid": full / hybrid,
+        # the context where the hybrid's fixed states cost what the extra KV caches would
+        "break_even_tokens": state_layer / kv_token_layer,
+    }

@@ -11,7 +11,9 @@ delta-rule forms equal.
 Tables (medians of interleaved repeats on one BLAS thread, ratios from the same run): the prefill sweep and its
 crossovers (the first T from which the chunked form, or the loop, stays cheaper than flash); the
 chunk-size sweep behind ``GatedDeltaNetConfig.chunk_size``'s trade-off; and decoding one token
-(one recurrent step, constant, against attention over a cache of T tokens, growing).
+(one recurrent step, constant, against attention over a cache of T tokens, growing); and the bytes kept
+per sequence as T grows (this layer's KV cache vs its state; Qwen3-Next's 3:1 hybrid stack vs the same
+stack all full attention, ``hybrid_cache_bytes``).
 
     python benchmarks/bench_linear.py [--quick]      # full run: about a minute; --quick: a few seconds
 """
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, verdict
 
 from attention_from_scratch import flash_attention, gated_delta_rule, l2_normalize, scaled_dot_product_attention
+from attention_from_scratch.kv_cache import hybrid_cache_bytes
 
 N_HEADS, D = 4, 64
 CHUNK = 64  # the chunk of GatedDeltaNetConfig (transformers' default)
@@ -80,6 +83,16 @@ def decode(sizes, repeat):
     return rows
 
 
+def memory(sizes):
+    """Bytes kept after T tokens: this benchmark's layer (float32) and Qwen3-Next's whole stack (BF16 KV)."""
+    rows = []
+    for t in sizes:
+        stack = hybrid_cache_bytes(context_len=t)
+        rows.append({"T": t, "kv": 2 * N_HEADS * t * D * 4, "state": N_HEADS * D * D * 4,
+                     "hybrid": stack["hybrid_bytes"], "full": stack["full_attention_bytes"]})
+    return rows
+
+
 def _median(fns, repeat):
     """Median seconds per call, every variant on one BLAS thread (a shared machine: threads only add noise)."""
     return median_times(fns, repeat=repeat, threads=dict.fromkeys(fns, 1))
@@ -118,6 +131,13 @@ def main(quick: bool = False):
     print_table(["T", "delta step", "sdpa over T", "sdpa/step"],
                 [[r["T"], f"{r['step'] * 1e6:.0f} µs", f"{r['sdpa'] * 1e6:.0f} µs", f"{r['sdpa'] / r['step']:.2f}"]
                  for r in decoded])
+    kept = memory([*sizes, 32768, 262144])
+    print("\nBytes kept per sequence after T tokens: this layer (KV cache vs state, float32) and Qwen3-Next-80B-A3B "
+          "(48 layers, 3:1 hybrid vs all full attention):")
+    print_table(["T", "layer KV", "layer state", "KV/state", "stack hybrid", "stack full", "full/hybrid"],
+                [[r["T"], f"{r['kv'] / 2**20:.2f} MiB", f"{r['state'] / 2**20:.2f} MiB", f"{r['kv'] / r['state']:.2f}",
+                  f"{r['hybrid'] / 2**20:.0f} MiB", f"{r['full'] / 2**20:.0f} MiB", f"{r['full'] / r['hybrid']:.2f}"]
+                 for r in kept])
     last, step = rows[-1], decoded[-1]
     print()
     verdict(f"T = {last['T']}: the chunked form's time / the recurrent loop's",

@@ -269,6 +269,37 @@ def my_adam_step(p, g, m, v, t, lr, beta1, beta2, eps):
     return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
 
 
+def my_delta_step(state, q, k, v, beta, g):
+    """One token of Gated DeltaNet: forget, write what the memory gets wrong, read with the scaled query.
+
+    state (B, H, d_k, d_v), q, k (B, H, d_k), v (B, H, d_v), beta, g (B, H) -> out (B, H, d_v), new state.
+    """
+    state = np.exp(g)[..., None, None] * state  # (B, H, d_k, d_v): S ← e^g S, a new array
+    prediction = np.swapaxes(state, -1, -2) @ k[..., :, None]  # (B, H, d_v, 1): Sᵀk, what S recalls for k
+    error = beta[..., None, None] * (v[..., :, None] - prediction)  # (B, H, d_v, 1): β (v − Sᵀk)
+    state = state + k[..., :, None] @ np.swapaxes(error, -1, -2)  # (B, H, d_k, 1) @ (B, H, 1, d_v): + k errorᵀ
+    out = np.swapaxes(state, -1, -2) @ (q / q.shape[-1] ** 0.5)[..., :, None]  # (B, H, d_v, 1): Sᵀ(q/√d_k)
+    return out[..., 0], state
+
+
+def my_chunk_state(state, k, v, beta, g):
+    """The state after a chunk of C tokens, in the WY/UT form: one triangular system, then S₀ handed on.
+
+    state (B, H, d_k, d_v), k (B, H, C, d_k), v (B, H, C, d_v), beta, g (B, H, C) -> (B, H, d_k, d_v).
+    """
+    c = k.shape[-2]
+    gamma = np.cumsum(g, axis=-1)  # (B, H, C): γ_r = g_1 + … + g_r
+    earlier = np.tril(np.ones((c, c), dtype=bool), -1)  # s < r
+    decay = np.exp(np.where(earlier, gamma[..., :, None] - gamma[..., None, :], 0.0))  # (B, H, C, C): e^{γ_r − γ_s}
+    lower = np.where(earlier, beta[..., :, None] * (k @ np.swapaxes(k, -1, -2)) * decay, 0.0)  # L (B, H, C, C)
+    system = np.eye(c, dtype=k.dtype) + lower  # I + L
+    u_tilde = np.linalg.solve(system, beta[..., None] * v)  # (B, H, C, d_v): Ũ = (I + L)⁻¹ diag(β) V
+    w = np.linalg.solve(system, beta[..., None] * k * np.exp(gamma)[..., None])  # (B, H, C, d_k): W
+    u = u_tilde - w @ state  # (B, H, C, d_v): what each token writes, given S₀
+    to_end = k * np.exp(gamma[..., -1:] - gamma)[..., None]  # (B, H, C, d_k): k_s e^{γ_C − γ_s}
+    return (np.exp(gamma[..., -1])[..., None, None] * state + np.swapaxes(to_end, -1, -2) @ u).astype(k.dtype)
+
+
 SOLUTIONS = {
     "softmax": my_softmax,
     "attention": my_attention,
@@ -293,4 +324,6 @@ SOLUTIONS = {
     "attention_backward": my_attention_backward,
     "mha_backward": my_mha_backward,
     "adam_step": my_adam_step,
+    "delta_step": my_delta_step,
+    "chunk_state": my_chunk_state,
 }

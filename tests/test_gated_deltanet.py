@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from attention_from_scratch import GatedDeltaNet, GatedDeltaNetCache, GatedDeltaNetConfig, hybrid_cache_bytes
+from attention_from_scratch import GatedDeltaNet, GatedDeltaNetCache, GatedDeltaNetConfig
 
 SMALL = GatedDeltaNetConfig(hidden_size=12, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=3,
                             linear_value_head_dim=2, linear_conv_kernel_dim=3, rms_norm_eps=1e-5, chunk_size=4)
@@ -147,18 +147,3 @@ def test_a_new_layer_is_seeded_and_placed():
     assert not np.allclose(a(x), GatedDeltaNet(SMALL, seed=2)(x))
     assert np.all(a.params["A_log"] >= 0) and a.params["A_log"].max() == pytest.approx(math.log(16))  # A in [1, 16]
     assert GatedDeltaNet(SMALL, dtype=np.float32)(x.astype(np.float32)).dtype == np.float32
-
-
-def test_hybrid_cache_bytes_of_qwen3_next():
-    at_32k = hybrid_cache_bytes(context_len=32768)
-    assert (at_32k["full_attention_layers"], at_32k["linear_layers"]) == (12, 36)  # every 4th layer of 48
-    assert at_32k["kv_bytes_per_token_layer"] == 2 * 2 * 256 * 2  # K and V, 2 KV heads of 256, BF16
-    assert at_32k["linear_state_bytes_layer"] == 32 * 128 * 128 * 4 + 3 * 8192 * 2  # fp32 state + BF16 conv
-    assert at_32k["hybrid_bytes"] == 36 * 2_146_304 + 12 * 2048 * 32768
-    assert at_32k["full_attention_bytes"] == 48 * 2048 * 32768
-    assert at_32k["break_even_tokens"] == pytest.approx(2_146_304 / 2048)  # ≈ 1048 tokens
-    short = hybrid_cache_bytes(context_len=100)
-    assert short["full_over_hybrid"] < 1 < at_32k["full_over_hybrid"]  # the fixed states cost more below ~1k
-    assert hybrid_cache_bytes(context_len=10**6)["full_over_hybrid"] == pytest.approx(4, rel=0.05)  # → 48 / 12
-    with pytest.raises(ValueError, match="context_len must be a positive integer"):
-        hybrid_cache_bytes(context_len=0)

@@ -55,7 +55,7 @@ def test_tour_covers_the_course_in_its_order(capsys):
     assert [fn.__name__ for _, fn in tour.TOUR_SECTIONS] == [
         "_tour_dot", "_tour_norm", "_tour_variance", "_tour_softmax", "_tour_averaging", "_tour_three_tokens",
         "_tour_causal", "_tour_multihead", "_tour_rope", "_tour_kv_cache", "_tour_sparse", "_tour_flash",
-        "_tour_serving", "_tour_applications", "_tour_backprop", "_tour_training"]
+        "_tour_serving", "_tour_linear", "_tour_applications", "_tour_backprop", "_tour_training"]
 
 
 def test_later_sections_print_numbers_computed_here(capsys):
@@ -66,6 +66,8 @@ def test_later_sections_print_numbers_computed_here(capsys):
     assert "query 5 sees keys [0, 3, 4, 5]" in out  # window 3: keys 3..5, plus sink 0
     assert f"{576 * 2 + 128 + 4:,} bytes/token/layer" in out  # DSA: the latent row in BF16 + the FP8 indexer key
     assert f"{(4 - 1) * 2 * (2 * 12 * 8 * 8):,} bytes sent" in out  # ring of 4: 3 hops of k and v, float64
+    # linear attention: one d_k x d_v = 8 x 8 state per head, against 24 cached keys and values of width 8
+    assert "the state holds 64 numbers per head at any T, the KV cache of 24 tokens 384" in out
     # DSA's crossover, in closed form: per token and layer, dense MLA does H (2 d_c + d_r) multiply-adds per
     # cached token; DSA H_I (d_I + 1) per cached token plus H (2 d_c + d_r) for each of the k = 2048 kept ones
     mla, indexer, top = 128 * (2 * 512 + 64), 64 * (128 + 1), 2048

@@ -69,6 +69,7 @@ from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
 from .layer_backward import LINEAR_BACKWARD, MHA_BACKWARD
 from .learning import BIGRAM_GRAD, NUMERICAL_GRADIENT
+from .linear import CHUNK_STATE, DELTA_STEP
 from .masking import CAUSAL_MASK
 from .mla import MLA_ABSORBED_SCORES
 from .multihead import MERGE_HEADS, SPLIT_HEADS
@@ -86,7 +87,8 @@ EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS
                                     KV_DECODE_STEP, ROPE, MLA_ABSORBED_SCORES, INDEX_SCORES, COMPRESS_WINDOW,
                                     VISIBLE_ENTRIES, ONLINE_SOFTMAX_MERGE,
                                     MERGE_PARTIALS, INFO_NCE,
-                                    LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP]}
+                                    LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP,
+                                    DELTA_STEP, CHUNK_STATE]}
 
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]
 

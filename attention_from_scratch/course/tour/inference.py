@@ -169,3 +169,27 @@ def _tour_serving(xp):
         "bytes sent", sent=sent))
 
 
+
+
+@section("Linear attention and the delta rule: a fixed-size state instead of a growing cache")
+def _tour_linear(xp):
+    from ...linear import gated_delta_rule, l2_normalize, linear_attention, linear_attention_recurrent
+    from ...recall import overwrite_recall
+
+    q, k, v = (random_normal((1, 2, 24, 8), seed=s, xp=xp) for s in (20, 21, 22))  # (B, H, T, d): 2 heads, 24 tokens
+    recurrent, (state, _) = linear_attention_recurrent(q, k, v)  # the RNN: one (d_k, d_v) state per head
+    gap = float(xp.max(xp.abs(recurrent - linear_attention(q, k, v))))  # vs the masked (T, T) parallel form
+    a, b = random_normal((1, 2, 24), seed=23, xp=xp), random_normal((1, 2, 24), seed=24, xp=xp)
+    beta, g = 1 / (1 + xp.exp(-a)), -xp.log1p(xp.exp(b))  # β in (0, 1), a log-decay g < 0 per head and token
+    k = l2_normalize(k)
+    step, _ = gated_delta_rule(q, k, v, beta, g)  # token by token
+    chunk_gap = float(xp.max(xp.abs(gated_delta_rule(q, k, v, beta, g, chunk_size=5)[0] - step)))
+    shares = overwrite_recall((16,), xp=xp)  # 16 keys written twice, the second time with new values
+    assert gap < 1e-12 and chunk_gap < 1e-12 and tuple(state.shape) == (1, 2, 8, 8)
+    assert shares["delta"][0] > 0.9 and shares["linear"][0] < 0.75
+    say(msg("T = 24, d_k = d_v = 8: causal linear attention as an RNN = its parallel form (to 1e-12); the state "
+            "holds {state} numbers per head at any T, the KV cache of 24 tokens {cache}",
+            state=8 * 8, cache=24 * (8 + 8)))
+    say(msg("gated delta rule, chunks of 5 = token by token (to 1e-12); 16 keys written again with new values: "
+            "answers nearer the new one, delta rule {delta:.2f}, linear attention {linear:.2f}",
+            delta=shares["delta"][0], linear=shares["linear"][0]))

@@ -1,0 +1,256 @@
+"""The linear-attention notebook's mutant batteries (delta_step, chunk_state): wrong solutions as students
+write them, and other correct ones."""
+
+import numpy as np
+
+# --- delta_step: wrong --------------------------------------------------------------------------------------
+
+
+def _t(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def ds_decay_after_write(state, q, k, v, beta, g):
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])  # (B, H, d_v, 1)
+    state = np.exp(g)[..., None, None] * (state + k[..., :, None] @ _t(error))  # decays the new write too
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_beta_on_whole_state(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = v[..., :, None] - _t(state) @ k[..., :, None]
+    state = beta[..., None, None] * (state + k[..., :, None] @ _t(error))
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_beta_on_v(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * v[..., :, None] - _t(state) @ k[..., :, None]
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_no_scale(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ q[..., :, None])[..., 0], state
+
+
+def ds_transposed_state(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * (v[..., :, None] - state @ k[..., :, None])  # S k: the state read as (d_v, d_k)
+    state = state + error @ k[..., None, :]
+    return (state @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_predicts_from_the_old_state(state, q, k, v, beta, g):
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])  # before the decay
+    state = np.exp(g)[..., None, None] * state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_reads_before_writing(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    out = (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0]  # the token does not see its own write
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    return out, state + k[..., :, None] @ _t(error)
+
+
+def ds_g_as_a_factor(state, q, k, v, beta, g):
+    state = g[..., None, None] * state  # g is a log-decay
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_in_place(state, q, k, v, beta, g):
+    state *= np.exp(g)[..., None, None]  # the caller's state
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state += k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
+def ds_float64_scale(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / np.sqrt(q.shape[-1]))[..., :, None])[..., 0], state  # np.sqrt(int): float64
+
+
+def ds_as_lists(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0].tolist(), state
+
+
+# --- delta_step: right --------------------------------------------------------------------------------------
+
+
+def ds_einsum(state, q, k, v, beta, g):
+    s = np.exp(g)[..., None, None] * state
+    error = beta[..., None] * (v - np.einsum("bhkv,bhk->bhv", s, k))  # (B, H, d_v)
+    s = s + np.einsum("bhk,bhv->bhkv", k, error)
+    return np.einsum("bhkv,bhk->bhv", s, q) / q.shape[-1] ** 0.5, s
+
+
+def ds_head_by_head(state, q, k, v, beta, g):
+    new, out = np.empty_like(state), np.empty_like(v)
+    for b, h in np.ndindex(beta.shape):
+        s = np.exp(g[b, h]) * state[b, h]  # (d_k, d_v)
+        s = s + np.outer(k[b, h], beta[b, h] * (v[b, h] - s.T @ k[b, h]))
+        new[b, h], out[b, h] = s, s.T @ q[b, h] / np.sqrt(q.shape[-1]).astype(q.dtype)
+    return out, new
+
+
+# --- chunk_state: wrong -------------------------------------------------------------------------------------
+
+
+def _system(k, beta, gamma, *, diagonal=False, with_beta=True, upper=False, decayed=True):
+    """I + L, as the attempts below build it (each changes one thing)."""
+    c = k.shape[-2]
+    mask = np.tril(np.ones((c, c), dtype=bool), 0 if diagonal else -1)
+    mask = mask.T if upper else mask
+    diff = np.where(mask, gamma[..., :, None] - gamma[..., None, :], 0.0)
+    scores = (k @ _t(k)) * (np.exp(diff) if decayed else 1.0)
+    return np.eye(c, dtype=k.dtype) + np.where(mask, scores * (beta[..., :, None] if with_beta else 1.0), 0.0)
+
+
+def _hand_over(state, k, v, beta, gamma, system, *, w_decayed=True, subtract=True, keys_decayed=True,
+               start_decayed=True):
+    u = np.linalg.solve(system, beta[..., None] * v)
+    w = np.linalg.solve(system, beta[..., None] * k * (np.exp(gamma)[..., None] if w_decayed else 1.0))
+    u = u - w @ state if subtract else u
+    keys = k * np.exp(gamma[..., -1:] - gamma)[..., None] if keys_decayed else k
+    start = np.exp(gamma[..., -1])[..., None, None] if start_decayed else 1.0
+    return (start * state + _t(keys) @ u).astype(k.dtype)
+
+
+def cs_start_not_decayed(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma), start_decayed=False)
+
+
+def cs_keys_not_decayed_to_the_end(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma), keys_decayed=False)
+
+
+def cs_forgets_w(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma), subtract=False)
+
+
+def cs_w_without_decay(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma), w_decayed=False)
+
+
+def cs_diagonal_in_l(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma, diagonal=True))
+
+
+def cs_no_beta_in_l(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma, with_beta=False))
+
+
+def cs_exclusive_cumsum(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1) - g  # g_1 + … + g_{r−1}
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma))
+
+
+def cs_upper_triangle(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma, upper=True))
+
+
+def cs_in_place(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    system = _system(k, beta, gamma)
+    w = np.linalg.solve(system, beta[..., None] * k * np.exp(gamma)[..., None])
+    u = np.linalg.solve(system, beta[..., None] * v) - w @ state
+    state *= np.exp(gamma[..., -1])[..., None, None]  # the caller's state
+    state += _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
+    return state
+
+
+def cs_float64_identity(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    c = k.shape[-2]
+    system = np.eye(c) + (_system(k, beta, gamma) - np.eye(c, dtype=k.dtype))  # np.eye: float64
+    u = np.linalg.solve(system, beta[..., None] * v) - np.linalg.solve(system, beta[..., None] * k * np.exp(
+        gamma)[..., None]) @ state
+    return np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
+
+
+def cs_as_list(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma)).tolist()
+
+
+# --- chunk_state: right -------------------------------------------------------------------------------------
+
+
+def cs_token_by_token(state, k, v, beta, g):
+    s = state.copy()
+    for t in range(k.shape[-2]):
+        s = np.exp(g[..., t])[..., None, None] * s
+        error = beta[..., t, None] * (v[..., t, :] - np.einsum("bhkv,bhk->bhv", s, k[..., t, :]))
+        s = s + k[..., t, :, None] * error[..., None, :]
+    return s
+
+
+def cs_forward_substitution(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    c = k.shape[-2]
+    rhs = np.concatenate([beta[..., None] * v, beta[..., None] * k * np.exp(gamma)[..., None]], axis=-1)
+    decay = np.exp(np.minimum(gamma[..., :, None] - gamma[..., None, :], 0.0))
+    lower = beta[..., :, None] * (k @ _t(k)) * decay
+    rows = []
+    for r in range(c):  # row r of (I + L) X = R: X_r = R_r − Σ_{s<r} L_rs X_s
+        x = rhs[..., r, :].copy()
+        for s in range(r):
+            x -= lower[..., r, s, None] * rows[s]
+        rows.append(x)
+    solved = np.stack(rows, axis=-2)
+    u = solved[..., : v.shape[-1]] - solved[..., v.shape[-1] :] @ state
+    return np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
+
+
+BATTERIES = {
+    "delta_step": {
+        "wrong": [
+            (ds_decay_after_write, "forget first, then write"),
+            (ds_beta_on_whole_state, "β scales only the correction"),
+            (ds_beta_on_v, "not only v"),
+            (ds_no_scale, "o = Sᵀ(q/√d_k)"),
+            (ds_transposed_state, "a key reads it as Sᵀk"),
+            (ds_predicts_from_the_old_state, "reads the state after its decay"),
+            (ds_reads_before_writing, "a token sees itself"),
+            (ds_g_as_a_factor, "not by g"),
+            (ds_in_place, "changed its input `state` in place"),
+            (ds_float64_scale, "float32 in, float32 out"),
+            (ds_as_lists, "out: expected a NumPy array, got a value of type list"),
+        ],
+        "right": [ds_einsum, ds_head_by_head],
+    },
+    "chunk_state": {
+        "wrong": [
+            (cs_start_not_decayed, "decays through the whole chunk"),
+            (cs_keys_not_decayed_to_the_end, "to the chunk's end"),
+            (cs_forgets_w, "the W S₀ term"),
+            (cs_w_without_decay, "token r reads S₀ after r decays"),
+            (cs_diagonal_in_l, "strictly lower-triangular"),
+            (cs_no_beta_in_l, "carries its token's β"),
+            (cs_exclusive_cumsum, "includes token r's own decay"),
+            (cs_upper_triangle, "not upper"),
+            (cs_in_place, "changed its input `state` in place"),
+            (cs_float64_identity, "float32 in, float32 out"),
+            (cs_as_list, "expected a NumPy array, got a value of type list"),
+        ],
+        "right": [cs_token_by_token, cs_forward_substitution],
+    },
+}
