@@ -238,12 +238,16 @@ def build_all(lang: str = "zh", write: bool = True):
 
 
 def readme_text(text: str, built: dict[str, str], lang: str = "zh") -> str:
-    """README.zh.md with its two generated lists: the Chinese notebooks (their titles) and the untranslated ones."""
+    """README.zh.md with its two generated lists: the Chinese notebooks (their titles) and the untranslated ones.
+    The staged notebooks of ``notebooks/next/`` are in neither: like the English ones, they are not on the site yet."""
     rows = []
     for stem, nb_text in sorted(built.items()):
+        if "/" in stem:
+            continue
         first = cell_source(json.loads(nb_text)["cells"][0]).strip().splitlines()[0]
         rows.append(f"- [{first.lstrip('# ').strip()}](notebooks/{lang}/{stem}.ipynb)")
-    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang)] or ["- (none)"]
+    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang) if "/" not in stem]
+    todo = todo or ["- (none)"]
     for tag, lines in (("notebooks", rows), ("untranslated", todo)):
         block = f"<!-- {tag} -->\n" + "\n".join(lines) + f"\n<!-- /{tag} -->"
         text = re.sub(rf"<!-- {tag} -->\n.*?<!-- /{tag} -->", lambda _m, b=block: b, text, flags=re.DOTALL)
