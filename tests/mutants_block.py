@@ -28,6 +28,14 @@ def rn_l2_norm(x, g, eps):
     return x / np.sqrt(np.sum(x**2, axis=-1, keepdims=True) + eps) * g
 
 
+def rn_linalg_norm(x, g, eps):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True) * g  # the root of the sum, without eps
+
+
+def rn_eps_squared(x, g, eps):
+    return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps**2) * g
+
+
 def rn_axis0(x, g, eps):
     return x / np.sqrt(np.mean(x**2, axis=0, keepdims=True) + eps) * g
 
@@ -88,6 +96,14 @@ def ce_no_division(logits, targets):
 
 def ce_batch_size(logits, targets):
     return (_softmax(logits) - np.eye(logits.shape[-1])[targets]) / len(logits)
+
+
+def ce_sequence_length(logits, targets):
+    return (_softmax(logits) - np.eye(logits.shape[-1], dtype=logits.dtype)[targets]) / targets.shape[-1]  # T only
+
+
+def ce_mean_of_all_entries(logits, targets):
+    return (_softmax(logits) - np.eye(logits.shape[-1], dtype=logits.dtype)[targets]) / logits.size  # N·V
 
 
 def ce_vocab_size(logits, targets):
@@ -175,6 +191,8 @@ BATTERIES = {
             (rn_eps_outside, "eps goes inside the square root"),
             (rn_no_root, "not by the mean square"),
             (rn_l2_norm, "not the sum"),
+            (rn_linalg_norm, "np.linalg.norm"),
+            (rn_eps_squared, "eps ≈ 0.0001, but this case gives eps = 0.01"),
             (rn_axis0, "axis=-1"),
             (rn_whole_array, "axis=-1"),
             (rn_no_gain, "multiply by the gain g"),
@@ -190,6 +208,8 @@ BATTERIES = {
             (cr_as_lists, "expected a NumPy array, got a value of type list"),
             (ce_no_division, "divided by N"),
             (ce_batch_size, "batch size B alone"),
+            (ce_sequence_length, "length T of one sequence"),
+            (ce_mean_of_all_entries, "nor by N·V"),
             (ce_vocab_size, "not by the vocabulary size"),
             (ce_sign, "p − onehot(y)"),
             (ce_softmax_only, "subtract the one-hot"),

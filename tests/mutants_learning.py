@@ -162,6 +162,21 @@ def bg_sum_loss(e, inputs, targets):
     return -log_p[np.arange(n), targets].sum(), _scatter(e, inputs, d_z)
 
 
+def bg_sum_loss_and_gradient(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].sum(), _scatter(e, inputs, d_z * n)  # both summed: consistent, but not L
+
+
+def bg_inputs_targets_swapped(e, inputs, targets):
+    n, log_p, d_z = _start(e, targets, inputs)  # predicts the token before
+    return -log_p[np.arange(n), inputs].mean(), _scatter(e, targets, d_z)
+
+
+def bg_transposed(e, inputs, targets):
+    n, log_p, d_z = _start(e, inputs, targets)
+    return -log_p[np.arange(n), targets].mean(), d_z.T @ np.eye(e.shape[0])[inputs]  # (Oᵀ dZ)ᵀ = dZᵀ O
+
+
 def bg_sign(e, inputs, targets):
     n, log_p, d_z = _start(e, inputs, targets)
     return -log_p[np.arange(n), targets].mean(), _scatter(e, inputs, -d_z)
@@ -258,6 +273,9 @@ BATTERIES = {
             (bg_rows_of_targets, "whose *input* is a"),
             (bg_no_division, "divided by N too"),
             (bg_sum_loss, "not the sum"),
+            (bg_sum_loss_and_gradient, "divided by N as well"),
+            (bg_inputs_targets_swapped, "the token before"),
+            (bg_transposed, "not its transpose"),
             (bg_sign, "p − onehot(y)"),
             (bg_no_max, "overflow"),
             (bg_softmax_axis0, "axis=-1"),

@@ -48,7 +48,8 @@ def test_every_translated_notebook_is_complete_and_current():
 def test_built_notebooks_are_committed_and_nothing_else():
     _, built, changed = bt.build_all(write=False)
     assert not changed, f"notebooks/zh/ differs from its build: run python tools/build_translations.py ({changed})"
-    on_disk = sorted(p.stem for p in (REPO / "notebooks" / "zh").glob("*.ipynb"))
+    chinese = REPO / "notebooks" / "zh"
+    on_disk = sorted(bt.notebook_stem(p, chinese) for p in [*chinese.glob("*.ipynb"), *chinese.glob("next/*.ipynb")])
     assert on_disk == sorted(built), "every catalog builds one notebook, and notebooks/zh/ holds only those"
 
 
@@ -126,6 +127,24 @@ def test_links_point_into_the_chinese_edition_or_back_to_the_english():
     assert out == ("[a](../../figures/x.png) [b](01_dot_product.ipynb) [c](../99_nothing.ipynb#x) "
                    "[d](https://e.org) [e](#top)")
     assert bt._fix_links("[r](../README.md)", set()) == "[r](../../README.zh.md)"
+    assert bt._fix_links("[n](next/a.ipynb) [m](next/b.ipynb)", {"next/a"}) == "[n](next/a.ipynb) [m](../next/b.ipynb)"
+
+
+def test_links_of_a_next_notebook_go_one_folder_deeper():
+    """notebooks/next/x.ipynb is built into notebooks/zh/next/x.ipynb: its links are rewritten from there."""
+    text = ("[a](b.ipynb) [c](d.ipynb#s) [e](../18_x.ipynb) [f](../19_y.ipynb) [g](../../README.md) "
+            "[h](../../figures/p.png)")
+    out = bt._fix_links(text, {"next/b", "18_x"}, "next")
+    assert out == ("[a](b.ipynb) [c](../../next/d.ipynb#s) [e](../18_x.ipynb) [f](../../19_y.ipynb) "
+                   "[g](../../../README.zh.md) [h](../../../figures/p.png)")
+
+
+def test_next_notebooks_have_their_catalog_by_name_and_their_build_in_zh_next():
+    stems = [s for s in TRANSLATED if s.startswith("next/")]
+    assert stems, "no notebook of notebooks/next/ has a catalog"
+    for stem in stems:
+        assert bt.catalog_path(stem) == REPO / "translations" / "zh" / f"{stem.removeprefix('next/')}.md"
+        assert (REPO / "notebooks" / "zh" / f"{stem}.ipynb").exists()
 
 
 def test_readme_zh_lists_the_notebooks_not_yet_translated():
@@ -133,7 +152,8 @@ def test_readme_zh_lists_the_notebooks_not_yet_translated():
     _, built, _ = bt.build_all(write=False)
     assert readme == bt.readme_text(readme, built), "README.zh.md's lists: run python tools/build_translations.py"
     block = readme.split("<!-- untranslated -->")[1].split("<!-- /untranslated -->")[0]
-    assert re.findall(r"`(\d\d_[a-z0-9_]+)`", block) == bt.untranslated_stems()
+    assert re.findall(r"`(\d\d_[a-z0-9_]+)`", block) == [s for s in bt.untranslated_stems() if "/" not in s]
+    assert "notebooks/zh/next/" not in readme  # staged notebooks: not on the site yet, in either language
 
 
 def test_readme_links_the_chinese_readme_with_the_same_quick_start():
@@ -158,7 +178,7 @@ def _glossary_avoid() -> dict[str, str]:
 def test_catalogs_follow_the_glossary():
     avoid = _glossary_avoid()
     assert "遮罩" in avoid
-    texts = {p.name: p.read_text(encoding="utf-8") for p in (REPO / "translations/zh").glob("[0-9][0-9]_*.md")}
+    texts = {bt.catalog_path(stem).name: bt.catalog_path(stem).read_text(encoding="utf-8") for stem in TRANSLATED}
     texts["README.zh.md"] = (REPO / "README.zh.md").read_text(encoding="utf-8")
     texts["messages/*.json"] = json.dumps(catalog("zh"), ensure_ascii=False)
     bad = [f"{name}: {word!r} (the glossary says {avoid[word]})" for name, t in texts.items() for word in avoid
@@ -534,7 +554,7 @@ def test_the_chinese_folder_names_its_language():
 
 def test_chinese_student_copies_have_no_solutions(tmp_path):
     paths = student.write_student_notebooks(tmp_path, lang="zh")
-    assert sorted(p.stem for p in paths) == TRANSLATED
+    assert sorted(p.stem for p in paths) == [s for s in TRANSLATED if "/" not in s]  # next/: no student copies yet
     for path in paths:
         text = path.read_text(encoding="utf-8")
         assert "参考答案" not in text and "<summary>Solutions" not in text and '"outputs": []' in text

@@ -22,9 +22,13 @@ fails on the same report. A notebook without a catalog is "not yet translated" (
 It also rewrites README.zh.md's two generated lists (between ``<!-- notebooks -->`` and
 ``<!-- untranslated -->`` and their closing tags): the Chinese notebooks and those not yet translated.
 
+The notebooks of ``notebooks/next/`` (chapters not yet numbered) are translated the same way: the stem of
+``notebooks/next/topic.ipynb`` is ``next/topic``, its catalog ``translations/zh/topic.md``, and its Chinese
+notebook ``notebooks/zh/next/topic.ipynb``.
+
 Relative links are rewritten for the folder one level deeper: ``../x`` becomes ``../../x``, a link to a
-sibling notebook that has a Chinese edition stays, one that has none points to ``../NN_x.ipynb`` (the
-English), and ``README.md`` becomes ``README.zh.md``.
+notebook that has a Chinese edition points to it, one that has none points to the English
+(``../NN_x.ipynb``), and ``README.md`` becomes ``README.zh.md``.
 
 After editing an English markdown cell, run ``--update NN_topic``: every changed cell's section is
 flagged ``stale`` under its new hash, with the English diff (old -> new, read from git history)
@@ -38,6 +42,7 @@ import argparse
 import difflib
 import hashlib
 import json
+import posixpath
 import re
 import subprocess
 import sys
@@ -108,22 +113,37 @@ def format_catalog(sections: list[Section]) -> str:
     return "\n".join(parts)
 
 
+NEXT = "next"  # notebooks/next/: chapters not yet numbered, translated like the others
+
+
 def catalog_path(stem: str, lang: str = "zh") -> Path:
-    return REPO / "translations" / lang / f"{stem}.md"
+    """``translations/<lang>/NN_topic.md``; a ``next/topic`` stem's is ``translations/<lang>/topic.md``."""
+    return REPO / "translations" / lang / f"{posixpath.basename(stem)}.md"
+
+
+def notebook_stem(path: Path, root: Path) -> str:
+    """``NN_topic`` or ``next/topic``: the notebook's path below ``root``, without ``.ipynb``."""
+    return path.relative_to(root).with_suffix("").as_posix()
 
 
 def english_notebooks() -> list[Path]:
-    return sorted((REPO / "notebooks").glob("*.ipynb"))
+    folder = REPO / "notebooks"
+    return sorted(folder.glob("*.ipynb")) + sorted((folder / NEXT).glob("*.ipynb"))
 
 
 def translated_stems(lang: str = "zh") -> list[str]:
-    """The notebooks that have a catalog (the Chinese edition), in course order."""
-    return sorted(p.stem for p in (REPO / "translations" / lang).glob("[0-9][0-9]_*.md"))
+    """The notebooks that have a catalog (the Chinese edition), in course order (``next/`` last)."""
+    catalogs = REPO / "translations" / lang
+    numbered = sorted(p.stem for p in catalogs.glob("[0-9][0-9]_*.md"))
+    later = sorted(f"{NEXT}/{p.stem}" for p in (REPO / "notebooks" / NEXT).glob("*.ipynb")
+                   if (catalogs / f"{p.stem}.md").exists())
+    return numbered + later
 
 
 def untranslated_stems(lang: str = "zh") -> list[str]:
     done = set(translated_stems(lang))
-    return [p.stem for p in english_notebooks() if p.stem not in done]
+    stems = [notebook_stem(p, REPO / "notebooks") for p in english_notebooks()]
+    return [stem for stem in stems if stem not in done]
 
 
 def _markdown_cells(nb: dict):
@@ -149,30 +169,36 @@ def check_catalog(stem: str, nb: dict, sections: list[Section]) -> Report:
     return report
 
 
-def _fix_links(text: str, translated: set[str]) -> str:
+def _fix_links(text: str, translated: set[str], folder: str = "") -> str:
+    """Links of a notebook in ``notebooks/<folder>``, rewritten for its Chinese edition in ``notebooks/zh/<folder>``."""
+    here, there = posixpath.join("notebooks", folder), posixpath.join("notebooks", "zh", folder)
+
     def fix(m: re.Match) -> str:
         target = m.group(2)
         if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target):
             return m.group(0)
         path, _, anchor = target.partition("#")
         anchor = f"#{anchor}" if anchor else ""
-        if path.startswith("../"):
-            path = "../" + path
+        rel = posixpath.relpath(posixpath.normpath(posixpath.join(here, path)), "notebooks")  # below notebooks/
+        if rel.startswith("../"):  # outside notebooks/: one folder further up
+            path = posixpath.relpath(posixpath.join("notebooks", rel), there)
             path = path.replace("README.md", "README.zh.md") if path.endswith("README.md") else path
-        elif path.endswith(".ipynb") and "/" not in path and Path(path).stem not in translated:
-            path = "../" + path
+        elif path.endswith(".ipynb"):  # a notebook: its Chinese edition, else the English
+            chinese = rel.removesuffix(".ipynb") in translated
+            path = posixpath.relpath(posixpath.join("notebooks", "zh" if chinese else "", rel), there)
         return f"{m.group(1)}{path}{anchor}"
 
     return _LINK.sub(fix, text)
 
 
-def build_notebook(nb: dict, sections: list[Section], translated: set[str]) -> dict:
-    """The Chinese notebook: ``nb`` with each markdown cell's source replaced (everything else copied)."""
+def build_notebook(nb: dict, sections: list[Section], translated: set[str], folder: str = "") -> dict:
+    """The Chinese notebook: ``nb`` with each markdown cell's source replaced (everything else copied);
+    ``folder``: where it sits below ``notebooks/`` (``""`` or ``"next"``), for its links."""
     text = {s.en: s.text for s in sections if not s.flag}
     out = json.loads(json.dumps(nb))
     for cell in out["cells"]:
         if cell["cell_type"] == "markdown":
-            zh = _fix_links(text[english_hash(cell_source(cell))], translated)
+            zh = _fix_links(text[english_hash(cell_source(cell))], translated, folder)
             cell["source"] = zh.splitlines(keepends=True)
     return out
 
@@ -201,7 +227,7 @@ def build_all(lang: str = "zh", write: bool = True):
         reports.append(report)
         if not report.ok:
             continue
-        built[stem] = dumps(build_notebook(nb, sections, translated))
+        built[stem] = dumps(build_notebook(nb, sections, translated, posixpath.dirname(stem)))
         target = REPO / "notebooks" / lang / f"{stem}.ipynb"
         if not target.exists() or target.read_text(encoding="utf-8") != built[stem]:
             changed.append(stem)
@@ -212,12 +238,16 @@ def build_all(lang: str = "zh", write: bool = True):
 
 
 def readme_text(text: str, built: dict[str, str], lang: str = "zh") -> str:
-    """README.zh.md with its two generated lists: the Chinese notebooks (their titles) and the untranslated ones."""
+    """README.zh.md with its two generated lists: the Chinese notebooks (their titles) and the untranslated ones.
+    The staged notebooks of ``notebooks/next/`` are in neither: like the English ones, they are not on the site yet."""
     rows = []
     for stem, nb_text in sorted(built.items()):
+        if "/" in stem:
+            continue
         first = cell_source(json.loads(nb_text)["cells"][0]).strip().splitlines()[0]
         rows.append(f"- [{first.lstrip('# ').strip()}](notebooks/{lang}/{stem}.ipynb)")
-    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang)] or ["- (none)"]
+    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang) if "/" not in stem]
+    todo = todo or ["- (none)"]
     for tag, lines in (("notebooks", rows), ("untranslated", todo)):
         block = f"<!-- {tag} -->\n" + "\n".join(lines) + f"\n<!-- /{tag} -->"
         text = re.sub(rf"<!-- {tag} -->\n.*?<!-- /{tag} -->", lambda _m, b=block: b, text, flags=re.DOTALL)
@@ -281,12 +311,13 @@ def update_catalog(stem: str, lang: str = "zh") -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; fail if a built notebook differs")
-    parser.add_argument("--update", nargs="+", metavar="NN_topic", help="refresh these catalogs (see --help)")
+    parser.add_argument("--update", nargs="+", metavar="NN_topic",
+                        help="refresh these catalogs (03_scaling_by_sqrt_dk, next/transformer_block; see --help)")
     parser.add_argument("--lang", default="zh", choices=LANGS)
     args = parser.parse_args(argv)
     if args.update:
         for stem in args.update:
-            for note in update_catalog(Path(stem).stem, args.lang):
+            for note in update_catalog(stem.removeprefix("notebooks/").removesuffix(".ipynb"), args.lang):
                 print(note)
         return 0
     reports, built, changed = build_all(args.lang, write=not args.check)
@@ -304,8 +335,9 @@ def main(argv=None) -> int:
             print(f"{readme.name}'s notebook lists {'are out of date' if args.check else 'rewritten'}")
             if not args.check:
                 readme.write_text(new, encoding="utf-8")
-    stray = sorted(p.stem for p in (REPO / "notebooks" / args.lang).glob("*.ipynb")
-                   if p.stem not in translated_stems(args.lang))
+    chinese = REPO / "notebooks" / args.lang
+    stray = sorted(notebook_stem(p, chinese) for p in [*chinese.glob("*.ipynb"), *(chinese / NEXT).glob("*.ipynb")]
+                   if notebook_stem(p, chinese) not in translated_stems(args.lang))
     for stem in stray:
         print(f"notebooks/{args.lang}/{stem}.ipynb has no catalog: delete it")
     print(f"{len(built)} notebooks built; not yet translated: {', '.join(untranslated_stems(args.lang)) or 'none'}")

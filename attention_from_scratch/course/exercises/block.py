@@ -64,6 +64,24 @@ def _zero_row_nan(case, e, g):
     return None
 
 
+def _other_eps(case, e, g):
+    """The eps an answer used, solved from RMSNorm's own formula, when it is not the one given (eps², 1e-5...)."""
+    x, gain, eps = case.args
+    got = np.asarray(g[0], dtype=np.float64)
+    if x.dtype != np.float64 or got.shape != x.shape or not np.isfinite(got).all():
+        return None
+    use = (x != 0) & (gain != 0) & (got != 0)
+    mean_square = np.broadcast_to(np.mean(x * x, axis=-1, keepdims=True), x.shape)
+    implied = ((x * gain / np.where(use, got, 1.0)) ** 2 - mean_square)[use]  # x g / y = sqrt(mean(x²) + eps)
+    if implied.size == 0 or np.ptp(implied) > 1e-6 * max(np.abs(implied).max(), 1e-12) + 1e-12:
+        return None  # not RMSNorm with some other eps
+    used = float(np.mean(implied))
+    if abs(used - eps) <= 1e-3 * eps:
+        return None
+    return msg("your answer is RMSNorm with eps ≈ {used:.2g}, but this case gives eps = {eps:g}: use the argument "
+               "eps, inside the square root", used=used, eps=eps)
+
+
 RMS_NORM = Exercise(
     "rms_norm", "next/transformer_block", ("x", "g", "eps"), ("y",), _rms_cases, _rms_reference,
     mistakes=[
@@ -77,6 +95,8 @@ RMS_NORM = Exercise(
          lambda x, g, eps: _norm(x, g, eps, root=False)),
         ("the mean over the d features, not the sum: the sum grows with d, and the result would shrink as d grows",
          lambda x, g, eps: _norm(x, g, eps, reduce="sum")),
+        ("np.linalg.norm is the root of the sum of squares, sqrt(d) times the root mean square: RMSNorm divides by "
+         "sqrt(mean(x²) + eps)", lambda x, g, eps: _norm(x, g, 0.0, reduce="sum")),
         ("normalise each position's vector on its own: reduce over the last axis (axis=-1, keepdims=True)",
          lambda x, g, eps: _norm(x, g, eps, axis=0)),
         ("normalise each position's vector on its own: reduce over the last axis (axis=-1, keepdims=True)",
@@ -90,6 +110,7 @@ RMS_NORM = Exercise(
         ("use the eps you are given, not a constant of your own", lambda x, g, eps: _norm(x, g, 1e-6)),
     ],
     symptoms=[_zero_row_nan],
+    fallbacks=[_other_eps],
     title="RMSNorm and the gradient of cross-entropy",
     task="""Write `my_rms_norm(x, g, eps)`: RMSNorm over the last axis,
 $x / \\sqrt{\\mathrm{mean}(x^2) + \\epsilon} \\odot g$, for `x` of shape `(..., d)` (any leading batch and
@@ -117,7 +138,7 @@ def _ce(logits, targets, *, divide="n", sign=1.0, subtract=True, shift=True, axi
     p = np.exp(z) / np.sum(np.exp(z), axis=axis, keepdims=True)
     y = np.eye(v, dtype=logits.dtype)[targets]
     d = -y if onehot_only else sign * (p - y if subtract else p)
-    n = {"n": targets.size, "v": v, "b": logits.shape[0], "one": 1}[divide]
+    n = {"n": targets.size, "v": v, "b": logits.shape[0], "t": targets.shape[-1], "one": 1}[divide]
     return d / n
 
 
@@ -161,7 +182,10 @@ CROSS_ENTROPY_GRAD = Exercise(
          "N = B·T for (B, T, V) logits)", lambda z, y: _ce(z, y, divide="one")),
         ("N counts every position of every sequence, B·T: dividing by the batch size B alone leaves the gradient T "
          "times too large", lambda z, y: _ce(z, y, divide="b")),
-        ("divide by the number of positions N, not by the vocabulary size V: the loss averages over positions",
+        ("N counts every position of every sequence, B·T: dividing by the length T of one sequence leaves the "
+         "gradient B times too large", lambda z, y: _ce(z, y, divide="t")),
+        ("divide by the number of positions N, not by the vocabulary size V (nor by N·V, what np.mean over every "
+         "entry of the (N, V) array divides by): the loss averages over positions",
          lambda z, y: _ce(z, y, divide="v")),
         ("the gradient of −log p[y] is p − onehot(y): the target's entry is negative (raising its logit lowers the "
          "loss)", lambda z, y: _ce(z, y, sign=-1.0)),

@@ -149,6 +149,11 @@ def _bigram(e, inputs, targets, *, mean=True, grad_mean=True, sign=1.0, scatter=
     return np.asarray(loss, dtype=e.dtype), d_e
 
 
+def _bigram_transposed(e, inputs, targets):
+    loss, d_e = _bigram(e, inputs, targets)
+    return loss, d_e.T
+
+
 def _large_logits():
     """Logits about 1000 (exp overflows), each pair's target the largest of its row (its loss stays small)."""
     e, inputs, targets = draw(25, (4, 4), scale=1000.0), np.array([0, 1, 2, 3]), np.array([1, 2, 3, 0])
@@ -194,6 +199,13 @@ BIGRAM_GRAD = Exercise(
          lambda *a: _bigram(*a, grad_mean=False)),
         ("the loss is the mean over the N pairs, −(1/N) Σ log p_i[y_i], not the sum",
          lambda *a: _bigram(*a, mean=False)),
+        ("the loss is the mean over the N pairs, not the sum, and so its gradient is divided by N as well",
+         lambda *a: _bigram(*a, mean=False, grad_mean=False)),
+        ("pair i is (input, target): its logits are row inputs[i] of E and the one-hot Y marks targets[i]; with the "
+         "two swapped the table would predict the token before, not the one after",
+         lambda e, inputs, targets: _bigram(e, targets, inputs)),
+        ("dE has E's layout, dE[a, c] for input token a (the row) and next token c (the column): Oᵀ dZ, not its "
+         "transpose", _bigram_transposed),
         ("the gradient of −log p[y] with respect to the logits is p − onehot(y): the target's entry is negative "
          "(raising its logit lowers the loss)", lambda *a: _bigram(*a, sign=-1.0)),
         ("subtract the one-hot targets: dZ = (softmax(Z) − Y)/N; the target's probability is pulled up, the "
@@ -208,8 +220,9 @@ BIGRAM_GRAD = Exercise(
     task="""Then `my_bigram_grad(e, inputs, targets)` returning `(loss, de)` for the bigram model of section 6: `e` is
 the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the pairs $(w_i, y_i)$); the logits of
 pair i are row `inputs[i]` of `e`; `loss` is $-\\frac1N\\sum_i \\log \\mathrm{softmax}(z_i)[y_i]$ (a 0-d array or a
-NumPy scalar in `e`'s dtype) and `de` its gradient, $O^\\top(\\mathrm{softmax}(Z) - Y)/N$, of `e`'s shape and dtype.
-Subtract each row's max before `exp` (the logits can be large). Leave the inputs unchanged. The checker tries
+NumPy scalar in `e`'s dtype) and `de` its gradient, $O^\\top(\\mathrm{softmax}(Z) - Y)/N$, of `e`'s shape and dtype
+(`np.eye(V)` and `np.zeros(...)` make float64 arrays unless given `dtype=e.dtype`). Subtract each row's max before
+`exp` (the logits can be large). Leave the inputs unchanged. The checker tries
 E = 0, a token that occurs several times as an input, a token that never does, the rhyme of the notebook,
 float32, logits about 1000 and one pair, against the capstone's embedding and cross-entropy layers.""",
     stub='''def my_bigram_grad(e, inputs, targets):
