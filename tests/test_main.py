@@ -140,7 +140,6 @@ def test_every_command_is_dispatched_to_its_module(monkeypatch):
     for name, (_, options, target) in cli.COMMANDS.items():
         module, function = target.split(":")
         mod = importlib.import_module(f"attention_from_scratch.{module}")
-        assert callable(getattr(mod, function)), target
         monkeypatch.setattr(mod, function, lambda args, name=name: seen.setdefault(name, args) and 7)
         positional = [option for option in options if not option.startswith("-")]  # e.g. student's OUTDIR
         assert cli.main([name, *(f"value-of-{option}" for option in positional)]) == 7
