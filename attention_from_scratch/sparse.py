@@ -36,7 +36,7 @@ from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
 from .infra.backend import as_float, get_namespace, narrow, widen
-from .infra.checks import check_layout, check_positive_int
+from .infra.checks import check_layout, check_positive_int, check_real
 from .masking import causal_mask, masked_scores
 from .multihead import split_heads
 from .norms import layer_norm
@@ -89,19 +89,22 @@ def index_scores(q, k, weights, *, causal: bool = True, scale: float | None = No
     """``I(t, s) = Σ_h w_{t,h} ReLU(q_{t,h} · k_s · scale)``: -> ``(B, T, S)``, ``-inf`` where s is in t's future.
 
     q ``(B, H_I, T, d_I)``, k ``(B, S, d_I)``, weights ``(B, T, H_I)``; ``scale`` defaults to
-    ``d_I^-0.5``. ``causal`` is bottom-right aligned (the T queries are the last T of the S tokens).
+    ``d_I^-0.5`` (any ``scale > 0``). ``causal`` is bottom-right aligned (the T queries are the last T of the
+    S tokens). Half precision is scored in float32 and returned in the inputs' dtype.
     The reference folds the scale into the weights (ReLU(a)·c = ReLU(a·c) for c > 0): the same number.
     """
     xp = get_namespace(q, k, weights)
     check_layout(q=(q, "B H_I T d_I"), k=(k, "B S d_I"), weights=(weights, "B T H_I"))
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scale = q.shape[-1] ** -0.5 if scale is None else check_real(scale, "scale", above=0)
+    dtype = xp.result_type(q.dtype, k.dtype, weights.dtype)
+    q, k, weights = widen(q, xp), widen(k, xp), widen(weights, xp)  # float16's q·k overflows at |x| ~ 100
     relu = xp.maximum(q @ k[:, None, :, :].mT * scale, 0.0)  # (B, H_I, T, d_I) @ (B, 1, d_I, S) -> (B, H_I, T, S)
     w = xp.permute_dims(weights, (0, 2, 1))[..., None]  # (B, T, H_I) -> (B, H_I, T, 1)
     scores = xp.sum(w * relu, axis=1)  # (B, H_I, T, S) -> (B, T, S)
     if causal:
         visible = causal_mask(scores.shape[-2], scores.shape[-1], xp=xp, device=device_of(scores))  # (T, S)
         scores = masked_scores(scores, visible)
-    return scores
+    return narrow(scores, dtype, xp)
 
 
 def _ranked(scores, xp):

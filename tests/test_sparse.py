@@ -472,3 +472,27 @@ def test_indexer_bytes_round_the_scales_up():
     assert [indexer_bytes_per_token(d, block=128) for d in (1, 128, 129, 130, 256, 257)] == [
         1 + 4, 128 + 4, 129 + 8, 130 + 8, 256 + 8, 257 + 12]
     assert indexer_bytes_per_token(10, block=3) == 10 + 4 * 4
+
+
+def test_index_scores_of_float16_are_computed_in_float32():
+    """Found in the adversarial pass (#38 class 1): q·k of float16 activations near 100 overflowed before the
+    scale, so visible keys scored ±inf (-inf reads as "the future": never chosen). Failed before the fix."""
+    rng = np.random.default_rng(3)
+    q, k = (rng.standard_normal(s) * 100 for s in ((1, 2, 3, 128), (1, 3, 128)))
+    w = rng.standard_normal((1, 3, 2))
+    q, k, w = (a.astype(np.float16) for a in (q, k, w))
+    got = index_scores(q, k, w)
+    q64, k64, w64 = (a.astype(np.float64) for a in (q, k, w))
+    want = np.einsum("bth,bhts->bts", w64, np.maximum(np.einsum("bhtd,bsd->bhts", q64, k64) / math.sqrt(128), 0))
+    want = np.where(np.tril(np.ones((3, 3), bool)), want, -np.inf)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2**-10)
+
+
+def test_index_scores_refuses_a_scale_that_is_not_positive():
+    """ReLU(a)·c = ReLU(a·c) only for c > 0 (the reference folds the scale into the weights): -1, 0 and NaN
+    were accepted."""
+    q, k, w = np.ones((1, 1, 2, 4)), np.ones((1, 2, 4)), np.ones((1, 2, 1))
+    for bad in (-1.0, 0.0, math.nan):
+        with pytest.raises(ValueError, match=rf"scale must be a finite real number > 0, got {bad!r}"):
+            index_scores(q, k, w, scale=bad)
