@@ -116,7 +116,7 @@ def attention_mass_recall(scores, target, topk: int):
     """
     xp = get_namespace(scores, target)
     kept = xp.sum(xp.where(topk_mask(scores, topk), target, 0.0), axis=-1)  # (B, T)
-    counts = xp.sum(xp.astype(xp.isfinite(scores), xp.int64), axis=-1)  # visible keys per query
+    counts = xp.sum(xp.astype(scores > -math.inf, xp.int64), axis=-1)  # selectable keys per query, as topk_mask
     rows = counts > topk
     if not bool(xp.any(rows)):
         raise ValueError(f"no query sees more than topk={topk} keys: recall is 1 for all, nothing to measure")

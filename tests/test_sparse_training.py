@@ -150,3 +150,12 @@ def test_train_indexer_checks_its_arguments_before_any_step():
     assert not drawn
     for name in INDEXER_PARAMS:
         np.testing.assert_array_equal(getattr(mla, name), before[name])
+
+
+def test_recall_counts_the_keys_topk_mask_can_choose():
+    """Adversarial pass: a +inf score is a key topk_mask chooses, but the recall counted only finite scores,
+    so a row that sees 3 keys looked like one that sees 2 and was dropped. Failed before the fix."""
+    scores = np.array([[[np.inf, 1.0, 0.0, -np.inf], [np.inf, np.nan, 3.0, 2.0]]])  # (B=1, T=2, S=4)
+    target = np.array([[[0.5, 0.3, 0.2, 0.0], [0.1, 0.2, 0.3, 0.4]]])
+    # by hand: row 0 keeps keys 0, 1 (0.8 of its mass); row 1 can choose 0, 2, 3 and keeps 0, 2 (0.4)
+    assert attention_mass_recall(scores, target, 2) == pytest.approx((0.8 + 0.4) / 2)
