@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from _timing import verdict
 
+from attention_from_scratch.infra import timing
 from attention_from_scratch.infra.timing import median_times, peak_memory
 
 
@@ -33,7 +34,14 @@ class FakeClock:
         return fn
 
 
-def test_median_times_takes_the_median_of_the_timed_calls_only():
+@pytest.fixture
+def no_gc(monkeypatch):
+    """The timer collects garbage before each call (outside the timed interval): a second each in a full
+    suite's large heap, so the fake-clock tests skip it."""
+    monkeypatch.setattr(timing.gc, "collect", lambda: 0)
+
+
+def test_median_times_takes_the_median_of_the_timed_calls_only(no_gc):
     clock, log = FakeClock(), []
     fns = {  # the first duration of each is its warm-up call: never counted
         "a": clock.takes([100.0, 3.0, 1.0, 2.0, 50.0, 4.0], log, "a"),
@@ -44,7 +52,7 @@ def test_median_times_takes_the_median_of_the_timed_calls_only():
     assert log == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]  # warm-ups, then rotating rounds
 
 
-def test_median_times_of_an_even_count_averages_the_middle_two():
+def test_median_times_of_an_even_count_averages_the_middle_two(no_gc):
     clock, log = FakeClock(), []
     med = median_times({"x": clock.takes([1.0, 2.0, 4.0], log, "x")}, repeat=2, warmup=0, clock=clock)
     assert med == {"x": 1.5} and log == ["x", "x"]
