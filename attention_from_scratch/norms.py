@@ -16,6 +16,7 @@ dtype of x and the weights.
 from __future__ import annotations
 
 from .infra.backend import as_float, get_namespace, widen
+from .infra.checks import check_layout
 
 __all__ = ["layer_norm", "rms_norm", "rms_normalize"]
 
@@ -51,6 +52,7 @@ def layer_norm(x, weight, bias, eps: float = 1e-6):
     """
     xp = get_namespace(x, weight, bias)
     x, weight, bias = (as_float(a, xp, n) for a, n in ((x, "x"), (weight, "weight"), (bias, "bias")))
+    check_layout(x=(x, "... d"), weight=(weight, "d"), bias=(bias, "d"))
     dtype = xp.result_type(x.dtype, weight.dtype)
     work = xp.result_type(dtype, xp.float32)
     xw = xp.astype(x, work, copy=False)

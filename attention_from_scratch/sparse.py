@@ -35,8 +35,8 @@ import math
 from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
-from .infra.backend import as_float, get_namespace
-from .infra.checks import check_positive_int
+from .infra.backend import as_float, get_namespace, narrow, widen
+from .infra.checks import check_layout, check_positive_int, check_real
 from .masking import causal_mask, masked_scores
 from .multihead import split_heads
 from .norms import layer_norm
@@ -89,51 +89,63 @@ def index_scores(q, k, weights, *, causal: bool = True, scale: float | None = No
     """``I(t, s) = Σ_h w_{t,h} ReLU(q_{t,h} · k_s · scale)``: -> ``(B, T, S)``, ``-inf`` where s is in t's future.
 
     q ``(B, H_I, T, d_I)``, k ``(B, S, d_I)``, weights ``(B, T, H_I)``; ``scale`` defaults to
-    ``d_I^-0.5``. ``causal`` is bottom-right aligned (the T queries are the last T of the S tokens).
+    ``d_I^-0.5`` (any ``scale > 0``). ``causal`` is bottom-right aligned (the T queries are the last T of the
+    S tokens). Half precision is scored in float32 and returned in the inputs' dtype.
     The reference folds the scale into the weights (ReLU(a)·c = ReLU(a·c) for c > 0): the same number.
     """
     xp = get_namespace(q, k, weights)
-    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    check_layout(q=(q, "B H_I T d_I"), k=(k, "B S d_I"), weights=(weights, "B T H_I"))
+    scale = q.shape[-1] ** -0.5 if scale is None else check_real(scale, "scale", above=0)
+    dtype = xp.result_type(q.dtype, k.dtype, weights.dtype)
+    q, k, weights = widen(q, xp), widen(k, xp), widen(weights, xp)  # float16's q·k overflows at |x| ~ 100
     relu = xp.maximum(q @ k[:, None, :, :].mT * scale, 0.0)  # (B, H_I, T, d_I) @ (B, 1, d_I, S) -> (B, H_I, T, S)
     w = xp.permute_dims(weights, (0, 2, 1))[..., None]  # (B, T, H_I) -> (B, H_I, T, 1)
     scores = xp.sum(w * relu, axis=1)  # (B, H_I, T, S) -> (B, T, S)
     if causal:
         visible = causal_mask(scores.shape[-2], scores.shape[-1], xp=xp, device=device_of(scores))  # (T, S)
         scores = masked_scores(scores, visible)
-    return scores
+    return narrow(scores, dtype, xp)
 
 
-def _visible_count(scores):
-    """How many keys each row can see: the finite scores, ``(..., T)``."""
-    xp = get_namespace(scores)
-    return xp.sum(xp.astype(xp.isfinite(scores), xp.int64), axis=-1)
+def _ranked(scores, xp):
+    """Each row's keys best first (a stable sort: ties to the earlier key) and which can be chosen, ``(..., T, S)``.
+
+    A key can be chosen when its score is above ``-inf`` (``-inf`` = the future); ``+inf`` ranks first, and
+    NaN, which orders against nothing, is never chosen (sorted as ``-inf``): :func:`select_topk` and
+    :func:`topk_mask` share this one ranking, so they pick the same keys.
+    """
+    selectable = scores > -math.inf  # (..., T, S): False for -inf and NaN
+    ranked = xp.where(selectable, scores, -math.inf)
+    return xp.argsort(ranked, axis=-1, descending=True, stable=True), selectable
 
 
 def select_topk(scores, topk: int):
     """Each row's ``K = min(topk, S)`` highest-scoring keys: ``(indices, valid)``, both ``(..., T, K)``.
 
     ``indices`` are key positions, best first; ties go to the earlier key (a stable sort). Scores of
-    ``-inf`` (future keys) are never chosen: ``valid`` is False for the slots a row with fewer than K
-    visible keys cannot fill (their index is then that of some invisible key and must not be read).
+    ``-inf`` (future keys) and NaN are never chosen, ``+inf`` comes first: ``valid`` is False for the
+    slots a row with fewer than K selectable keys cannot fill (their index is then that of some other
+    key and must not be read).
     """
     xp = get_namespace(scores)
     k = min(check_positive_int(topk, "topk"), scores.shape[-1])
-    order = xp.argsort(scores, axis=-1, descending=True, stable=True)[..., :k]  # (..., T, K)
+    order, selectable = _ranked(scores, xp)  # (..., T, S)
     slot = xp.arange(k, device=device_of(scores))  # (K,): 0 = best
-    return order, slot < _visible_count(scores)[..., None]  # (..., T, K)
+    n_selectable = xp.sum(xp.astype(selectable, xp.int64), axis=-1)  # (..., T)
+    return order[..., :k], slot < n_selectable[..., None]  # (..., T, K)
 
 
 def topk_mask(scores, topk: int):
     """The selection as a boolean mask ``(..., T, S)``: True where key s is among row t's top-``topk``.
 
     The same keys as :func:`select_topk` (one stable sort; the rank of each key is the inverse
-    permutation); False for every ``-inf`` score, so the mask is also causal when the scores are.
+    permutation); False for every ``-inf`` or NaN score, so the mask is also causal when the scores are.
     """
     xp = get_namespace(scores)
     k = check_positive_int(topk, "topk")
-    order = xp.argsort(scores, axis=-1, descending=True, stable=True)  # (..., T, S)
+    order, selectable = _ranked(scores, xp)  # (..., T, S)
     rank = xp.argsort(order, axis=-1)  # rank[s] = place of key s in the order
-    return (rank < k) & xp.isfinite(scores)
+    return (rank < k) & selectable
 
 
 def sparse_latent_attention(q, rows, indices, valid, value_dim: int, scale: float):
@@ -181,21 +193,25 @@ def fp8_e4m3(x, *, block: int | None = None, power_of_two_scale: bool = True):
     ``scale = amax / 448`` (rounded up to a power of 2 with ``power_of_two_scale``, the checkpoints'
     ``ue8m0`` format), then ``x / scale`` goes to the nearest e4m3 number (ties to even; spacing
     2^(e-3) for |y| in [2^e, 2^(e+1)), 2^-9 below 2^-6, the subnormals), and back times the scale.
+    Computed in at least float32 (float16 cannot hold a tiny block's scale); NaN and ±inf set no scale
+    and come back as NaN (e4m3fn has no infinity), and an empty ``x`` comes back empty.
     """
     xp = get_namespace(x)
     x = as_float(x, xp, "x")
     d = x.shape[-1]
-    block = d if block is None else check_positive_int(block, "block")
+    block = max(d, 1) if block is None else check_positive_int(block, "block")
     if d % block:
         raise ValueError(f"block={block} must divide the last axis of x ({d})")
-    blocks = xp.reshape(x, (*x.shape[:-1], d // block, block))  # (..., d) -> (..., d/block, block)
-    amax = xp.max(xp.abs(blocks), axis=-1, keepdims=True)
+    blocks = widen(xp.reshape(x, (*x.shape[:-1], d // block, block)), xp)  # (..., d/block, block), float16 -> 32
+    finite = xp.isfinite(blocks)
+    amax = xp.max(xp.where(finite, xp.abs(blocks), 0.0), axis=-1, keepdims=True)  # NaN/inf do not set the scale
     scale = xp.where(amax > 0, amax, 1.0) / E4M3_MAX
     if power_of_two_scale:
         scale = 2.0 ** xp.ceil(xp.log2(scale))
-    y = blocks / scale  # |y| <= 448
-    magnitude = xp.where(y != 0, xp.abs(y), 1.0)
+    y = blocks / scale  # |y| <= 448 where finite
+    magnitude = xp.where(finite & (y != 0), xp.abs(y), 1.0)
     exponent = xp.maximum(xp.floor(xp.log2(magnitude)), -6.0)  # below 2^-6: subnormal spacing
     step = 2.0 ** (exponent - 3.0)
     y = xp.clip(xp.round(y / step) * step, -E4M3_MAX, E4M3_MAX)
-    return xp.reshape(y * scale, x.shape)
+    y = xp.where(finite, y, math.nan)  # e4m3fn has no infinity: ±inf and NaN both become NaN
+    return narrow(xp.reshape(y * scale, x.shape), x.dtype, xp)

@@ -27,6 +27,7 @@ from array_api_compat import device as device_of
 
 from .attention import scaled_dot_product_attention
 from .infra.backend import get_namespace
+from .infra.checks import check_adam, check_positive_int
 from .masking import causal_mask, masked_scores
 from .multihead import merge_heads, split_heads
 from .sparse import rope_first, topk_mask
@@ -115,7 +116,7 @@ def attention_mass_recall(scores, target, topk: int):
     """
     xp = get_namespace(scores, target)
     kept = xp.sum(xp.where(topk_mask(scores, topk), target, 0.0), axis=-1)  # (B, T)
-    counts = xp.sum(xp.astype(xp.isfinite(scores), xp.int64), axis=-1)  # visible keys per query
+    counts = xp.sum(xp.astype(scores > -math.inf, xp.int64), axis=-1)  # selectable keys per query, as topk_mask
     rows = counts > topk
     if not bool(xp.any(rows)):
         raise ValueError(f"no query sees more than topk={topk} keys: recall is 1 for all, nothing to measure")
@@ -126,7 +127,12 @@ def train_indexer(layer, batches, *, steps: int, lr: float = 1e-2, betas=(0.9, 0
     """Adam on the KL warm-up loss of ``layer``'s indexer, the MLA weights frozen: -> the losses.
 
     ``batches``: an iterator of ``x (B, T, dim)``; the layer's indexer weights are updated in place.
+    ``steps >= 1``, Adam's settings and the layer's indexer are checked before the first step.
     """
+    steps, (lr, betas, eps) = check_positive_int(steps, "steps"), check_adam(lr, betas, eps)
+    if not (n_index := getattr(getattr(layer, "config", None), "index_n_heads", 0)):
+        raise ValueError(f"train_indexer needs a layer with a lightning indexer (config.index_n_heads > 0), got a "
+                         f"{type(layer).__name__} with index_n_heads={n_index!r}")
     cfg, m, v, losses = layer.config, {}, {}, []
     for step in range(1, steps + 1):
         x = next(batches)

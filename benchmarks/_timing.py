@@ -1,18 +1,18 @@
-"""Small helpers shared by the benchmark scripts: median wall time, peak traced memory, a text table.
+"""Small helpers shared by the benchmark scripts: targets met or not, a text table, the figures' folder.
 
-Timings are medians of repeated calls, interleaved across the compared variants so that a burst of
-load on a shared machine hits all of them alike; ratios are always between numbers of the same run.
+The timer itself (interleaved medians, peak traced memory) is the package's
+``attention_from_scratch.infra.timing``, which notebooks import too; it is imported here for the
+scripts that still take ``median_times`` from this module.
 """
 
 from __future__ import annotations
 
-import gc
-import statistics
-import time
-import tracemalloc
 from pathlib import Path
 
-from attention_from_scratch.infra.blas import blas_thread_limit
+from attention_from_scratch.infra.timing import median_times, peak_memory
+
+__all__ = ["FIGURES", "OWN_FIGURES", "add_figure_option", "median_times", "not_measured", "peak_memory",
+           "print_table", "verdict", "write_figure"]
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"  # the committed figures: written only when asked
 # where a full run writes its figure by default: git-ignored, so that running a benchmark leaves the checkout clean
@@ -36,32 +36,6 @@ def not_measured(claim: str, why: str) -> None:
     print(f"target: {claim}: not measured in this run ({why})")
 
 
-def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None) -> dict:
-    """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
-
-    ``warmup`` calls each first; then in each round every function runs once, and the order rotates
-    from round to round so that no function always runs right after the same neighbour (caches,
-    memory freed by the previous call). ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets
-    a function's thread count around its calls, outside the timed interval, with the package's
-    ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread).
-    """
-    threads = threads or {}
-    for name, fn in fns.items():
-        with blas_thread_limit(threads.get(name)):
-            for _ in range(warmup):
-                fn()
-    names = list(fns)
-    times = {name: [] for name in fns}
-    for r in range(repeat):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            with blas_thread_limit(threads.get(name)):
-                gc.collect()
-                start = time.perf_counter()
-                fns[name]()
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
-
-
 def add_figure_option(parser) -> None:
     """The ``--out DIR`` option of a script that draws a figure after a full run."""
     parser.add_argument("--out", default=None, help=f"folder for the figure (default: {OWN_FIGURES.name}/, "
@@ -79,22 +53,6 @@ def write_figure(make_figure, name: str, *, quick: bool, figures_dir=None):
     path = save_figure(make_figure(), Path(figures_dir or OWN_FIGURES) / name)
     print(f"wrote {path}")
     return path
-
-
-def peak_memory(fn) -> int:
-    """Peak bytes allocated during one call of ``fn``, above what was allocated before it.
-
-    tracemalloc sees NumPy's array buffers (NumPy reports them to it), so this is the call's peak
-    extra memory, output included. Measured separately from timing: tracing slows Python down.
-    """
-    gc.collect()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
 
 
 def print_table(headers, rows) -> None:

@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_times, verdict
+from _timing import verdict
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
+from attention_from_scratch.infra.timing import median_times
 
 
 def _inputs(shape, dtype, seed=0):

@@ -26,8 +26,6 @@ decoded several times and the median step time is reported:
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +33,7 @@ from _timing import add_figure_option, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.infra.blas import blas_thread_limit
+from attention_from_scratch.infra.timing import median_times
 from attention_from_scratch.kv_cache import KVCache, bytes_per_token
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
 
@@ -71,17 +70,19 @@ def measure(context: int, steps: int, seed: int = 0) -> dict:
     caches["naive"].append(c_kv, k_pe)
     caches["absorb"].append(c_kv, k_pe)
     caches["mha"].append(*mla.expand(c_kv, k_pe))
-    result, times = {"context": context}, {name: [] for name in caches}
-    names = list(caches)
-    for i in range(steps + 1):  # rounds interleaved; round 0 warms up (and may grow the caches): not timed
-        x = tokens[:, i : i + 1, :]
-        for name in names[i % 3 :] + names[: i % 3]:  # the order rotates, as _timing.median_times does
-            cache = caches[name]
-            t0 = time.perf_counter()
-            _ = mha_step(mla, x, cache) if name == "mha" else mla(x, cache=cache, mode=name)
-            times[name].append(time.perf_counter() - t0)
+    steps_done = dict.fromkeys(caches, 0)
+
+    def step(name):  # the next token through one variant (a decode step appends to its cache)
+        x = tokens[:, steps_done[name] : steps_done[name] + 1, :]
+        steps_done[name] += 1
+        cache = caches[name]
+        return lambda: mha_step(mla, x, cache) if name == "mha" else mla(x, cache=cache, mode=name)
+
+    # one warm-up step each (it may grow the caches), then `steps` rounds interleaved
+    median = median_times({name: lambda name=name: step(name)() for name in caches}, repeat=steps)
+    result = {"context": context}
     for name, cache in caches.items():
-        result[f"{name}_ms"] = 1e3 * statistics.median(times[name][1:])
+        result[f"{name}_ms"] = 1e3 * median[name]
         result[f"{name}_bytes"] = cache.nbytes * context // len(cache)  # cache bytes at exactly S tokens
     assert result["mha_bytes"] == context * bytes_per_token(cfg, "mha", element_size=4)
     assert result["absorb_bytes"] == context * bytes_per_token(cfg, "mla", element_size=4)

@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import add_figure_option, median_times, not_measured, peak_memory, print_table, verdict, write_figure
+from _timing import add_figure_option, not_measured, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
 from attention_from_scratch.flash import CPU_BLOCK_SIZE, flash_attention
+from attention_from_scratch.infra.timing import median_times, peak_memory
 
 D_K = 64
 MIB = 2**20

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import add_figure_option, median_times, print_table, verdict, write_figure
+from _timing import add_figure_option, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import attention_loop, scaled_dot_product_attention
 from attention_from_scratch.infra.blas import one_blas_thread
+from attention_from_scratch.infra.timing import median_times
 from attention_from_scratch.similarity import pairwise_additive, pairwise_dot
 
 D = 64

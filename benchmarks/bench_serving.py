@@ -19,10 +19,11 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _timing import median_times, print_table, verdict
+from _timing import print_table, verdict
 
 from attention_from_scratch import PagedKVCache, flash_attention, flash_decode, scaled_dot_product_attention
 from attention_from_scratch.flash import key_spans
+from attention_from_scratch.infra.timing import median_times
 from attention_from_scratch.paged import contiguous_slots, paged_slots
 
 

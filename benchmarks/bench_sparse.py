@@ -32,9 +32,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _timing import add_figure_option, median_times, verdict, write_figure
+from _timing import add_figure_option, verdict, write_figure
 
 from attention_from_scratch.infra.blas import blas_thread_limit
+from attention_from_scratch.infra.timing import median_times
 from attention_from_scratch.mla import MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.sparse import select_topk
 

@@ -18,9 +18,21 @@ ROOT = Path(__file__).resolve().parents[1]
 NUMPY_ONLY_SECTIONS = {"_tour_training"}  # trains on NumPy whatever the backend (notebook 19 covers the others)
 
 
-def test_tour_runs_and_prints_the_key_numbers(capsys):
-    assert cli.main([]) == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def tour_run():
+    """``python -m attention_from_scratch`` (the tour, in English on NumPy) as a user runs it: once per module."""
+    return subprocess.run([sys.executable, "-m", "attention_from_scratch"], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def tour_output(tour_run):
+    assert tour_run.returncode == 0, tour_run.stderr
+    return tour_run.stdout
+
+
+def test_tour_runs_and_prints_the_key_numbers(tour_output):
+    out = tour_output
     assert "All checks passed." in out
     # the numbers, computed here independently of the package
     assert "= 17" in out
@@ -35,9 +47,12 @@ def test_tour_runs_and_prints_the_key_numbers(capsys):
     assert "cat" in out and "eats" in out and "fish" in out
 
 
-def test_tour_sub_command_is_the_default(capsys):
-    assert cli.main(["tour"]) == 0
-    assert "All checks passed." in capsys.readouterr().out
+def test_tour_sub_command_is_the_default(monkeypatch):
+    # no sub-command and "tour" reach the same function (the tour's output: tour_output above)
+    ran = []
+    monkeypatch.setattr(tour, "run_tour", lambda backend, lang="en": ran.append((backend, lang)) or 0)
+    assert cli.main(["tour"]) == 0 and cli.main([]) == 0
+    assert ran == [("numpy", "en"), ("numpy", "en")]
 
 
 def test_every_section_but_training_uses_only_the_array_api_standard(capsys):
@@ -58,9 +73,8 @@ def test_tour_covers_the_course_in_its_order(capsys):
         "_tour_serving", "_tour_linear", "_tour_applications", "_tour_backprop", "_tour_training"]
 
 
-def test_later_sections_print_numbers_computed_here(capsys):
-    assert cli.main([]) == 0
-    out = capsys.readouterr().out
+def test_later_sections_print_numbers_computed_here(tour_output):
+    out = tour_output
     for i in range(4):  # the uniform causal average: row i holds i + 1 weights of 1/(i + 1)
         assert " ".join([f"{1 / (i + 1):.4f}"] * (i + 1) + ["0.0000"] * (3 - i)) in out
     assert "query 5 sees keys [0, 3, 4, 5]" in out  # window 3: keys 3..5, plus sink 0
@@ -129,19 +143,10 @@ def test_cupy_without_a_gpu_gives_a_clear_message(argv, capsys):
     assert "All checks passed." not in captured.out
 
 
-def test_tour_as_a_subprocess_exits_zero_quickly():
-    res = subprocess.run(
-        [sys.executable, "-m", "attention_from_scratch"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr
-    assert res.stderr == ""  # no warnings leak out of the tour
-    assert "All checks passed." in res.stdout
+def test_tour_as_a_subprocess_exits_zero_quickly(tour_run):
+    assert tour_run.returncode == 0, tour_run.stderr
+    assert tour_run.stderr == ""  # no warnings leak out of the tour
+    assert "All checks passed." in tour_run.stdout
 
 
 def test_every_command_is_dispatched_to_its_module(monkeypatch):
@@ -152,7 +157,6 @@ def test_every_command_is_dispatched_to_its_module(monkeypatch):
     for name, (_, options, target) in cli.COMMANDS.items():
         module, function = target.split(":")
         mod = importlib.import_module(f"attention_from_scratch.{module}")
-        assert callable(getattr(mod, function)), target
         monkeypatch.setattr(mod, function, lambda args, name=name: seen.setdefault(name, args) and 7)
         positional = [option for option in options if not option.startswith("-")]  # e.g. student's OUTDIR
         assert cli.main([name, *(f"value-of-{option}" for option in positional)]) == 7

@@ -1,6 +1,7 @@
 """The course's website, built as README says and read in a real browser (headless Chromium).
 
-The site is built once per session into a temporary folder with the documented command (warnings are
+The site is built once per session (the ``site`` fixture of ``site_fixtures.py``, which
+``test_site_interactive.py`` shares) into a temporary folder with the documented command (warnings are
 errors) -- or, when ``$SITE_DIR`` is set, the site already built there is tested (CI builds it with
 README's command just before, and this test does not build it a second time). It is served on 127.0.0.1
 by a thread, and then:
@@ -37,10 +38,7 @@ import functools
 import importlib
 import importlib.util
 import json
-import os
 import re
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -51,36 +49,12 @@ from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
+from site_fixtures import REPO, need_docs
 
-REPO = Path(__file__).resolve().parents[1]
+need_docs()  # skips this module (or fails under REQUIRE_SITE_TEST=1) without the docs extra
+
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 NOTEBOOKS_ZH = sorted((REPO / "notebooks" / "zh").glob("*.ipynb"))  # the Chinese site's (docs/_build/html/zh/)
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-# README, "Read it as a website" (the output folder differs: a temporary one)
-BUILD = [sys.executable, "-m", "sphinx", "-j", "auto", "-W", "--keep-going", "-b", "html", "docs"]
-
-
-def _skip_or_fail(reason: str) -> None:
-    """Skip; but where CI promises the tools (REQUIRE_SITE_TEST=1, .ci/run's newest leg), fail instead."""
-    if os.environ.get("REQUIRE_SITE_TEST") == "1":
-        pytest.fail(f"REQUIRE_SITE_TEST=1 but {reason}", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
-
-
-for _module in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx-mathjax-offline"):
-    if importlib.util.find_spec(_module) is None:
-        _skip_or_fail(f"the docs extra is not installed ({_module} missing): pip install -e '.[docs]'")
-
-
-def _need_a_browser() -> None:
-    """The Chromium tests only: the static checks of the built site run without a browser."""
-    if importlib.util.find_spec("selenium") is None:
-        _skip_or_fail("the docs extra is not installed (selenium missing): pip install -e '.[docs]'")
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        _skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver")
-
-
 class _Page(HTMLParser):
     """The URLs one HTML page refers to, split by kind, and the ids it defines."""
 
@@ -115,20 +89,6 @@ class _Quiet(SimpleHTTPRequestHandler):
 
     def list_directory(self, path):  # a link to a folder with no index.html is broken, not a listing
         self.send_error(404, "no index.html in this folder")
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The built site's folder: ``$SITE_DIR`` when set (already built), else README's command builds it
-    into a temporary folder."""
-    if os.environ.get("SITE_DIR"):
-        out = Path(os.environ["SITE_DIR"]).resolve()
-        assert (out / "index.html").is_file(), f"SITE_DIR={out} holds no built site (no index.html)"
-        return out
-    out = tmp_path_factory.mktemp("site") / "html"
-    done = subprocess.run([*BUILD, str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"the site did not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -292,35 +252,6 @@ def _pages_to_open() -> dict[str, str]:
     if NOTEBOOKS_ZH:  # the Chinese notebook with the most display math
         chosen["zh_math"] = f"zh/notebooks/{max(NOTEBOOKS_ZH, key=lambda nb: _markdown(nb).count('$$')).stem}.html"
     return chosen
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    _need_a_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    # this machine's network is closed: no background connections, a fresh profile, no sandbox as root
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    folder = Path(os.environ["SITE_SCREENSHOTS"]) if os.environ.get("SITE_SCREENSHOTS") else None
-    folder = folder or tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 _WAIT_FOR_MATH = """

@@ -3,8 +3,9 @@
 Two places are read, both as files (``file://``), every http(s)/ws URL blocked in the browser:
 
 * the standalone page of every figure (``course.interactive.write_page``), built here in a second;
-* the built website's notebook pages that hold interactive figures, English and Chinese (the site
-  fixture of ``tests/test_site.py``: ``$SITE_DIR``, or README's build); there the step buttons and play,
+* the built website's notebook pages that hold interactive figures, English and Chinese (the session's
+  ``site`` fixture of ``tests/site_fixtures.py``, the build ``test_site.py`` tests: ``$SITE_DIR``, or
+  README's build, made once per run); there the step buttons and play,
   already exercised on the standalone page, are left out, and on the Chinese pages only the first
   control of each figure is moved (the same outputs; this checks that the page runs them).
 
@@ -25,11 +26,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from test_site import browser, shots, site  # noqa: F401  (fixtures: the Chromium driver, the built site)
+from site_fixtures import REPO
 
 from attention_from_scratch.course.interactive import FIGURES, write_page
 
-REPO = Path(__file__).resolve().parents[1]
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*"]
 
 
@@ -155,7 +155,7 @@ def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full"
     return problems
 
 
-def test_the_standalone_page_offline(browser, figures, shots, tmp_path):  # noqa: F811
+def test_the_standalone_page_offline(browser, figures, shots, tmp_path):
     page = write_page(tmp_path / "interactive.html", list(figures.values()))
     _open_offline(browser, page.as_uri())
     found = browser.find_elements("css selector", ".afs-fig")
@@ -168,7 +168,7 @@ def test_the_standalone_page_offline(browser, figures, shots, tmp_path):  # noqa
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_site_pages_offline(lang, browser, figures, site, shots):  # noqa: F811
+def test_the_site_pages_offline(lang, browser, figures, site, shots):
     """Every notebook page with interactive figures, opened from disk: each figure plays (English: every
     slider and choice moves the picture; Chinese: the first control does)."""
     folder = REPO / "notebooks" / ("zh" if lang == "zh" else "")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from test_mla import SMALL, reference_mla, yarn_freqs
 
 from attention_from_scratch import MLAConfig, MultiHeadLatentAttention
-from attention_from_scratch.kv_cache import bytes_per_token, deepseek_v32_numbers
+from attention_from_scratch.kv_cache import bytes_per_token, deepseek_v32_numbers, indexer_bytes_per_token
 from attention_from_scratch.norms import layer_norm
 from attention_from_scratch.sparse import fp8_e4m3, hadamard, index_scores, select_topk, topk_mask
 
@@ -377,3 +377,122 @@ def test_dsa_decode_cost_counts_every_indexer_key_and_only_k_latents():
     assert decode_bytes_read(v32, "mla", s) / decode_bytes_read(v32, "dsa", s) == pytest.approx(7.68)
     with pytest.raises(ValueError, match="no context-independent"):
         arithmetic_intensity(v32, "dsa")
+
+
+# --- issue #38: non-finite and half-precision inputs, empty inputs, shapes -------------------------
+
+
+def _fp8_by_loop(x):
+    """fp8_e4m3 of one row by a loop over e4m3's 253 values, in float64: power-of-two scale from the finite amax."""
+    finite = [abs(float(v)) for v in x if math.isfinite(v)]
+    amax = max(finite, default=0.0)
+    scale = 2.0 ** math.ceil(math.log2((amax if amax > 0 else 1.0) / 448))
+    grid, out = _all_e4m3(), []
+    for v in np.asarray(x, np.float64):
+        if not math.isfinite(v):
+            out.append(math.nan)
+            continue
+        gaps = np.abs(v / scale - grid)
+        assert np.sum(gaps == gaps.min()) == 1, "a tie: pick another value"
+        out.append(float(grid[np.argmin(gaps)]) * scale)
+    return out
+
+
+def test_fp8_of_float16_computes_its_scale_in_float32():
+    """#38 class 1: amax/448 underflowed float16 (tiny blocks -> 0/0 = NaN); failed before the fix."""
+    x = np.array([[1.1e-6, 2.3e-6, -3.3e-6, 5e-7], [1e-4, 3e-5, -2e-4, 6e-5]], np.float16)
+    got = fp8_e4m3(x)
+    assert got.dtype == np.float16 and np.all(np.isfinite(got))
+    for row, want in zip(got, (_fp8_by_loop(r) for r in x.astype(np.float64)), strict=True):
+        np.testing.assert_allclose(row.astype(np.float64), want, rtol=2**-10)  # float16 holds each e4m3·2^k
+
+
+def test_fp8_with_a_nan_or_an_inf_keeps_the_finite_values_scale():
+    """#38 class 3: a NaN made the scale 1/448 and clipped the finite values to ±1; failed before the fix."""
+    x = np.array([[30.0, np.nan, -7.0, 0.3], [np.inf, 90.0, -np.inf, 2.1]])
+    got = fp8_e4m3(x)
+    for row, want in zip(got, map(_fp8_by_loop, x), strict=True):
+        np.testing.assert_array_equal(row, want)  # NaN where x is NaN or ±inf (e4m3fn has no infinity)
+    assert x[0, 0] == 30.0 and np.isnan(x[0, 1])  # the input is not written
+
+
+def test_fp8_of_an_empty_array_is_empty():
+    """#38 class 5: a last axis of 0 divided by zero; failed before the fix."""
+    for shape in ((3, 0), (0, 8), (0,)):
+        got = fp8_e4m3(np.zeros(shape, np.float32))
+        assert got.shape == shape and got.dtype == np.float32
+
+
+def test_select_topk_and_topk_mask_agree_on_nan_and_inf():
+    """#38 class 3: +inf was "not a key" and NaN was chosen by one of the two; failed before the fix.
+    The rule, by a loop: only scores above -inf that are not NaN can be chosen, best first, ties to the earlier."""
+    scores = np.array([[[1.0, np.inf, np.nan, -np.inf, 2.0, np.inf],
+                        [np.nan, np.nan, 0.5, -np.inf, -np.inf, np.nan],
+                        [np.nan] * 6]])
+    for k in (1, 2, 3, 6):
+        indices, valid = select_topk(scores, k)
+        mask = topk_mask(scores, k)
+        for t, row in enumerate(scores[0]):
+            keys = sorted((j for j, s in enumerate(row) if s > -np.inf), key=lambda j: (-row[j], j))[:k]
+            assert list(indices[0, t][valid[0, t]]) == keys, (k, t)
+            assert set(np.flatnonzero(mask[0, t])) == set(keys), (k, t)
+
+
+def test_index_scores_refuses_other_layouts_naming_the_argument():
+    """#38 class 6: per-head keys (B, H_I, S, d_I) gave a 4-D result; a wrong d_I or H_I raised NumPy's own
+    message. Failed before the fix."""
+    rng = np.random.default_rng(0)
+    q, k, w = rng.standard_normal((2, 3, 4, 8)), rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 4, 3))
+    assert index_scores(q, k, w).shape == (2, 4, 5)
+    bad = [
+        ((q, rng.standard_normal((2, 3, 5, 8)), w),
+         r"k has shape \(2, 3, 5, 8\) \(4 axes\), expected \(B=2, S, d_I=8\)"),
+        ((q, rng.standard_normal((2, 5, 6)), w), r"k has shape \(2, 5, 6\), expected .*its d_I is 6, not 8"),
+        ((q, k, rng.standard_normal((2, 4, 2))), r"weights has shape \(2, 4, 2\), expected .*its H_I is 2, not 3"),
+        ((q[0], k, w), r"q has shape \(3, 4, 8\) \(3 axes\), expected \(B, H_I, T, d_I\)"),
+    ]
+    for args, message in bad:
+        before = [a.copy() for a in args]
+        with pytest.raises(ValueError, match=message):
+            index_scores(*args)
+        assert all(np.array_equal(a, b) for a, b in zip(args, before, strict=True))
+
+
+def test_layer_norm_refuses_a_weight_or_bias_of_another_width():
+    x, w = np.ones((3, 6)), np.ones(6)
+    with pytest.raises(ValueError, match=r"weight has shape \(5,\), expected \(d=6\): its d is 5, not 6"):
+        layer_norm(x, np.ones(5), np.zeros(6))
+    with pytest.raises(ValueError, match=r"bias has shape \(3, 6\) \(2 axes\), expected \(d=6\)"):
+        layer_norm(x, w, np.zeros((3, 6)))
+
+
+def test_indexer_bytes_round_the_scales_up():
+    """One float32 scale per started block (ceil): d_I = 130 in blocks of 128 keeps 2 scales. Kills the
+    floor mutant of #38, which the multiples of 128 let through."""
+    assert [indexer_bytes_per_token(d, block=128) for d in (1, 128, 129, 130, 256, 257)] == [
+        1 + 4, 128 + 4, 129 + 8, 130 + 8, 256 + 8, 257 + 12]
+    assert indexer_bytes_per_token(10, block=3) == 10 + 4 * 4
+
+
+def test_index_scores_of_float16_are_computed_in_float32():
+    """Found in the adversarial pass (#38 class 1): q·k of float16 activations near 100 overflowed before the
+    scale, so visible keys scored ±inf (-inf reads as "the future": never chosen). Failed before the fix."""
+    rng = np.random.default_rng(3)
+    q, k = (rng.standard_normal(s) * 100 for s in ((1, 2, 3, 128), (1, 3, 128)))
+    w = rng.standard_normal((1, 3, 2))
+    q, k, w = (a.astype(np.float16) for a in (q, k, w))
+    got = index_scores(q, k, w)
+    q64, k64, w64 = (a.astype(np.float64) for a in (q, k, w))
+    want = np.einsum("bth,bhts->bts", w64, np.maximum(np.einsum("bhtd,bsd->bhts", q64, k64) / math.sqrt(128), 0))
+    want = np.where(np.tril(np.ones((3, 3), bool)), want, -np.inf)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2**-10)
+
+
+def test_index_scores_refuses_a_scale_that_is_not_positive():
+    """ReLU(a)·c = ReLU(a·c) only for c > 0 (the reference folds the scale into the weights): -1, 0 and NaN
+    were accepted."""
+    q, k, w = np.ones((1, 1, 2, 4)), np.ones((1, 2, 4)), np.ones((1, 2, 1))
+    for bad in (-1.0, 0.0, math.nan):
+        with pytest.raises(ValueError, match=rf"scale must be a finite real number > 0, got {bad!r}"):
+            index_scores(q, k, w, scale=bad)

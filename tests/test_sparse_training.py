@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from test_mla import SMALL
 from test_sparse import V32, reference_index_scores, v32_state
 
 from attention_from_scratch import MLAConfig, MultiHeadLatentAttention
@@ -120,3 +121,41 @@ def test_trained_indexer_beats_a_random_one_on_held_out_inputs():
     assert losses[-1] < 0.8 * losses[0]
     assert np.all(after > before + 0.05), (before, after)
     assert {weight_attribute(n) for n in mla.state_dict()} >= set(INDEXER_PARAMS)
+
+
+def test_train_indexer_checks_its_arguments_before_any_step():
+    """#38 class 6: a negative lr climbed the loss, steps=-1 returned [], a V3 layer (no indexer) failed
+    with an AttributeError. Failed before the fix; nothing is trained or drawn by a refused call."""
+    mla, _, x, _ = setup()
+    before = {name: np.array(getattr(mla, name)) for name in INDEXER_PARAMS}
+    drawn = []
+
+    def batches():
+        while True:
+            drawn.append(1)
+            yield x
+
+    cases = [
+        ((mla,), {"steps": 2, "lr": -0.01}, ValueError, r"lr must be a finite real number > 0, got -0.01"),
+        ((mla,), {"steps": -1}, ValueError, r"steps must be a positive integer, got -1"),
+        ((mla,), {"steps": 0}, ValueError, r"steps must be a positive integer, got 0"),
+        ((mla,), {"steps": 2, "betas": (0.9, 1.0)}, ValueError, r"betas must lie in \[0, 1\)"),
+        ((MultiHeadLatentAttention(SMALL),), {"steps": 2}, ValueError,
+         r"needs a layer with a lightning indexer \(config.index_n_heads > 0\), got a MultiHeadLatentAttention "
+         r"with index_n_heads=0"),
+    ]
+    for (layer,), kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            train_indexer(layer, batches(), **kwargs)
+    assert not drawn
+    for name in INDEXER_PARAMS:
+        np.testing.assert_array_equal(getattr(mla, name), before[name])
+
+
+def test_recall_counts_the_keys_topk_mask_can_choose():
+    """Adversarial pass: a +inf score is a key topk_mask chooses, but the recall counted only finite scores,
+    so a row that sees 3 keys looked like one that sees 2 and was dropped. Failed before the fix."""
+    scores = np.array([[[np.inf, 1.0, 0.0, -np.inf], [np.inf, np.nan, 3.0, 2.0]]])  # (B=1, T=2, S=4)
+    target = np.array([[[0.5, 0.3, 0.2, 0.0], [0.1, 0.2, 0.3, 0.4]]])
+    # by hand: row 0 keeps keys 0, 1 (0.8 of its mass); row 1 can choose 0, 2, 3 and keeps 0, 2 (0.4)
+    assert attention_mass_recall(scores, target, 2) == pytest.approx((0.8 + 0.4) / 2)

@@ -16,7 +16,7 @@ from attention_from_scratch.model.tasks import (
     previous_token_score,
     strongest_heads,
 )
-from attention_from_scratch.model.training import Adam, fit, train
+from attention_from_scratch.model.training import Adam, TrainingHistory, fit, train, warmup_lr
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
 
@@ -211,3 +211,40 @@ def test_induction_score_names_a_length_that_does_not_fit():
         induction_score(w, 4)
     with pytest.raises(ValueError, match=r"length must be a positive integer"):
         induction_score(w, 0)
+
+
+def test_the_warm_up_ramps_the_step_linearly():
+    """Adam's first steps on a constant gradient move each parameter by lr_t (m̂ / sqrt(v̂) = 1): with
+    warmup=4 the moves are lr/4, 2lr/4, 3lr/4, lr, lr (the schedule of #38, by hand)."""
+    class Constant:  # loss 1, gradient 1 on one parameter
+        def __init__(self):
+            self.params = {"w": np.zeros(1)}
+
+        def loss_and_grads(self, tokens, targets=None):
+            return 1.0, {"w": np.ones(1)}
+
+    seen = []
+
+    class Recorder(Constant):
+        def loss_and_grads(self, tokens, targets=None):
+            seen.append(float(self.params["w"][0]))
+            return super().loss_and_grads(tokens, targets)
+
+    model = Recorder()  # Adam replaces the entries of model.params, the dict it was given
+    train(model, CopyTask(8, 5).batches(4), steps=6, lr=0.1, warmup=4)
+    moves = -np.diff(seen)
+    np.testing.assert_allclose(moves, [0.025, 0.05, 0.075, 0.1, 0.1], rtol=1e-6)
+    assert [warmup_lr(0.1, s, 4) for s in range(5)] == pytest.approx([0.025, 0.05, 0.075, 0.1, 0.1])
+    assert [warmup_lr(0.1, s, 0) for s in range(2)] == [0.1, 0.1]
+
+
+def test_final_averages_the_last_steps_and_refuses_other_counts():
+    """#38 class 6: final(0) averaged every step and final(-1) all but the first; failed before the fix."""
+    history = TrainingHistory(loss=[5.0, 4.0, 3.0, 2.0, 1.0])
+    assert history.final(2) == 1.5 and history.final(5) == 3.0 and history.final(50) == 3.0
+    for last in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match=rf"last .* must be a positive integer, got {last!r}"):
+            history.final(last)
+    with pytest.raises(ValueError, match="holds no losses yet"):
+        TrainingHistory().final()
+    assert history.loss == [5.0, 4.0, 3.0, 2.0, 1.0]

@@ -332,3 +332,18 @@ def test_rms_norm_in_float16_is_computed_in_float32():
     ref_dx, ref_dg = layers.rms_norm_backward(layers.rms_norm_forward(x64, g64, np)[1], dy.astype(np.float64), np)
     np.testing.assert_allclose(dx.astype(np.float64), ref_dx, rtol=1e-2, atol=1e-4)
     np.testing.assert_allclose(dg.astype(np.float64), ref_dg, rtol=1e-2, atol=1e-2)
+
+
+def test_gelu_in_float16_is_computed_in_float32():
+    """#38 class 1: float16's x³ overflowed, and dy/dx was inf · 0 = NaN at |x| ≈ 80-100; failed before
+    the fix. Reference: the tanh-GELU and its derivative written out in float64."""
+    x = np.array([[-100.0, -90.0, -80.0, -40.0, -3.0, -0.5, 0.0, 0.7, 2.0, 40.0, 80.0, 100.0]], np.float16)
+    x64, c = x.astype(np.float64), math.sqrt(2 / math.pi)
+    t = np.tanh(c * (x64 + 0.044715 * x64**3))
+    want_y = 0.5 * x64 * (1 + t)
+    want_dydx = 0.5 * (1 + t) + 0.5 * x64 * (1 - t * t) * c * (1 + 3 * 0.044715 * x64**2)
+    y, cache = layers.gelu_forward(x, np)
+    dx = layers.gelu_backward(cache, np.ones_like(x), np)
+    assert y.dtype == dx.dtype == np.float16
+    np.testing.assert_allclose(y.astype(np.float64), want_y, rtol=2**-10, atol=2**-14)
+    np.testing.assert_allclose(dx.astype(np.float64), want_dydx, rtol=2**-10, atol=2**-14)

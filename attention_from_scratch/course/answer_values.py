@@ -188,16 +188,13 @@ def _best_rank():
 
 def _zero_fill_leak(delta=-20.0):
     from ..infra.backend import random_normal
-    from ..softmax import softmax
-
-    def zero_filled(z):  # the WRONG causal attention of misconception 5: blocked scores 0, not −∞
-        scores = z @ z.T / math.sqrt(z.shape[-1])
-        return softmax(np.where(np.tril(np.ones((len(z), len(z)), dtype=bool)), scores, 0.0)) @ z
+    from .examples import zero_filled_causal_attention
 
     x = random_normal((5, 8), seed=10)
     x_changed = x.copy()
     x_changed[4] += delta
-    return float(np.abs(zero_filled(x_changed)[:4] - zero_filled(x)[:4]).max())
+    before, after = (zero_filled_causal_attention(z, z, z) for z in (x, x_changed))
+    return float(np.abs(after[:4] - before[:4]).max())
 
 
 def _strict_agreements():

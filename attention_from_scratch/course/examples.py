@@ -7,6 +7,7 @@ feed are the package's own (``scaled_dot_product_attention``, ``pairwise_additiv
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -15,6 +16,8 @@ __all__ = [
     "CAT_EATS_FISH",
     "CROSS_TOKENS",
     "DK_VALUES",
+    "MASK_FILL",
+    "SHARPNESS",
     "SIGMAS",
     "additive_score_stats",
     "cat_eats_fish_weights",
@@ -24,11 +27,52 @@ __all__ = [
     "indexer_example",
     "kernel_regression_data",
     "kernel_regression_truth",
+    "mask_fill_weights",
     "mha_head_example",
+    "zero_filled_causal_attention",
 ]
 
 # The d_k values of notebook 03's sweeps (variance and saturation against d_k): powers of two.
 DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+# Softmax's sharpness (notebook 03's figure, the tour): only differences count ([10, 11, 12] gives
+# [1, 2, 3]'s weights) and large differences make it nearly one-hot ([10, 20, 30]).
+SHARPNESS = {"small": (1.0, 2.0, 3.0), "shifted": (10.0, 11.0, 12.0), "large": (10.0, 20.0, 30.0)}
+
+# Filling blocked scores with 0 instead of -inf (notebook 04's figure, the tour's causal row): two
+# allowed keys and two blocked ones, as query 1 of a causal mask over 4 keys sees them. Filled with 0,
+# the blocked keys still get 2 / (e^-1 + e^-2 + 2) = 0.80 of the weight.
+MASK_FILL = {"scores": (-1.0, -2.0, 3.0, 5.0), "allowed": (True, True, False, False)}
+
+
+def mask_fill_weights(fill, scores=MASK_FILL["scores"], allowed=MASK_FILL["allowed"], *, xp=None):
+    """softmax of ``scores`` with the blocked ones (``allowed`` False) replaced by ``fill`` -> weights.
+
+    ``fill = -inf`` is the package's way (:func:`~attention_from_scratch.masking.apply_mask`); any finite
+    fill (0, the row's mean, -1e9, ...) is the demo's wrong one. ``xp`` defaults to NumPy.
+    """
+    from ..masking import apply_mask
+    from ..softmax import softmax
+
+    xp = np if xp is None else xp
+    x, keep = xp.asarray(scores, dtype=xp.float64), xp.asarray(allowed)
+    if fill == -math.inf:
+        return softmax(apply_mask(x, keep))
+    return softmax(xp.where(keep, x, xp.asarray(fill, dtype=x.dtype)))
+
+
+def zero_filled_causal_attention(q, k, v):
+    """The WRONG causal attention of misconception 5: blocked scores set to 0, not -inf (a demo only).
+
+    ``softmax(where(causal, q kᵀ / √d_k, 0)) v`` for ``q, k (n, d_k)``, ``v (n, d_v)``: every future key
+    keeps weight exp(0) / Σ, so changing a later token changes the earlier outputs.
+    """
+    from ..softmax import softmax
+
+    n = q.shape[0]
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    return softmax(np.where(np.tril(np.ones((n, k.shape[0]), dtype=bool), k.shape[0] - n), scores, 0.0)) @ v
+
 
 # The three-token example of notebook 06 ("mao chi yu", the cat eats fish). Features of each token
 # embedding x: [animal, action, food, agent]. W_Q and W_K are chosen by hand so that the verb's query

@@ -23,8 +23,9 @@ import numpy as np
 from .backend import as_common_float, as_float, backend_name, device_of, get_namespace, to_device, to_numpy, widen
 
 __all__ = [
-    "broadcast_shapes", "check_attention", "check_attention_mask", "check_betas", "check_cache_entries", "check_flag",
-    "check_float_dtype", "check_heads", "check_mask", "check_param", "check_positive_int", "check_real",
+    "broadcast_shapes", "check_adam", "check_attention", "check_attention_mask", "check_betas", "check_cache_entries",
+    "check_flag",
+    "check_float_dtype", "check_heads", "check_layout", "check_mask", "check_param", "check_positive_int", "check_real",
     "check_same_place", "check_scores", "check_sink_logits", "check_window",
 ]
 
@@ -48,6 +49,17 @@ def check_real(value, name: str, *, above=None, at_least=None, hint: str = "") -
     if not (math.isfinite(number) and low_ok):
         raise ValueError(rule)
     return number
+
+
+def check_adam(lr, betas, eps) -> tuple[float, tuple[float, float], float]:
+    """Adam's settings as ``(lr, (beta1, beta2), eps)``: ``lr > 0`` (a negative one would climb the loss),
+    ``0 <= beta1, beta2 < 1`` (β = 1 makes the bias correction 1 - β^t zero), ``eps > 0``."""
+    if not isinstance(betas, tuple | list) or len(betas) != 2:
+        raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    betas = tuple(check_real(b, f"betas[{i}]", at_least=0) for i, b in enumerate(betas))
+    if max(betas) >= 1:
+        raise ValueError(f"betas must lie in [0, 1) (the averages' decay; 1 - beta^t divides), got {betas}")
+    return check_real(lr, "lr", above=0), betas, check_real(eps, "eps", above=0)
 
 
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
@@ -82,6 +94,27 @@ def check_param(w, name, shape, x, layout="x @ W layout"):
     if tuple(w.shape) != tuple(shape):
         raise ValueError(f"parameter {name} has shape {tuple(w.shape)}, expected {tuple(shape)} ({layout})")
     return w
+
+
+def check_layout(**named) -> dict[str, int]:
+    """Arrays against their documented layouts, e.g. ``check_layout(q=(q, "B H T d"), k=(k, "B S d"))``.
+
+    Each layout names one size per axis (a leading ``...`` takes any leading axes); a name used twice must
+    have one size. A ``ValueError`` names the argument, its shape and the layout expected (with the sizes
+    already seen); returns the sizes by name.
+    """
+    sizes: dict[str, int] = {}
+    for arg, (array, layout) in named.items():
+        dims, shape = layout.split(), tuple(array.shape)
+        free = dims[0] == "..."
+        dims = dims[1:] if free else dims
+        wanted = f"({', '.join(['...'] * free + [f'{d}={sizes[d]}' if d in sizes else d for d in dims])})"
+        if len(shape) < len(dims) if free else len(shape) != len(dims):
+            raise ValueError(f"{arg} has shape {shape} ({len(shape)} axes), expected {wanted}")
+        for dim, n in zip(dims, shape[len(shape) - len(dims):], strict=True):
+            if sizes.setdefault(dim, n) != n:
+                raise ValueError(f"{arg} has shape {shape}, expected {wanted}: its {dim} is {n}, not {sizes[dim]}")
+    return sizes
 
 
 def check_float_dtype(dtype, xp, name="dtype"):

@@ -16,7 +16,7 @@ import numpy as np
 from ..infra.blas import one_blas_thread
 from ..infra.checks import check_positive_int
 from .tasks import induction_score, previous_token_score
-from .training import Adam, TrainingHistory
+from .training import Adam, TrainingHistory, warmup_lr
 from .transformer import Transformer
 
 __all__ = ["HeadTrace", "head_scores", "train_watching_heads"]
@@ -74,7 +74,7 @@ def train_watching_heads(recipe, *, every=20, probe_size=64, probe_length=10, pr
     with one_blas_thread():  # as in train(): faster for tiny matmuls, and the losses do not depend on threads
         for step in range(steps):
             loss, grads = model.loss_and_grads(next(batches))
-            optimizer.lr = lr * min(1.0, (step + 1) / warmup) if warmup else lr
+            optimizer.lr = warmup_lr(lr, step, warmup)
             optimizer.step(grads)
             history.loss.append(loss)
             if step % every == 0 or step == steps - 1:

@@ -25,11 +25,13 @@ import time
 from dataclasses import dataclass, field
 
 from ..infra.blas import one_blas_thread
-from ..infra.checks import check_positive_int, check_real
+from ..infra.checks import check_adam, check_positive_int
 from .tasks import CopyTask
 from .transformer import Transformer, TransformerConfig
 
-__all__ = ["RECIPES", "SCALE_LRS", "SCALE_SEEDS", "Adam", "TrainingHistory", "blas_threads_for", "fit", "train"]
+__all__ = [
+    "RECIPES", "SCALE_LRS", "SCALE_SEEDS", "Adam", "TrainingHistory", "blas_threads_for", "fit", "train", "warmup_lr",
+]
 
 # Where the BLAS may use all cores: when the MLP's first matmul (B·T · d_model · d_ff, the step's
 # largest) has at least this many multiply-adds AND the machine has idle cores (1-minute load average
@@ -66,12 +68,7 @@ class Adam:
     """
 
     def __init__(self, params: dict, *, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
-        if not isinstance(betas, tuple | list) or len(betas) != 2:
-            raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
-        betas = tuple(check_real(b, f"betas[{i}]", at_least=0) for i, b in enumerate(betas))
-        if max(betas) >= 1:
-            raise ValueError(f"betas must lie in [0, 1) (the averages' decay; 1 - beta^t divides), got {betas}")
-        lr, eps = check_real(lr, "lr", above=0), check_real(eps, "eps", above=0)
+        lr, betas, eps = check_adam(lr, betas, eps)
         self.params, self.lr, (self.beta1, self.beta2), self.eps = params, lr, betas, eps
         self.m = {name: p * 0.0 for name, p in params.items()}  # first moment, on each parameter's device
         self.v = {name: p * 0.0 for name, p in params.items()}  # second moment
@@ -103,8 +100,21 @@ class TrainingHistory:
     seconds: float = 0.0
 
     def final(self, last: int = 20) -> float:
-        """The mean loss of the last ``last`` steps: the number the notebook compares runs by."""
+        """The mean loss of the last ``last`` steps (all when fewer): the number the notebook compares runs by."""
+        last = check_positive_int(last, "last (how many final steps to average)")
+        if not self.loss:
+            raise ValueError("this history holds no losses yet: train(...) fills it")
         return sum(self.loss[-last:]) / len(self.loss[-last:])
+
+
+def warmup_lr(lr: float, step: int, warmup: int) -> float:
+    """The learning rate of step ``step`` (0-based) under a linear warm-up of ``warmup`` steps (0 = none):
+
+        lr_step = lr · min(1, (step + 1) / warmup)
+
+    so the first step already moves (lr / warmup) and step ``warmup - 1`` reaches the full ``lr``.
+    """
+    return lr * min(1.0, (step + 1) / warmup) if warmup else lr
 
 
 def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, log_every=None):
@@ -143,7 +153,7 @@ def _loop(model, batches, optimizer, history, steps, lr, warmup, log_every):
         loss, grads = model.loss_and_grads(tokens, targets)
         if not math.isfinite(loss):
             raise FloatingPointError(f"the loss became {loss} at step {step}; try a smaller lr")
-        optimizer.lr = lr * min(1.0, (step + 1) / warmup) if warmup else lr
+        optimizer.lr = warmup_lr(lr, step, warmup)
         optimizer.step(grads)
         history.loss.append(loss)
         if log_every and (step % log_every == 0 or step == steps - 1):

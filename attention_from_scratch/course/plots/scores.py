@@ -3,12 +3,12 @@ temperature, masked fills). Each function draws on a new figure and returns it."
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..examples import (
-    DK_VALUES,
-)
+from ..examples import DK_VALUES, MASK_FILL, SHARPNESS, mask_fill_weights
 
 __all__ = ["FIGURES", "plot_cosine_vs_distance", "plot_dot_product_geometry", "plot_mask_fill", "plot_saturation_vs_dk",
            "plot_softmax_sharpness", "plot_softmax_temperature", "plot_variance_vs_dk"]
@@ -91,7 +91,7 @@ def plot_cosine_vs_distance(n_pairs=40, dim=8, seed=0):
     return fig
 
 
-def plot_softmax_sharpness(small=(1.0, 2.0, 3.0), large=(10.0, 20.0, 30.0), shifted=(10.0, 11.0, 12.0)):
+def plot_softmax_sharpness(small=SHARPNESS["small"], large=SHARPNESS["large"], shifted=SHARPNESS["shifted"]):
     """softmax of [1,2,3] and [10,11,12] (identical: only differences count) vs [10,20,30] (nearly one-hot).
 
     The last panel puts the three on a log scale, where the weights a linear axis shows as 0 (4.5e-5, 2.1e-9)
@@ -192,15 +192,11 @@ def plot_softmax_temperature(scores=(2.0, 1.0, 0.5, -1.0), temperatures=(0.25, 1
     return fig
 
 
-def plot_mask_fill(scores=(-1.0, -2.0, 3.0, 5.0), blocked=(False, False, True, True)):
+def plot_mask_fill(scores=MASK_FILL["scores"], allowed=MASK_FILL["allowed"]):
     """Filling blocked scores with 0 still gives them weight (exp(0) = 1); −∞ gives exactly 0."""
-    from ...masking import apply_mask
-    from ...softmax import softmax
-
-    x = np.asarray(scores, dtype=float)
-    allowed = ~np.asarray(blocked)
-    zero = np.asarray(softmax(np.where(allowed, x, 0.0)))
-    inf = np.asarray(softmax(apply_mask(x, allowed)))
+    zero = np.asarray(mask_fill_weights(0.0, scores, allowed))
+    inf = np.asarray(mask_fill_weights(-math.inf, scores, allowed))
+    blocked = [not a for a in allowed]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
     names = [f"key {j}\n{'blocked' if b else 'allowed'}" for j, b in enumerate(blocked)]
     for ax, p, title in ((axes[0], zero, "blocked scores filled with 0  (wrong)"),
@@ -213,7 +209,7 @@ def plot_mask_fill(scores=(-1.0, -2.0, 3.0, 5.0), blocked=(False, False, True, T
         ax.set_ylim(0, 1.12)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("weight")
-    fig.suptitle("scores [" + ", ".join(f"{v:g}" for v in x) + "]", fontsize=11)
+    fig.suptitle("scores [" + ", ".join(f"{v:g}" for v in scores) + "]", fontsize=11)
     fig.tight_layout()
     return fig
 

@@ -70,9 +70,10 @@ def _tour_variance(xp):
 @section("Softmax saturates: [1, 2, 3] vs [10, 20, 30], and why we subtract the max")
 def _tour_softmax(xp):
     from ...softmax import naive_softmax, softmax
+    from ..examples import SHARPNESS  # notebook 03's figure's rows
 
-    small = softmax(xp.asarray([1.0, 2.0, 3.0]))
-    big = softmax(xp.asarray([10.0, 20.0, 30.0]))
+    small = softmax(xp.asarray(SHARPNESS["small"]))
+    big = softmax(xp.asarray(SHARPNESS["large"]))
     z = math.e + math.e**2 + math.e**3
     assert abs(float(small[2]) - math.e**3 / z) < 1e-12 and float(big[2]) > 0.9999
     say(msg("softmax([1, 2, 3])    = {fmt}", fmt=fmt(small)))
@@ -128,8 +129,8 @@ def _tour_three_tokens(xp):
 
 @section("A causal mask: no peeking at the future, and why blocked scores are -inf, not 0")
 def _tour_causal(xp):
-    from ...masking import apply_mask, causal_mask
-    from ...softmax import softmax
+    from ...masking import causal_mask
+    from ..examples import MASK_FILL, mask_fill_weights  # notebook 04's figure's scores
 
     mask = causal_mask(4, xp=xp)
     m = to_numpy(mask)
@@ -137,10 +138,10 @@ def _tour_causal(xp):
     say(msg("causal_mask(4), 1 = may attend:"))
     for row in m:
         say("  " + " ".join(str(int(b)) for b in row))
-    scores = xp.asarray([-1.0, 0.5, -2.0, 3.0])  # query 1's scores; keys 2 and 3 are its future
-    keep = mask[1, :]
-    right = to_numpy(softmax(apply_mask(scores, keep)))
-    wrong = to_numpy(softmax(xp.where(keep, scores, xp.asarray(0.0, dtype=scores.dtype))))
+    scores = xp.asarray(MASK_FILL["scores"])  # query 1's scores; keys 2 and 3 are its future
+    assert m[1, :].tolist() == list(MASK_FILL["allowed"])
+    right = to_numpy(mask_fill_weights(-math.inf, xp=xp))
+    wrong = to_numpy(mask_fill_weights(0.0, xp=xp))
     assert right[2] == right[3] == 0.0 and math.isclose(right[0] + right[1], 1.0, rel_tol=1e-12)
     assert wrong[2] + wrong[3] > 0.4  # exp(0) = 1: the "masked" future still gets weight
     say(msg("scores of query 1: {fmt}, keys 2 and 3 are in its future", fmt=fmt(scores, 1)))

@@ -1,0 +1,62 @@
+"""Median wall time of compared variants, and the peak memory of one call: the benchmarks' and notebooks' timer.
+
+Timings are medians of repeated calls, interleaved across the compared variants so that a burst of
+load on a shared machine hits all of them alike; a ratio is always between numbers of the same run.
+``benchmarks/`` scripts and notebook cells import it from here (``from attention_from_scratch.infra.timing
+import median_times``).
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import tracemalloc
+
+from .blas import blas_thread_limit
+
+__all__ = ["median_times", "peak_memory"]
+
+
+def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None, *,
+                 clock=time.perf_counter) -> dict:
+    """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
+
+    ``warmup`` calls each first; then in each round every function runs once, and the order rotates
+    from round to round so that no function always runs right after the same neighbour (caches,
+    memory freed by the previous call). ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets
+    a function's thread count around its calls, outside the timed interval, with the package's
+    ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread). ``clock``:
+    a function returning seconds (a fake one in tests).
+    """
+    threads = threads or {}
+    for name, fn in fns.items():
+        with blas_thread_limit(threads.get(name)):
+            for _ in range(warmup):
+                fn()
+    names = list(fns)
+    times = {name: [] for name in fns}
+    for r in range(repeat):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            with blas_thread_limit(threads.get(name)):
+                gc.collect()
+                start = clock()
+                fns[name]()
+                times[name].append(clock() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def peak_memory(fn) -> int:
+    """Peak bytes allocated during one call of ``fn``, above what was allocated before it.
+
+    tracemalloc sees NumPy's array buffers (NumPy reports them to it), so this is the call's peak
+    extra memory, output included. Measured separately from timing: tracing slows Python down.
+    """
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
