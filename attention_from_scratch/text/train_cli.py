@@ -110,9 +110,11 @@ def run(namespace: argparse.Namespace) -> int:
             "n_train_chars": len(data.train.text), "n_held_out_chars": data.held_out.n_chars}
     result = train_on_text(data.train_ids, data.held_out, data.tokenizer, options, out, resume=args["resume"],
                         meta=meta, chars_per_token=data.chars_per_token)
-    print(f"stopped: {result.stopped}; {result.history['seconds'][-1] if result.history['seconds'] else 0:.0f} s of training")
+    seconds = result.history["seconds"][-1] if result.history["seconds"] else 0
+    print(f"stopped: {result.stopped}; {seconds:.0f} s of training")
     print(report(base, result.best_loss, result.best_step))
-    print(f"best checkpoint: {result.out / 'best'}.npz (+ .json); load it with TextModel.load({str(result.out / 'best')!r})")
+    best = result.out / "best"
+    print(f"best checkpoint: {best}.npz (+ .json); load it with TextModel.load({str(best)!r})")
     return 0
 
 
