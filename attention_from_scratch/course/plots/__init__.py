@@ -37,7 +37,7 @@ __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
 PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
-         "interactive", "learning", "block")
+         "interactive", "learning", "block", "text")
 
 
 def save_figure(fig, path) -> Path:
