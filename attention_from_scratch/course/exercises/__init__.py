@@ -76,6 +76,7 @@ from .runner import run
 from .serving import MERGE_PARTIALS
 from .softmax import SOFTMAX
 from .sparse import INDEX_SCORES
+from .text import BPE_MERGE_STEP, TOP_P
 from .training import ADAM_STEP
 
 # in course order (the new part "a Transformer that learns", notebooks/next/, sits after multi-head attention;
@@ -84,7 +85,8 @@ EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS
                                     NUMERICAL_GRADIENT, BIGRAM_GRAD, RMS_NORM, CROSS_ENTROPY_GRAD,
                                     KV_DECODE_STEP, ROPE, MLA_ABSORBED_SCORES, INDEX_SCORES, ONLINE_SOFTMAX_MERGE,
                                     MERGE_PARTIALS, INFO_NCE,
-                                    LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP]}
+                                    LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP,
+                                    TOP_P, BPE_MERGE_STEP]}
 
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]
 
