@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, verdict
 
+from attention_from_scratch.infra.blas import blas_threads
 from attention_from_scratch.model.layers import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
@@ -233,6 +234,9 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
     print(f"{_load()}; {'quick run: ' if quick else ''}medians over {repeat} interleaved steps")
     allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}
     print(f"glibc allocator settings: {allocator or 'the defaults'} (docs/guide/benchmarks.md, 'The training step')")
+    if not blas_threads():  # without threadpoolctl the "BLAS threads" column would be BLAS's default, every row
+        print("note: threadpoolctl is not installed (in the dev extra): the BLAS thread counts cannot be "
+              "set, so the NumPy rows run on BLAS's default count and fight PyTorch's threads: install it first")
     rows = run(configs, threads=threads, repeat=repeat)
     headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
                "step / floor", "step / PyTorch", "PyTorch / floor", "train() on idle cores", "peak MiB (NumPy)"]
