@@ -70,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def command_line(args: dict) -> str:
-    """The command that gives ``args`` (options at their default left out, in ``--help``'s order)."""
+    """The command that gives ``args``: every option that is set (not None, not False), in ``--help``'s order."""
     words = ["python", "-m", "attention_from_scratch", "train"]
     for option, kwargs in OPTIONS.items():
         value = args.get(option[2:].replace("-", "_"), kwargs["default"])
