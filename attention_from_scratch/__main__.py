@@ -8,6 +8,7 @@
     python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
                                                       # (OUTDIR new or empty, or --force)
     python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
+    python -m attention_from_scratch train --corpus tang   # train on real text (tang, song, devil, any file)
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
 machinery (``course/tour/``, one module of sections per part of the course, ``course/plots/``,
@@ -19,6 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
+
+from .text.train_cli import OPTIONS as _TRAIN_OPTIONS
 
 _BACKEND = {
     "choices": ["numpy", "cupy"],
@@ -47,6 +50,9 @@ COMMANDS = {
                  "--lang": {**_LANG, "help": "en or zh: the Chinese notebooks, notebooks/zh/, and the language of "
                             "their checks and of this command's messages (default: the course-wide one)"}},
                 "course.student:main"),
+    "train": ("train a Transformer on real text (Tang poems, Song lyrics, The Devil's Dictionary, any UTF-8 "
+              "file), keep the best checkpoint by held-out loss, compare with n-gram baselines",
+              _TRAIN_OPTIONS, "text.train_cli:run"),
 }
 DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accepted before one too
 

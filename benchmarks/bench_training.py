@@ -3,6 +3,7 @@
     python benchmarks/bench_training.py           # both configurations, 1 and 2 BLAS threads, 25 steps each
     python benchmarks/bench_training.py --quick   # the small configuration only, one thread, 20 steps, seconds
     python benchmarks/bench_training.py --config 1 --threads 2 --repeat 20   # one row of the table
+    python benchmarks/bench_training.py --text    # the real-text configurations only (the tang and devil checkpoints)
 
 A step is ``loss_and_grads`` + one Adam update, float32, on fixed random tokens. For each
 configuration and BLAS thread count it prints the median step time, tokens per second and two ratios:
@@ -18,6 +19,11 @@ configuration and BLAS thread count it prints the median step time, tokens per s
   loss is checked against ours first), only when PyTorch happens to be installed. PyTorch is not a
   dependency of this project; without it the column says so.
 
+The real-text rows are the configurations of the committed checkpoints (``text/checkpoints/{tang,devil}.json``:
+model, batch size, context), on random tokens of their vocabulary: the issue's target there is
+**step / PyTorch <= 1.0** at 1 and 2 threads, printed as met / not met when PyTorch is present. The
+last column is the peak memory one NumPy step allocates (``tracemalloc``, which sees NumPy's arrays).
+
 Every number is a median over the steps of one run, the variants interleaved round by round (a burst
 of load on a shared machine hits all of them alike). ``train()`` picks its BLAS thread count by size
 (``training.blas_threads_for``): the last column says what it picks for each configuration.
@@ -26,8 +32,10 @@ of load on a shared machine hits all of them alike). ``train()`` picks its BLAS 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -35,19 +43,44 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import median_times, print_table, verdict
 
+from attention_from_scratch.infra.blas import blas_threads
 from attention_from_scratch.model.layers import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
+from attention_from_scratch.text.generation import PRETRAINED
 
 # name -> (config, batch size, tokens per sequence); the small one is the course's "Train it yourself" model
 CONFIGS = {
     "small (d 32, 2 layers, T 23, batch 32)": (TransformerConfig(16, 32, 2, 2, 64, 24), 32, 23),
     "d 256, 8 heads, 4 layers, d_ff 1024, T 256, batch 16": (TransformerConfig(256, 256, 8, 4, 1024, 256), 16, 256),
 }
+
+
+def text_config(corpus: str):
+    """``(config, batch size, tokens per sequence)`` of the committed real-text checkpoint of ``corpus``."""
+    info = json.loads((PRETRAINED / f"{corpus}.json").read_text(encoding="utf-8"))
+    options = info["meta"]["options"]
+    return TransformerConfig(**info["config"]), options["batch_size"], options["context"]
+
+
+TEXT_CONFIGS = {f"text: {corpus} checkpoint (d {c.d_model}, {c.n_layers} layers, vocab {c.vocab_size}, T {t}, "
+                f"batch {b})": (c, b, t) for corpus in ("tang", "devil") for c, b, t in [text_config(corpus)]}
+TORCH_TARGET = 1.0  # issue 32: the NumPy step at most PyTorch's, at 1 and 2 threads, on the real-text configurations
 # name -> the most step / floor may be on one BLAS thread: the large step is bound by its matmuls and elementwise
 # passes (1.34-1.36 measured on a quiet machine); the small one by Python's per-operation cost (2.8-3.0 quiet,
 # 4.6-5.9 at a load average of 5-6 on 2 cores)
 TARGETS = dict(zip(CONFIGS, (5.0, 1.5), strict=True))
+
+
+def peak_step_bytes(step) -> int:
+    """The most bytes one call of ``step`` holds at once beyond what existed before it (tracemalloc)."""
+    step()  # warm: Adam's moments and any cache exist before the measured step
+    tracemalloc.start()
+    try:
+        step()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def make_step(config, batch, t, seed=0):
@@ -176,7 +209,9 @@ def run(configs, threads=(1, 2), repeat=25):
                 f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
                 "-" if torch_time is None else f"{torch_time / f:.2f}",
             ])
-        rows[-1].append(str(blas_threads_for(config, batch * t) or "all"))
+        peak = f"{peak_step_bytes(step) / 2**20:.1f}"
+        for row in rows[-len(threads):]:
+            row += [str(blas_threads_for(config, batch * t, load=0.0) or "all"), peak]
         for note in notes - {None}:
             print(f"note ({label}): {note}")
     return rows
@@ -189,25 +224,31 @@ def _load() -> str:
         return "load average: unknown"
 
 
-def main(quick: bool = False, threads=None, repeat=None, only=None) -> None:
-    configs = dict(list(CONFIGS.items())[:1]) if quick else CONFIGS
+def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool = False) -> None:
+    every = {**CONFIGS, **TEXT_CONFIGS}
+    configs = dict(list(CONFIGS.items())[:1]) if quick else TEXT_CONFIGS if text else every
     threads = threads or ((1,) if quick else (1, 2))
     if only is not None:
-        configs = dict([list(CONFIGS.items())[only]])
+        configs = dict([list(every.items())[only]])
     repeat = repeat or (20 if quick else 25)
     print(f"{_load()}; {'quick run: ' if quick else ''}medians over {repeat} interleaved steps")
     allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}
     print(f"glibc allocator settings: {allocator or 'the defaults'} (docs/guide/benchmarks.md, 'The training step')")
+    if not blas_threads():  # without threadpoolctl the "BLAS threads" column would be BLAS's default, every row
+        print("note: threadpoolctl is not installed (in the dev extra): the BLAS thread counts cannot be "
+              "set, so the NumPy rows run on BLAS's default count and fight PyTorch's threads: install it first")
     rows = run(configs, threads=threads, repeat=repeat)
-    for row in rows:
-        row += [""] * (9 - len(row))
     headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
-               "step / floor", "step / PyTorch", "PyTorch / floor", "train() uses"]
+               "step / floor", "step / PyTorch", "PyTorch / floor", "train() on idle cores", "peak MiB (NumPy)"]
     print_table(headers, rows)
     print(_load())
     for row in rows:
-        if row[1] == "1":
+        if row[1] == "1" and row[0] in TARGETS:
             verdict(f"{row[0]}, one BLAS thread: step / floor", float(row[5]), TARGETS[row[0]])
+        if row[0] in TEXT_CONFIGS and row[6] != "-":
+            verdict(f"{row[0]}, {row[1]} BLAS thread(s): step / PyTorch", float(row[6]), TORCH_TARGET)
+    if any(row[0] in TEXT_CONFIGS and row[6] == "-" for row in rows):
+        print(f"target: real-text step / PyTorch <= {TORCH_TARGET:g}x: not measured (PyTorch is not installed)")
 
 
 if __name__ == "__main__":
@@ -215,7 +256,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="the small configuration only, one thread, 20 steps")
     parser.add_argument("--threads", default=None, help="BLAS thread counts, comma-separated (default 1,2; quick: 1)")
     parser.add_argument("--repeat", type=int, default=None, help="timed steps per variant (default 25)")
-    parser.add_argument("--config", type=int, default=None, help="only configuration 0 (small) or 1 (large)")
+    parser.add_argument("--config", type=int, default=None,
+                        help="only configuration 0 (small), 1 (large), 2 (tang checkpoint) or 3 (devil checkpoint)")
+    parser.add_argument("--text", action="store_true", help="the real-text configurations only (2 and 3)")
     args = parser.parse_args()
     threads = tuple(int(n) for n in args.threads.split(",")) if args.threads else None
-    main(args.quick, threads, args.repeat, args.config)
+    main(args.quick, threads, args.repeat, args.config, args.text)

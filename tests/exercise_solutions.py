@@ -300,6 +300,36 @@ def my_chunk_state(state, k, v, beta, g):
     return (np.exp(gamma[..., -1])[..., None, None] * state + np.swapaxes(to_end, -1, -2) @ u).astype(k.dtype)
 
 
+def my_top_p(logits, p):
+    """The top-p nucleus along the last axis: keep a token while the tokens ranked above it hold less than p."""
+    order = np.argsort(-logits, axis=-1)  # (..., V): most probable first
+    z = np.take_along_axis(logits, order, axis=-1)
+    probs = np.exp(z - z[..., :1])  # softmax of the sorted row (its max is the first entry)
+    probs = probs / np.sum(probs, axis=-1, keepdims=True)
+    above = np.cumsum(probs, axis=-1) - probs  # probability held by the tokens ranked above each one
+    kept = np.where(above < p, z, -np.inf)  # the most probable is always kept (above = 0)
+    out = np.empty_like(logits)
+    np.put_along_axis(out, order, kept, axis=-1)  # back to token order
+    return out
+
+
+def my_bpe_merge_step(ids, new_id):
+    """(pair, merged): count adjacent pairs (overlaps too), take the most frequent (ties: the smallest), merge."""
+    counts = {}
+    for pair in zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True):  # (ids[i], ids[i + 1]) for every i
+        counts[pair] = counts.get(pair, 0) + 1
+    best = min(counts, key=lambda pair: (-counts[pair], pair))
+    merged, i = [], 0
+    while i < len(ids):  # left to right: a merged pair is not looked at again
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return np.array(best), np.array(merged, dtype=ids.dtype)
+
+
 SOLUTIONS = {
     "softmax": my_softmax,
     "attention": my_attention,
@@ -326,4 +356,6 @@ SOLUTIONS = {
     "adam_step": my_adam_step,
     "delta_step": my_delta_step,
     "chunk_state": my_chunk_state,
+    "top_p": my_top_p,
+    "bpe_merge_step": my_bpe_merge_step,
 }

@@ -40,9 +40,33 @@ def test_matmul_flops_equal_six_per_weight_per_token_plus_attention(monkeypatch,
 def test_a_tiny_run_prints_ratios_and_skips_pytorch_when_absent(capsys):
     bench = importlib.import_module("bench_training")
     rows = bench.run({"tiny": (TransformerConfig(7, 8, 2, 1, 12, 6), 2, 6)}, threads=(1,), repeat=2)
-    assert len(rows) == 1 and rows[0][0] == "tiny" and rows[0][-1] == "1"
+    assert len(rows) == 1 and rows[0][0] == "tiny" and rows[0][-2] == "1" and float(rows[0][-1]) >= 0  # peak MiB
+    step, *_ = bench.make_step(TransformerConfig(7, 8, 2, 1, 12, 6), 2, 6)
+    assert bench.peak_step_bytes(step) > 2 * 6 * 12 * 8  # at least the MLP's hidden activations, float64
     assert float(rows[0][5]) > 0  # step / floor
     try:
         import torch  # noqa: F401
     except ImportError:
         assert "PyTorch is not installed" in capsys.readouterr().out and rows[0][6] == "-"
+
+
+def test_the_real_text_rows_are_the_committed_checkpoints_and_print_the_pytorch_target(capsys, monkeypatch):
+    import json
+
+    from attention_from_scratch.text.generation import PRETRAINED
+
+    bench = importlib.import_module("bench_training")
+    (tang, (config, batch, t)), (devil, _) = bench.TEXT_CONFIGS.items()
+    info = json.loads((PRETRAINED / "tang.json").read_text(encoding="utf-8"))
+    assert "tang" in tang and "devil" in devil and config == TransformerConfig(**info["config"])
+    assert (batch, t) == (info["meta"]["options"]["batch_size"], info["meta"]["options"]["context"]) == (16, 64)
+    monkeypatch.setattr(bench, "TEXT_CONFIGS", {tang: bench.TEXT_CONFIGS[tang]})
+    bench.main(threads=(1,), repeat=2, text=True)
+    out = capsys.readouterr().out
+    assert tang in out and "peak MiB" in out
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert "real-text step / PyTorch <= 1x: not measured (PyTorch is not installed)" in out
+    else:
+        assert "step / PyTorch" in out and ("-> met" in out or "-> not met" in out)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +18,7 @@ from attention_from_scratch.softmax import log_softmax
 from attention_from_scratch.text import CharTokenizer, Corpus
 from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkpoint
 from attention_from_scratch.text.evaluate import held_out_stream, model_log_probs
+from attention_from_scratch.text.generation import PRETRAINED
 from attention_from_scratch.text.progress import Progress, clock
 from attention_from_scratch.text.train_cli import main, report
 from attention_from_scratch.text.trainer import TrainOptions, learning_rate, make_batch, train_on_text
@@ -162,10 +167,56 @@ def test_the_command_trains_on_a_text_file_and_prints_the_comparison(tmp_path, c
     out = capsys.readouterr().out
     assert "unigram (add-1)" in out and "Kneser-Ney" in out and "Transformer (best, step" in out and "nats" in out
     _, _tok, meta = load_checkpoint(tmp_path / "out" / "best")
-    assert meta["command"].endswith(" ".join(args[-2:])) and all(name in out for name in meta["baselines"])
+    assert meta["command"] == "python -m attention_from_scratch train " + " ".join(args[:2] + args[-2:] + args[2:-2])
+    assert all(name in out for name in meta["baselines"])
+
+
+def test_the_package_command_trains_in_seconds_and_writes_only_into_out(tmp_path, capsys):
+    """``python -m attention_from_scratch train``: the same options, the run in --out, nothing else written."""
+    from attention_from_scratch import __main__ as cli
+
+    root = Path(__file__).resolve().parents[1]
+    before = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    path = tmp_path / "poems.txt"
+    path.write_text("\n\n".join(POEMS), encoding="utf-8")
+    args = ["train", "--corpus", str(path), "--out", str(tmp_path / "run"), "--d-model", "16", "--n-heads", "2",
+            "--n-layers", "1", "--d-ff", "32", "--context", "16", "--batch-size", "4", "--steps", "4",
+            "--eval-every", "2"]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "Transformer (best, step" in out and "bigram (Kneser-Ney)" in out
+    _, _, meta = load_checkpoint(tmp_path / "run" / "best")
+    assert meta["command"] == "python -m attention_from_scratch " + " ".join(args)
+    assert meta["options"]["steps"] == 4 and meta["options"]["d_model"] == 16
+    assert cli.main(["train", "--corpus", str(tmp_path / "missing.txt")]) == 2  # a clear error, no traceback
+    assert "no text file" in capsys.readouterr().err
+    after = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    assert after == before  # no runs/ folder, no checkpoint, nothing written into the repository
+    help_text = subprocess.run([sys.executable, "-m", "attention_from_scratch", "train", "--help"], cwd=root,
+                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}).stdout
+    assert "--corpus" in help_text and "--steps" in help_text and "--resume" in help_text
 
 
 def test_the_report_says_which_baselines_are_not_beaten():
     table = report({"unigram": 3.0, "5-gram": 1.4}, 1.5, 700)
     assert "Transformer (best, step 700)   1.500   2.164" in table and table.endswith("does NOT beat: 5-gram")
     assert report({"unigram": 3.0}, 1.5, 7).endswith("the Transformer beats every baseline")
+
+
+def test_the_numbers_page_quotes_the_committed_checkpoints():
+    """docs/guide/numbers.md's real-text table: every loss as stored in the checkpoints' meta."""
+    page = Path(__file__).resolve().parents[1] / "docs" / "guide" / "numbers.md"
+    if not page.is_file():
+        pytest.skip("docs/ not in this checkout")
+    cells = [[c.strip().replace("**", "") for c in line.split("|")[1:4]] for line in page.read_text().splitlines()
+             if line.startswith("| ")]
+    rows = {name.split(" (best")[0]: (tang, devil) for name, tang, devil in cells}
+    for column, corpus in enumerate(("tang", "devil")):
+        meta = json.loads((PRETRAINED / f"{corpus}.json").read_text(encoding="utf-8"))["meta"]
+        base = meta["baselines"]
+        expected = {name: base[name] for name in ("unigram (add-1)", "bigram (add-1)", "bigram (Kneser-Ney)")}
+        expected["best n-gram (Kneser-Ney)"] = min(v for k, v in base.items() if "Kneser" in k)
+        expected["Transformer"] = meta["held_out_nats_per_char"]
+        for name, nats in expected.items():
+            assert rows[name][column].startswith(f"{nats:.3f} ({nats / math.log(2):.3f})"), (corpus, name)
+        assert f"step {meta['step']}" in rows["Transformer"][column]

@@ -23,7 +23,7 @@ from .evaluate import HeldOut, held_out_stream
 from .ngrams import AddK, KneserNey
 from .tokenizers import CharTokenizer, Tokenizer
 
-__all__ = ["TextData", "baselines", "make_tokenizer", "prepare_text"]
+__all__ = ["TextData", "baselines", "make_tokenizer", "prepare_text", "tokenizer_tradeoff"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,18 @@ def baselines(data: TextData, *, max_order: int = 6) -> dict[str, float]:
     best = min((held.nats_per_char(KneserNey(n, v).fit(data.train_ids).log_probs(held.ids)), n) for n in orders)
     score[f"{best[1]}-gram (Kneser-Ney)"] = best[0]
     return score
+
+
+def tokenizer_tradeoff(corpus: str, tokenizers=(("char", None), ("bpe", 512), ("bpe", 1024)), *, order: int = 3,
+                       extra=()) -> list[dict]:
+    """Per tokenizer ``(kind, vocab_size)``: its vocabulary size, characters per token on the training side,
+    and the held-out nats per character of an interpolated Kneser-Ney ``order``-gram over its tokens (longer
+    tokens: an n-gram sees more characters back, but each token is rarer)."""
+    rows = []
+    for kind, size in tokenizers:
+        data = prepare_text(corpus, tokenizer=kind, vocab_size=size, extra=extra)
+        held, v = data.held_out, data.tokenizer.vocab_size
+        loss = held.nats_per_char(KneserNey(order, v).fit(data.train_ids).log_probs(held.ids))
+        rows.append({"tokenizer": kind, "vocab_size": v, "chars_per_token": data.chars_per_token,
+                     f"{order}-gram_nats_per_char": loss})
+    return rows

@@ -20,7 +20,7 @@ from .data import baselines, prepare_text
 from .evaluate import bits
 from .trainer import TrainOptions, train_on_text
 
-__all__ = ["PRESETS", "main", "parser"]
+__all__ = ["OPTIONS", "PRESETS", "command_line", "main", "parser", "report", "run"]
 
 # Per corpus: the data options and the training options of its committed checkpoint (README, "Real text").
 PRESETS = {
@@ -37,50 +37,84 @@ DATA_OPTIONS = {"extra": [], "titles": False, "tokenizer": "char", "vocab_size":
                 "held_out": 0.1, "split_seed": 0}
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m attention_from_scratch train", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--corpus", default="tang", help="tang, song, devil, or the path of any UTF-8 text file")
-    p.add_argument("--out", default=None, help="output folder (default: runs/CORPUS)")
-    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
-    data = p.add_argument_group("data (default: the corpus's preset)")
-    data.add_argument("--extra", action="append", default=None, help="a corpus added to the training side (repeat)")
-    data.add_argument("--titles", action="store_true", default=None, help="keep the poems' title and author lines")
-    data.add_argument("--tokenizer", choices=("char", "bpe"), default=None)
-    data.add_argument("--vocab-size", type=int, default=None, help="BPE vocabulary size")
-    data.add_argument("--min-count", type=int, default=None, help="char: characters seen fewer times are bytes")
-    data.add_argument("--held-out", type=float, default=None, help="fraction of documents held out")
-    data.add_argument("--split-seed", type=int, default=None, help="seed of the held-out split")
-    model = p.add_argument_group("model and training (default: the corpus's preset, else TrainOptions)")
+def _options() -> dict:
+    """Option -> argparse keyword arguments, in the order of ``--help``: the data options, then one per
+    field of :class:`TrainOptions`. ``None`` everywhere means "the corpus's preset" (:data:`PRESETS`)."""
+    options = {
+        "--corpus": {"default": "tang", "help": "tang, song, devil, or the path of any UTF-8 text file"},
+        "--out": {"default": None, "help": "output folder (default: runs/CORPUS)"},
+        "--resume": {"action": "store_true", "default": False, "help": "continue the run saved in --out"},
+        "--extra": {"action": "append", "default": None, "help": "a corpus added to the training side (repeat)"},
+        "--titles": {"action": "store_true", "default": None, "help": "keep the poems' title and author lines"},
+        "--tokenizer": {"choices": ("char", "bpe"), "default": None, "help": "char or bpe (preset: char)"},
+        "--vocab-size": {"type": int, "default": None, "help": "BPE vocabulary size"},
+        "--min-count": {"type": int, "default": None, "help": "char: characters seen fewer times are bytes"},
+        "--held-out": {"type": float, "default": None, "help": "fraction of documents held out"},
+        "--split-seed": {"type": int, "default": None, "help": "seed of the held-out split"},
+    }
     for f in dataclasses.fields(TrainOptions):
         kind = {"int": int, "float": float, "str": str}.get(str(f.type).split(" ")[0], float)
-        model.add_argument("--" + f.name.replace("_", "-"), type=kind, default=None, help=f"default {f.default}")
+        options["--" + f.name.replace("_", "-")] = {"type": kind, "default": None,
+                                                    "help": f"preset, else {f.default}"}
+    return options
+
+
+OPTIONS = _options()  # also the rows of ``python -m attention_from_scratch train`` (__main__.COMMANDS)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m attention_from_scratch train", description=__doc__.split("\n\n")[0])
+    for option, kwargs in OPTIONS.items():
+        p.add_argument(option, **kwargs)
     return p
+
+
+def command_line(args: dict) -> str:
+    """The command that gives ``args``: every option that is set (not None, not False), in ``--help``'s order."""
+    words = ["python", "-m", "attention_from_scratch", "train"]
+    for option, kwargs in OPTIONS.items():
+        value = args.get(option[2:].replace("-", "_"), kwargs["default"])
+        if value is None or value is False:
+            continue
+        for one in value if isinstance(value, list) else [value]:
+            words += [option] if one is True else [option, str(one)]
+    return shlex.join(words)
 
 
 def main(argv=None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    args = vars(parser().parse_args(argv))
+    return run(parser().parse_args(argv))
+
+
+def run(namespace: argparse.Namespace) -> int:
+    """Train with the parsed options (``python -m attention_from_scratch train`` calls this); 2 if the corpus
+    cannot be read (the message names the Debian package to install)."""
+    args = vars(namespace)
     preset = PRESETS.get(args["corpus"], {})
-    chosen = {k: v for k, v in args.items() if v is not None}
+    chosen = {k: v for k, v in args.items() if v is not None and k in {o[2:].replace("-", "_") for o in OPTIONS}}
     data_options = {k: chosen.get(k, preset.get(k, v)) for k, v in DATA_OPTIONS.items()}
     train_fields = {f.name for f in dataclasses.fields(TrainOptions)}
     options = TrainOptions(**{k: v for k, v in {**preset, **chosen}.items() if k in train_fields})
     out = args["out"] or f"runs/{args['corpus']}"
     t0 = time.perf_counter()
-    data = prepare_text(args["corpus"], **data_options)
+    try:
+        data = prepare_text(args["corpus"], **data_options)
+    except FileNotFoundError as e:  # CorpusNotFoundError included: its message says what to install
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     base = baselines(data)
     print(f"{args['corpus']}: {len(data.train)} training documents ({len(data.train.text):,} characters), "
           f"{len(data.held)} held out ({data.held_out.n_chars:,} characters); {data.tokenizer}, "
           f"{data.chars_per_token:.2f} characters per token; prepared in {time.perf_counter() - t0:.1f} s")
-    command = "python -m attention_from_scratch train " + shlex.join(sys.argv[1:] if argv is None else argv)
-    meta = {"command": command, "corpus": args["corpus"], "data": data_options, "baselines": base,
+    meta = {"command": command_line(args), "corpus": args["corpus"], "data": data_options, "baselines": base,
             "n_train_chars": len(data.train.text), "n_held_out_chars": data.held_out.n_chars}
-    run = train_on_text(data.train_ids, data.held_out, data.tokenizer, options, out, resume=args["resume"],
+    result = train_on_text(data.train_ids, data.held_out, data.tokenizer, options, out, resume=args["resume"],
                         meta=meta, chars_per_token=data.chars_per_token)
-    print(f"stopped: {run.stopped}; {run.history['seconds'][-1] if run.history['seconds'] else 0:.0f} s of training")
-    print(report(base, run.best_loss, run.best_step))
-    print(f"best checkpoint: {run.out / 'best'}.npz (+ .json); load it with TextModel.load({str(run.out / 'best')!r})")
+    seconds = result.history["seconds"][-1] if result.history["seconds"] else 0
+    print(f"stopped: {result.stopped}; {seconds:.0f} s of training")
+    print(report(base, result.best_loss, result.best_step))
+    best = result.out / "best"
+    print(f"best checkpoint: {best}.npz (+ .json); load it with TextModel.load({str(best)!r})")
     return 0
 
 

@@ -78,6 +78,7 @@ from .runner import run
 from .serving import MERGE_PARTIALS
 from .softmax import SOFTMAX
 from .sparse import INDEX_SCORES
+from .text import BPE_MERGE_STEP, TOP_P
 from .training import ADAM_STEP
 
 # in course order (the new part "a Transformer that learns", notebooks/next/, sits after multi-head attention;
@@ -88,7 +89,8 @@ EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS
                                     VISIBLE_ENTRIES, ONLINE_SOFTMAX_MERGE,
                                     MERGE_PARTIALS, INFO_NCE,
                                     LINEAR_BACKWARD, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, MHA_BACKWARD, ADAM_STEP,
-                                    DELTA_STEP, CHUNK_STATE]}
+                                    DELTA_STEP, CHUNK_STATE,
+                                    TOP_P, BPE_MERGE_STEP]}
 
 __all__ = ["Case", "Exercise", "Verdict", "check", "names"]
 

@@ -39,7 +39,7 @@ __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
 PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
-         "interactive", "learning", "block", "deepseek_v4", "linear")
+         "interactive", "learning", "block", "deepseek_v4", "linear", "text")
 
 
 def save_figure(fig, path) -> Path:

@@ -1,0 +1,223 @@
+"""Exercises of the notebook "Attention on real text": top-p (nucleus) filtering, and one BPE merge step.
+
+Their cases, references and the classic mistakes with their hints. The references are the package's own
+:func:`attention_from_scratch.text.top_p_filter` and, for the merge, :func:`...text.bpe.pair_counts` (ties:
+the smaller pair) with :func:`...text.bpe.merge_pair` (``tests/test_text_tokenizers.py`` checks both against a
+brute-force count and ``BPETokenizer.train``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...softmax import softmax
+from ...text.bpe import merge_pair, pair_counts
+from ...text.sampling import top_p_filter
+from .cases import Case, Exercise, draw
+
+__all__ = ["BPE_MERGE_STEP", "TOP_P"]
+
+
+# --- top_p --------------------------------------------------------------------------------------------------
+
+
+def _top_p_cases():
+    return [
+        Case("one row of 6 logits, p = 0.9", (draw(41, (6,)) * 2.0, 0.9)),
+        Case("probabilities 0.5, 0.3, 0.15, 0.05 (as log-probabilities), p = 0.6: the token that crosses p is kept",
+             (np.log(np.array([0.15, 0.5, 0.05, 0.3])), 0.6)),
+        Case("p = 1 keeps every token", (draw(42, (5,)), 1.0)),
+        Case("a small p keeps only the most probable token", (draw(43, (7,)) * 3.0, 0.01)),
+        Case("a batch of 3 rows of 8 logits, p = 0.7: each row its own nucleus", (draw(44, (3, 8)) * 2.0, 0.7)),
+        Case("large logits (around 1000), p = 0.8", (1000.0 + draw(45, (6,)), 0.8)),
+        Case("a (2, 2, 5) batch, p = 0.5", (draw(46, (2, 2, 5)) * 2.0, 0.5)),
+    ]
+
+
+def _kept_sorted(logits, p, *, keep, order=-1):
+    """The nucleus with one detail changeable: the mistakes are this."""
+    z = np.asarray(logits, dtype=np.float64)
+    ranks = np.argsort(order * z, axis=-1, kind="stable")
+    probs = np.take_along_axis(softmax(z, axis=-1), ranks, axis=-1)
+    kept = keep(np.cumsum(probs, axis=-1), probs, p)
+    mask = np.empty_like(kept)
+    np.put_along_axis(mask, ranks, kept, axis=-1)
+    return np.where(mask, z, -np.inf)
+
+
+def _crossing_dropped(logits, p):
+    return _kept_sorted(logits, p, keep=lambda c, q, p: c < p)
+
+
+def _ascending(logits, p):
+    return _kept_sorted(logits, p, keep=lambda c, q, p: c - q < p, order=1)
+
+
+def _zero_not_minus_inf(logits, p):
+    z = top_p_filter(logits, p)
+    return np.where(np.isinf(z), 0.0, z)
+
+
+def _probabilities(logits, p):
+    z = top_p_filter(logits, p)
+    return np.where(np.isinf(z), 0.0, softmax(z, axis=-1))
+
+
+def _still_sorted(logits, p):
+    z = np.asarray(logits, dtype=np.float64)
+    return np.sort(top_p_filter(z, p), axis=-1)[..., ::-1]
+
+
+def _cumsum_of_logits(logits, p):
+    z = np.asarray(logits, dtype=np.float64)
+    order = np.argsort(-z, axis=-1, kind="stable")
+    sorted_z = np.take_along_axis(z, order, axis=-1)
+    kept = np.cumsum(sorted_z, axis=-1) - sorted_z < p
+    mask = np.empty_like(kept)
+    np.put_along_axis(mask, order, kept, axis=-1)
+    return np.where(mask, z, -np.inf)
+
+
+def _whole_batch(logits, p):
+    z = np.asarray(logits, dtype=np.float64)
+    flat = top_p_filter(z.reshape(-1) if z.ndim > 1 else z, p)
+    return flat.reshape(z.shape)
+
+
+_TITLE = "top-p (nucleus) filtering, and one BPE merge"
+
+TOP_P = Exercise(
+    "top_p", "next/real_text", ("logits", "p"), ("filtered",), _top_p_cases,
+    lambda logits, p: top_p_filter(logits, p),
+    mistakes=[
+        ("keep the token that crosses p: a token stays while the tokens ranked ABOVE it hold less than p (the "
+         "cumulative sum before it, not including it), so the kept probability is at least p", _crossing_dropped),
+        ("rank the tokens from the most probable down (argsort of −logits): ascending order keeps the least "
+         "probable ones", _ascending),
+        ("a removed token's logit is −∞, not 0: a logit of 0 still has probability e⁰ / Σ after softmax",
+         _zero_not_minus_inf),
+        ("return logits (the kept ones unchanged, the others −∞), not probabilities", _probabilities),
+        ("put the entries back in their places: entry w of the result is token w's logit (undo the sort with "
+         "np.put_along_axis or an inverse permutation)", _still_sorted),
+        ("p is a probability: accumulate softmax(logits), not the logits themselves", _cumsum_of_logits),
+        ("each row of a batch is its own distribution: sort, softmax and accumulate along the last axis only",
+         _whole_batch),
+    ],
+    title=_TITLE,
+    task="""Write `my_top_p(logits, p)`: the logits of the next token, float64 of shape `(..., V)`, with every token
+outside the **nucleus** set to `-np.inf`, row by row along the last axis. The nucleus is the fewest most
+probable tokens whose probabilities (softmax of the row) add up to at least `p`: rank the tokens from the most
+probable down and keep each one while the tokens ranked above it hold less than `p` (so the most probable is
+always kept, and so is the token that crosses `p`). Kept entries keep their logit, in their place. The checker
+tries one row, a case worked out by hand, `p = 1`, a tiny `p`, batches and large logits, against
+`attention_from_scratch.text.top_p_filter`. (Ties between equal logits do not occur in the cases.)""",
+    stub='''def my_top_p(logits, p):
+    """logits (..., V) with the tokens outside the top-p nucleus set to -inf, row by row."""
+    raise NotImplementedError  # delete this line and write your code''',
+)
+
+
+# --- bpe_merge_step -----------------------------------------------------------------------------------------
+
+
+def _ids(text):
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
+
+
+def _bpe_cases():
+    return [
+        Case("the bytes of 'low lower lowest', new id 256", (_ids("low lower lowest"), 256)),
+        Case("a tie: 'abab' holds (a, b) twice and (b, a) once; 'xyxy' has (x, y) twice too: the smaller pair wins",
+             (_ids("xyxyabab"), 256)),
+        Case("overlaps: 'aaaa' holds (a, a) three times; merged left to right it becomes two tokens",
+             (_ids("aaaab"), 300)),
+        Case("an odd run 'aaa': merged left to right, the last a stays", (_ids("aaa aaa"), 256)),
+        Case("ids above 255 (earlier merges) and new id 263", (np.array([256, 257, 256, 257, 98, 256, 257, 258]), 263)),
+        Case("Chinese: the UTF-8 bytes of '春眠不觉晓，处处闻啼鸟。'", (_ids("春眠不觉晓，处处闻啼鸟。"), 256)),
+        Case("no pair wraps round: (1, 2) occurs once inside, and (3, 4) twice",
+             (np.array([2, 3, 4, 3, 4, 1, 2, 9, 1]), 260)),
+        Case("overlaps decide: 'aaa' holds (a, a) twice, as often as (b, c) in 'bcbc'; the smaller pair wins",
+             (_ids("aaabcbc"), 256)),
+    ]
+
+
+def _best(counts):
+    return min(counts, key=lambda pair: (-counts[pair], pair))  # most frequent; ties: the smaller pair
+
+
+def _bpe_reference(ids, new_id):
+    ids = [int(i) for i in ids]
+    pair = _best(pair_counts(ids))
+    return np.asarray(pair, dtype=np.int64), np.asarray(merge_pair(ids, pair, new_id), dtype=np.int64)
+
+
+def _first_seen(ids, new_id):
+    ids = [int(i) for i in ids]
+    counts = pair_counts(ids)  # a Counter keeps first-seen order: max takes the first of the tied pairs
+    pair = max(counts, key=counts.get)
+    return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
+
+
+def _largest_pair(ids, new_id):
+    ids = [int(i) for i in ids]
+    counts = pair_counts(ids)
+    pair = max(counts, key=lambda q: (counts[q], q))
+    return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
+
+
+def _non_overlapping(ids, new_id):
+    ids = [int(i) for i in ids]
+    counts = {pair: len(merge_pair(ids, pair, -1)) for pair in pair_counts(ids)}  # fewer ids = more merges
+    counts = {pair: len(ids) - n for pair, n in counts.items()}
+    pair = _best(counts)
+    return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
+
+
+def _right_to_left(ids, new_id):
+    pair, _ = _bpe_reference(ids, new_id)
+    back = merge_pair([int(i) for i in ids][::-1], (int(pair[1]), int(pair[0])), new_id)
+    return pair, np.asarray(back[::-1])
+
+
+def _not_merged(ids, new_id):
+    pair, _ = _bpe_reference(ids, new_id)
+    return pair, np.asarray(ids)
+
+
+def _reversed_pair(ids, new_id):
+    pair, merged = _bpe_reference(ids, new_id)
+    return pair[::-1].copy(), merged
+
+
+def _wrapped(ids, new_id):
+    ids = [int(i) for i in ids]
+    counts = pair_counts(ids + ids[:1])  # np.roll: the last id paired with the first
+    pair = _best(counts)
+    return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
+
+
+BPE_MERGE_STEP = Exercise(
+    "bpe_merge_step", "next/real_text", ("ids", "new_id"), ("pair", "merged"), _bpe_cases, _bpe_reference,
+    mistakes=[
+        ("count overlapping pairs: 'aaa' holds (a, a) twice, at positions 0 and 1 (count every i, ids[i], "
+         "ids[i + 1])", _non_overlapping),
+        ("ties: of the pairs with the highest count take the smallest (a, b), compared as tuples, not the one "
+         "seen first", _first_seen),
+        ("ties: the smallest pair (a, b) wins, not the largest", _largest_pair),
+        ("merge left to right: in 'aaa' the first two a become the new token and the last a stays", _right_to_left),
+        ("return the ids with the pair replaced by new_id, not the input unchanged", _not_merged),
+        ("the pair is (ids[i], ids[i + 1]) in reading order, not reversed", _reversed_pair),
+        ("adjacent pairs are (ids[i], ids[i + 1]) for i < len(ids) − 1: the last id has no right neighbour "
+         "(np.roll wraps it round to the first)", _wrapped),
+    ],
+    title=_TITLE,
+    task="""Then `my_bpe_merge_step(ids, new_id)`: one step of BPE training on a 1-D integer array `ids` (bytes, and
+tokens of earlier merges). Count every adjacent pair `(ids[i], ids[i + 1])`, overlapping ones included; the
+most frequent pair wins, ties going to the smallest pair compared as a tuple. Return `(pair, merged)`: the
+pair as an integer array of shape `(2,)`, and `ids` with each occurrence of the pair, scanned left to right,
+replaced by `new_id` (so `a a a` becomes `new_id a`). The package does the same inside each chunk of text
+(`text.bpe.pair_counts`, `merge_pair`); here `ids` is one chunk.""",
+    stub='''def my_bpe_merge_step(ids, new_id):
+    """(pair, merged): the most frequent adjacent pair (ties: the smallest) and ids with it merged."""
+    raise NotImplementedError  # delete this line and write your code''',
+)

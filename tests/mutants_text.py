@@ -1,0 +1,227 @@
+"""The real-text notebook's mutant batteries (top_p, bpe_merge_step): wrong solutions as students write them,
+and other correct ones."""
+
+import itertools
+from collections import Counter
+
+import exercise_solutions  # tests/ is on sys.path under pytest
+import numpy as np
+
+from attention_from_scratch.text.bpe import merge_pair
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _unsort(order, sorted_values):
+    out = np.empty_like(sorted_values)
+    np.put_along_axis(out, order, sorted_values, axis=-1)
+    return out
+
+
+# --- top_p: wrong --------------------------------------------------------------------------------------------
+
+
+def tp_drops_the_crossing_token(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    keep = np.cumsum(_softmax(z), axis=-1) < p  # includes the token itself: the one that crosses p is lost
+    return _unsort(order, np.where(keep, z, -np.inf))
+
+
+def tp_ascending(logits, p):
+    order = np.argsort(logits, axis=-1)  # least probable first
+    z = np.take_along_axis(logits, order, axis=-1)
+    probs = _softmax(z)
+    return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs < p, z, -np.inf))
+
+
+def tp_zero_for_removed(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    probs = _softmax(z)
+    return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs < p, z, 0.0))
+
+
+def tp_returns_probabilities(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    probs = _softmax(np.take_along_axis(logits, order, axis=-1))
+    kept = np.where(np.cumsum(probs, axis=-1) - probs < p, probs, 0.0)
+    return _unsort(order, kept / kept.sum(axis=-1, keepdims=True))
+
+
+def tp_left_sorted(logits, p):
+    z = -np.sort(-logits, axis=-1)
+    probs = _softmax(z)
+    return np.where(np.cumsum(probs, axis=-1) - probs < p, z, -np.inf)  # never put back in token order
+
+
+def tp_cumsum_of_logits(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    return _unsort(order, np.where(np.cumsum(z, axis=-1) - z < p, z, -np.inf))
+
+
+def tp_whole_batch(logits, p):
+    flat = logits.reshape(-1)
+    order = np.argsort(-flat)
+    probs = _softmax(flat[order])
+    kept = np.where(np.cumsum(probs) - probs < p, flat[order], -np.inf)
+    out = np.empty_like(flat)
+    out[order] = kept
+    return out.reshape(logits.shape)
+
+
+def tp_float32(logits, p):
+    return exercise_solutions.my_top_p(logits.astype(np.float32), p)
+
+
+# --- top_p: right ----------------------------------------------------------------------------------------------
+
+
+def tp_row_loop(logits, p):
+    out = np.full_like(logits, -np.inf)
+    for index in np.ndindex(logits.shape[:-1]):
+        row = logits[index]
+        probs = _softmax(row)
+        total = 0.0
+        for w in np.argsort(-row):
+            if total >= p:
+                break
+            out[(*index, w)] = row[w]
+            total += probs[w]
+    return out
+
+
+def tp_threshold(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    probs = np.take_along_axis(_softmax(logits), order, axis=-1)
+    n_kept = np.sum(np.cumsum(probs, axis=-1) - probs < p, axis=-1, keepdims=True)  # (..., 1)
+    smallest_kept = np.take_along_axis(np.take_along_axis(logits, order, axis=-1), n_kept - 1, axis=-1)
+    return np.where(logits >= smallest_kept, logits, -np.inf)
+
+
+# --- bpe_merge_step: wrong -----------------------------------------------------------------------------------
+
+
+def _merge(ids, pair, new_id):  # the package's left-to-right merge: these mutants get the merge right
+    return np.array(merge_pair(ids.tolist(), tuple(pair), new_id), dtype=ids.dtype)
+
+
+def _pairs(ids):
+    return Counter(itertools.pairwise(ids.tolist()))
+
+
+def bm_first_seen_on_ties(ids, new_id):
+    pair = _pairs(ids).most_common(1)[0][0]  # ties: the first seen
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_largest_on_ties(ids, new_id):
+    counts = _pairs(ids)
+    pair = max(counts, key=lambda q: (counts[q], q))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_non_overlapping_count(ids, new_id):
+    text = ids.tolist()
+    counts = {}
+    for pair in set(itertools.pairwise(text)):
+        counts[pair] = (len(text) - len(_merge(ids, pair, -1)))  # how many a left-to-right merge replaces
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_right_to_left(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    back = _merge(ids[::-1].copy(), pair[::-1], new_id)
+    return np.array(pair), back[::-1]
+
+
+def bm_forgot_to_merge(ids, new_id):
+    counts = _pairs(ids)
+    return np.array(min(counts, key=lambda q: (-counts[q], q))), ids.copy()
+
+
+def bm_reversed_pair(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    return np.array(pair[::-1]), _merge(ids, pair, new_id)
+
+
+def bm_rolled(ids, new_id):
+    counts = Counter(zip(ids.tolist(), np.roll(ids, -1).tolist(), strict=True))  # the last id paired with the first
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_merges_overlaps_too(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    out = [new_id if (a, b) == pair else a for a, b in itertools.pairwise(ids.tolist())]
+    return np.array(pair), np.array(out + ([] if (ids[-2], ids[-1]) == pair else [int(ids[-1])]))
+
+
+# --- bpe_merge_step: right -------------------------------------------------------------------------------------
+
+
+def bm_sorted_counts(ids, new_id):
+    counts = _pairs(ids)
+    top = max(counts.values())
+    pair = sorted(q for q, n in counts.items() if n == top)[0]
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_numpy_pairs(ids, new_id):
+    pairs, counts = np.unique(np.stack([ids[:-1], ids[1:]], axis=1), axis=0, return_counts=True)  # sorted pairs
+    pair = pairs[np.argmax(counts)]  # argmax: the first, i.e. the smallest, of the tied
+    return pair, _merge(ids, (int(pair[0]), int(pair[1])), new_id)
+
+
+def _as_lists(solution, name):
+    def listed(*args):
+        return tuple(o.tolist() for o in solution(*args))
+
+    listed.__name__ = name
+    return listed
+
+
+def tp_as_list(logits, p):
+    return exercise_solutions.my_top_p(logits, p).tolist()
+
+
+bm_as_lists = _as_lists(exercise_solutions.my_bpe_merge_step, "bm_as_lists")
+
+BATTERIES = {
+    "top_p": {
+        "wrong": [
+            (tp_as_list, "expected a NumPy array, got a value of type list"),
+            (tp_drops_the_crossing_token, "keep the token that crosses p"),
+            (tp_ascending, "from the most probable down"),
+            (tp_zero_for_removed, "not 0"),
+            (tp_returns_probabilities, "not probabilities"),
+            (tp_left_sorted, "put the entries back in their places"),
+            (tp_cumsum_of_logits, "accumulate softmax(logits)"),
+            (tp_whole_batch, "each row of a batch is its own distribution"),
+            (tp_float32, None),
+        ],
+        "right": [tp_row_loop, tp_threshold],
+    },
+    "bpe_merge_step": {
+        "wrong": [
+            (bm_as_lists, "expected a NumPy array, got a value of type list"),
+            (bm_first_seen_on_ties, "not the one seen first"),
+            (bm_largest_on_ties, "not the largest"),
+            (bm_non_overlapping_count, "count overlapping pairs"),
+            (bm_right_to_left, "merge left to right"),
+            (bm_forgot_to_merge, "not the input unchanged"),
+            (bm_reversed_pair, "not reversed"),
+            (bm_rolled, "np.roll"),
+            (bm_merges_overlaps_too, None),
+        ],
+        "right": [bm_sorted_counts, bm_numpy_pairs],
+    },
+}
