@@ -25,8 +25,8 @@ model, batch size, context), on random tokens of their vocabulary: the issue's t
 last column is the peak memory one NumPy step allocates (``tracemalloc``, which sees NumPy's arrays).
 
 Every number is a median over the steps of one run, the variants interleaved round by round (a burst
-of load on a shared machine hits all of them alike). ``train()`` picks its BLAS thread count by size
-(``training.blas_threads_for``): the last column says what it picks for each configuration.
+of load on a shared machine hits all of them alike). ``train()`` picks its BLAS thread count by the
+step's size alone (``training.blas_threads_for``; ``threads=`` overrides it): a column says what it picks.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def run(configs, threads=(1, 2), repeat=25):
             ])
         peak = f"{peak_step_bytes(step) / 2**20:.1f}"
         for row in rows[-len(threads):]:
-            row += [str(blas_threads_for(config, batch * t, load=0.0) or "all"), peak]
+            row += [str(blas_threads_for(config, batch * t) or "all"), peak]
         for note in notes - {None}:
             print(f"note ({label}): {note}")
     return rows
@@ -239,7 +239,7 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
               "set, so the NumPy rows run on BLAS's default count and fight PyTorch's threads: install it first")
     rows = run(configs, threads=threads, repeat=repeat)
     headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
-               "step / floor", "step / PyTorch", "PyTorch / floor", "train() on idle cores", "peak MiB (NumPy)"]
+               "step / floor", "step / PyTorch", "PyTorch / floor", "train() threads", "peak MiB (NumPy)"]
     print_table(headers, rows)
     print(_load())
     for row in rows:

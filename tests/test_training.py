@@ -145,16 +145,28 @@ def test_training_runs_on_every_backend(xp):
     assert all(p.dtype == xp.dtype for p in model.params.values())
 
 
-def test_blas_threads_follow_the_size_of_the_step():
+def test_blas_threads_follow_the_size_of_the_step_never_the_load(monkeypatch):
+    import os
+
     from attention_from_scratch.model.training import MULTI_THREAD_WORK, blas_threads_for
 
+    def no_load_reading():
+        raise AssertionError("train() must not read the machine's load")
+
+    monkeypatch.setattr(os, "getloadavg", no_load_reading)
     readme = TransformerConfig(16, 32, 2, 2, 64, 24)
     large = TransformerConfig(256, 256, 8, 4, 1024, 256)
-    assert blas_threads_for(readme, 32 * 23, load=0.0) == 1  # overhead-bound: one thread
-    assert blas_threads_for(large, 16 * 256, load=0.0) is None  # large matmuls, idle cores: all cores
-    assert blas_threads_for(large, 16 * 256, load=1000.0) == 1  # busy cores: one thread
+    assert blas_threads_for(readme, 32 * 23) == 1  # overhead-bound: one thread
+    assert blas_threads_for(large, 16 * 256) is None  # large matmuls: all cores, whatever the load
     n = MULTI_THREAD_WORK // (32 * 64)  # the threshold itself, in tokens
-    assert blas_threads_for(readme, n - 1, load=0.0) == 1 and blas_threads_for(readme, n, load=0.0) is None
+    assert blas_threads_for(readme, n - 1) == 1 and blas_threads_for(readme, n) is None
+    task = CopyTask(8, 3)
+    config = TransformerConfig(**{**CONFIG, "vocab_size": 8, "max_len": 8})
+    auto = train(Transformer(config, seed=1), task.batches(4, seed=1), steps=2, lr=1e-2).loss
+    fixed = train(Transformer(config, seed=1), task.batches(4, seed=1), steps=2, lr=1e-2, threads=1).loss
+    assert auto == fixed  # "auto" chose one thread for this small step: the same losses, bit for bit
+    with pytest.raises(ValueError, match="threads"):
+        train(Transformer(config, seed=1), task.batches(4, seed=1), steps=2, lr=1e-2, threads=0)
 
 
 def test_the_optimiser_and_the_loop_check_their_arguments_before_any_step():

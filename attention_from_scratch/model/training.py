@@ -17,14 +17,12 @@ The model runs on any backend (``Transformer(..., xp=...)``); the arithmetic of 
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
-import os
 import time
 from dataclasses import dataclass, field
 
-from ..infra.blas import one_blas_thread
+from ..infra.blas import blas_thread_limit, one_blas_thread
 from ..infra.checks import check_adam, check_positive_int
 from .tasks import CopyTask
 from .transformer import Transformer, TransformerConfig
@@ -34,8 +32,9 @@ __all__ = [
 ]
 
 # Where the BLAS may use all cores: when the MLP's first matmul (B·T · d_model · d_ff, the step's
-# largest) has at least this many multiply-adds AND the machine has idle cores (1-minute load average
-# below the core count). Measured with benchmarks/bench_training.py on a shared 2-core machine
+# largest) has at least this many multiply-adds. The choice depends on the step's size only, never on
+# the machine's current load (a result that changed with other processes would not be reproducible);
+# ``train(threads=...)`` overrides it. Measured with benchmarks/bench_training.py on a shared 2-core machine
 # (float32, interleaved medians): README's model (736 · 32 · 64 = 1.5e6) was 17x slower on two threads
 # than on one at a load of 7 (waking BLAS threads costs more than its tiny matmuls); the large model
 # (4096 · 256 · 1024 = 1.1e9) was 8.6x slower on two threads at a load of 8 (BLAS threads spinning
@@ -46,15 +45,12 @@ __all__ = [
 MULTI_THREAD_WORK = 2**24
 
 
-def blas_threads_for(config, n_tokens: int, *, load: float | None = None) -> int | None:
-    """BLAS threads for a training step on ``n_tokens = B·T`` tokens: 1 where the step is overhead-bound
-    or the cores are busy (``load``: the 1-minute load average, read from the OS when None), None (the
-    BLAS default: all cores) where its matmuls are large and cores are idle. See MULTI_THREAD_WORK."""
-    if n_tokens * config.d_model * config.d_ff < MULTI_THREAD_WORK:
-        return 1
-    if load is None:
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return None if load < (os.cpu_count() or 1) else 1
+def blas_threads_for(config, n_tokens: int) -> int | None:
+    """BLAS threads for a training step on ``n_tokens = B·T`` tokens, by the step's size alone: 1 where the
+    step is overhead-bound (its largest matmul below MULTI_THREAD_WORK multiply-adds), None (the BLAS
+    default: all cores) where its matmuls are large. See MULTI_THREAD_WORK; ``train(threads=...)``
+    overrides it."""
+    return 1 if n_tokens * config.d_model * config.d_ff < MULTI_THREAD_WORK else None
 
 
 class Adam:
@@ -117,17 +113,22 @@ def warmup_lr(lr: float, step: int, warmup: int) -> float:
     return lr * min(1.0, (step + 1) / warmup) if warmup else lr
 
 
-def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, log_every=None):
+def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, log_every=None, threads="auto"):
     """Train ``model`` with Adam for ``steps`` steps on ``batches`` -> :class:`TrainingHistory`.
 
     ``batches``: an iterator of token arrays ``(B, T)`` (next-token targets) or of pairs ``(tokens,
     targets)``, e.g. ``task.batches(batch_size, seed=0)``. ``warmup`` ramps the learning rate
-    linearly over the first steps; ``log_every=n`` prints the loss every n steps. Every argument is
-    checked before the first step, and a list of fewer than ``steps`` batches is refused.
+    linearly over the first steps; ``log_every=n`` prints the loss every n steps. ``threads``: the BLAS
+    threads of the steps -- ``"auto"`` (the default) picks them from the first batch's size alone
+    (:func:`blas_threads_for`: one thread for small steps, all cores for large ones), an int fixes them,
+    None leaves the BLAS as it is. Every argument is checked before the first step, and a list of fewer
+    than ``steps`` batches is refused.
     """
     steps = check_positive_int(steps, "steps")
     warmup = check_positive_int(warmup, "warmup (steps of linear warm-up, 0 = none)", minimum=0)
     log_every = None if log_every is None else check_positive_int(log_every, "log_every")
+    if threads != "auto" and threads is not None:
+        threads = check_positive_int(threads, 'threads (BLAS threads: "auto", an int >= 1, or None)')
     if hasattr(batches, "__len__") and not isinstance(batches, tuple) and len(batches) < steps:
         raise ValueError(f"batches holds {len(batches)} batches but steps={steps}: pass at least as many "
                          f"(or an endless stream such as task.batches(batch_size))")
@@ -136,8 +137,9 @@ def train(model, batches, *, steps, lr, betas=(0.9, 0.999), eps=1e-8, warmup=0, 
     first = next(batches)  # its size picks the BLAS threads (see MULTI_THREAD_WORK)
     tokens = first[0] if isinstance(first, tuple) else first
     n_tokens = math.prod(getattr(tokens, "shape", None) or (len(tokens), len(tokens[0])))
-    one = not hasattr(model, "config") or blas_threads_for(model.config, n_tokens) == 1
-    with one_blas_thread() if one else contextlib.nullcontext():
+    if threads == "auto":
+        threads = 1 if not hasattr(model, "config") else blas_threads_for(model.config, n_tokens)
+    with one_blas_thread() if threads == 1 else blas_thread_limit(threads):
         _loop(model, itertools.chain([first], batches), optimizer, history, steps, lr, warmup, log_every)
     history.seconds = time.perf_counter() - t0
     return history
