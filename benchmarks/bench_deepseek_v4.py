@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _timing import median_times
 
 from attention_from_scratch import DeepSeekV4Attention, DeepSeekV4Config, MLAConfig, MultiHeadLatentAttention
 from attention_from_scratch.deepseek_v4_costs import decode_macs, v4_layer_decode_macs
 from attention_from_scratch.infra.blas import blas_thread_limit
+from attention_from_scratch.infra.timing import median_times
 
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 QUICK_CONTEXTS = (512, 2048)

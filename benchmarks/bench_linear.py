@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_times, print_table, verdict
+from _timing import print_table, verdict
 
 from attention_from_scratch import flash_attention, gated_delta_rule, l2_normalize, scaled_dot_product_attention
+from attention_from_scratch.infra.timing import median_times
 from attention_from_scratch.kv_cache import hybrid_cache_bytes
 
 N_HEADS, D = 4, 64
