@@ -62,6 +62,10 @@ INDEPENDENT = {
     "15.3": 3,  # the ratings were made with rank 3
     "16.1": 1 / (1 + E(0.1) + E(0.2)),
     "17.1": 4.0,
+    "18.1": 2,  # J = diag(y) − y yᵀ has rank n − 1 = 2: J 1 = 0
+    "18.2": 8.0,  # √64: dQ = scale · dS K
+    "18.3": 96,  # 16 sequences × 6 positions
+    "18.4": 67_108_864,  # n² d = 1024² · 64 multiply-adds for the recomputed Q Kᵀ
     "17.2": 2.5,
     "17.4": 5,
 }

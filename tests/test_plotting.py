@@ -69,7 +69,9 @@ def test_saving_a_figure_twice_writes_the_same_bytes(written, tmp_path):
 
 def test_stored_results_hold_what_the_figures_draw():
     capstone, indexer = results.load("capstone"), results.load("indexer")
-    assert set(capstone) == {"induction", "scale", "causal", "flash"}
+    assert set(capstone) == {"induction", "scale", "causal", "flash", "exercises"}
+    assert len(capstone["flash"]["flash"]) == len(capstone["flash"]["sdpa"]) == 250  # the whole run, both kernels
+    assert set(capstone["exercises"]) == {"learned_positions", "one_layer", "reversal"}  # notebook 19's solutions
     assert len(capstone["induction"]["loss"]) == 600 and capstone["induction"]["loss"][-1] < capstone["induction"][
         "loss"][0] / 2  # the induction run learns
     assert np.asarray(indexer["target"]).shape == (32, 32)

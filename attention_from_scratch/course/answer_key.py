@@ -39,6 +39,12 @@ from .answer_values import (
 __all__ = ["ANSWERS", "ShortAnswer"]
 
 
+def _softmax_jacobian(scores):
+    """J = diag(y) − y yᵀ of y = softmax(scores) (notebook 18's Jacobian, built from the package's softmax)."""
+    y = _afs().softmax(np.asarray(scores, dtype=float))
+    return np.diag(y) - np.outer(y, y)
+
+
 @dataclass(frozen=True)
 class ShortAnswer:
     """One exercise: how to compute its answer, and the hint a wrong answer gets.
@@ -162,6 +168,14 @@ ANSWERS = {
                         "milliseconds."),
     "17.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
                         "NumPy (rtol 1e-10).", kind="count"),
+    "18.1": ShortAnswer(lambda: int(np.linalg.matrix_rank(_softmax_jacobian([1.0, 2.0, 3.0]))),
+                        "build J = diag(y) − y yᵀ for y = softmax([1, 2, 3]) and count its independent columns "
+                        "(np.linalg.matrix_rank); one direction is sent to 0.", kind="count"),
+    "18.2": ShortAnswer(lambda: 1.0 / (1.0 / math.sqrt(64)), "dQ = scale · dS K: for the same dS, compare scale = 1 "
+                        "with scale = 1/√d_k."),
+    "18.3": ShortAnswer(lambda: 16 * 6, "x_flat stacks every position of every sequence as a row.", kind="count"),
+    "18.4": ShortAnswer(lambda: 1024**2 * 64, "the tiled pass recomputes Q Kᵀ once more: (n, d) times (d, n).",
+                        kind="count"),
 }
 
 

@@ -192,7 +192,7 @@ RECIPES = {
 # Each variant is trained at each learning rate of SCALE_LRS on seed 0 and keeps its best (lowest final
 # loss), then runs on every seed of SCALE_SEEDS at that rate: "scale_{scale}_lr{lr:g}_{seed}".
 SCALE_SEEDS = (0, 1, 2)
-SCALE_LRS = (2e-3, 5e-3, 1e-2)
+SCALE_LRS = (5e-4, 1e-3, 2e-3, 5e-3, 1e-2)  # wide enough that each variant's best is inside
 for _scale in (True, False):
     for _lr in SCALE_LRS:
         for _seed in SCALE_SEEDS:

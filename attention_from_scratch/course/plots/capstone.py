@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ..examples import head_weights, mha_head_example
 from ..results import causal_accuracies, learned_heads, load
@@ -66,10 +67,11 @@ def plot_learned_heads(model=None, tokens=None, length=8):
     heads = _stored("induction")["heads"] if model is None else learned_heads(model, tokens, length)
     length, labels = heads["length"], heads["labels"]
     words, x, w_q, w_k = mha_head_example()
-    hand = head_weights(x[None], w_q, w_k, 2)[0, 0]  # (T, T): notebook 08's head 0
+    hand = head_weights(x[None], w_q, w_k, 2)[0, 0]  # (T, T): notebook 08's head 0, without a mask
+    hand = np.tril(hand) / np.tril(hand).sum(-1, keepdims=True)  # causal, as the learned heads: softmax over j <= i
     fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [0.6, 1, 1]})
-    plot_attention_weights(hand, words, title="notebook 08: previous-token head\n(set by hand)", ax=axes[0],
-                           colorbar=False)
+    plot_attention_weights(hand, words, title="notebook 08: previous-token head\n(set by hand; causal mask added)",
+                           ax=axes[0], colorbar=False)
     for ax, (which, what) in zip(axes[1:], [("previous_token", "previous-token head"),
                                             ("induction", "induction head")], strict=True):
         h = heads[which]
@@ -168,19 +170,21 @@ def plot_ablation_flash(sdpa=None, flash=None):
     if sdpa is None:
         sdpa, flash = _stored("flash")["sdpa"], _stored("flash")["flash"]
     n = len(flash)
-    sdpa = np.asarray(sdpa[:n])
+    sdpa, flash = np.asarray(sdpa[:n]), np.asarray(flash)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
-    ax1.plot(sdpa, "o-", ms=3, color="tab:blue", label='attention="sdpa"')
-    ax1.plot(flash, "x--", ms=4, color="tab:orange", label='attention="flash"')
-    ax1.set(xlabel="training step", ylabel="loss", title="Same seed, two attention kernels")
+    ax1.plot(sdpa, "-", lw=2.5, color="tab:blue", label='attention="sdpa"')
+    ax1.plot(flash, "--", lw=1.2, color="tab:orange", label='attention="flash"')
+    ax1.set(xlabel="training step", ylabel="loss", title=f"Same seed, two attention kernels, {n} steps")
     ax1.legend(fontsize=8)
-    diff = np.abs(np.asarray(flash) - sdpa) / sdpa
-    # below 1e-15 the value is rounding (which differs between BLAS kernels): drawn at 1e-15
-    ax2.semilogy(np.maximum(diff, 1e-15), "o", ms=3, color="tab:gray", label="differences below 1e-15: drawn at 1e-15")
-    ax2.axhline(1e-9, color="tab:red", ls="--", lw=1, label="tested bound 1e-9")
-    ax2.set(xlabel="training step", ylabel="|flash - sdpa| / sdpa", title="Relative difference (float64)",
-            ylim=(1e-16, 1e-6))
-    ax2.legend(fontsize=8, loc="upper right")
+    eps = np.finfo(np.float64).eps  # 2.2e-16: the spacing of float64 numbers near 1
+    diff = np.abs(flash - sdpa) / sdpa / eps  # relative difference, in units of eps
+    same = int(np.sum(diff == 0))
+    ax2.plot(diff, "o", ms=3, color="tab:gray")
+    ax2.set(xlabel="training step", ylabel="|flash - sdpa| / sdpa  (units of 2.2e-16)",
+            title=f"Relative difference: {same} of {n} steps bit-identical,\nthe largest {diff.max() * eps:.1e}",
+            ylim=(-0.3, max(4.0, diff.max() + 0.5)))
+    for ax in (ax1, ax2):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     return fig
 

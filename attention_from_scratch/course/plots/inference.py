@@ -17,7 +17,7 @@ def plot_kv_cache_memory():
     lengths = np.array([1024, 4096, 16384, 65536, 131072])
     kinds = [("mha", {}, "MHA, 128 heads (K 192 + V 128 per head)"), ("gqa", {"n_kv_heads": 8}, "GQA, 8 KV heads"),
              ("mqa", {}, "MQA, 1 KV head"), ("mla", {}, "MLA: c_KV 512 + k_R 64")]
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = plt.subplots(figsize=(9.0, 4))
     for kind, extra, label in kinds:
         gib = lengths * bytes_per_token(cfg, kind, **extra) / 2**30
         ax.loglog(lengths, gib, "o-", label=label)
@@ -25,7 +25,7 @@ def plot_kv_cache_memory():
     ax.axhline(141e9 / 2**30, color="gray", ls=":", lw=1, label="one H200 GPU (141 GB = 131 GiB)")
     ax.set(xlabel="context length (tokens)", ylabel="KV cache per sequence (GiB)",
            title="DeepSeek-V3 KV cache, 61 layers, BF16")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside: no line hides behind it
     fig.tight_layout()
     return fig
 

@@ -152,8 +152,12 @@ def plot_kv_cache_decoding(steps=4):
                         fontsize=8, color="white" if new else "black")
             ax.text(cx + 0.4, 3.3 - 0.42 * t - 0.2, f"{label}: ({t}, d_{label.lower()})", ha="center", va="top",
                     fontsize=8, family="monospace")
+        y_new = 3.3 - 0.42 * (t - 1) - 0.35  # the query: computed this step beside k_t, v_t, used once, not cached
+        ax.add_patch(Rectangle((x0 + 2.35, y_new), 0.6, 0.35, ec="0.3", fc="tab:red", alpha=0.85))
+        ax.text(x0 + 2.65, y_new + 0.175, f"q_{t}", ha="center", va="center", fontsize=8, color="white")
+        ax.text(x0 + 2.65, y_new - 0.05, "(1, d_k)", ha="center", va="top", fontsize=7, family="monospace")
         ax.text(x0 + 1.2, 0.75, f"q_t · Kᵀ: (1, {t}) scores\nweights · V: (1, d_v)", ha="center", fontsize=8.5)
-    _legend(ax, 0.6, 0.3, [("tab:red", "computed this step (one projection of the new token)")])
+    _legend(ax, 0.6, 0.3, [("tab:red", "computed this step: the new token's q_t, k_t, v_t (q_t is not cached)")])
     _legend(ax, 6.6, 0.3, [(_CACHE, "read from the cache (computed at an earlier step, never again)")])
     return fig
 
@@ -217,7 +221,7 @@ def plot_attention_backward_graph():
     _arrow(ax, v, o)
     do = _box(ax, 12.9, 5.05, "dO", "(T, d_v)", _GRAD)
     _arrow(ax, o, do, "∂L/∂O", offset=0.5, color=red)
-    ax.text(6.8, 4.2, "a masked entry: P = 0, so dS = 0 there", ha="center", fontsize=8.5)
+    ax.text(4.9, 3.55, "a masked entry: P = 0,\nso dS = 0 there", ha="center", fontsize=8.5)
     dv = _box(ax, 12.9, 1.9, "dV", "(S, d_v)", _GRAD)
     dp = _box(ax, 9.8, 1.9, "dP", "(T, S)", _GRAD)
     ds = _box(ax, 6.8, 1.9, "dS", "(T, S)", _GRAD)
@@ -230,7 +234,14 @@ def plot_attention_backward_graph():
     _arrow(ax, ds, dk, "dK = scale · dSᵀ Q", color=red, offset=0.35)
     ax.text(7.0, 0.3, "rowsum(dP ⊙ P) = rowsum(dO ⊙ O) = D: FlashAttention computes it from O, without P",
             ha="center", fontsize=9, style="italic")
+    reuse = "tab:blue"  # which forward tensors each gradient reads: what the forward pass must keep
+    for src, dst, rad in ((p, dv, -0.25), (v, dp, -0.3), (p, ds, 0.35), (k, dq, 0.0)):  # Q -> dK: label only
+        _arrow(ax, src, dst, color=reuse, rad=rad, ls=":")
+    for box, used in ((dv, "P"), (dp, "V"), (ds, "P"), (dq, "K"), (dk, "Q")):
+        ax.text(box[0], box[1] - 0.55, f"reuses {used}", ha="center", va="center", fontsize=8, color=reuse)
     _legend(ax, 0.3, 3.2, [(_INPUT, "inputs"), (_ARRAY, "forward"), (_GRAD, "gradients")])
+    ax.plot([0.3, 0.6], [2.05, 2.05], ls=":", color=reuse, lw=1.3)
+    ax.text(0.72, 2.05, "forward tensor\nthe gradient reuses", va="center", fontsize=8.5, color=reuse)
     return fig
 
 
