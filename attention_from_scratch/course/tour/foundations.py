@@ -119,7 +119,7 @@ def _tour_three_tokens(xp):
     assert max(abs(w - to_numpy(loop_weights)).max(), abs(to_numpy(out) - to_numpy(loop_out)).max()) < 1e-12
     say(msg("Q = X W_Q, K = X W_K, V = X W_V;  weights = softmax(Q Kᵀ / sqrt(d_k)), each row sums to 1"))
     tokens = [render(msg(t)) for t in CAT_EATS_FISH["tokens"]]
-    width = max(len(t) for t in tokens) + 3
+    width = max(*(len(t) for t in tokens), len("0.0000")) + 3  # a one-character Chinese label must not glue the numbers
     say(" " * width + "".join(pad(t, width) for t in tokens))
     for name, row in zip(tokens, w, strict=True):
         say(pad(name, width, right=False) + "".join(f"{p:>{width}.4f}" for p in row))
