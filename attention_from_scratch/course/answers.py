@@ -51,16 +51,16 @@ def _problem(item: ShortAnswer, answer):
     """None if ``answer`` is right, else what is wrong with it: its form (a message) or its value (the hint)."""
     if item.kind == "shape":
         if not isinstance(answer, (tuple, list)) or not all(isinstance(a, numbers.Integral) for a in answer):
-            return msg("a shape is a tuple of whole numbers, e.g. (3, 4)")
+            return msg("a shape is a tuple of whole numbers, e.g. (3, 4).")
         return None if tuple(int(a) for a in answer) == tuple(item.compute()) else item.why
     if isinstance(answer, np.ndarray) and answer.ndim == 0:
         answer = answer.item()  # a 0-d array (np.abs(x).max() of an array, np.array(3.0)) is a number
     try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
         value = check_real(answer, "answer")
     except TypeError:
-        return msg("give a number, not a {kind}", kind=type(answer).__name__)
+        return msg("give a number, not a {kind}.", kind=type(answer).__name__)
     except ValueError:
-        return msg("give a finite number")
+        return msg("give a finite number.")
     want = item.compute()  # only for an answer of the right form (some take seconds)
     if item.kind == "count":
         # exact: an int, or a float whose value is that whole number (a float32 rounds large counts)
@@ -69,7 +69,7 @@ def _problem(item: ShortAnswer, answer):
         spacing = float(np.spacing(np.abs(answer))) if isinstance(answer, np.floating) else 0.0
         if spacing >= 1.0:  # a float32 above 2^24 cannot tell neighbouring whole numbers apart
             return msg("a count is an exact whole number: give an int (a {kind} rounds this one to a multiple of "
-                       "{spacing:g})", kind=type(answer).__name__, spacing=spacing)
+                       "{spacing:g}).", kind=type(answer).__name__, spacing=spacing)
         return None if value.is_integer() and int(value) == int(want) else item.why
     if item.magnitude and value < 0:
         return msg("a largest |difference| (or a norm) is ≥ 0: take the absolute value before the max.")

@@ -254,7 +254,7 @@ def kv_cache_steps() -> InteractiveFigure:
     grid = [Lines(tuple((cx, cy + row_h * r, cx + 2 * row_h, cy + row_h * r) for r in range(n + 1))
                   + tuple((cx + row_h * c, cy, cx + row_h * c, cy + row_h * n) for c in range(3)), "#999", 1)]
     controls = [choice("mode", "decoding", ("with a KV cache", "no cache: recompute the prefix"), 0, zh="解码方式"),
-                steps("t", "token", range(n), 0, zh="词元")]
+                steps("t", "token", range(n), 0, zh="Token")]
     return InteractiveFigure("kv_cache_steps", "The KV cache during decoding: one new row per token",
                              controls, lambda a, b: draw(a, b).layered(static, grid), width=640, height=370,
                              png="09_interactive_kv_cache.png", twin=[(0, 5), (1, 5)])
