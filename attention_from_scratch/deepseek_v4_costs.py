@@ -19,10 +19,12 @@ models' costs cross where one linear piece of their difference is zero: :func:`d
 solves each piece in closed form. The exact counts (with the floors) cross within m tokens of those
 points once the first entries exist; tests count them by running the layer. The released models:
 V3.2 is cheaper than V3 from n = 2178 (k·a/(a - b) = 2177.06, a and b V3's and the indexer's cost per
-key); V4-Pro is dearer than V3 and V3.2 while its window fills (2·128·512 per key and head against
-MLA's 2·512 + 64) and cheaper from n ≈ 138 and 130; V4-Flash is cheaper than both at every n. At 1M
-tokens V4-Flash does 10.5% of V3.2's attention multiply-adds (the model card says 10% of its FLOPs),
-V4-Pro 18.9% (the card's 27% counts more than attention).
+key); V4-Pro is dearer than V3 (and, flipping with each new entry, V3.2) from its first entries
+(n = 4) while its window fills (it pays 2Hd = 2·128·512 per key, a little less than V3's
+H(2d_c + d_r) = 128·1088, but its CSA layers read each recent token twice, as a window row and inside
+an entry, and run the indexer) and cheaper from n ≈ 138 and 130; V4-Flash is cheaper than both at
+every n. At 1M tokens V4-Flash does 10.5% of V3.2's attention multiply-adds (the model card says 10% of
+its FLOPs), V4-Pro 18.9% (the card's 27% counts more than attention).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ COMPRESS_WINDOW = Exercise(
         (OVERFLOW, lambda kv, gate, bias: np.sum(naive_softmax(gate + bias, axis=-2) * kv, axis=-2)),
     ],
     title="the gated compression of one window",
-    task="""Write `my_compress_window(kv, gate, bias)`: the compressor's step 3 for windows of $m$ tokens,
+    task="""Write `my_compress_window(kv, gate, bias)`: the compressor's pooling (section 2) for windows of $m$ tokens,
 $\\text{entry} = \\sum_{j<m} \\operatorname{softmax}_j(Z_j + B_j) \\odot C_j$, with the softmax over the $m$ slots
 **per channel**. Shapes: `kv` (the values $C$) and `gate` ($Z$) `(..., m, d)` -- any leading axes are windows
 computed independently -- and `bias` ($B$) `(m, d)`; return `(..., d)`, in the inputs' dtype. The checker tries
