@@ -14,6 +14,7 @@
     plots/learning.py   notebooks/next/learning_from_data (gradient descent, the learning rate, Adam) and
                         notebook 18's training of one attention layer (drawn from stored results)
     plots/block.py      notebooks/next/transformer_block (the block diagram, residuals, GELU)
+    plots/onramp.py     notebook 00 (what the course builds; the concept map, from course/parts.py)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -37,7 +38,7 @@ __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
 PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
-         "interactive", "learning", "block")
+         "interactive", "learning", "block", "onramp")
 
 
 def save_figure(fig, path) -> Path:
