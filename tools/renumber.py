@@ -50,7 +50,7 @@ SKIP = ("attention_from_scratch/course/parts.py", "tools/renumber.py", "tests/te
 SKIP_DIRS = ("notebooks/zh/", "figures/", "docs/_build", "docs/notebooks/", "docs/zh/notebooks/")
 TEXT = (".py", ".md", ".ipynb", ".json", ".txt", ".toml", ".cfg", ".yml", ".yaml", ".rst", ".in", ".html", "")
 
-NUM = r"\d{1,2}"
+NUM = r"\d{1,2}(?:\s\([^()\n]{1,60}\))?"  # a number, perhaps with a gloss: 09 (the KV cache)
 SEP = r"(?:\s*,\s*|\s+and\s+|\s+or\s+|\s*[–-]\s*|\s+to\s+)"
 SEP_ZH = r"(?:\s*[、，,]\s*|\s*[–-]\s*|\s*(?:和|与|及|至|到)\s*)"
 RANGE = re.compile(r"^\s*(?:[–-]|to|至|到)\s*$")
@@ -65,9 +65,17 @@ OVERRIDES = {
     "Figures of notebooks 09-13:": "Figures of notebooks 15-18:",
     "efficient inference, notebooks 09-14:": "efficient inference, notebooks 15-21:",
     "learning, notebooks 15-19:": "learning, notebooks 09, 12, 13, 24 and 25:",
+    ":mod:`.inference` (09-14),\n:mod:`.learning` (15-19)":
+        ":mod:`.inference` (15-21),\n:mod:`.learning` (09, 12, 13, 24, 25)",
+    "`inference.py`: 09–13, `sparse.py`: 12, `serving.py`: 14, `applications.py`: 15–16, `capstone.py`: 19":
+        "`inference.py`: 15–18, `sparse.py`: 21, `serving.py`: 19–20, `applications.py`: 24 and 09, `capstone.py`: 13",
     "Notebooks 04–19 each have a **Write it yourself** section before their recap (except 05, 16 and 17)":
         "Notebooks 04–25 each have a **Write it yourself** section before their recap (except 05, 09 and 25)",
 }
+
+
+MAP_START = "<!-- course map: tools/renumber.py --maps writes it from course/parts.py -->"
+MAP_END = "<!-- /course map -->"
 
 
 class Unclassified(Exception):
@@ -164,23 +172,20 @@ def _num(plan: Plan, n: str, where: str) -> str:
 
 
 def _number_list(plan: Plan, text: str, where: str, sep: str) -> str:
-    """Map every number of ``12, 13 and 14`` / ``01–08``; a range must stay a range."""
-    pieces = re.split(f"({sep})", text)
-    nums, seps = pieces[0::2], pieces[1::2]
-    out = [_num(plan, nums[0], where)]
-    for s, n in zip(seps, nums[1:], strict=True):
-        new = _num(plan, n, where)
-        if RANGE.match(s):
-            lo, hi = int(out[-1]), int(new)
-            olds = range(int(nums[len(out) - 1]), int(n) + 1)
+    """Map every number of ``12, 13 and 14`` / ``01–08`` / ``09 (the KV cache) and 13 (FlashAttention)``
+    (numbers inside a parenthesis are a gloss's, left alone); a range must stay a range."""
+    tokens = [m for m in re.finditer(r"\d{1,2}", text) if text[:m.start()].count("(") == text[:m.start()].count(")")]
+    news = [_num(plan, m.group(0), where) for m in tokens]
+    for k in range(1, len(tokens)):
+        between = re.sub(r"\([^()]*\)", "", text[tokens[k - 1].end():tokens[k].start()])
+        if RANGE.match(between):
+            olds = range(int(tokens[k - 1].group(0)), int(tokens[k].group(0)) + 1)
             mapped = sorted(int(_num(plan, f"{o:02d}", where)) for o in olds)
-            if mapped != list(range(lo, hi + 1)):
+            if mapped != list(range(int(news[k - 1]), int(news[k]) + 1)):
                 raise Unclassified(f"{where}: the range {text!r} is not a range after renumbering ({mapped})")
-        out.append(new)
-    result = out[0]
-    for s, n in zip(seps, out[1:], strict=True):
-        result += s + n
-    return result
+    for m, new in zip(reversed(tokens), reversed(news), strict=True):
+        text = text[:m.start()] + new + text[m.end():]
+    return text
 
 
 def _figure_prefix(plan: Plan, prefix: str) -> str:
@@ -189,8 +194,11 @@ def _figure_prefix(plan: Plan, prefix: str) -> str:
         return plan.stems.get(prefix) or plan.figures[prefix]
     news = {plan.figures[f][:2] for f in plan.figures if f.startswith(prefix)}
     news |= {plan.stems[s][:2] for s in plan.stems if s.startswith(prefix)}
-    if len(news) != 1:
-        raise Unclassified(f"{prefix!r} starts {'no' if not news else 'several'} known names ({sorted(news)})")
+    if not news:
+        plan.notes.append(f"{prefix!r} names no notebook or figure; left as it is")
+        return prefix
+    if len(news) > 1:
+        raise Unclassified(f"{prefix!r} starts names of several notebooks ({sorted(news)})")
     return news.pop() + prefix[2:]
 
 
@@ -219,6 +227,8 @@ def rules(plan: Plan) -> list[tuple[str, object]]:
     out.append((rf"(?<=[\"'])(?:{nn})\.\d+(?=\\?[\"'])", lambda m: plan.answers.get(m.group(0), m.group(0))))
     out.append((rf"(?<![\w.])({nn})(?= · )", lambda m: plan.numbers[m.group(1)]))
     out.append((rf"(?<![\w.])({nn})(?= cells? \d)", lambda m: plan.numbers[m.group(1)]))
+    out.append((rf"(?<=\[)({nn})(?=\]\()", lambda m: plan.numbers[m.group(1)]))  # [09](../notebooks/09_x.ipynb)
+    out.append((rf"(?<=\b[Nn]otebook \()({nn})(?=\))", lambda m: plan.numbers[m.group(1)]))  # notebook (13)
     out.append((rf"(\b[Nn]otebooks?\s+|\b[Nn]otebooks?\s+#)({NUM}(?:{SEP}{NUM})*)(?!\d|\.\d)",
                 lambda m: m.group(1) + _number_list(plan, m.group(2), m.group(0), SEP)))
     out.append((rf"(笔记本\s*)({NUM}(?:{SEP_ZH}{NUM})*)(?!\d|\.\d)",
@@ -235,6 +245,20 @@ def rules(plan: Plan) -> list[tuple[str, object]]:
 SUSPECT = re.compile(
     r"(?i:\bnotebooks?\s*#?\s*\d)|第\s*\d{1,2}\s*[、，,–-]?\s*\d*\s*(?:课|本|篇)|笔记本\s*\d|\d\s*号笔记本"
     r"|(?<![\w./-])(?:0\d|1\d)_[a-z]\w*")
+
+
+_SPEAKS = re.compile(r"(?i:notebook)|课|\.ipynb")
+# on such a line, a bare number that reads as a notebook's: (13), 09–13, `x.py`: 09, 13 (FlashAttention)
+_BARE = re.compile(r"\(([01]\d)\)|(?<![\w.,])([01]\d)\s*[–-]\s*[01]\d(?![\w.,])|`:\s*([01]\d)\b"
+                   r"|(?<![\w.,])([01]\d) \([A-Z]")
+_MATH = re.compile(r"\$[^$\n]*\$")
+
+
+def _lines(text: str):
+    start = 0
+    for line in text.split("\n"):
+        yield start, line
+        start += len(line) + 1
 
 
 def rewrite(plan: Plan, text: str, where: str) -> str:
@@ -257,6 +281,19 @@ def rewrite(plan: Plan, text: str, where: str) -> str:
     new = combined.sub(one, text)
     rest = "".join(masked)
     known = set(plan.stems.values()) | set(plan.figures.values())
+    # a bare two-digit number left on a line that speaks of notebooks ("`inference.py`: 09–13")
+    rest = _MATH.sub(lambda m: " " * len(m.group(0)), rest)
+    if MAP_START in rest and MAP_END in rest:  # README's course map: written afresh from the table
+        a, b = rest.index(MAP_START), rest.index(MAP_END)
+        rest = rest[:a] + " " * (b - a) + rest[b:]
+    for line_start, line in _lines(rest):
+        if _SPEAKS.search(text, line_start, line_start + len(line)):  # the words, before masking
+            for m in _BARE.finditer(line):
+                number = next(g for g in m.groups() if g)
+                if number in plan.numbers and plan.numbers[number] != number:
+                    excerpt = line[max(0, m.start() - 40): m.end() + 30].strip()
+                    plan.problems.append(f"{where}:{text.count(chr(10), 0, line_start) + 1}: bare number "
+                                         f"{m.group(0)!r} on a line about notebooks: …{excerpt}…")
     for m in SUSPECT.finditer(rest):
         if m.group(0)[:1].isdigit():
             olds = [*plan.stems, *plan.figures]
@@ -283,8 +320,9 @@ def _title(nb, lang: str) -> str:
     return f"{nb.number} · " + (nb.title if lang == "en" else TITLES_ZH.get(nb.stem, nb.title))
 
 
-def next_line(stem: str, lang: str, present: set[str]) -> str | None:
-    order = [nb for nb in COURSE if nb.stem in present]
+def next_line(stem: str, lang: str, present: set[str], rows=COURSE) -> str | None:
+    """The "Next" line of notebook ``stem`` in ``lang``: a link to the next present notebook of ``rows``."""
+    order = [nb for nb in rows if nb.stem in present]
     i = [nb.stem for nb in order].index(stem)
     if i + 1 == len(order):
         return None
@@ -356,7 +394,7 @@ def plan_all(root: Path = REPO, rows=COURSE) -> Plan:
                         changes[cell["id"]] = (src, new)
             if last_next is not None and stem in present:
                 src = changes.get(last_next["id"], (source(last_next),))[0]
-                new, _ = set_next(source(last_next), next_line(stem, "en", present), _NEXT_EN)
+                new, _ = set_next(source(last_next), next_line(stem, "en", present, rows), _NEXT_EN)
                 if new != source(last_next):
                     last_next["source"] = new.splitlines(keepends=True)
                     changes[last_next["id"]] = (src, new)
@@ -374,7 +412,7 @@ def plan_all(root: Path = REPO, rows=COURSE) -> Plan:
         old = (root / cat).read_text(encoding="utf-8")
         sections = parse_catalog(old)
         changes = cell_changes.get(nb.stem if nb.stem in present else nb.source.split("/")[-1], {})
-        next_zh = next_line(nb.stem, "zh", present) if nb.stem in present else None
+        next_zh = next_line(nb.stem, "zh", present, rows) if nb.stem in present else None
         last_next = max((i for i, s in enumerate(sections) if _NEXT_ZH.search(s.text)), default=None)
         for i, s in enumerate(sections):
             text = rewrite(plan, s.text, f"{cat} cell {s.cell_id}")
@@ -424,10 +462,6 @@ def apply(plan: Plan) -> None:
             subprocess.run(["git", "rm", "-q", str(zh)], cwd=root, check=True)
 
 
-MAP_START = "<!-- course map: tools/renumber.py --maps writes it from course/parts.py -->"
-MAP_END = "<!-- /course map -->"
-
-
 def course_map(root: Path) -> str:
     """README's course map: one line per part, each notebook under the name it has now (before or after
     --apply), linked; a notebook not written yet is left out."""
@@ -468,7 +502,7 @@ def main(argv=None) -> int:
     if args.maps:
         print("README.md's course map", "rewritten" if write_course_map(args.root) else "unchanged")
         return 0
-    plan = plan_all(args.root)
+    plan = plan_all(args.root, COURSE)
     if plan.problems:
         print(f"refused: {len(plan.problems)} reference(s) no rule can classify; fix them by hand and re-run:",
               file=sys.stderr)
