@@ -6,7 +6,9 @@ the quiz page is drawn from ``attention_from_scratch.course.quiz`` at build time
 git-ignored (docs/.gitignore); a file is rewritten only when its text changes, so Sphinx's
 incremental build re-reads only what changed.
 
-    index.md        README.md, its repo-relative links rewritten to work on the site, then the toctrees
+    index.md        README.md, its repo-relative links rewritten to work on the site, then the toctrees: the
+                    course's, one per part with its caption (attention_from_scratch/course/parts.py), and the
+                    reference's
     notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
     quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
     api/*.rst       one autodoc page per module

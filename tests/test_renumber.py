@@ -171,3 +171,14 @@ def test_refuses_a_bare_number_on_a_line_about_notebooks(tmp_path):
     plan = renumber.build_maps(_repo(tmp_path), ROWS)
     renumber.rewrite(plan, "the notebooks of part 1: Ay (01) and Bee", "t")
     assert len(plan.problems) == 1 and "'(01)'" in plan.problems[0]
+
+
+def test_start_here_opens_without_tooling():
+    """Notebook 00 is an on-ramp: its first three cells speak of the model, not of the tooling."""
+    cells = json.loads((REPO / "notebooks/00_start_here.ipynb").read_text(encoding="utf-8"))["cells"]
+    opening = " ".join("".join(c["source"]) for c in cells[:3]).lower()
+    for word in ("nbval", "blas", "array-api", "array_api", "backend", "cupy"):
+        assert word not in opening, word
+    text = " ".join("".join(c["source"]) for c in cells)
+    for piece in ("plot_decoder_overview()", "plot_concept_map()", 'track(name)', "Are you ready?"):
+        assert piece in text, piece
