@@ -90,6 +90,8 @@ def test_moves_and_rewrites_every_reference(tmp_path):
     code = "".join(json.loads((root / "notebooks/02_a.ipynb").read_text())["cells"][1]["source"])
     assert code == 'check_answer("02.1", None)'
     assert _md(root / "notebooks/01_b.ipynb") == "# 01 · Bee\n\nUses notebook 02's result (02 cell 1)."
+    last = json.loads((root / "notebooks/01_b.ipynb").read_text())["cells"][-1]  # it had no "Next": one is added
+    assert (last["id"], "".join(last["source"])) == (renumber.NEXT_ID, "Next: [02 · Ay](02_a.ipynb).")
     assert _md(root / "notebooks/00_intro.ipynb").endswith("Next: [01 · Bee](01_b.ipynb).")
     # a notebook moved out of next/: numbered title, links one folder up less
     assert _md(root / "notebooks/03_c.ipynb") == "# 03 · Sea\n\n[back](02_a.ipynb) ![f](../figures/x.png)"

@@ -335,6 +335,7 @@ def next_line(stem: str, lang: str, present: set[str], rows=COURSE) -> str | Non
     return f"{end}下一课：{link}。"
 
 
+NEXT_ID = "next-in-course"
 _NEXT_EN = re.compile(r"^.*\bNext\b.*\]\([^)]*\.ipynb\).*$", re.MULTILINE)
 _NEXT_ZH = re.compile(r"^.*(?:下一课|接下来).*\]\([^)]*\.ipynb\).*$", re.MULTILINE)
 
@@ -358,13 +359,14 @@ def number_heading(text: str, stem: str) -> str:
 # ------------------------------------------------------------------------------------------------ the plan
 
 def plan_all(root: Path = REPO, rows=COURSE) -> Plan:
-    from build_translations import english_hash, format_catalog, parse_catalog
+    from build_translations import Section, english_hash, format_catalog, parse_catalog
 
     plan = build_maps(root, rows)
     moved = dict(plan.moves)
     present = {new for old, new in plan.moves if old.startswith("notebooks/") and new.endswith(".ipynb")}
     present = {Path(p).stem for p in present} | {nb.stem for nb in rows if nb.source == nb.stem
                                                   and nb.source in plan.stems}
+    added_next: set[str] = set()  # notebooks that had no "Next" line: one is appended (cell NEXT_ID)
     cell_changes: dict[str, dict[str, tuple[str, str]]] = {}  # new stem -> cell id -> (old en, new en)
     for path in tracked(root):
         if path in SKIP or path.startswith(SKIP_DIRS) or Path(path).suffix not in TEXT:
@@ -398,6 +400,10 @@ def plan_all(root: Path = REPO, rows=COURSE) -> Plan:
                 if new != source(last_next):
                     last_next["source"] = new.splitlines(keepends=True)
                     changes[last_next["id"]] = (src, new)
+            elif stem in present and next_line(stem, "en", present, rows) is not None:  # none yet: a last cell
+                line = next_line(stem, "en", present, rows)
+                nb["cells"].append({"cell_type": "markdown", "id": NEXT_ID, "metadata": {}, "source": [line]})
+                added_next.add(stem)
             text = dumps(nb)
         else:
             text = rewrite(plan, old, path)
@@ -425,6 +431,8 @@ def plan_all(root: Path = REPO, rows=COURSE) -> Plan:
             if s.cell_id in changes and not s.flag and s.en == english_hash(changes[s.cell_id][0]):
                 s.en = english_hash(changes[s.cell_id][1])
             s.text = text
+        if nb.stem in added_next and next_zh is not None:
+            sections.append(Section(NEXT_ID, english_hash(next_line(nb.stem, "en", present, rows)), None, next_zh))
         new = format_catalog(sections)
         if new != old:
             plan.changed[cat] = (old, new)
