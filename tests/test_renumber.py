@@ -163,6 +163,8 @@ def test_notation_notebook_says_what_the_page_says():
     ("Notebook 02's figures, notebook 01.", "Notebook 01's figures, notebook 02."),
     ('FIGURES["01_a_fig.png"], names.startswith("01_a")', 'FIGURES["02_a_fig.png"], names.startswith("02_a")'),
     ("$17/(\\sqrt{30}\\sqrt{14})$ in notebook 01", "$17/(\\sqrt{30}\\sqrt{14})$ in notebook 02"),  # maths is not
+    ("a word c stays; next/c and c.ipynb move; [a](docs/c.md) stays",
+     "a word c stays; 03_c and 03_c.ipynb move; [a](docs/c.md) stays"),
 ])
 def test_rewrites_the_forms_the_course_uses(tmp_path, text, expected):
     plan = renumber.build_maps(_repo(tmp_path), ROWS)

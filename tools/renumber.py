@@ -206,19 +206,21 @@ def rules(plan: Plan) -> list[tuple[str, object]]:
     """(pattern, replacement function) pairs; all are applied in ONE simultaneous pass."""
     nn = "|".join(sorted(plan.numbers, key=len, reverse=True)) or "(?!)"
     stems = sorted((s for s in plan.stems if plan.stems[s] != s), key=len, reverse=True)
-    nexts = [s.split("/")[1] for s in stems if s.startswith("next/")]
     out: list[tuple[str, object]] = []
     if OVERRIDES:
         literal = "|".join(map(re.escape, sorted(OVERRIDES, key=len, reverse=True)))
         out.append((literal, lambda m: OVERRIDES[m.group(0)]))
     if stems:
-        def stem(m):
-            key = m.group(2)
-            key = key if key in plan.stems else f"next/{key}"
-            return plan.stems[key]
-        alts = "|".join(re.escape(s.removeprefix("next/")) for s in stems)
-        out.append((rf"(?<![\w])((?:notebooks/)?next/)?({alts})(?![\w])",
-                    lambda m: ("notebooks/" if (m.group(1) or "").startswith("notebooks/") else "") + stem(m)))
+        def stem_of(key):
+            return plan.stems[key if key in plan.stems else f"next/{key}"]
+        numbered = "|".join(re.escape(s) for s in stems if not s.startswith("next/")) or "(?!)"
+        named = "|".join(re.escape(s.removeprefix("next/")) for s in stems if s.startswith("next/")) or "(?!)"
+        # a numbered stem alone (09_kv_cache); a notebook of next/ only with its folder (next/notation) or as
+        # a file name (notation.ipynb): a bare word like "notation" is prose
+        out.append((rf"(?<![\w])()({numbered})(?![\w])|(?<![\w])((?:notebooks/)?next/)({named})(?![\w])"
+                    rf"|(?<![\w/])()({named})(?=\.ipynb)",
+                    lambda m: ("notebooks/" if (m.group(3) or "").startswith("notebooks/") else "")
+                    + stem_of(m.group(2) or m.group(4) or m.group(6))))
     figs = [f for f in plan.figures if plan.figures[f] != f]
     if figs:
         out.append((rf"(?<![\w])({'|'.join(map(re.escape, sorted(figs, key=len, reverse=True)))})",
@@ -235,9 +237,6 @@ def rules(plan: Plan) -> list[tuple[str, object]]:
                 lambda m: m.group(1) + _number_list(plan, m.group(2), m.group(0), SEP_ZH)))
     out.append((rf"(第\s*)({NUM}(?:{SEP_ZH}{NUM})*)(\s*(?:课|本|篇))",
                 lambda m: m.group(1) + _number_list(plan, m.group(2), m.group(0), SEP_ZH) + m.group(3)))
-    if nexts:  # inside a notebook moved out of next/, a bare sibling link: (transformer_block.ipynb)
-        siblings = "|".join(map(re.escape, nexts))
-        out.append((rf"(?<=\()({siblings})(?=\.ipynb)", lambda m: plan.stems[f"next/{m.group(1)}"]))
     return out
 
 
