@@ -6,7 +6,9 @@ the quiz page is drawn from ``attention_from_scratch.course.quiz`` at build time
 git-ignored (docs/.gitignore); a file is rewritten only when its text changes, so Sphinx's
 incremental build re-reads only what changed.
 
-    index.md        README.md, its repo-relative links rewritten to work on the site, then the toctrees
+    index.md        README.md, its repo-relative links rewritten to work on the site, then the toctrees: the
+                    course's, one per part with its caption (attention_from_scratch/course/parts.py), and the
+                    reference's
     notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
     quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
     api/*.rst       one autodoc page per module
@@ -70,7 +72,8 @@ def modules(package: str = "attention_from_scratch") -> list[str]:
 
 GUIDE = "docs/guide"  # the reference pages' sources (README links there); the site's copies: docs/reference/
 # the reference pages in the site's order (its menu); a page of docs/guide/ not named here comes last
-GUIDE_ORDER = ("course", "errata", "numbers", "benchmarks", "package", "instructors", "development", "changelog")
+GUIDE_ORDER = ("course", "notation", "errata", "numbers", "benchmarks", "package", "instructors", "development",
+               "changelog")
 CHANGELOG = "CHANGELOG.md"  # shown on the site as reference/changelog beside the guide's pages
 
 
@@ -153,11 +156,40 @@ def index_page(repo: Path, module_names: list[str]) -> str:
     # the link to README.zh.md is the Chinese site on the site (its front page is that README)
     readme = readme.replace("[中文](README.zh.md)", '<a href="zh/index.html">中文</a>')
     readme = rewrite_readme(readme, repo, module_names)
-    return readme + (
-        "\n```{toctree}\n:caption: The course\n:maxdepth: 1\n:glob:\n\nnotebooks/*\n```\n"
+    return readme + course_toctrees(repo, "en") + (
         "\n```{toctree}\n:caption: Reference\n:maxdepth: 1\n\n"
         + "".join(f"reference/{p.stem.lower()}\n" for p in guide_pages(repo)) + "quiz\napi/index\n```\n"
     )
+
+
+def course_toctrees(repo: Path, lang: str) -> str:
+    """The course's table of contents: one toctree per part, captioned, in the order of course/parts.py.
+
+    A notebook is found under its teaching-order name or its former one (``parts.path``), so the contents
+    are right before and after tools/renumber.py has moved the files; a notebook of notebooks/ (or
+    notebooks/zh/) that the table does not name is listed last, under "More", so no page is left out.
+    """
+    from attention_from_scratch.course import parts
+
+    folder = repo / "notebooks" / ("" if lang == "en" else lang)
+    present = {p.stem for p in notebooks(repo, lang)}
+    listed, out = set(), []
+    for (caption_en, caption_zh), members in parts.by_part():
+        stems = []
+        for nb in members:
+            found = parts.path(nb, folder)
+            if found is not None and found.stem in present:
+                stems.append(found.stem)
+        listed.update(stems)
+        if stems:
+            caption = caption_en if lang == "en" else caption_zh
+            out.append(f"\n```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n\n"
+                       + "".join(f"notebooks/{s}\n" for s in stems) + "```\n")
+    rest = sorted(present - listed)
+    if rest:
+        out.append("\n```{toctree}\n:caption: " + ("More" if lang == "en" else "更多") + "\n:maxdepth: 1\n\n"
+                   + "".join(f"notebooks/{s}\n" for s in rest) + "```\n")
+    return "".join(out)
 
 
 # an HTML anchor alone on its line, <a id="name"></a>: Jupyter jumps to it, Sphinx cannot link to it
@@ -348,8 +380,8 @@ def index_page_zh(repo: Path) -> str:
                      m.group(1).startswith("notebooks/") else m.group(0), text)
     return text + (
         "\nAPI 参考（英文，由模块的文档字符串生成）：<a href=\"../api/index.html\">API reference</a>。\n"
-        "\n```{toctree}\n:caption: 课程\n:maxdepth: 1\n:glob:\n\nnotebooks/*\n```\n"
-        "\n```{toctree}\n:caption: 参考\n:maxdepth: 1\n\nquiz\n```\n"
+        + course_toctrees(repo, "zh")
+        + "\n```{toctree}\n:caption: 参考\n:maxdepth: 1\n\nquiz\n```\n"
     )
 
 

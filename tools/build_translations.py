@@ -238,16 +238,19 @@ def build_all(lang: str = "zh", write: bool = True):
 
 
 def readme_text(text: str, built: dict[str, str], lang: str = "zh") -> str:
-    """README.zh.md with its two generated lists: the Chinese notebooks (their titles) and the untranslated ones.
-    The staged notebooks of ``notebooks/next/`` are in neither: like the English ones, they are not on the site yet."""
+    """README.zh.md with its two generated lists: the Chinese notebooks (their titles, grouped by the course's
+    parts, ``course/parts.py``) and the untranslated ones. The staged notebooks of ``notebooks/next/`` are in
+    neither: like the English ones, they are on the site only once the course is renumbered."""
+    from attention_from_scratch.course.parts import group  # the course's parts, in teaching order
+
     rows = []
-    for stem, nb_text in sorted(built.items()):
-        if "/" in stem:
-            continue
-        first = cell_source(json.loads(nb_text)["cells"][0]).strip().splitlines()[0]
-        rows.append(f"- [{first.lstrip('# ').strip()}](notebooks/{lang}/{stem}.ipynb)")
-    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang) if "/" not in stem]
-    todo = todo or ["- (none)"]
+    for (_, caption), stems in group(sorted(stem for stem in built if "/" not in stem)):
+        rows.append(f"\n**{caption}**\n" if rows else f"**{caption}**\n")
+        for stem in stems:
+            first = cell_source(json.loads(built[stem])["cells"][0]).strip().splitlines()[0]
+            rows.append(f"- [{first.lstrip('# ').strip()}](notebooks/{lang}/{stem}.ipynb)")
+    todo = [f"- `{stem}`: [English](notebooks/{stem}.ipynb)" for stem in untranslated_stems(lang)
+            if "/" not in stem] or ["- (none)"]
     for tag, lines in (("notebooks", rows), ("untranslated", todo)):
         block = f"<!-- {tag} -->\n" + "\n".join(lines) + f"\n<!-- /{tag} -->"
         text = re.sub(rf"<!-- {tag} -->\n.*?<!-- /{tag} -->", lambda _m, b=block: b, text, flags=re.DOTALL)

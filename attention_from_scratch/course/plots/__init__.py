@@ -16,6 +16,7 @@
     plots/block.py      notebooks/next/transformer_block (the block diagram, residuals, GELU)
     plots/deepseek_v4.py notebooks/next/deepseek_v4 (the compressor, visibility, V4's bytes and multiply-adds)
     plots/linear.py     notebooks/next/linear_attention (associative recall, the delta rule's costs)
+    plots/onramp.py     notebook 00 (what the course builds; the concept map, from course/parts.py)
 
 Each part module defines ``FIGURES: dict[str, callable]`` (PNG file name -> function returning a new
 Figure). A figure function only draws: its data are the package's computations and the examples of
@@ -39,7 +40,7 @@ __all__ = ["FIGURES", "PARTS", "main", "save_figure", "write_all_figures"]
 
 # The part modules, in course order. A new part is one more name here (and its module with FIGURES).
 PARTS = ("scores", "averaging", "attention", "inference", "sparse", "serving", "applications", "capstone", "schematics",
-         "interactive", "learning", "block", "deepseek_v4", "linear", "text")
+         "interactive", "learning", "block", "deepseek_v4", "linear", "text", "onramp")
 
 
 def save_figure(fig, path) -> Path:

@@ -1,0 +1,176 @@
+"""The course's parts in teaching order: ONE table that the renumbering tool, the site's table of contents,
+README's course map and notebook 00 all read, so the order lives in one place.
+
+Each row of :data:`COURSE` is ``(source, stem, part, title, minutes)``:
+
+    source   where the notebook was before the course was put in teaching order (``09_kv_cache``, or
+             ``next/transformer_block`` for a notebook written under notebooks/next/), relative to notebooks/
+    stem     its file name in teaching order (``15_kv_cache``): the two-digit prefix is its place
+    part     the index into :data:`PARTS`
+    title    its title in English (the Chinese one is in :data:`TITLES_ZH`)
+    minutes  a beginner's time for it, reading and running every cell and doing the exercises
+
+:func:`path` finds a notebook under either name, so what reads this table is right before and after
+``tools/renumber.py --apply`` has moved the files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+__all__ = ["COURSE", "PARTS", "TITLES_ZH", "Notebook", "by_part", "next_of", "path", "track"]
+
+# (English caption, Chinese caption)
+PARTS = (
+    ("Start here", "从这里开始"),
+    ("Part 1 · Foundations", "第一部分 · 基础"),
+    ("Part 2 · A Transformer that learns", "第二部分 · 会学习的 Transformer"),
+    ("Part 3 · Efficient inference", "第三部分 · 高效推理"),
+    ("Part 4 · The frontier", "第四部分 · 前沿"),
+    ("Part 5 · Applications", "第五部分 · 应用"),
+    ("Part 6 · The GPU", "第六部分 · GPU"),
+    ("Appendix", "附录"),
+)
+
+
+class Notebook(NamedTuple):
+    source: str
+    stem: str
+    part: int
+    title: str
+    minutes: int
+
+    @property
+    def number(self) -> str:
+        """The two-digit place in teaching order (``"15"``)."""
+        return self.stem[:2]
+
+
+COURSE = tuple(Notebook(*row) for row in (
+    ("00_start_here", "00_start_here", 0, "Start here", 20),
+    ("01_dot_product", "01_dot_product", 1, "The dot product", 30),
+    ("02_similarity_measures", "02_similarity_measures", 1, "Similarity measures", 30),
+    ("03_scaling_by_sqrt_dk", "03_scaling_by_sqrt_dk", 1, "Why divide by √d_k", 40),
+    ("04_softmax", "04_softmax", 1, "Softmax", 40),
+    ("05_from_averaging_to_attention", "05_from_averaging_to_attention", 1, "From averaging to attention", 40),
+    ("06_scaled_dot_product_attention", "06_scaled_dot_product_attention", 1, "Scaled dot-product attention", 50),
+    ("07_masking", "07_masking", 1, "Masking", 40),
+    ("08_multi_head_attention", "08_multi_head_attention", 1, "Multi-head attention", 50),
+    ("16_misconceptions_and_quiz", "09_misconceptions_and_quiz", 1, "Misconceptions, and a quiz", 30),
+    ("next/learning_from_data", "10_learning_from_data", 2, "Learning from data", 60),
+    ("next/transformer_block", "11_transformer_block", 2, "The Transformer block", 60),
+    ("18_backpropagation", "12_backpropagation", 2, "Backpropagation through attention", 90),
+    ("19_training", "13_training", 2, "Training a Transformer in NumPy", 60),
+    ("next/real_text", "14_real_text", 2, "Real text", 60),
+    ("09_kv_cache", "15_kv_cache", 3, "The KV cache", 40),
+    ("10_rope", "16_rope", 3, "Rotary position embeddings (RoPE)", 50),
+    ("11_mla", "17_mla", 3, "Multi-head latent attention (MLA)", 60),
+    ("13_flash_attention", "18_flash_attention", 3, "FlashAttention", 60),
+    ("14_serving", "19_windows_and_sinks", 3, "Windows, sinks and the rolling cache", 50),
+    ("next/serving_at_scale", "20_serving_at_scale", 3, "Serving at scale: paged caches, split-KV, ring attention", 50),
+    ("12_sparse_attention", "21_sparse_attention", 4, "DeepSeek-V3.2: sparse attention", 60),
+    ("next/deepseek_v4", "22_deepseek_v4", 4, "DeepSeek-V4: compressed attention", 60),
+    ("next/linear_attention", "23_linear_attention", 4, "Linear attention", 60),
+    ("15_applications", "24_applications", 5, "Applications", 40),
+    ("17_gpu", "25_gpu", 6, "The same code on a GPU", 30),
+    ("next/notation", "26_notation_and_glossary", 7, "Notation and glossary", 15),
+))
+
+TITLES_ZH = {
+    "00_start_here": "从这里开始",
+    "01_dot_product": "点积",
+    "02_similarity_measures": "相似度度量",
+    "03_scaling_by_sqrt_dk": "为什么除以 √d_k",
+    "04_softmax": "Softmax",
+    "05_from_averaging_to_attention": "从平均到注意力",
+    "06_scaled_dot_product_attention": "缩放点积注意力",
+    "07_masking": "掩码",
+    "08_multi_head_attention": "多头注意力",
+    "09_misconceptions_and_quiz": "常见误区与测验",
+    "10_learning_from_data": "从数据中学习",
+    "11_transformer_block": "Transformer 块",
+    "12_backpropagation": "注意力的反向传播",
+    "13_training": "用 NumPy 训练 Transformer",
+    "14_real_text": "真实文本",
+    "15_kv_cache": "键值缓存",
+    "16_rope": "旋转位置编码（RoPE）",
+    "17_mla": "多头潜在注意力（MLA）",
+    "18_flash_attention": "FlashAttention",
+    "19_windows_and_sinks": "滑动窗口、汇点与滚动缓存",
+    "20_serving_at_scale": "大规模服务：分页缓存、Split-KV、环形注意力",
+    "21_sparse_attention": "DeepSeek-V3.2：稀疏注意力",
+    "22_deepseek_v4": "DeepSeek-V4：压缩注意力",
+    "23_linear_attention": "线性注意力",
+    "24_applications": "应用",
+    "25_gpu": "在 GPU 上运行同一份代码",
+    "26_notation_and_glossary": "符号与术语表",
+}
+
+# what each notebook builds on (new stems): the concept map of notebook 00 is drawn from these edges
+REQUIRES = {
+    "02_similarity_measures": ("01_dot_product",),
+    "03_scaling_by_sqrt_dk": ("01_dot_product",),
+    "04_softmax": ("03_scaling_by_sqrt_dk",),
+    "05_from_averaging_to_attention": ("02_similarity_measures", "04_softmax"),
+    "06_scaled_dot_product_attention": ("05_from_averaging_to_attention",),
+    "07_masking": ("06_scaled_dot_product_attention",),
+    "08_multi_head_attention": ("07_masking",),
+    "09_misconceptions_and_quiz": ("08_multi_head_attention",),
+    "10_learning_from_data": ("04_softmax",),
+    "11_transformer_block": ("08_multi_head_attention", "10_learning_from_data"),
+    "12_backpropagation": ("11_transformer_block",),
+    "13_training": ("12_backpropagation",),
+    "14_real_text": ("13_training",),
+    "15_kv_cache": ("08_multi_head_attention",),
+    "16_rope": ("15_kv_cache",),
+    "17_mla": ("16_rope",),
+    "18_flash_attention": ("12_backpropagation", "15_kv_cache"),
+    "19_windows_and_sinks": ("18_flash_attention",),
+    "20_serving_at_scale": ("19_windows_and_sinks",),
+    "21_sparse_attention": ("17_mla",),
+    "22_deepseek_v4": ("21_sparse_attention", "19_windows_and_sinks"),
+    "23_linear_attention": ("18_flash_attention",),
+    "24_applications": ("06_scaled_dot_product_attention",),
+    "25_gpu": ("18_flash_attention",),
+}
+
+
+def by_part() -> list[tuple[tuple[str, str], list[Notebook]]]:
+    """``((caption_en, caption_zh), notebooks)`` for each part, in teaching order."""
+    return [(caption, [nb for nb in COURSE if nb.part == i]) for i, caption in enumerate(PARTS)]
+
+
+def next_of(stem: str) -> Notebook | None:
+    """The notebook after ``stem`` (a new stem) in teaching order, or None for the last one."""
+    stems = [nb.stem for nb in COURSE]
+    i = stems.index(stem)
+    return COURSE[i + 1] if i + 1 < len(COURSE) else None
+
+
+def path(nb: Notebook, notebooks: Path | str = "notebooks") -> Path | None:
+    """The notebook's file under ``notebooks``: its teaching-order name, else its source name, else None."""
+    for name in (nb.stem, nb.source):
+        candidate = Path(notebooks) / f"{name}.ipynb"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def track(name: str) -> list[Notebook]:
+    """A reading route: ``"beginner"`` (the shortest path to a trained model: parts 1 and 2) or ``"engineer"``
+    (efficient inference and the frontier: parts 3 and 4)."""
+    parts = {"beginner": (1, 2), "engineer": (3, 4)}[name]
+    return [nb for nb in COURSE if nb.part in parts]
+
+
+def group(stems: list[str]) -> list[tuple[tuple[str, str], list[str]]]:
+    """``stems`` (file names of notebooks, under either name) grouped by part in teaching order, each group
+    ``((caption_en, caption_zh), stems)``; a stem the table does not name goes in a last group, "More"."""
+    where = {}
+    for i, nb in enumerate(COURSE):
+        where[nb.stem] = where[nb.source] = where[nb.source.split("/")[-1]] = (nb.part, i)
+    groups = [(caption, sorted((s for s in stems if s in where and where[s][0] == p), key=lambda s: where[s][1]))
+              for p, caption in enumerate(PARTS)]
+    rest = sorted(s for s in stems if s not in where)
+    return [g for g in groups if g[1]] + ([(("More", "更多"), rest)] if rest else [])
