@@ -127,6 +127,7 @@ def capstone_results() -> dict:
     sweep = {s: {lr: run(f"scale_{s}_lr{lr:g}_0")[1].final() for lr in SCALE_LRS} for s in (True, False)}
     lrs = {s: min(SCALE_LRS, key=sweep[s].get) for s in (True, False)}
     scale = {"lrs": {str(s): lrs[s] for s in lrs}, "d_k": RECIPES[f"scale_True_lr{SCALE_LRS[0]:g}_0"]["config"].d_k,
+             "sweep": {str(s): {f"{lr:g}": sweep[s][lr] for lr in SCALE_LRS} for s in sweep},  # seed 0's final loss
              "runs": {str(s): [run(f"scale_{s}_lr{lrs[s]:g}_{seed}")[1].loss for seed in SCALE_SEEDS] for s in lrs}}
     copy_task = RECIPES["copy"]["task"]
     causal_runs = {True: run("copy"), False: run("no_mask")}
