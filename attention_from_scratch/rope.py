@@ -237,7 +237,7 @@ def sinusoidal_positions(n_positions: int, d: int, *, base: float = 10000.0, xp=
     Attention Is All You Need §3.5: ``PE[m, 2i] = sin(m θ_i)``, ``PE[m, 2i+1] = cos(m θ_i)`` with the
     same ``θ_i = base^(-2i/d)`` as RoPE. ``PE[m] · PE[n] = Σ_i cos((m - n) θ_i)`` depends only on m - n,
     but the model scores ``(x_m + PE[m]) W_Q W_Kᵀ (x_n + PE[n])ᵀ``, whose cross terms depend on m and n
-    themselves; RoPE rotates q and k instead, so the score depends only on m - n (notebook 10).
+    themselves; RoPE rotates q and k instead, so the score depends only on m - n (notebook 16).
     ``xp``/``device``: the namespace and device of the result (default NumPy, float64).
     """
     n = check_positive_int(n_positions, "n_positions")

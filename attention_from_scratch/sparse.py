@@ -18,12 +18,12 @@ the *rotate-half* layout (feature i pairs with i + d_r/2, :func:`~attention_from
 while MLA itself rotates consecutive pairs (:func:`~attention_from_scratch.rope.apply_rope`). DeepSeek's
 first V3.2-Exp demo code used consecutive pairs in both; their 2025-11-17 update says the indexer
 needs the non-interleaved layout and fixes it. Both layouts give scores that depend only on t - s,
-but the same weights give other scores under the other layout (notebook 12 shows it).
+but the same weights give other scores under the other layout (notebook 21 shows it).
 
 The reference also rotates q and k by a Hadamard matrix and rounds them to FP8 (e4m3, one scale per
 128 values) before scoring: :func:`hadamard` is orthogonal, so every q·k is unchanged in exact
 arithmetic; :func:`fp8_e4m3` simulates the rounding, whose effect on the selection is measured in
-notebook 12. Training the indexer (the KL warm-up): ``sparse_training.py``.
+notebook 21. Training the indexer (the KL warm-up): ``sparse_training.py``.
 
 Legend: B batch, H_I indexer heads, T new tokens, S all tokens (cached + new), K = min(k, S), d_I.
 """

@@ -1,4 +1,4 @@
-"""Notebook 18's new exercises' mutant batteries (linear_backward, mha_backward): wrong solutions as students
+"""Notebook 12's new exercises' mutant batteries (linear_backward, mha_backward): wrong solutions as students
 write them, and other correct ones."""
 
 import exercise_solutions  # tests/ is on sys.path under pytest

@@ -1,4 +1,4 @@
-"""The merge_partials exercise's mutant battery (notebook 14): wrong solutions as students write them, each with
+"""The merge_partials exercise's mutant battery (notebook 19): wrong solutions as students write them, each with
 the hint it should get, and other correct ones."""
 
 import numpy as np

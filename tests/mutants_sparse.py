@@ -1,4 +1,4 @@
-"""The index-scores exercise's mutant battery (notebook 12): wrong solutions as students write them, and
+"""The index-scores exercise's mutant battery (notebook 21): wrong solutions as students write them, and
 other correct ones."""
 
 import numpy as np

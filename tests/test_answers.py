@@ -42,32 +42,32 @@ INDEPENDENT = {
     "08.1": 80,
     "08.2": (7, 5),
     "08.3": 32 / 8,
-    "09.1": 8 * (128 + 128) * 80 * 2,
-    "09.2": 8 + 1,
-    "09.3": 2**30 / (61 * (512 + 64) * 2),
-    "10.1": 2 * math.pi / 10000 ** (-62 / 64),
-    "10.2": 0.0,
-    "11.1": (4 * (8 + 4)) * 64,
-    "11.2": (64 * 16 * (32 + 32) + 16 * (48 + 32)) / (16 * (32 + 32)),
-    "11.3": 5,  # token 0 attends to itself alone under the causal mask
-    "12.1": 61 * (65536 * (128 + 4) + 2048 * 1152),  # every FP8 indexer key + its scale, 2048 BF16 latents
-    "12.2": 2048 * 1152 // (1152 - 132) + 1,  # S · 132 + 2048 · 1152 < S · 1152 (and S > 2048)
-    "13.1": 1 + E(-5.5),
-    "13.2": 8192,  # 32 · n² · 4 <= 2^33
-    "13.3": 128 * 128 * 4,
-    "13.4": 0.0,
-    "14.1": 32 * (4096 - 1),  # W - 1 positions back per layer
-    "14.2": 2 + (17 - 2) % 4,  # n_sinks + (p - n_sinks) mod W
-    "14.3": E(1) / (E(1) + E(1) + E(2) + E(0.5) + E(-1)),  # the sink's exponential over all five
-    "15.3": 3,  # the ratings were made with rank 3
-    "16.1": 1 / (1 + E(0.1) + E(0.2)),
-    "17.1": 4.0,
-    "18.1": 2,  # J = diag(y) − y yᵀ has rank n − 1 = 2: J 1 = 0
-    "18.2": 8.0,  # √64: dQ = scale · dS K
-    "18.3": 96,  # 16 sequences × 6 positions
-    "18.4": 67_108_864,  # n² d = 1024² · 64 multiply-adds for the recomputed Q Kᵀ
-    "17.2": 2.5,
-    "17.4": 5,
+    "15.1": 8 * (128 + 128) * 80 * 2,
+    "15.2": 8 + 1,
+    "15.3": 2**30 / (61 * (512 + 64) * 2),
+    "16.1": 2 * math.pi / 10000 ** (-62 / 64),
+    "16.2": 0.0,
+    "17.1": (4 * (8 + 4)) * 64,
+    "17.2": (64 * 16 * (32 + 32) + 16 * (48 + 32)) / (16 * (32 + 32)),
+    "17.3": 5,  # token 0 attends to itself alone under the causal mask
+    "21.1": 61 * (65536 * (128 + 4) + 2048 * 1152),  # every FP8 indexer key + its scale, 2048 BF16 latents
+    "21.2": 2048 * 1152 // (1152 - 132) + 1,  # S · 132 + 2048 · 1152 < S · 1152 (and S > 2048)
+    "18.1": 1 + E(-5.5),
+    "18.2": 8192,  # 32 · n² · 4 <= 2^33
+    "18.3": 128 * 128 * 4,
+    "18.4": 0.0,
+    "19.1": 32 * (4096 - 1),  # W - 1 positions back per layer
+    "19.2": 2 + (17 - 2) % 4,  # n_sinks + (p - n_sinks) mod W
+    "19.3": E(1) / (E(1) + E(1) + E(2) + E(0.5) + E(-1)),  # the sink's exponential over all five
+    "24.3": 3,  # the ratings were made with rank 3
+    "09.1": 1 / (1 + E(0.1) + E(0.2)),
+    "25.1": 4.0,
+    "12.1": 2,  # J = diag(y) − y yᵀ has rank n − 1 = 2: J 1 = 0
+    "12.2": 8.0,  # √64: dQ = scale · dS K
+    "12.3": 96,  # 16 sequences × 6 positions
+    "12.4": 67_108_864,  # n² d = 1024² · 64 multiply-adds for the recomputed Q Kᵀ
+    "25.2": 2.5,
+    "25.4": 5,
 }
 
 
@@ -87,7 +87,7 @@ def _rotate(x, positions):
 def _by_numpy(key):
     from attention_from_scratch.infra.backend import random_normal
 
-    if key == "10.3":
+    if key == "16.3":
         d_c, d_h, s, d_r = 16, 8, 6, 4
         w_uk = random_normal((d_c, d_h), seed=5, scale=d_c**-0.5)
         latents = random_normal((s, d_c), seed=6)
@@ -107,7 +107,7 @@ def _by_numpy(key):
         e = [math.exp(si - max(s)) for si in s]
         w = [ei / sum(e) for ei in e]
         return sum(wi * yi for wi, yi in zip(w, y_train, strict=True)) if key == "05.2" else max(w)
-    if key == "15.2":
+    if key == "24.2":
         rng = np.random.default_rng(0)
         x = rng.standard_normal((8, 16))
         q, k = (x + 0.5 * rng.standard_normal((8, 16)) for _ in range(2))
@@ -116,7 +116,7 @@ def _by_numpy(key):
         p = np.exp(logits - logits.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         return float(np.linalg.norm((p - np.eye(8)) @ k / (8 * 0.01)))
-    if key == "16.2":
+    if key == "09.2":
         x = random_normal((5, 8), seed=10)
 
         def leaky(z):  # blocked scores 0, by loops
@@ -130,7 +130,7 @@ def _by_numpy(key):
         changed = x.copy()
         changed[4] -= 20.0
         return float(np.abs(leaky(changed)[:4] - leaky(x)[:4]).max())
-    if key == "15.1":
+    if key == "24.1":
         from attention_from_scratch.applications import hashed_bag_of_words
         from attention_from_scratch.course.answer_values import _CORPUS
 
@@ -143,13 +143,13 @@ def _by_numpy(key):
 
 # per exercise: (answers from a classic shortcut, which must fail; answers rounded as the question asks, which pass)
 SHORTCUTS = {
-    "16.1": ([1 / (1 + 1.1 + 1.2)], [0.3006, 0.301]),  # e^x ≈ 1 + x is 0.8% off; 3 and 4 significant figures
-    "13.1": ([1.0], [1.0041]),  # ℓ ≈ 1: the second score's e^(−5.5) left out
-    "09.3": ([1e9 / (2**30 / 15279.795992714025)], [15280, 15279.8]),  # 10^9 bytes for a GiB
-    "17.2": ([64e6 / 25e9 * 1e3], [2.5]),  # MB and GB instead of MiB and GiB
-    "10.1": ([2 * math.pi * 10000], [47117.24, 47117]),  # θ_31 taken as 10000^(−1)
-    "15.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
-    "16.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
+    "09.1": ([1 / (1 + 1.1 + 1.2)], [0.3006, 0.301]),  # e^x ≈ 1 + x is 0.8% off; 3 and 4 significant figures
+    "18.1": ([1.0], [1.0041]),  # ℓ ≈ 1: the second score's e^(−5.5) left out
+    "15.3": ([1e9 / (2**30 / 15279.795992714025)], [15280, 15279.8]),  # 10^9 bytes for a GiB
+    "25.2": ([64e6 / 25e9 * 1e3], [2.5]),  # MB and GB instead of MiB and GiB
+    "16.1": ([2 * math.pi * 10000], [47117.24, 47117]),  # θ_31 taken as 10000^(−1)
+    "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
+    "09.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
     "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum()))], [0.8668, 0.867]),  # softmax([1, 2, 3])
 }
 
@@ -169,7 +169,7 @@ def test_expected_value_is_independently_right(key):
     got = answers.expected(key)
     if isinstance(want, tuple):
         assert tuple(got) == want
-    elif key in ("10.2", "13.4"):  # 0 up to rounding
+    elif key in ("16.2", "18.4"):  # 0 up to rounding
         assert abs(got) < 1e-12
     else:
         assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15), (key, got, want)
@@ -255,23 +255,23 @@ def test_replies(capsys):
     assert "give a number, not a bool" in capsys.readouterr().out
     check_answer("03.2", float("nan"))
     assert "give a finite number" in capsys.readouterr().out
-    check_answer("10.2", 1e-15)  # 0 up to rounding, on the scale of the weights
+    check_answer("16.2", 1e-15)  # 0 up to rounding, on the scale of the weights
     assert capsys.readouterr().out == "correct\n"
-    check_answer("12.1", np.float32(answers.expected("12.1")))  # 671612928 rounded to float32: not exact
+    check_answer("21.1", np.float32(answers.expected("21.1")))  # 671612928 rounded to float32: not exact
     assert "a count is an exact whole number" in capsys.readouterr().out
-    check_answer("12.1", np.float32(671612900))  # the same float32, typed as a nearby wrong count
+    check_answer("21.1", np.float32(671612900))  # the same float32, typed as a nearby wrong count
     assert "a count is an exact whole number" in capsys.readouterr().out
-    check_answer("12.1", float(answers.expected("12.1")))  # an integral float64 that is exactly the count
+    check_answer("21.1", float(answers.expected("21.1")))  # an integral float64 that is exactly the count
     assert capsys.readouterr().out == "correct\n"
-    check_answer("12.1", answers.expected("12.1") + 1)
+    check_answer("21.1", answers.expected("21.1") + 1)
     assert "not right yet" in capsys.readouterr().out
     check_answer("08.1", np.array(80))  # a 0-d array is a number
     assert capsys.readouterr().out == "correct\n"
-    check_answer("10.3", np.array(answers.expected("10.3")))
+    check_answer("16.3", np.array(answers.expected("16.3")))
     assert capsys.readouterr().out == "correct\n"
-    check_answer("10.3", -answers.expected("10.3"))  # a largest |difference| cannot be negative
+    check_answer("16.3", -answers.expected("16.3"))  # a largest |difference| cannot be negative
     assert "is ≥ 0" in capsys.readouterr().out
-    check_answer("16.2", -answers.expected("16.2"))
+    check_answer("09.2", -answers.expected("09.2"))
     assert "is ≥ 0" in capsys.readouterr().out
 
 

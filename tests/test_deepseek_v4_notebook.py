@@ -1,4 +1,4 @@
-"""The staged DeepSeek-V4 notebook (notebooks/next/deepseek_v4.ipynb) and its Chinese catalog.
+"""The staged DeepSeek-V4 notebook (notebooks/22_deepseek_v4.ipynb) and its Chinese catalog.
 
 tools/build_translations.py builds Chinese editions of the numbered notebooks only; until the V4 notebook is
 numbered (Part 4, after DeepSeek-V3.2), this checks its catalog ``translations/zh/deepseek_v4.md`` the same
@@ -17,14 +17,14 @@ import numpy as np
 from attention_from_scratch.course.plots.deepseek_v4 import pooling_weights
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "notebooks" / "next" / "deepseek_v4.ipynb"
+NOTEBOOK = REPO / "notebooks" / "next" / "22_deepseek_v4.ipynb"
 CATALOG = REPO / "translations" / "zh" / "deepseek_v4.md"
 
 
 def test_the_chinese_catalog_covers_the_notebook():
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     sections = bt.parse_catalog(CATALOG.read_text(encoding="utf-8"))
-    report = bt.check_catalog("next/deepseek_v4", nb, sections)
+    report = bt.check_catalog("22_deepseek_v4", nb, sections)
     assert report.ok and not report.unused, "\n".join(report.lines())
     built = bt.build_notebook(nb, sections, set())
     for en, zh in zip(nb["cells"], built["cells"], strict=True):

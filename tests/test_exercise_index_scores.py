@@ -1,4 +1,4 @@
-"""The index-scores exercise (notebook 12): its reference is the package's function and agrees with loops;
+"""The index-scores exercise (notebook 21): its reference is the package's function and agrees with loops;
 every mistake model differs from it on some case. The battery itself is tests/mutants_sparse.py."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The merge_partials exercise (notebook 14) beyond its mutant battery (tests/mutants_serving.py): an in-place
+"""The merge_partials exercise (notebook 19) beyond its mutant battery (tests/mutants_serving.py): an in-place
 change is caught on the first case, the reference agrees with attention over the union of the keys, and the
 cases cover what issue 20 asks for."""
 

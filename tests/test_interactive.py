@@ -174,7 +174,7 @@ def test_each_figure_has_its_twin_in_the_figures_command(figures):
 
 
 def test_a_twin_is_the_same_bytes_twice(tmp_path):
-    first, second = (plots.save_figure(interactive.TWINS["09_interactive_kv_cache.png"](), tmp_path / f"{n}.png")
+    first, second = (plots.save_figure(interactive.TWINS["15_interactive_kv_cache.png"](), tmp_path / f"{n}.png")
                      for n in "ab")
     assert first.read_bytes() == second.read_bytes()
 

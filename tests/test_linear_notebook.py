@@ -1,4 +1,4 @@
-"""The staged notebook notebooks/next/linear_attention.ipynb: its Chinese catalog is complete and current, follows
+"""The staged notebook notebooks/23_linear_attention.ipynb: its Chinese catalog is complete and current, follows
 the glossary, and every figure it shows is registered (its checks run under nbval)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import build_translations as bt  # tools/ is on pytest's pythonpath
 
 REPO = Path(__file__).resolve().parents[1]
 
-NOTEBOOK = REPO / "notebooks" / "next" / "linear_attention.ipynb"
+NOTEBOOK = REPO / "notebooks" / "next" / "23_linear_attention.ipynb"
 CATALOG = REPO / "translations" / "zh" / "linear_attention.md"
 
 

@@ -15,7 +15,7 @@ from attention_from_scratch.course import tour
 from attention_from_scratch.infra.backend import gpu_available
 
 ROOT = Path(__file__).resolve().parents[1]
-NUMPY_ONLY_SECTIONS = {"_tour_training"}  # trains on NumPy whatever the backend (notebook 19 covers the others)
+NUMPY_ONLY_SECTIONS = {"_tour_training"}  # trains on NumPy whatever the backend (notebook 13 covers the others)
 
 
 @pytest.fixture(scope="module")

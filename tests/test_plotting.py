@@ -20,7 +20,7 @@ from attention_from_scratch.course import examples, plots, results
 from attention_from_scratch.course.plots.heatmaps import plot_attention_weights
 
 COMMITTED = Path(__file__).resolve().parents[1] / "figures"
-STORED_FIGURES = [name for name in plots.FIGURES if name.startswith(("12_selected", "12_recall", "19_"))]
+STORED_FIGURES = [name for name in plots.FIGURES if name.startswith(("21_selected", "21_recall", "13_"))]
 
 
 def _digest(path):
@@ -71,7 +71,7 @@ def test_stored_results_hold_what_the_figures_draw():
     capstone, indexer = results.load("capstone"), results.load("indexer")
     assert set(capstone) == {"induction", "scale", "causal", "flash", "exercises"}
     assert len(capstone["flash"]["flash"]) == len(capstone["flash"]["sdpa"]) == 250  # the whole run, both kernels
-    assert set(capstone["exercises"]) == {"learned_positions", "one_layer", "reversal"}  # notebook 19's solutions
+    assert set(capstone["exercises"]) == {"learned_positions", "one_layer", "reversal"}  # notebook 13's solutions
     assert len(capstone["induction"]["loss"]) == 600 and capstone["induction"]["loss"][-1] < capstone["induction"][
         "loss"][0] / 2  # the induction run learns
     assert np.asarray(indexer["target"]).shape == (32, 32)
@@ -154,7 +154,7 @@ def test_mla_singular_values_do_not_depend_on_blas_rounding(written, tmp_path, m
     # by orders of magnitude on a log axis. Simulate that and require the same PNG bytes.
     from attention_from_scratch.course.plots import inference
 
-    plain = (written / "11_mla_singular_values.png").read_bytes()  # the figures command's render, this BLAS
+    plain = (written / "17_mla_singular_values.png").read_bytes()  # the figures command's render, this BLAS
     svd, rng = np.linalg.svd, np.random.default_rng(0)
 
     def other_blas(w, compute_uv=True):

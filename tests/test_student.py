@@ -94,14 +94,14 @@ def test_student_copies_hold_no_answers(tmp_path):
                 assert _source(new).strip() == re.sub(r"\n{3,}", "\n\n", (before + after).strip()), path.name
             else:
                 assert _source(new) == _source(old), path.name
-    quiz_nb = json.loads((NOTEBOOKS / "16_misconceptions_and_quiz.ipynb").read_text(encoding="utf-8"))
+    quiz_nb = json.loads((NOTEBOOKS / "09_misconceptions_and_quiz.ipynb").read_text(encoding="utf-8"))
     key = [c for c in quiz_nb["cells"] if "answer-key" in _tags(c)]
-    assert len(key) == 2 and "quiz.answer(" in _source(key[1]), "notebook 16's answer key is tagged"
+    assert len(key) == 2 and "quiz.answer(" in _source(key[1]), "notebook 09's answer key is tagged"
 
 
 def test_strip_solution_blocks_keeps_the_rest():
-    md = "Text.\n\n<details><summary>Solutions</summary>\n\n1. $42$\n</details>\n\nNext: [14](17_gpu.ipynb)."
-    assert strip_solution_blocks(md) == "Text.\n\nNext: [14](17_gpu.ipynb)."
+    md = "Text.\n\n<details><summary>Solutions</summary>\n\n1. $42$\n</details>\n\nNext: [19](25_gpu.ipynb)."
+    assert strip_solution_blocks(md) == "Text.\n\nNext: [19](25_gpu.ipynb)."
     other = "<details><summary>Why?</summary>\nbecause\n</details>"
     assert strip_solution_blocks(other) == other  # a collapsed block that is not a solution stays
 

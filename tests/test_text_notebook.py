@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "notebooks" / "next" / "real_text.ipynb"
+NOTEBOOK = REPO / "notebooks" / "next" / "14_real_text.ipynb"
 CATALOG = REPO / "translations" / "zh" / "real_text.md"
 pytestmark = pytest.mark.skipif(not (NOTEBOOK.is_file() and CATALOG.is_file() and (REPO / "tools").is_dir()),
                                 reason="notebooks/, translations/ or tools/ not in this checkout")
@@ -24,6 +24,6 @@ def test_the_chinese_catalog_translates_every_markdown_cell_of_the_current_engli
 
     nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     sections = bt.parse_catalog(CATALOG.read_text(encoding="utf-8"))
-    report = bt.check_catalog("next/real_text", nb, sections)
+    report = bt.check_catalog("14_real_text", nb, sections)
     assert report.ok and not report.unused, "\n".join(report.lines())
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in s.text) for s in sections)  # Chinese in every section

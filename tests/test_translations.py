@@ -466,7 +466,7 @@ def _wrong_runs(source: str, ns: dict, batteries: dict):
     elif "{qid: None for qid in" in source:
         ns["_wrong_answer"] = _wrong_answer
         yield _replies(source.replace("{qid: None for qid in", "{qid: _wrong_answer(qid) for qid in"), ns)
-    else:  # a cell of worked wrong answers (notebook 16's imagined student)
+    else:  # a cell of worked wrong answers (notebook 09's imagined student)
         yield _replies(source, ns)
 
 

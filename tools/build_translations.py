@@ -315,7 +315,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; fail if a built notebook differs")
     parser.add_argument("--update", nargs="+", metavar="NN_topic",
-                        help="refresh these catalogs (03_scaling_by_sqrt_dk, next/transformer_block; see --help)")
+                        help="refresh these catalogs (03_scaling_by_sqrt_dk, 11_transformer_block; see --help)")
     parser.add_argument("--lang", default="zh", choices=LANGS)
     args = parser.parse_args(argv)
     if args.update:

@@ -99,7 +99,7 @@ def _anchor(cells, path):
 
 def insert(path: Path, solutions, stem: str | None = None) -> bool:
     """Insert (or refresh) the exercise cells of one notebook; True if the file changed. ``stem``: the
-    notebook's name under notebooks/ without ``.ipynb`` (``next/transformer_block`` for a staged one)."""
+    notebook's name under notebooks/ without ``.ipynb`` (``11_transformer_block`` for a staged one)."""
     nb = nbformat.read(path, as_version=4)
     before = nbformat.writes(nb) + "\n"  # Jupyter's own files end with a newline
     old = {c.get("id"): c for c in nb.cells if TAG in c.get("metadata", {}).get("tags", [])}

@@ -40,7 +40,7 @@ __all__ = ["ANSWERS", "ShortAnswer"]
 
 
 def _softmax_jacobian(scores):
-    """J = diag(y) − y yᵀ of y = softmax(scores) (notebook 18's Jacobian, built from the package's softmax)."""
+    """J = diag(y) − y yᵀ of y = softmax(scores) (notebook 12's Jacobian, built from the package's softmax)."""
     y = _afs().softmax(np.asarray(scores, dtype=float))
     return np.diag(y) - np.outer(y, y)
 
@@ -119,62 +119,62 @@ ANSWERS = {
     "08.3": ShortAnswer(lambda: _afs().MultiHeadAttention(64, 32, seed=0).w_k.shape[1]
                         / _afs().MultiHeadAttention(64, 32, n_kv_heads=8, seed=0).w_k.shape[1],
                         "the cache holds one key and one value per KV head: compare the numbers of KV heads."),
-    "09.1": ShortAnswer(lambda: _kv().gqa_values_per_token(8, 128) * 80 * 2,
+    "15.1": ShortAnswer(lambda: _kv().gqa_values_per_token(8, 128) * 80 * 2,
                         "values per token per layer (keys and values of every KV head), times the layers, times the "
                         "bytes per value.", kind="count"),
-    "09.2": ShortAnswer(_mha_cache_overflow_token, "the cache holds max_len tokens: the first token that does not fit "
+    "15.2": ShortAnswer(_mha_cache_overflow_token, "the cache holds max_len tokens: the first token that does not fit "
                         "raises (count from 1).", kind="count"),
-    "09.3": ShortAnswer(lambda: 2**30 / _kv().bytes_per_token(_afs().MLAConfig(), "mla"),
+    "15.3": ShortAnswer(lambda: 2**30 / _kv().bytes_per_token(_afs().MLAConfig(), "mla"),
                         "divide the bytes available by the bytes one token takes in the MLA cache, all layers.",
                         rtol=1e-4),
-    "10.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
+    "16.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
                         "a pair comes back to its start after a full turn, 2π radians, at θ_i radians per token."),
-    "10.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
+    "16.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
                         "both runs have the same offsets.", atol=1e-9, magnitude=True),
-    "10.3": ShortAnswer(_decoupled_score_change, "compute the decoupled scores with the keys at the shuffled positions "
+    "16.3": ShortAnswer(_decoupled_score_change, "compute the decoupled scores with the keys at the shuffled positions "
                         "and at positions 0 … 5, and take the largest absolute difference.", magnitude=True),
-    "11.1": ShortAnswer(_plain_wq_parameters, "the plain wq maps dim to n_heads · (d_h + d_r): multiply the two "
+    "17.1": ShortAnswer(_plain_wq_parameters, "the plain wq maps dim to n_heads · (d_h + d_r): multiply the two "
                         "sides of its shape.", kind="count"),
-    "11.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
-    "11.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
+    "17.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
+    "17.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
                         "attends to one key only under the causal mask.", kind="count"),
-    "12.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
+    "21.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
                         "every indexer key (FP8 bytes and its scale) and only the top-k latents (BF16), per layer, "
                         "times the layers.", kind="count"),
-    "12.2": ShortAnswer(_dsa_reads_less_from, "below k every latent is read and the indexer keys come on top; above "
+    "21.2": ShortAnswer(_dsa_reads_less_from, "below k every latent is read and the indexer keys come on top; above "
                         "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes).", kind="count"),
-    "13.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
+    "18.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
                                                              np.array([[5.0], [6.0]]))[1][0, 0]),
                         "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores."),
-    "13.2": ShortAnswer(_largest_n_fitting, "32 heads × n² scores × 4 bytes must fit in 8 GiB = 2^33 bytes; take "
+    "18.2": ShortAnswer(_largest_n_fitting, "32 heads × n² scores × 4 bytes must fit in 8 GiB = 2^33 bytes; take "
                         "the largest power of 2.", kind="count"),
-    "13.3": ShortAnswer(lambda: int(np.zeros((128, 128), dtype=np.float32).nbytes),
+    "18.3": ShortAnswer(lambda: int(np.zeros((128, 128), dtype=np.float32).nbytes),
                         "entries of the tile times the bytes of one float32.", kind="count"),
-    "13.4": ShortAnswer(_flash_workers_difference, "each query block sums its key blocks in the same order with or "
+    "18.4": ShortAnswer(_flash_workers_difference, "each query block sums its key blocks in the same order with or "
                         "without workers.", atol=1e-12, magnitude=True),
-    "15.1": ShortAnswer(_runner_up_without_idf, "rank with docs as keys (no idf) and read the second score."),
-    "15.2": ShortAnswer(lambda: _info_nce_gradient_norm(0.01), "call info_nce_backward with temperature=0.01 and take "
+    "24.1": ShortAnswer(_runner_up_without_idf, "rank with docs as keys (no idf) and read the second score."),
+    "24.2": ShortAnswer(lambda: _info_nce_gradient_norm(0.01), "call info_nce_backward with temperature=0.01 and take "
                         "the norm of dL/dq (3 significant figures).", rtol=5e-3, magnitude=True),
-    "15.3": ShortAnswer(_best_rank, "train the three ranks and compare their RMSE on the unseen ratings.",
+    "24.3": ShortAnswer(_best_rank, "train the three ranks and compare their RMSE on the unseen ratings.",
                         kind="count"),
-    "16.1": ShortAnswer(lambda: float(_afs().softmax([0.0, 0.1, 0.2])[0]),
+    "09.1": ShortAnswer(lambda: float(_afs().softmax([0.0, 0.1, 0.2])[0]),
                         "e^0 divided by the sum of the three exponentials, with e^0.1 and e^0.2 as given (1 + x is "
                         "only their first two terms, 0.8% off here).", rtol=2e-3),
-    "16.2": ShortAnswer(_zero_fill_leak, "run the 0-filled attention on the changed and the original input and take "
+    "09.2": ShortAnswer(_zero_fill_leak, "run the 0-filled attention on the changed and the original input and take "
                         "the largest change in outputs 0..3.", magnitude=True),
-    "17.1": ShortAnswer(lambda: (2 * 2048**2 * 64) / (2 * 1024**2 * 64),
+    "25.1": ShortAnswer(lambda: (2 * 2048**2 * 64) / (2 * 1024**2 * 64),
                         "the work is proportional to T²: compare it at 2T and at T."),
-    "17.2": ShortAnswer(lambda: (64 * 2**20) / 2**30 / 25 * 1e3, "convert 64 MiB to GiB, divide by 25 GiB/s, and give "
+    "25.2": ShortAnswer(lambda: (64 * 2**20) / 2**30 / 25 * 1e3, "convert 64 MiB to GiB, divide by 25 GiB/s, and give "
                         "milliseconds."),
-    "17.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
+    "25.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
                         "NumPy (rtol 1e-10).", kind="count"),
-    "18.1": ShortAnswer(lambda: int(np.linalg.matrix_rank(_softmax_jacobian([1.0, 2.0, 3.0]))),
+    "12.1": ShortAnswer(lambda: int(np.linalg.matrix_rank(_softmax_jacobian([1.0, 2.0, 3.0]))),
                         "build J = diag(y) − y yᵀ for y = softmax([1, 2, 3]) and count its independent columns "
                         "(np.linalg.matrix_rank); one direction is sent to 0.", kind="count"),
-    "18.2": ShortAnswer(lambda: 1.0 / (1.0 / math.sqrt(64)), "dQ = scale · dS K: for the same dS, compare scale = 1 "
+    "12.2": ShortAnswer(lambda: 1.0 / (1.0 / math.sqrt(64)), "dQ = scale · dS K: for the same dS, compare scale = 1 "
                         "with scale = 1/√d_k."),
-    "18.3": ShortAnswer(lambda: 16 * 6, "x_flat stacks every position of every sequence as a row.", kind="count"),
-    "18.4": ShortAnswer(lambda: 1024**2 * 64, "the tiled pass recomputes Q Kᵀ once more: (n, d) times (d, n).",
+    "12.3": ShortAnswer(lambda: 16 * 6, "x_flat stacks every position of every sequence as a row.", kind="count"),
+    "12.4": ShortAnswer(lambda: 1024**2 * 64, "the tiled pass recomputes Q Kᵀ once more: (n, d) times (d, n).",
                         kind="count"),
 }
 
@@ -196,13 +196,13 @@ def _sink_share(scores, sink_logit: float) -> float:
     return float(1.0 - weights.sum())
 
 
-ANSWERS.update({  # notebook 14 (windows and sinks)
-    "14.1": ShortAnswer(lambda: 32 * (int(np.sum(_afs().sliding_window_mask(1, 4096, 4096))) - 1),
+ANSWERS.update({  # notebook 19 (windows and sinks)
+    "19.1": ShortAnswer(lambda: 32 * (int(np.sum(_afs().sliding_window_mask(1, 4096, 4096))) - 1),
                         "one layer moves information back by at most W − 1 positions: the query sees its own "
                         "position and the W − 1 before it. Multiply by the layers.", kind="count"),
-    "14.2": ShortAnswer(lambda: _rolling_slot(17), "the sinks keep the first slots; a later position p goes to slot "
+    "19.2": ShortAnswer(lambda: _rolling_slot(17), "the sinks keep the first slots; a later position p goes to slot "
                         "n_sinks + (p − n_sinks) mod W.", kind="count"),
-    "14.3": ShortAnswer(lambda: _sink_share([1.0, 2.0, 0.5, -1.0], 1.0), "the sink is one more column of the "
+    "19.3": ShortAnswer(lambda: _sink_share([1.0, 2.0, 0.5, -1.0], 1.0), "the sink is one more column of the "
                         "softmax, with logit s_h: its exponential over the sum of all five exponentials."),
 })
 

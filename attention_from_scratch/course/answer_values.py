@@ -67,7 +67,7 @@ def _rope_weights_shift():
 
 
 def _decoupled_score_change():
-    """Notebook 10, section 6: latents, W_UK, the no-position query and the RoPE query/keys."""
+    """Notebook 16, section 6: latents, W_UK, the no-position query and the RoPE query/keys."""
     from ..infra.backend import random_normal
     from ..rope import apply_rope
 
@@ -198,7 +198,7 @@ def _zero_fill_leak(delta=-20.0):
 
 
 def _strict_agreements():
-    """Notebook 17, section 3's five computations, on array-api-strict arrays, against NumPy.
+    """Notebook 25, section 3's five computations, on array-api-strict arrays, against NumPy.
 
     Smaller inputs than the notebook's (2, 4, 256, 64), with the same code paths (a causal mask, two tiles of
     64 per axis): whether a computation agrees does not depend on the size, and this runs in a fraction of it.

@@ -178,7 +178,7 @@ def additive_score_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 200, d_a: 
 
     q, k ~ N(0, I). Weights use the usual fan-in initialisation (W ~ N(0, 1/d_k), v_a ~ N(0, 1/d_a)),
     so the tanh inputs stay O(1) for every d_k and the score is bounded by |v_a|_1: no √d_k growth
-    (notebook 16, "additive attention needs no scaling").
+    (notebook 09, "additive attention needs no scaling").
     """
     from ..infra.backend import random_normal
     from ..similarity import pairwise_additive
@@ -209,7 +209,7 @@ def kernel_regression_data(n: int = 40, *, seed: int = 0):
     return x, kernel_regression_truth(x) + 0.5 * rng.standard_normal(n)
 
 
-# Notebook 12's indexer-training problem: a small MLA layer whose dense attention is sharpened (wkv_b × 3,
+# Notebook 21's indexer-training problem: a small MLA layer whose dense attention is sharpened (wkv_b × 3,
 # wq_b × 1.5) so that it has a pattern worth predicting, an indexer of 4 heads of 16 trained by the KL
 # warm-up on fresh random inputs, and a held-out batch it never saw.
 RECALL_KS = (1, 2, 4, 8, 16)

@@ -11,7 +11,7 @@ draws. The runs are tiny and seeded, so they take milliseconds and give the same
 * a bigram model (next token from the current one) trained by gradient descent and by Adam, its loss
   and gradient built from the capstone's layers (an embedding lookup and softmax cross-entropy);
 * the gradient through a deep stack of layers, with and without residual connections;
-* notebook 18's multi-head attention layer: its backward pass (projections, head split and merge) and a
+* notebook 12's multi-head attention layer: its backward pass (projections, head split and merge) and a
   short training run on a task only attention solves (copy the previous token's content).
 """
 
@@ -235,7 +235,7 @@ def attention_layer_weights(layer, x, causal=True):
 
 
 def learning_results() -> dict:
-    """Every run the learning notebook's, the block notebook's and notebook 18's figures draw, as plain lists:
+    """Every run the learning notebook's, the block notebook's and notebook 12's figures draw, as plain lists:
     stored by ``tools/store_results.py`` in ``course/data/learning.json`` (see ``course/results.py``), so that
     the figures command draws them and trains nothing."""
     vocab, inputs, targets = bigram_pairs()

@@ -55,7 +55,7 @@ def _note_no_positions():
     perm = [4, 2, 0, 3, 1]
     moved = to_numpy(q @ k[perm, :].mT) - to_numpy(q @ k.mT)[:, perm]
     return (msg("no position enters QKᵀ: shuffling the keys only shuffles its columns (largest difference "
-        "{tiny}); positions must be put into q and k, e.g. by RoPE (notebook 10).", tiny=_tiny(np.abs(moved).max())))
+        "{tiny}); positions must be put into q and k, e.g. by RoPE (notebook 16).", tiny=_tiny(np.abs(moved).max())))
 
 
 def _note_variance():
@@ -148,7 +148,7 @@ def _note_additive_cost():
     d_a = 64
     return (msg("for T = S = {t} and d_a = {d_a} hidden units, additive scoring builds a ({t}, {s}, {d_a}) "
         "tensor of tanh's -- {value:,} numbers -- where the dot product needs one ({t}, {s}) "
-        "matrix product ({value2:,} scores); timed in notebooks 02 and 16.",
+        "matrix product ({value2:,} scores); timed in notebooks 02 and 09.",
             t=t, d_a=d_a, s=s, value=t * s * d_a, value2=t * s))
 
 
@@ -244,7 +244,7 @@ def _note_still_stored():
     (n1, _, b1, _), (n2, _, b2, _) = _growth()
     return (msg("the matrix-product form builds the whole (n, n) weight matrix: {b1:,} bytes at n = {n1}, "
         "{b2:,} at n = {n2} (x{value:.0f}) in float64. Not storing it takes a different algorithm, "
-        "FlashAttention's tiles with an online softmax (notebook 13).", b1=b1, n1=n1, b2=b2, n2=n2, value=b2 / b1))
+        "FlashAttention's tiles with an online softmax (notebook 18).", b1=b1, n1=n1, b2=b2, n2=n2, value=b2 / b1))
 
 
 def _note_shapes(letter):

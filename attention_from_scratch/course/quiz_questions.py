@@ -231,7 +231,7 @@ _EXTRAS = [
         notes=(
             lambda: msg("Q is an input of n x d_k numbers; it is read tile by tile but exists in full, like K and V."),
             _explain_flash,
-            lambda: (msg("the KV cache belongs to decoding and is shrunk by GQA/MQA/MLA (notebooks 09, 11); "
+            lambda: (msg("the KV cache belongs to decoding and is shrunk by GQA/MQA/MLA (notebooks 15, 17); "
                      "FlashAttention removes the n x n matrix.")),
             lambda: msg("the output (n x d_v) is the result: it is written in full."),
         ),

@@ -2,9 +2,9 @@
 
 A training's numbers depend on the BLAS build that rounds its matmuls (OpenBLAS's Haswell and SkylakeX
 kernels differ in the last bits, and hundreds of steps carry that into the curves), so a figure drawn
-from a fresh training could change a committed PNG on another machine. The figures of notebook 12 (a
-trained indexer), notebook 19 (the capstone's trainings) and of the learning notebooks (the runs of
-``learning_demos``, notebook 18's layer training) are therefore drawn from results computed
+from a fresh training could change a committed PNG on another machine. The figures of notebook 21 (a
+trained indexer), notebook 13 (the capstone's trainings) and of the learning notebooks (the runs of
+``learning_demos``, notebook 12's layer training) are therefore drawn from results computed
 once, with fixed seeds, by ``python tools/store_results.py`` and stored as JSON in ``course/data/``
 (float64 values written exactly): ``python -m attention_from_scratch figures`` reads them and trains
 nothing, so it writes the same bytes on any BLAS. The notebooks train for real and pass their own
@@ -43,7 +43,7 @@ def load(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
 
 
-# --- notebook 12: the lightning indexer, random and trained --------------------------------------
+# --- notebook 21: the lightning indexer, random and trained --------------------------------------
 
 
 def _index_scores(layer, x):
@@ -68,7 +68,7 @@ def indexer_recalls(ks=None) -> dict:
 
 
 def indexer_results(k: int = 8, sequence: int = 0) -> dict:
-    """What notebook 12's figures draw: one held-out sequence's dense weights, each indexer's top-``k`` keys
+    """What notebook 21's figures draw: one held-out sequence's dense weights, each indexer's top-``k`` keys
     on it and their recall, and the recall against k (:func:`indexer_recalls`)."""
     from ..sparse import topk_mask
     from ..sparse_training import attention_mass_recall
@@ -84,7 +84,7 @@ def indexer_results(k: int = 8, sequence: int = 0) -> dict:
     return out
 
 
-# --- notebook 19: the capstone's trainings --------------------------------------------------------
+# --- notebook 13: the capstone's trainings --------------------------------------------------------
 
 
 def learned_heads(model, tokens, length) -> dict:
@@ -105,7 +105,7 @@ def causal_accuracies(runs, task) -> dict:
 
 
 def capstone_results() -> dict:
-    """Every number notebook 19's figures draw, from the recipes of :data:`..model.training.RECIPES` (seeded)."""
+    """Every number notebook 13's figures draw, from the recipes of :data:`..model.training.RECIPES` (seeded)."""
     from ..model.emergence import train_watching_heads
     from ..model.training import RECIPES, SCALE_LRS, SCALE_SEEDS, fit
 
@@ -140,7 +140,7 @@ def capstone_results() -> dict:
 
 
 def exercise_results() -> dict:
-    """Notebook 19's three exercises, run as their worked solutions say: what the solutions quote and assert."""
+    """Notebook 13's three exercises, run as their worked solutions say: what the solutions quote and assert."""
     import dataclasses
 
     from ..model.tasks import ReversalTask, evaluate, induction_score, previous_token_score
@@ -174,7 +174,7 @@ def exercise_results() -> dict:
 
 
 def learning_results() -> dict:
-    """The runs of the learning and Transformer-block notebooks and of notebook 18's layer training."""
+    """The runs of the learning and Transformer-block notebooks and of notebook 12's layer training."""
     from .learning_demos import learning_results as runs
 
     return runs()

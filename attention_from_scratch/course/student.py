@@ -4,7 +4,7 @@
     python -m attention_from_scratch student OUTDIR --lang zh    # from the Chinese notebooks, notebooks/zh/
 
 writes every ``notebooks/*.ipynb`` to ``OUTDIR`` without the answers: the cells tagged ``solution`` (the
-collapsed worked solutions of the "Write it yourself" coding exercises) and ``answer-key`` (notebook 16's
+collapsed worked solutions of the "Write it yourself" coding exercises) and ``answer-key`` (notebook 09's
 computed quiz key) are removed, every collapsed ``<details><summary>Solutions</summary> ... </details>``
 block is cut out of the markdown cells (the rest of the cell, e.g. the "Next:" link, stays), and every
 output and execution count is cleared, so students start from blank cells. The stubs still raise

@@ -41,7 +41,7 @@ __all__ = [
 # against the other processes). On the idle machine two threads gave README's model nothing (9.6 ms
 # against 9.5) and the large one 0.74-0.76x the one-thread step (README's table). The threshold
 # lies between the two sizes, not measured finer. One thread also keeps the losses independent of the
-# thread count; notebook 19's recipes all lie far below the threshold.
+# thread count; notebook 13's recipes all lie far below the threshold.
 MULTI_THREAD_WORK = 2**24
 
 
@@ -177,7 +177,7 @@ def fit(task, config, *, steps, lr, batch_size=32, warmup=0, seed=0, full_sequen
     return model, train(model, batches, steps=steps, lr=lr, warmup=warmup)
 
 
-# The runs of notebook 19 and its figures (``fit(**RECIPES[name])``), chosen to finish in seconds on a CPU.
+# The runs of notebook 13 and its figures (``fit(**RECIPES[name])``), chosen to finish in seconds on a CPU.
 _COPY = {"task": CopyTask(8, 5), "steps": 250, "lr": 1e-2, "warmup": 10, "full_sequence": True}
 _SMALL = {"vocab_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_len": 16}
 RECIPES = {

@@ -82,7 +82,7 @@ from .text import BPE_MERGE_STEP, TOP_P
 from .training import ADAM_STEP
 
 # in course order (the new part "a Transformer that learns", notebooks/next/, sits after multi-head attention;
-# notebook 18's exercises keep their place until the course is renumbered)
+# notebook 12's exercises keep their place until the course is renumbered)
 EXERCISES = {ex.name: ex for ex in [SOFTMAX, ATTENTION, CAUSAL_MASK, SPLIT_HEADS, MERGE_HEADS,
                                     NUMERICAL_GRADIENT, BIGRAM_GRAD, RMS_NORM, CROSS_ENTROPY_GRAD,
                                     KV_DECODE_STEP, ROPE, MLA_ABSORBED_SCORES, INDEX_SCORES, COMPRESS_WINDOW,

@@ -57,7 +57,7 @@ def _info_nce_naive(q, k, tau, *, shift=None):
 
 
 INFO_NCE = Exercise(
-    "info_nce", "15_applications", ("q", "k", "temperature"), ("loss",), _info_nce_cases,
+    "info_nce", "24_applications", ("q", "k", "temperature"), ("loss",), _info_nce_cases,
     lambda q, k, t: info_nce(q, k, temperature=t),
     mistakes=[
         ("the temperature is ignored: divide the logits q_i·k_j by τ", lambda q, k, t: info_nce(q, k, temperature=1.0)),

@@ -1,4 +1,4 @@
-"""Exercises of notebook 18: softmax's backward pass (its vector-Jacobian product) and attention's.
+"""Exercises of notebook 12: softmax's backward pass (its vector-Jacobian product) and attention's.
 
 Their cases, the package's references (``softmax_backward``, ``attention_backward``), and the classic
 mistakes with their hints. The attention mistakes are one backward pass with one step changed (a
@@ -49,7 +49,7 @@ def _sum(a, **kw):
 
 
 SOFTMAX_BACKWARD = Exercise(
-    "softmax_backward", "18_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
+    "softmax_backward", "12_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
     mistakes=[
         ("the row correction is missing: y ⊙ g alone is only the diagonal part diag(y) g of the softmax Jacobian; "
          "its off-diagonal part − y yᵀ g couples the entries of a row (one inner product per row)",
@@ -222,7 +222,7 @@ _MASKED_KEYS = (msg("masked keys must get no gradient: P = 0 where the mask is F
                 "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0"))
 
 ATTENTION_BACKWARD = Exercise(
-    "attention_backward", "18_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
+    "attention_backward", "12_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
     _attention_backward_cases, _reference,
     mistakes=[
         ("dV collects, for each value j, dO from every query in proportion to the weight that query gave key j: "

@@ -83,7 +83,7 @@ def _other_eps(case, e, g):
 
 
 RMS_NORM = Exercise(
-    "rms_norm", "next/transformer_block", ("x", "g", "eps"), ("y",), _rms_cases, _rms_reference,
+    "rms_norm", "11_transformer_block", ("x", "g", "eps"), ("y",), _rms_cases, _rms_reference,
     mistakes=[
         ("RMSNorm does not subtract the mean (that is LayerNorm): divide x itself by the root of the mean of x²",
          lambda x, g, eps: _norm(x, g, eps, centre=True)),
@@ -176,7 +176,7 @@ def _ce_overflow(case, e, g):
 
 
 CROSS_ENTROPY_GRAD = Exercise(
-    "cross_entropy_grad", "next/transformer_block", ("logits", "targets"), ("d_logits",), _ce_cases, _ce_reference,
+    "cross_entropy_grad", "11_transformer_block", ("logits", "targets"), ("d_logits",), _ce_cases, _ce_reference,
     mistakes=[
         ("the loss is a mean over the N positions, so its gradient is divided by N (all positions of all sequences: "
          "N = B·T for (B, T, V) logits)", lambda z, y: _ce(z, y, divide="one")),

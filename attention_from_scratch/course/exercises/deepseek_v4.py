@@ -69,7 +69,7 @@ def _window_global_max(kv, gate, bias):
 
 
 COMPRESS_WINDOW = Exercise(
-    "compress_window", "next/deepseek_v4", ("kv", "gate", "bias"), ("entry",), _window_cases, _window_reference,
+    "compress_window", "22_deepseek_v4", ("kv", "gate", "bias"), ("entry",), _window_cases, _window_reference,
     mistakes=[
         ("the softmax runs over the window's slots (axis −2, the m tokens), separately for each channel -- not over "
          "the channels of one token", lambda *a: _window_wrong(*a, axis=-1)),
@@ -122,7 +122,7 @@ def _visible_wrong(positions, n_entries, rate, *, shift=0, start=False):
 
 
 VISIBLE_ENTRIES = Exercise(
-    "visible_entries", "next/deepseek_v4", ("positions", "n_entries", "rate"), ("visible",), _visible_cases,
+    "visible_entries", "22_deepseek_v4", ("positions", "n_entries", "rate"), ("visible",), _visible_cases,
     _visible_reference,
     mistakes=[
         ("an entry pools all m tokens of its window, so it exists only once the window's LAST token (w·m + m − 1) is "

@@ -96,7 +96,7 @@ def _decode_error(case, err):
 
 
 KV_DECODE_STEP = Exercise(
-    "kv_decode_step", "09_kv_cache", ("q", "k_new", "v_new", "k_cache", "v_cache"),
+    "kv_decode_step", "15_kv_cache", ("q", "k_new", "v_new", "k_cache", "v_cache"),
     ("out", "k_cache", "v_cache"), _decode_cases, _decode_reference,
     mistakes=[
         ("the new token was left out: append k_new and v_new to the cache first, then attend over all S + 1 keys "

@@ -1,4 +1,4 @@
-"""Exercises of notebook 18's new sections: the backward pass of a matrix product (a linear layer), and of a
+"""Exercises of notebook 12's new sections: the backward pass of a matrix product (a linear layer), and of a
 whole multi-head attention layer.
 
 Their cases, references (the capstone's ``linear_backward``; ``learning_demos.attention_layer_backward``,
@@ -65,7 +65,7 @@ def _linear_error(case, err):
 
 
 LINEAR_BACKWARD = Exercise(
-    "linear_backward", "18_backpropagation", ("x", "w", "dy"), ("dx", "dw"), _linear_cases, _linear_reference,
+    "linear_backward", "12_backpropagation", ("x", "w", "dy"), ("dx", "dw"), _linear_cases, _linear_reference,
     mistakes=[
         ("dW has W's shape (d_in, d_out): it is xᵀ dy, not dyᵀ x (that is the gradient of Wᵀ)",
          lambda x, w, dy: _linear(x, w, dy, dw_rule="transposed")),
@@ -147,7 +147,7 @@ _MERGE = ("merging heads is a transpose, then a reshape: (B, H, T, d_k) -> (B, T
           "reshape alone mixes positions and heads (and splitting is the same two steps in reverse)")
 
 MHA_BACKWARD = Exercise(
-    "mha_backward", "18_backpropagation", ("x", "w_q", "w_k", "w_v", "w_o", "n_heads", "d_out", "causal"),
+    "mha_backward", "12_backpropagation", ("x", "w_q", "w_k", "w_v", "w_o", "n_heads", "d_out", "causal"),
     ("dx", "dw_q", "dw_k", "dw_v", "dw_o"), _mha_cases, _mha_reference,
     mistakes=[
         ("x feeds Q, K and V: dx is the sum of the three paths, dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ",

@@ -92,7 +92,7 @@ _ONE_ENTRY = ("perturb one entry at a time: moving every entry at once measures 
               "the sum of all the partial derivatives, not each one")
 
 NUMERICAL_GRADIENT = Exercise(
-    "numerical_gradient", "next/learning_from_data", ("f", "x", "eps"), ("grad",), _numerical_gradient_cases,
+    "numerical_gradient", "10_learning_from_data", ("f", "x", "eps"), ("grad",), _numerical_gradient_cases,
     _numerical_gradient_reference,
     mistakes=[
         ("a one-sided difference (f(x + ε) − f(x))/ε is off by about ε f''/2; the central difference "
@@ -187,7 +187,7 @@ def _bigram_overflow(case, e, g):
 
 
 BIGRAM_GRAD = Exercise(
-    "bigram_grad", "next/learning_from_data", ("e", "inputs", "targets"), ("loss", "de"), _bigram_cases,
+    "bigram_grad", "10_learning_from_data", ("e", "inputs", "targets"), ("loss", "de"), _bigram_cases,
     _bigram_reference,
     mistakes=[
         ("a token that occurs several times as an input must add up all its rows of dZ: de[inputs] += dz keeps "

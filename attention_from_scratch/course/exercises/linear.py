@@ -87,7 +87,7 @@ def _step_error(case, err):
 
 
 DELTA_STEP = Exercise(
-    "delta_step", "next/linear_attention", ("state", "q", "k", "v", "beta", "g"), ("out", "state"), _step_cases,
+    "delta_step", "23_linear_attention", ("state", "q", "k", "v", "beta", "g"), ("out", "state"), _step_cases,
     _step_reference,
     mistakes=[
         ("forget first, then write: S ← exp(g)·S, and only then the delta rule on the decayed state (decaying after "
@@ -171,7 +171,7 @@ def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_
 
 
 CHUNK_STATE = Exercise(
-    "chunk_state", "next/linear_attention", ("state", "k", "v", "beta", "g"), ("state",), _chunk_cases,
+    "chunk_state", "23_linear_attention", ("state", "k", "v", "beta", "g"), ("state",), _chunk_cases,
     _chunk_reference,
     mistakes=[
         ("the state the chunk starts from decays through the whole chunk: e^(γ_C) S₀",

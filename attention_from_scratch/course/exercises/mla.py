@@ -56,7 +56,7 @@ def _mla_reference(q_nope, q_pe, c_kv, k_pe, w_uk):
 
 
 MLA_ABSORBED_SCORES = Exercise(
-    "mla_absorbed_scores", "11_mla", ("q_nope", "q_pe", "c_kv", "k_pe", "w_uk"),
+    "mla_absorbed_scores", "17_mla", ("q_nope", "q_pe", "c_kv", "k_pe", "w_uk"),
     ("scores",), _mla_cases, _mla_reference,
     mistakes=[
         (_HEAD_AXIS, _no_head_axis),

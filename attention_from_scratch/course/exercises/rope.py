@@ -76,7 +76,7 @@ def _wrapped(period):
 
 
 ROPE = Exercise(
-    "rope", "10_rope", ("x", "positions"), ("rotated",), _rope_cases,
+    "rope", "16_rope", ("x", "positions"), ("rotated",), _rope_cases,
     lambda x, positions: apply_rope(x, positions),
     mistakes=[
         ("pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair i is the consecutive features "

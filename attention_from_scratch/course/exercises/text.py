@@ -87,7 +87,7 @@ def _whole_batch(logits, p):
 _TITLE = "top-p (nucleus) filtering, and one BPE merge"
 
 TOP_P = Exercise(
-    "top_p", "next/real_text", ("logits", "p"), ("filtered",), _top_p_cases,
+    "top_p", "14_real_text", ("logits", "p"), ("filtered",), _top_p_cases,
     lambda logits, p: top_p_filter(logits, p),
     mistakes=[
         ("keep the token that crosses p: a token stays while the tokens ranked ABOVE it hold less than p (the "
@@ -197,7 +197,7 @@ def _wrapped(ids, new_id):
 
 
 BPE_MERGE_STEP = Exercise(
-    "bpe_merge_step", "next/real_text", ("ids", "new_id"), ("pair", "merged"), _bpe_cases, _bpe_reference,
+    "bpe_merge_step", "14_real_text", ("ids", "new_id"), ("pair", "merged"), _bpe_cases, _bpe_reference,
     mistakes=[
         ("count overlapping pairs: 'aaa' holds (a, a) twice, at positions 0 and 1 (count every i, ids[i], "
          "ids[i + 1])", _non_overlapping),

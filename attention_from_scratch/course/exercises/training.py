@@ -1,4 +1,4 @@
-"""Exercise of notebook 19: one Adam step with bias correction.
+"""Exercise of notebook 13: one Adam step with bias correction.
 
 Its cases, the package's reference (:class:`attention_from_scratch.model.training.Adam`, on a one-entry
 dict), and the classic mistakes with their hints.
@@ -72,7 +72,7 @@ def _adam_cases():
 
 
 ADAM_STEP = Exercise(
-    "adam_step", "19_training", ("p", "g", "m", "v", "t", "lr", "beta1", "beta2", "eps"), ("p", "m", "v"),
+    "adam_step", "13_training", ("p", "g", "m", "v", "t", "lr", "beta1", "beta2", "eps"), ("p", "m", "v"),
     _adam_cases, _reference,
     mistakes=[
         ("bias correction: m and v start at 0, so in the first steps they are too small by the factors "

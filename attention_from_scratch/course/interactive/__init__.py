@@ -10,10 +10,10 @@ twin, ``figures/NN_interactive_*.png`` (a few of its states side by side), writt
     figure                  extends                          controls
     softmax_sliders         04_softmax_temperature.png       d_k, divide by √d_k, temperature T
     mask_explorer           07_causal_mask.png               mask (causal, padding, window + sinks, top-k), size, query
-    kv_cache_steps          09_kv_cache_decoding.png         with / without a cache, token (step)
-    rope_dials              10_rope_relative_position.png    shift both positions, distance m − n
-    indexer_topk            12_recall_vs_k.png               indexer (trained, random, oracle), k
-    online_softmax_steps    13_flash_tiling.png              key tile size, tiles read (step)
+    kv_cache_steps          15_kv_cache_decoding.png         with / without a cache, token (step)
+    rope_dials              16_rope_relative_position.png    shift both positions, distance m − n
+    indexer_topk            21_recall_vs_k.png               indexer (trained, random, oracle), k
+    online_softmax_steps    18_flash_tiling.png              key tile size, tiles read (step)
     paged_cache_steps       serving_paged_blocks.png         request (step): append, fork, copy on write, free
     ring_steps              serving_ring.png                 mask, placement (contiguous, zigzag), round (step)
 
@@ -88,9 +88,9 @@ FIGURES = {
 
 # PNG file name under figures/ -> the figure (each figure's ``png`` names its twin; a test checks they agree)
 TWIN_OF = {"04_interactive_softmax.png": softmax_sliders, "07_interactive_masks.png": mask_explorer,
-           "09_interactive_kv_cache.png": kv_cache_steps, "10_interactive_rope.png": rope_dials,
-           "12_interactive_indexer.png": indexer_topk, "13_interactive_online_softmax.png": online_softmax_steps,
-           "14_interactive_paged.png": paged_cache_steps, "14_interactive_ring.png": ring_steps}
+           "15_interactive_kv_cache.png": kv_cache_steps, "16_interactive_rope.png": rope_dials,
+           "21_interactive_indexer.png": indexer_topk, "18_interactive_online_softmax.png": online_softmax_steps,
+           "19_interactive_paged.png": paged_cache_steps, "19_interactive_ring.png": ring_steps}
 
 
 def _twin(make):

@@ -1,6 +1,6 @@
 """Interactive figures of efficient inference: RoPE's rotating pairs, the online softmax tile by tile, the KV cache.
 
-They extend ``10_rope_relative_position.png``, ``13_flash_tiling.png`` and ``09_kv_cache_decoding.png``.
+They extend ``16_rope_relative_position.png``, ``18_flash_tiling.png`` and ``15_kv_cache_decoding.png``.
 The numbers come from the package: ``apply_rope`` and ``dot``; FlashAttention's own engine
 (``flash.softmax_state``, ``flash.online_softmax_merge``) checked against ``scaled_dot_product_attention``
 and ``flash_attention``; ``MultiHeadAttention`` decoding with its ``KVCache``, checked against the full pass.
@@ -81,7 +81,7 @@ def rope_dials() -> InteractiveFigure:
                 slider("delta", "distance m − n", range(ROPE_DISTANCES), 2, zh="距离")]
     return InteractiveFigure("rope_dials", "RoPE turns each pair of q and k by its position: q·k depends on m − n",
                              controls, lambda s, d: draw(s, d).layered(static), width=680, height=365,
-                             png="10_interactive_rope.png", twin=[(0, 2), (7, 2)])
+                             png="16_interactive_rope.png", twin=[(0, 2), (7, 2)])
 
 
 # --- the online softmax (FlashAttention), one query block tile by tile ----------------------------------
@@ -184,7 +184,7 @@ def online_softmax_steps() -> InteractiveFigure:
                 steps("step", "tiles read", range(n_steps), 0, zh="已读分块")]
     return InteractiveFigure("online_softmax_steps", "The online softmax: one query block, one key tile at a time",
                              controls, lambda b, s: draw(b, s).layered(static), width=640, height=330,
-                             png="13_interactive_online_softmax.png", twin=[(1, 2), (1, 4)],
+                             png="18_interactive_online_softmax.png", twin=[(1, 2), (1, 4)],
                              last={"step": lambda b, s: FLASH_S // FLASH_BLOCKS[b]})
 
 
@@ -257,4 +257,4 @@ def kv_cache_steps() -> InteractiveFigure:
                 steps("t", "token", range(n), 0, zh="Token")]
     return InteractiveFigure("kv_cache_steps", "The KV cache during decoding: one new row per token",
                              controls, lambda a, b: draw(a, b).layered(static, grid), width=640, height=370,
-                             png="09_interactive_kv_cache.png", twin=[(0, 5), (1, 5)])
+                             png="15_interactive_kv_cache.png", twin=[(0, 5), (1, 5)])

@@ -1,12 +1,12 @@
 """Interactive figure of DeepSeek-V3.2's sparse attention: a top-k slider over the indexer's choice of keys.
 
-It extends ``12_selected_keys.png`` and ``12_recall_vs_k.png``: the dense attention of notebook 12's
+It extends ``21_selected_keys.png`` and ``21_recall_vs_k.png``: the dense attention of notebook 21's
 held-out sequence (``course/data/indexer.json``), the keys each query keeps with the random indexer, the
 trained one, or the dense weights' own top-k, and the recall of the attention mass, from ``topk_mask`` and
 ``attention_mass_recall``.
 
 Which keys an indexer keeps depends only on the order of its scores in each row. A trained indexer's
-scores depend on the BLAS build that rounded its 300 training steps, so, like the figures of notebook 12,
+scores depend on the BLAS build that rounded its 300 training steps, so, like the figures of notebook 21,
 this one reads stored results: each query's visible keys in the order ``select_topk`` ranks them
 (``course/data/indexer_orders.json``, written by :func:`store_indexer_orders` on one BLAS thread). Scores
 ``-rank`` give ``topk_mask`` the same choice as the indexer's own scores for every k.
@@ -27,13 +27,13 @@ from .scene import Cells, Circle, Line, Text, mask_rects
 
 __all__ = ["INDEXER_KS", "indexer_orders", "indexer_topk", "store_indexer_orders"]
 
-INDEXER_KS = RECALL_KS  # the k of notebook 12's recall figure
+INDEXER_KS = RECALL_KS  # the k of notebook 21's recall figure
 INDEXERS = ("trained", "random", "oracle")
 
 
 def indexer_orders(sequence: int = 0) -> dict:
     """Each query's visible keys, best first, as ``select_topk`` ranks the random and the trained indexer's
-    scores on notebook 12's held-out sequence (this trains the indexer: a few seconds)."""
+    scores on notebook 21's held-out sequence (this trains the indexer: a few seconds)."""
     from ..examples import indexer_example
 
     ex = indexer_example()
@@ -121,4 +121,4 @@ def indexer_topk(stored=None, orders=None) -> InteractiveFigure:
                 slider("k", "top-k", INDEXER_KS, 3, zh="保留的键数")]
     return InteractiveFigure("indexer_topk", "DeepSeek-V3.2's indexer: which keys survive the top-k, and their share "
                              "of the attention", controls, lambda i, c: draw(i, c).layered(static), width=660,
-                             height=360, png="12_interactive_indexer.png", twin=[(0, 3), (1, 3)])
+                             height=360, png="21_interactive_indexer.png", twin=[(0, 3), (1, 3)])

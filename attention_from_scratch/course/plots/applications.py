@@ -1,4 +1,4 @@
-"""Figures of notebooks 15-16: a recommender training, InfoNCE's temperature, dot-product vs additive
+"""Figures of notebooks 24 and 09: a recommender training, InfoNCE's temperature, dot-product vs additive
 saturation. Each function draws on a new figure and returns it."""
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def plot_dot_vs_additive_saturation():
 
 
 FIGURES = {  # file name -> function returning a Figure
-    "15_matrix_factorisation.png": plot_mf_training,
-    "15_infonce_temperature.png": plot_infonce_temperature,
-    "16_dot_vs_additive_saturation.png": plot_dot_vs_additive_saturation,
+    "24_matrix_factorisation.png": plot_mf_training,
+    "24_infonce_temperature.png": plot_infonce_temperature,
+    "09_dot_vs_additive_saturation.png": plot_dot_vs_additive_saturation,
 }

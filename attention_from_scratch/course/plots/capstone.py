@@ -1,6 +1,6 @@
-"""Figures of the capstone, notebook 19: a small Transformer trained in NumPy, its heads forming, three ablations.
+"""Figures of the capstone, notebook 13: a small Transformer trained in NumPy, its heads forming, three ablations.
 
-Each figure function only draws what it is given: notebook 19 passes its own runs; called with no
+Each figure function only draws what it is given: notebook 13 passes its own runs; called with no
 arguments, as the figures command does, it draws the stored results of :func:`..results.capstone_results`
 (``course/data/capstone.json``, written by ``tools/store_results.py``), so the PNGs do not depend on the
 BLAS build of the machine that draws them. The flash ablation draws differences below 1e-15 at 1e-15.
@@ -190,10 +190,10 @@ def plot_ablation_flash(sdpa=None, flash=None):
 
 
 FIGURES = {  # file name -> function returning a Figure
-    "19_loss_curve.png": plot_training_loss,
-    "19_learned_heads.png": plot_learned_heads,
-    "19_head_emergence.png": plot_head_emergence,
-    "19_ablation_scale.png": plot_ablation_scale,
-    "19_ablation_causal.png": plot_ablation_causal,
-    "19_ablation_flash.png": plot_ablation_flash,
+    "13_loss_curve.png": plot_training_loss,
+    "13_learned_heads.png": plot_learned_heads,
+    "13_head_emergence.png": plot_head_emergence,
+    "13_ablation_scale.png": plot_ablation_scale,
+    "13_ablation_causal.png": plot_ablation_causal,
+    "13_ablation_flash.png": plot_ablation_flash,
 }

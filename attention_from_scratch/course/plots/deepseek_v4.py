@@ -1,4 +1,4 @@
-"""Figures of the DeepSeek-V4 notebook (notebooks/next/deepseek_v4): the compressor's windows, which
+"""Figures of the DeepSeek-V4 notebook (notebooks/22_deepseek_v4): the compressor's windows, which
 entries each query may see, and what V4 keeps and computes per token beside V3 and V3.2.
 
 Each function draws on a new figure and returns it, from the package's functions: the compressor

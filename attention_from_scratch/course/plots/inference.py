@@ -1,4 +1,4 @@
-"""Figures of notebooks 09-13: the KV cache's memory, RoPE's relative scores, MLA's low rank, FlashAttention's
+"""Figures of notebooks 15-18: the KV cache's memory, RoPE's relative scores, MLA's low rank, FlashAttention's
 tiles. Each function draws on a new figure and returns it."""
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def plot_flash_tiling(n: int = 16, block: int = 4):
 
 
 FIGURES = {  # file name -> function returning a Figure
-    "09_kv_cache_memory.png": plot_kv_cache_memory,
-    "10_rope_relative_position.png": plot_rope_relative,
-    "11_mla_singular_values.png": plot_mla_singular_values,
-    "13_flash_tiling.png": plot_flash_tiling,
+    "15_kv_cache_memory.png": plot_kv_cache_memory,
+    "16_rope_relative_position.png": plot_rope_relative,
+    "17_mla_singular_values.png": plot_mla_singular_values,
+    "18_flash_tiling.png": plot_flash_tiling,
 }

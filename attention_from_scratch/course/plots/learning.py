@@ -5,7 +5,7 @@ momentum and Adam.
                             and the distance to the minimum against the step
     learning_momentum.png   a long, narrow bowl: gradient descent zigzags, momentum cuts across
     learning_adam.png       the bigram model: gradient descent vs Adam, on the loss and on the loss times 0.1
-    18_one_layer_training.png  notebook 18: one multi-head attention layer trained by hand, its loss and
+    12_one_layer_training.png  notebook 12: one multi-head attention layer trained by hand, its loss and
                             its two heads' weights (each head learns to look at the previous position)
 
 Each function only draws the runs it is given: the notebooks pass their own (and assert them equal to
@@ -124,5 +124,5 @@ FIGURES = {
     "learning_rate.png": plot_learning_rates,
     "learning_momentum.png": plot_momentum,
     "learning_adam.png": plot_adam_vs_gd,
-    "18_one_layer_training.png": plot_layer_training,
+    "12_one_layer_training.png": plot_layer_training,
 }

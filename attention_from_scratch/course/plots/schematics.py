@@ -2,9 +2,9 @@
 
     06_one_head_dataflow.png        one head: X -> Q, K, V -> scores -> weights -> output
     08_multihead_split_merge.png    multi-head attention: split into heads, attend, merge, W_O
-    09_kv_cache_decoding.png        decoding with a KV cache: what each step computes and what it reads
-    11_mla_naive_vs_absorbed.png    MLA: the naive path (rebuild K, V) vs the absorbed path (attend in latent space)
-    18_attention_backward_graph.png attention's backward graph: dO -> dV, dP -> dS -> dQ, dK
+    15_kv_cache_decoding.png        decoding with a KV cache: what each step computes and what it reads
+    17_mla_naive_vs_absorbed.png    MLA: the naive path (rebuild K, V) vs the absorbed path (attend in latent space)
+    12_attention_backward_graph.png attention's backward graph: dO -> dV, dP -> dS -> dQ, dK
 
 Boxes are arrays (their shape under the name), arrows are operations (the operation above the arrow).
 The shapes are the legend's (B batch, H heads, T queries, S keys); the numbers in the MLA figure are
@@ -248,7 +248,7 @@ def plot_attention_backward_graph():
 FIGURES = {  # file name -> function returning a Figure
     "06_one_head_dataflow.png": plot_one_head_dataflow,
     "08_multihead_split_merge.png": plot_multihead_split_merge,
-    "09_kv_cache_decoding.png": plot_kv_cache_decoding,
-    "11_mla_naive_vs_absorbed.png": plot_mla_paths,
-    "18_attention_backward_graph.png": plot_attention_backward_graph,
+    "15_kv_cache_decoding.png": plot_kv_cache_decoding,
+    "17_mla_naive_vs_absorbed.png": plot_mla_paths,
+    "12_attention_backward_graph.png": plot_attention_backward_graph,
 }

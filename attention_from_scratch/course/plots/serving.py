@@ -1,5 +1,5 @@
-"""Figures of notebook 14 (windows and sinks: the window's band and the rolling cache, a sink's share) and
-of notebooks/next/serving_at_scale (paged blocks, flash-decoding's split and merge, ring attention's
+"""Figures of notebook 19 (windows and sinks: the window's band and the rolling cache, a sink's share) and
+of notebooks/20_serving_at_scale (paged blocks, flash-decoding's split and merge, ring attention's
 placements). Each function only draws what the package computes."""
 
 from __future__ import annotations
@@ -233,8 +233,8 @@ def _split_kv_example():
 
 
 FIGURES: dict = {  # file name -> function returning a Figure
-    "14_window_band.png": plot_window_band,
-    "14_sink_share.png": plot_sink_share,
+    "19_window_band.png": plot_window_band,
+    "19_sink_share.png": plot_sink_share,
     "serving_paged_blocks.png": plot_paged_blocks,
     "serving_split_kv.png": lambda: plot_split_kv(*_split_kv_example()),
     "serving_ring.png": plot_ring,

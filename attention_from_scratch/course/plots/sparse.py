@@ -1,4 +1,4 @@
-"""Figures of notebook 12, DeepSeek-V3.2's sparse attention: the selected keys, recall against k, the cost.
+"""Figures of notebook 21, DeepSeek-V3.2's sparse attention: the selected keys, recall against k, the cost.
 
 Each function draws on a new figure and returns it. The trained indexer's figures draw the stored results
 of :func:`..results.indexer_results` (``course/data/indexer.json``, so that no figure depends on the BLAS
@@ -134,8 +134,8 @@ def plot_dsa_cost():
 
 
 FIGURES = {
-    "12_dsa_pipeline.png": plot_dsa_pipeline,
-    "12_selected_keys.png": plot_selected_keys,
-    "12_recall_vs_k.png": plot_recall_vs_k,
-    "12_dsa_cost.png": plot_dsa_cost,
+    "21_dsa_pipeline.png": plot_dsa_pipeline,
+    "21_selected_keys.png": plot_selected_keys,
+    "21_recall_vs_k.png": plot_recall_vs_k,
+    "21_dsa_cost.png": plot_dsa_cost,
 }

@@ -5,8 +5,8 @@
 
 Every number the tour prints is computed by the package and checked (an assertion) before it is
 printed, so a wrong number stops the tour instead of teaching something false. The sections live in
-one module per part of the course: :mod:`.foundations` (notebooks 01-08), :mod:`.inference` (09-14),
-:mod:`.learning` (15-19); each takes the namespace ``xp``, so the same code runs on NumPy and CuPy (all
+one module per part of the course: :mod:`.foundations` (notebooks 01-08), :mod:`.inference` (15-21),
+:mod:`.learning` (09, 12, 13, 24, 25); each takes the namespace ``xp``, so the same code runs on NumPy and CuPy (all
 but the training section use only the Array API standard; the tests run them on array-api-strict).
 Every line is a message (:mod:`..i18n`): ``--lang zh`` prints the Chinese of
 ``translations/zh/messages/tour.json``, with the numbers computed here.

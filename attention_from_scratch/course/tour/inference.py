@@ -1,4 +1,4 @@
-"""The tour's efficient inference, notebooks 09-14: RoPE, the KV cache of MLA, DeepSeek-V3.2's sparse
+"""The tour's efficient inference, notebooks 15-21: RoPE, the KV cache of MLA, DeepSeek-V3.2's sparse
 attention (and a line on DeepSeek-V4), FlashAttention, serving (windows, split-KV, ring attention).
 
 As in :mod:`.foundations`: each section takes ``xp``, computes, asserts, then prints, with the Array API only.
@@ -104,7 +104,7 @@ def _tour_sparse(xp):
 
 
 def _v4_line(xp):
-    """DeepSeek-V4 (notebooks/next/deepseek_v4): compress, then select -- its cost at 1M tokens, and a tiny
+    """DeepSeek-V4 (notebooks/22_deepseek_v4): compress, then select -- its cost at 1M tokens, and a tiny
     CSA layer whose token-by-token decoding equals its full pass."""
     from ...deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Config
     from ...deepseek_v4_costs import decode_macs

@@ -1,4 +1,4 @@
-"""The tour's learning, notebooks 15-19: what dot products learn in applications (retrieval, InfoNCE, a
+"""The tour's learning, notebooks 09, 12, 13, 24 and 25: what dot products learn in applications (retrieval, InfoNCE, a
 recommender), attention's gradients by hand, and a tiny Transformer that trains.
 
 As in :mod:`.foundations`: each section takes ``xp``, computes, asserts, then prints; training runs on NumPy.
@@ -76,7 +76,7 @@ def _tour_backprop(xp):
 
 
 @section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy")
-def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 19 runs the model on other backends
+def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 13 runs the model on other backends
     from ...model.tasks import evaluate
     from ...model.training import RECIPES, fit
 
