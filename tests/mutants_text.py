@@ -165,6 +165,28 @@ def bm_merges_overlaps_too(ids, new_id):
     return np.array(pair), np.array(out + ([] if (ids[-2], ids[-1]) == pair else [int(ids[-1])]))
 
 
+def bm_ties_by_sum(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q[0] + q[1]))  # "smaller" read as the smaller sum
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_ties_by_second_id(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q[1]))  # only the second id compared
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_merged_as_floats(ids, new_id):
+    pair, merged = exercise_solutions.my_bpe_merge_step(ids, new_id)
+    return pair, merged.astype(np.float64)  # e.g. built with np.zeros(n) and filled in
+
+
+def bm_pair_as_floats(ids, new_id):
+    pair, merged = exercise_solutions.my_bpe_merge_step(ids, new_id)
+    return pair.astype(float), merged
+
+
 # --- bpe_merge_step: right -------------------------------------------------------------------------------------
 
 
@@ -221,6 +243,10 @@ BATTERIES = {
             (bm_reversed_pair, "not reversed"),
             (bm_rolled, "np.roll"),
             (bm_merges_overlaps_too, None),
+            (bm_ties_by_sum, "not by their sum"),
+            (bm_ties_by_second_id, "first id first"),
+            (bm_merged_as_floats, "keep the result an integer array"),
+            (bm_pair_as_floats, "expected integers (int64), got an array of dtype float64"),
         ],
         "right": [bm_sorted_counts, bm_numpy_pairs],
     },

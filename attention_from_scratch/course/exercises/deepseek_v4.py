@@ -47,6 +47,7 @@ def _window_cases():
         _window_case("large gates (entries about 800)", 74, (3,), 4, 2, scale=800.0),
         Case("channels of very different gates: channel 0 about 1000 above channel 1", _channels_far_apart(75)),
         _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
+        _window_case("a square window, m = d = 4: slots and channels have the same length", 77, (2,), 4, 4),
     ]
 
 

@@ -138,6 +138,8 @@ def _bpe_cases():
              (np.array([2, 3, 4, 3, 4, 1, 2, 9, 1]), 260)),
         Case("overlaps decide: 'aaa' holds (a, a) twice, as often as (b, c) in 'bcbc'; the smaller pair wins",
              (_ids("aaabcbc"), 256)),
+        Case("a tie between (1, 9) and (2, 3), twice each: tuples compare their first ids first",
+             (np.array([1, 9, 5, 2, 3, 8, 1, 9, 7, 2, 3]), 260)),
     ]
 
 
@@ -189,6 +191,13 @@ def _reversed_pair(ids, new_id):
     return pair[::-1].copy(), merged
 
 
+def _by_sum(ids, new_id):
+    ids = [int(i) for i in ids]
+    counts = pair_counts(ids)
+    pair = min(counts, key=lambda q: (-counts[q], sum(q)))  # "the smaller pair" read as the smaller sum
+    return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
+
+
 def _wrapped(ids, new_id):
     ids = [int(i) for i in ids]
     counts = pair_counts(ids + ids[:1])  # np.roll: the last id paired with the first
@@ -203,6 +212,8 @@ BPE_MERGE_STEP = Exercise(
          "ids[i + 1])", _non_overlapping),
         ("ties: of the pairs with the highest count take the smallest (a, b), compared as tuples, not the one "
          "seen first", _first_seen),
+        ("ties: pairs compare as tuples, first id first (the second id only breaks a tie of the first), not by "
+         "their sum or by one id alone", _by_sum),
         ("ties: the smallest pair (a, b) wins, not the largest", _largest_pair),
         ("merge left to right: in 'aaa' the first two a become the new token and the last a stays", _right_to_left),
         ("return the ids with the pair replaced by new_id, not the input unchanged", _not_merged),
