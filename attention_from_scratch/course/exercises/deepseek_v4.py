@@ -11,7 +11,7 @@ import numpy as np
 
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...softmax import naive_softmax, softmax
-from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw
+from .cases import FRESH, GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_seed
 
 __all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
 
@@ -48,7 +48,15 @@ def _window_cases():
         Case("channels of very different gates: channel 0 about 1000 above channel 1", _channels_far_apart(75)),
         _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
         _window_case("a square window, m = d = 4: slots and channels have the same length", 77, (2,), 4, 4),
+        _fresh_window(fresh_seed()),
     ]
+
+
+def _fresh_window(seed):
+    rng = np.random.default_rng(seed)
+    lead = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3))))  # 0 to 2 leading axes
+    m, d = (int(n) for n in rng.integers(1, 7, size=2))
+    return _window_case(FRESH, seed, lead, m, d, scale=float(rng.uniform(0.5, 5.0)))
 
 
 def _window_reference(kv, gate, bias):
@@ -109,7 +117,14 @@ def _visible_cases():
         ("m = 1: every token is its own entry, T = 4, E = 4", list(range(4)), 4, 1),
         ("more entries listed than complete: positions 0..5, E = 4, m = 2", list(range(6)), 4, 2),
         ("HCA's m' = 128 at long positions 126..129 and 1000, E = 8", [126, 127, 128, 129, 1000], 8, 128),
-    ]]
+    ]] + [_fresh_visible(fresh_seed())]
+
+
+def _fresh_visible(seed):
+    rng = np.random.default_rng(seed)
+    rate, n_entries, length = (int(n) for n in rng.integers(1, [9, 7, 9]))
+    start = int(rng.integers(0, 6 * rate))
+    return Case(FRESH, (np.arange(start, start + length), n_entries, rate))
 
 
 def _visible_reference(positions, n_entries, rate):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...linear import gated_delta_rule
 from ..i18n import msg
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_seed
 
 __all__ = ["CHUNK_STATE", "DELTA_STEP"]
 
@@ -45,7 +45,13 @@ def _step_cases():
         _step_case("float32, (B, H) = (1, 2), d_k = 8, d_v = 8", 62, 1, 2, 8, 8, dtype=np.float32),
         _step_case("g = 0 (no decay: plain DeltaNet), d_k = 6, d_v = 2", 63, 1, 2, 6, 2, no_decay=True),
         _step_case("(B, H) = (2, 2), d_k = 16, d_v = 16", 64, 2, 2, 16, 16),
+        _fresh_step(fresh_seed()),
     ]
+
+
+def _fresh_step(seed):
+    b, h, d_k, d_v = (int(n) for n in np.random.default_rng(seed).integers(1, [4, 4, 9, 9]))
+    return _step_case(FRESH, seed, b, h, d_k, d_v)
 
 
 def _step_reference(state, q, k, v, beta, g):
@@ -139,7 +145,14 @@ def _chunk_cases():
         _chunk_case("g = 0 everywhere: plain DeltaNet, C = 5", 73, 1, 1, 5, 4, 4, strength=0.0),
         _chunk_case("C = 1: one token", 74, 1, 2, 1, 4, 3),
         _chunk_case("a strong decay (g ≈ −3 per token), C = 6", 75, 1, 1, 6, 4, 4, strength=4.0),
+        _fresh_chunk(fresh_seed()),
     ]
+
+
+def _fresh_chunk(seed):
+    rng = np.random.default_rng(seed)
+    b, h, c, d_k, d_v = (int(n) for n in rng.integers(1, [4, 4, 9, 9, 9]))
+    return _chunk_case(FRESH, seed, b, h, c, d_k, d_v, strength=float(rng.uniform(0.0, 3.0)))
 
 
 def _chunk_reference(state, k, v, beta, g):

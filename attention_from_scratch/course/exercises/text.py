@@ -13,7 +13,7 @@ import numpy as np
 from ...softmax import softmax
 from ...text.bpe import merge_pair, pair_counts
 from ...text.sampling import top_p_filter
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_seed
 
 __all__ = ["BPE_MERGE_STEP", "TOP_P"]
 
@@ -31,7 +31,14 @@ def _top_p_cases():
         Case("a batch of 3 rows of 8 logits, p = 0.7: each row its own nucleus", (draw(44, (3, 8)) * 2.0, 0.7)),
         Case("large logits (around 1000), p = 0.8", (1000.0 + draw(45, (6,)), 0.8)),
         Case("a (2, 2, 5) batch, p = 0.5", (draw(46, (2, 2, 5)) * 2.0, 0.5)),
+        _fresh_top_p(fresh_seed()),
     ]
+
+
+def _fresh_top_p(seed):
+    rng = np.random.default_rng(seed)
+    shape = (*(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3)))), int(rng.integers(2, 10)))
+    return Case(FRESH, (draw(seed, shape, scale=float(rng.uniform(0.5, 4.0))), float(rng.uniform(0.05, 0.95))))
 
 
 def _kept_sorted(logits, p, *, keep, order=-1):
@@ -140,7 +147,14 @@ def _bpe_cases():
              (_ids("aaabcbc"), 256)),
         Case("a tie between (1, 9) and (2, 3), twice each: tuples compare their first ids first",
              (np.array([1, 9, 5, 2, 3, 8, 1, 9, 7, 2, 3]), 260)),
+        _fresh_bpe(fresh_seed()),
     ]
+
+
+def _fresh_bpe(seed):
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(np.array([97, 98, 99, 100, 256, 257]), size=int(rng.integers(4, 21)))  # few symbols: repeats
+    return Case(FRESH, (ids.astype(np.int64), 258 + int(rng.integers(0, 10))))
 
 
 def _best(counts):
