@@ -320,3 +320,11 @@ def test_an_answer_too_large_or_complex_gets_a_hint_not_a_crash(capsys):
                          (np.complex128(64), "give a number, not a complex128")):
         check_answer("08.1", answer)
         assert hint in capsys.readouterr().out
+
+
+def test_every_folder_of_chinese_notebooks_replies_in_chinese():
+    """notebooks/zh/ and notebooks/zh/next/ each name their language: a kernel starts in the notebook's own folder."""
+    from attention_from_scratch.course import i18n
+
+    folders = sorted({path.parent for path in (NOTEBOOKS / "zh").rglob("*.ipynb")})
+    assert len(folders) >= 2 and all(i18n.folder_language(folder) == "zh" for folder in folders), folders
