@@ -64,6 +64,11 @@ def tp_cumsum_of_logits(logits, p):
     return _unsort(order, np.where(np.cumsum(z, axis=-1) - z < p, z, -np.inf))
 
 
+def tp_large_negative_for_removed(logits, p):
+    kept = exercise_solutions.my_top_p(logits, p)
+    return np.where(np.isneginf(kept), -1e9, kept)  # "minus infinity, more or less"
+
+
 def tp_whole_batch(logits, p):
     flat = logits.reshape(-1)
     order = np.argsort(-flat)
@@ -228,6 +233,7 @@ BATTERIES = {
             (tp_left_sorted, "put the entries back in their places"),
             (tp_cumsum_of_logits, "accumulate softmax(logits)"),
             (tp_whole_batch, "each row of a batch is its own distribution"),
+            (tp_large_negative_for_removed, "a removed token's logit is −∞ exactly"),
             (tp_float32, None),
         ],
         "right": [tp_row_loop, tp_threshold],
