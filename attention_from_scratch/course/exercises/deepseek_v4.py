@@ -117,6 +117,8 @@ def _visible_cases():
         ("m = 1: every token is its own entry, T = 4, E = 4", list(range(4)), 4, 1),
         ("more entries listed than complete: positions 0..5, E = 4, m = 2", list(range(6)), 4, 2),
         ("HCA's m' = 128 at long positions 126..129 and 1000, E = 8", [126, 127, 128, 129, 1000], 8, 128),
+        ("two requests packed in one batch: positions 9, 10, then 2, 3 (not in order), E = 3, m = 4",
+         [9, 10, 2, 3], 3, 4),
     ]] + [_fresh_visible(fresh_seed())]
 
 
@@ -150,6 +152,9 @@ VISIBLE_ENTRIES = Exercise(
          lambda *a: _visible_wrong(*a, shift=1)),
         ("the rows are the query positions you were given, not 0..T−1: a chunk or a decoding step starts later",
          lambda positions, n_entries, rate: _visible_reference(np.arange(len(positions)), n_entries, rate)),
+        ("row t belongs to positions[t], in the order given: positions need not increase (a batch may pack "
+         "requests whose positions start again)",
+         lambda positions, n_entries, rate: _visible_reference(np.sort(positions), n_entries, rate)),
         ("the result is (T, E), one row per query position and one column per entry",
          lambda *a: _visible_reference(*a).T),
     ],
