@@ -117,6 +117,11 @@ def floor_division(positions, n_entries, rate):
     return np.arange(n_entries)[None, :] < (np.asarray(positions)[:, None] + 1) // rate
 
 
+def sorts_the_positions(positions, n_entries, rate):
+    last = (np.arange(n_entries) + 1) * rate - 1
+    return last[None, :] <= np.sort(positions)[:, None]  # "positions come in order" -- not in a packed batch
+
+
 def loop_over_queries(positions, n_entries, rate):
     out = np.zeros((len(positions), n_entries), dtype=bool)
     for t, p in enumerate(positions):
@@ -152,6 +157,7 @@ BATTERIES = {
             (shifts_positions_in_place, "changed its input `positions` in place"),
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (entries_of_the_own_window, None),
+            (sorts_the_positions, "in the order given"),
         ],
         "right": [floor_division, loop_over_queries],
     },

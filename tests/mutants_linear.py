@@ -104,6 +104,13 @@ def ds_head_by_head(state, q, k, v, beta, g):
     return out, new
 
 
+def ds_scaled_by_d_v(state, q, k, v, beta, g):
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / v.shape[-1] ** 0.5)[..., :, None])[..., 0], state  # the width of the values
+
+
 # --- chunk_state: wrong -------------------------------------------------------------------------------------
 
 
@@ -165,6 +172,23 @@ def cs_exclusive_cumsum(state, k, v, beta, g):
 def cs_upper_triangle(state, k, v, beta, g):
     gamma = np.cumsum(g, axis=-1)
     return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma, upper=True))
+
+
+def cs_beta_of_the_column(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    c = k.shape[-2]
+    mask = np.tril(np.ones((c, c), dtype=bool), -1)
+    scores = (k @ _t(k)) * np.exp(np.where(mask, gamma[..., :, None] - gamma[..., None, :], 0.0))
+    system = np.eye(c, dtype=k.dtype) + np.where(mask, beta[..., None, :] * scores, 0.0)  # β_s: the column's
+    return _hand_over(state, k, v, beta, gamma, system)
+
+
+def cs_w_without_beta(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    system = _system(k, beta, gamma)
+    u = np.linalg.solve(system, beta[..., None] * v) - np.linalg.solve(system, k * np.exp(gamma)[..., None]) @ state
+    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
+            ).astype(k.dtype)
 
 
 def cs_in_place(state, k, v, beta, g):
@@ -234,6 +258,7 @@ BATTERIES = {
             (ds_in_place, "changed its input `state` in place"),
             (ds_float64_scale, "float32 in, float32 out"),
             (ds_as_lists, "out: expected a NumPy array, got a value of type list"),
+            (ds_scaled_by_d_v, "not by d_v"),
         ],
         "right": [ds_einsum, ds_head_by_head],
     },
@@ -250,6 +275,8 @@ BATTERIES = {
             (cs_in_place, "changed its input `state` in place"),
             (cs_float64_identity, "float32 in, float32 out"),
             (cs_as_list, "expected a NumPy array, got a value of type list"),
+            (cs_beta_of_the_column, "not β_s of the earlier token"),
+            (cs_w_without_beta, "W's right-hand side is diag(β)"),
         ],
         "right": [cs_token_by_token, cs_forward_substitution],
     },

@@ -64,6 +64,11 @@ def tp_cumsum_of_logits(logits, p):
     return _unsort(order, np.where(np.cumsum(z, axis=-1) - z < p, z, -np.inf))
 
 
+def tp_large_negative_for_removed(logits, p):
+    kept = exercise_solutions.my_top_p(logits, p)
+    return np.where(np.isneginf(kept), -1e9, kept)  # "minus infinity, more or less"
+
+
 def tp_whole_batch(logits, p):
     flat = logits.reshape(-1)
     order = np.argsort(-flat)
@@ -165,6 +170,28 @@ def bm_merges_overlaps_too(ids, new_id):
     return np.array(pair), np.array(out + ([] if (ids[-2], ids[-1]) == pair else [int(ids[-1])]))
 
 
+def bm_ties_by_sum(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q[0] + q[1]))  # "smaller" read as the smaller sum
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_ties_by_second_id(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q[1]))  # only the second id compared
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_merged_as_floats(ids, new_id):
+    pair, merged = exercise_solutions.my_bpe_merge_step(ids, new_id)
+    return pair, merged.astype(np.float64)  # e.g. built with np.zeros(n) and filled in
+
+
+def bm_pair_as_floats(ids, new_id):
+    pair, merged = exercise_solutions.my_bpe_merge_step(ids, new_id)
+    return pair.astype(float), merged
+
+
 # --- bpe_merge_step: right -------------------------------------------------------------------------------------
 
 
@@ -206,6 +233,7 @@ BATTERIES = {
             (tp_left_sorted, "put the entries back in their places"),
             (tp_cumsum_of_logits, "accumulate softmax(logits)"),
             (tp_whole_batch, "each row of a batch is its own distribution"),
+            (tp_large_negative_for_removed, "a removed token's logit is −∞ exactly"),
             (tp_float32, None),
         ],
         "right": [tp_row_loop, tp_threshold],
@@ -221,6 +249,10 @@ BATTERIES = {
             (bm_reversed_pair, "not reversed"),
             (bm_rolled, "np.roll"),
             (bm_merges_overlaps_too, None),
+            (bm_ties_by_sum, "not by their sum"),
+            (bm_ties_by_second_id, "first id first"),
+            (bm_merged_as_floats, "keep the result an integer array"),
+            (bm_pair_as_floats, "expected integers (int64), got an array of dtype float64"),
         ],
         "right": [bm_sorted_counts, bm_numpy_pairs],
     },

@@ -13,6 +13,16 @@ from attention_from_scratch.course import answers
 from attention_from_scratch.course.answers import check_answer
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+# every notebook with short answers: the numbered ones ("08.1") and notebooks/next/ ones, named by their file's stem
+# ("serving_at_scale.1"), so that renumbering the course rewrites only the numbered keys
+ALL_NOTEBOOKS = sorted(NOTEBOOKS.glob("*.ipynb")) + sorted(NOTEBOOKS.glob("next/*.ipynb"))
+KEY = r"(?:\d\d|[a-z][a-z_]*)\.\d"  # "08.1", "serving_at_scale.1"
+
+
+def _notebook_of(key, path):
+    """Whether exercise ``key`` belongs to notebook ``path``: its number, or (notebooks/next/) its stem."""
+    prefix = key.rsplit(".", 1)[0]
+    return prefix == (path.stem[:2] if path.parent == NOTEBOOKS else path.stem)
 E = math.exp
 
 # each value by hand (the closed forms of the notebooks' collapsed solutions) or by plain NumPy
@@ -57,7 +67,7 @@ INDEPENDENT = {
     "18.3": 128 * 128 * 4,
     "18.4": 0.0,
     "19.1": 32 * (4096 - 1),  # W - 1 positions back per layer
-    "19.2": 2 + (17 - 2) % 4,  # n_sinks + (p - n_sinks) mod W
+    "19.2": 2 + (21 - 2) % 4,  # n_sinks + (p - n_sinks) mod W
     "19.3": E(1) / (E(1) + E(1) + E(2) + E(0.5) + E(-1)),  # the sink's exponential over all five
     "24.3": 3,  # the ratings were made with rank 3
     "09.1": 1 / (1 + E(0.1) + E(0.2)),
@@ -68,6 +78,9 @@ INDEPENDENT = {
     "12.4": 67_108_864,  # n² d = 1024² · 64 multiply-adds for the recomputed Q Kᵀ
     "25.2": 2.5,
     "25.4": 5,
+    # one request of each length 1..4096 in blocks of 16: Σ 16·ceil(n/16) = 16 · 16 · (1 + … + 256) slots
+    "20.1": 1 - (4096 * 4097 / 2) / (16 * 16 * 256 * 257 / 2),
+    "20.2": 2 * 16 / (16 + 1),  # device r computes r + 1 blocks: N against (N + 1) / 2
 }
 
 
@@ -151,6 +164,11 @@ SHORTCUTS = {
     "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
     "09.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
     "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum()))], [0.8668, 0.867]),  # softmax([1, 2, 3])
+    "19.2": ([21 % 6, 2 + 21 % 4, 21 % 4, 6], [5]),  # the ring without the sinks' slots; 1-based
+    "05.1": ([1 / 8, 1 / 6], [0.1429, 0.143, 1 / 7]),  # T keys instead of the 7 visible ones; positions from 1
+    # the waste over the tokens instead of over the memory; a percentage; ceil off by one (8.5 slots per request)
+    "20.1": ([7.5 / 2048.5, 0.3648, 8.5 / 2056.5], [0.003648, 0.0036479]),
+    "20.2": ([2.0, 31 / 16, 1.6], [1.882, 1.8824]),  # the limit, pairs j <= p, N = 4
 }
 
 
@@ -177,10 +195,10 @@ def test_expected_value_is_independently_right(key):
 
 def test_every_answer_is_checked_by_exactly_one_notebook_cell():
     seen = {}
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in ALL_NOTEBOOKS:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            for key in re.findall(r'check_answer\("(\d\d\.\d)"', "".join(cell["source"])):
-                assert key.startswith(path.stem[:2]), (path.name, key)
+            for key in re.findall(rf'check_answer\("({KEY})"', "".join(cell["source"])):
+                assert _notebook_of(key, path), (path.name, key)
                 seen[key] = seen.get(key, 0) + 1
     assert seen == {key: 1 for key in answers.keys()}
 
@@ -188,13 +206,13 @@ def test_every_answer_is_checked_by_exactly_one_notebook_cell():
 _ALLOWED = [
     r"from attention_from_scratch\.course\.answers import check_answer",
     r"answer_\d = None",
-    r'check_answer\("\d\d\.\d", answer_\d\)',
+    rf'check_answer\("{KEY}", answer_\d\)',
     r"q6, k6 = random_normal\(\(6, 16\), seed=11\), random_normal\(\(6, 16\), seed=12\)",  # 10.2's inputs
 ]
 
 
 def test_check_cells_hold_neither_answer_nor_formula():
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in ALL_NOTEBOOKS:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] != "code" or "check_answer(" not in source:
@@ -222,11 +240,11 @@ _OTHER_QUANTITY = {"03.1": "256 is printed as d_k = 256 in the variance and grad
 
 
 def test_no_answer_is_printed_before_its_exercise():
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in ALL_NOTEBOOKS:
         printed = ""
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             source = "".join(cell["source"])
-            for key in re.findall(r'check_answer\("(\d\d\.\d)"', source):
+            for key in re.findall(rf'check_answer\("({KEY})"', source):
                 for text in ([] if key in _OTHER_QUANTITY else _shown(answers.expected(key))):
                     assert not re.search(rf"(?<![\d.]){re.escape(text)}(?![\d])", printed), (path.name, key, text)
             for out in cell.get("outputs", []):
@@ -294,7 +312,7 @@ def test_unknown_key():
 
 def test_no_notebook_checks_a_short_answer_inline():
     """Every short-answer check goes through check_answer: no notebook computes an expected value in its cell."""
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in ALL_NOTEBOOKS:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] == "code":
@@ -306,3 +324,12 @@ def test_an_answer_too_large_or_complex_gets_a_hint_not_a_crash(capsys):
                          (np.complex128(64), "give a number, not a complex128")):
         check_answer("08.1", answer)
         assert hint in capsys.readouterr().out
+
+
+def test_every_folder_of_chinese_notebooks_replies_in_chinese():
+    """Every folder of Chinese notebooks (notebooks/zh/, and notebooks/zh/next/ while chapters are staged there) names
+    its language: a kernel starts in the notebook's own folder."""
+    from attention_from_scratch.course import i18n
+
+    folders = sorted({path.parent for path in (NOTEBOOKS / "zh").rglob("*.ipynb")})
+    assert folders and all(i18n.folder_language(folder) == "zh" for folder in folders), folders

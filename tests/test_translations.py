@@ -139,11 +139,10 @@ def test_links_of_a_next_notebook_go_one_folder_deeper():
                    "[g](../../../README.zh.md) [h](../../../figures/p.png)")
 
 
-def test_next_notebooks_have_their_catalog_by_name_and_their_build_in_zh_next():
-    stems = [s for s in TRANSLATED if s.startswith("next/")]
-    assert stems, "no notebook of notebooks/next/ has a catalog"
-    for stem in stems:
-        assert bt.catalog_path(stem) == REPO / "translations" / "zh" / f"{stem.removeprefix('next/')}.md"
+def test_a_staged_next_notebook_has_its_catalog_by_name_and_its_build_in_zh_next():
+    """A chapter staged in notebooks/next/ (before the course is renumbered) is translated like the others."""
+    assert bt.catalog_path("next/topic") == REPO / "translations" / "zh" / "topic.md"
+    for stem in (s for s in TRANSLATED if s.startswith("next/")):  # none once the course is renumbered
         assert (REPO / "notebooks" / "zh" / f"{stem}.ipynb").exists()
 
 

@@ -200,7 +200,7 @@ ANSWERS.update({  # notebook 19 (windows and sinks)
     "19.1": ShortAnswer(lambda: 32 * (int(np.sum(_afs().sliding_window_mask(1, 4096, 4096))) - 1),
                         "one layer moves information back by at most W − 1 positions: the query sees its own "
                         "position and the W − 1 before it. Multiply by the layers.", kind="count"),
-    "19.2": ShortAnswer(lambda: _rolling_slot(17), "the sinks keep the first slots; a later position p goes to slot "
+    "19.2": ShortAnswer(lambda: _rolling_slot(21), "the sinks keep the first slots; a later position p goes to slot "
                         "n_sinks + (p − n_sinks) mod W.", kind="count"),
     "19.3": ShortAnswer(lambda: _sink_share([1.0, 2.0, 0.5, -1.0], 1.0), "the sink is one more column of the "
                         "softmax, with logit s_h: its exponential over the sum of all five exponentials."),
@@ -232,4 +232,30 @@ ANSWERS.update({  # notebook 05 (from averaging to attention)
     "05.3": ShortAnswer(lambda: float(np.max(_afs().softmax(-np.abs(2.5 - _kernel_data()[0]) / 0.4))),
                         "the Laplace scores are −|2.5 − x_i| / 0.4; take their softmax over the 40 training "
                         "points and read the largest weight."),
+})
+
+
+def _paged_waste(block_size: int = 16, max_len: int = 4096) -> float:
+    """The share of a paged cache's slots that hold no token, for one request of each length 1..max_len."""
+    from ..paged import paged_slots
+
+    lengths = list(range(1, max_len + 1))
+    return 1.0 - sum(lengths) / paged_slots(lengths, block_size)
+
+
+def _ring_imbalance(n_devices: int, n: int = 4096) -> float:
+    """Busiest device's work over the average, causal ring attention with contiguous chunks (blocks counted whole)."""
+    from ..serving import ring_work
+
+    work = ring_work(n, n, n_devices)
+    return max(work) / (sum(work) / len(work))
+
+
+ANSWERS.update({  # 20_serving_at_scale (the paged cache, split-KV decoding, ring attention)
+    "20.1": ShortAnswer(_paged_waste, "wasted slots are the allocated ones (paged_slots) minus the "
+                                      "tokens, and the share is taken of the memory allocated, not of the tokens; "
+                                      "give a fraction, not a percentage."),
+    "20.2": ShortAnswer(lambda: _ring_imbalance(16), "with contiguous chunks device r computes r + 1 "
+                                      "key blocks whole (what ring_work counts): divide the busiest device's work by "
+                                      "the average over the 16 devices; the limit for large N is not the answer."),
 })

@@ -14,14 +14,16 @@ compares each answer with the package's own function, prints a plain-words repor
 case (the inputs' shapes, what was expected, what came back, and a hint naming the likely mistake when
 it is a known one) and returns a :class:`Verdict`. A function that raises (``NotImplementedError`` too)
 after passing earlier cases is told which case it does not handle; only a stub that raises on the first
-case is "not implemented yet".
+case is "not implemented yet". The last case of the newer exercises is drawn anew at every run
+(``cases.FRESH``), so that answers read off earlier reports and returned for the fixed cases' inputs fail.
 
 Student functions receive and return NumPy arrays, on private copies of the inputs: a function that
 changes an input in place fails ("your function changed its input `q` in place"). The answer is judged
 as it came back: a list, an ``np.ndarray`` subclass or another object is refused, not converted (a
 caller's ``~mask`` or ``x @ y`` would fail on it). Each case's expected answer is computed only after
 the student's function has returned, so no frame the function could walk up to holds it. Answers are
-compared in shape, dtype (the inputs' float dtype, also for a 0-d result such as a loss) and value, with a
+compared in shape, dtype (the inputs' float dtype, also for a 0-d result such as a loss; integers for ids) and
+value, with a
 tolerance relative to the size of the expected values (``rtol`` 1e-9 for float64 cases, 1e-4 for
 float32 ones); positions where the expected value is ±∞ or nan must match exactly. The cases and hints
 live in modules of this package, one per concept and named after the concept module it checks

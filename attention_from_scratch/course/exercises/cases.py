@@ -4,7 +4,10 @@ classic mistakes with the hint each deserves.
 A *mistake* is a small wrong implementation; when a student's answer equals what the mistake computes
 on the failing case, the checker prints its hint. *Symptoms* catch what no single mistake model does
 (rows that do not sum to 1, nan in a masked row). Cases are plain NumPy arrays drawn from a fixed seed,
-so a report is the same on every run. The notebook that holds each exercise is ``notebook``.
+so a report is the same on every run -- except for an exercise's last case where it has one, drawn anew at
+every run from :func:`fresh_seed` (labelled :data:`FRESH`): a function written to return the answers of the fixed
+cases (read off earlier reports) meets a case it cannot have seen. The notebook that holds each exercise is
+``notebook``.
 """
 
 from __future__ import annotations
@@ -83,6 +86,14 @@ def rows_sum_to_one(case, e, g):
         return msg("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis "
                 "(axis=-1, keepdims=True)")
     return None
+
+
+FRESH = "a fresh case, drawn anew at every run (answers written for the cases above do not fit it)"
+
+
+def fresh_seed() -> int:
+    """A seed drawn from the operating system's entropy at each call: the seed of an exercise's :data:`FRESH` case."""
+    return int(np.random.default_rng().integers(2**31))
 
 
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "

@@ -88,6 +88,9 @@ def compare(ex: Exercise, case: Case, expected, got):
         if g.dtype.kind not in "biuf":
             return [msg("  {label}expected real numbers ({e}), got an array of dtype {g}", label=label, e=e.dtype,
                         g=g.dtype)]
+        if e.dtype.kind in "iu" and g.dtype.kind not in "iu":  # ids, counts, indices: any integer width will do
+            return [msg("  {label}expected integers ({e}), got an array of dtype {g}", label=label, e=e.dtype,
+                        g=g.dtype), hint_line(_INTEGERS)]
         if e.dtype != g.dtype and (e.dtype == bool or e.dtype.kind == "f"):
             seen = msg("a Python float (float64)") if python_float else str(g.dtype)
             return [msg("  {label}expected dtype {e}, got {g}", label=label, e=e.dtype, g=seen),
@@ -102,6 +105,10 @@ _NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np
 _NOT_AN_ARRAY = msg("a caller does array things with the result (~mask, x.shape, x @ y, broadcasting), and a list, a "
                     "subclass or another object does not behave like a NumPy array there: build the result with "
                     "NumPy operations, which return arrays")
+
+
+_INTEGERS = msg("ids and counts are whole numbers that a caller uses as indices (an embedding row, a vocabulary "
+                "entry), and an array of floats (or booleans) cannot index: keep the result an integer array")
 
 
 def _not_an_array(label, value):

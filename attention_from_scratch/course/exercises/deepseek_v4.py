@@ -11,7 +11,7 @@ import numpy as np
 
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...softmax import naive_softmax, softmax
-from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw
+from .cases import FRESH, GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_seed
 
 __all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
 
@@ -47,7 +47,16 @@ def _window_cases():
         _window_case("large gates (entries about 800)", 74, (3,), 4, 2, scale=800.0),
         Case("channels of very different gates: channel 0 about 1000 above channel 1", _channels_far_apart(75)),
         _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
+        _window_case("a square window, m = d = 4: slots and channels have the same length", 77, (2,), 4, 4),
+        _fresh_window(fresh_seed()),
     ]
+
+
+def _fresh_window(seed):
+    rng = np.random.default_rng(seed)
+    lead = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3))))  # 0 to 2 leading axes
+    m, d = (int(n) for n in rng.integers(1, 7, size=2))
+    return _window_case(FRESH, seed, lead, m, d, scale=float(rng.uniform(0.5, 5.0)))
 
 
 def _window_reference(kv, gate, bias):
@@ -108,7 +117,16 @@ def _visible_cases():
         ("m = 1: every token is its own entry, T = 4, E = 4", list(range(4)), 4, 1),
         ("more entries listed than complete: positions 0..5, E = 4, m = 2", list(range(6)), 4, 2),
         ("HCA's m' = 128 at long positions 126..129 and 1000, E = 8", [126, 127, 128, 129, 1000], 8, 128),
-    ]]
+        ("two requests packed in one batch: positions 9, 10, then 2, 3 (not in order), E = 3, m = 4",
+         [9, 10, 2, 3], 3, 4),
+    ]] + [_fresh_visible(fresh_seed())]
+
+
+def _fresh_visible(seed):
+    rng = np.random.default_rng(seed)
+    rate, n_entries, length = (int(n) for n in rng.integers(1, [9, 7, 9]))
+    start = int(rng.integers(0, 6 * rate))
+    return Case(FRESH, (np.arange(start, start + length), n_entries, rate))
 
 
 def _visible_reference(positions, n_entries, rate):
@@ -134,6 +152,9 @@ VISIBLE_ENTRIES = Exercise(
          lambda *a: _visible_wrong(*a, shift=1)),
         ("the rows are the query positions you were given, not 0..T−1: a chunk or a decoding step starts later",
          lambda positions, n_entries, rate: _visible_reference(np.arange(len(positions)), n_entries, rate)),
+        ("row t belongs to positions[t], in the order given: positions need not increase (a batch may pack "
+         "requests whose positions start again)",
+         lambda positions, n_entries, rate: _visible_reference(np.sort(positions), n_entries, rate)),
         ("the result is (T, E), one row per query position and one column per entry",
          lambda *a: _visible_reference(*a).T),
     ],

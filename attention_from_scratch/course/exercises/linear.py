@@ -12,7 +12,7 @@ import numpy as np
 
 from ...linear import gated_delta_rule
 from ..i18n import msg
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_seed
 
 __all__ = ["CHUNK_STATE", "DELTA_STEP"]
 
@@ -45,7 +45,13 @@ def _step_cases():
         _step_case("float32, (B, H) = (1, 2), d_k = 8, d_v = 8", 62, 1, 2, 8, 8, dtype=np.float32),
         _step_case("g = 0 (no decay: plain DeltaNet), d_k = 6, d_v = 2", 63, 1, 2, 6, 2, no_decay=True),
         _step_case("(B, H) = (2, 2), d_k = 16, d_v = 16", 64, 2, 2, 16, 16),
+        _fresh_step(fresh_seed()),
     ]
+
+
+def _fresh_step(seed):
+    b, h, d_k, d_v = (int(n) for n in np.random.default_rng(seed).integers(1, [4, 4, 9, 9]))
+    return _step_case(FRESH, seed, b, h, d_k, d_v)
 
 
 def _step_reference(state, q, k, v, beta, g):
@@ -98,6 +104,8 @@ DELTA_STEP = Exercise(
          lambda *a: _step(*a, beta_whole=True)),
         ("β scales the whole error v − Sᵀk, not only v", lambda *a: _step(*a, beta_on_v=True)),
         ("the output reads the state with the scaled query: o = Sᵀ(q/√d_k)", lambda *a: _step(*a, scale=1.0)),
+        ("the query is scaled by the width of the keys it is compared with, √d_k (q's last axis), not by d_v",
+         lambda state, q, k, v, beta, g: _step(state, q, k, v, beta, g, scale=v.shape[-1] ** -0.5)),
         ("the state S is (d_k, d_v): a key reads it as Sᵀk, not S k", lambda *a: _step(*a, transposed=True)),
         ("the output reads the state after this token's write (o_t = S_tᵀ q_t: a token sees itself)",
          lambda *a: _step(*a, read_before_write=True)),
@@ -139,7 +147,14 @@ def _chunk_cases():
         _chunk_case("g = 0 everywhere: plain DeltaNet, C = 5", 73, 1, 1, 5, 4, 4, strength=0.0),
         _chunk_case("C = 1: one token", 74, 1, 2, 1, 4, 3),
         _chunk_case("a strong decay (g ≈ −3 per token), C = 6", 75, 1, 1, 6, 4, 4, strength=4.0),
+        _fresh_chunk(fresh_seed()),
     ]
+
+
+def _fresh_chunk(seed):
+    rng = np.random.default_rng(seed)
+    b, h, c, d_k, d_v = (int(n) for n in rng.integers(1, [4, 4, 9, 9, 9]))
+    return _chunk_case(FRESH, seed, b, h, c, d_k, d_v, strength=float(rng.uniform(0.0, 3.0)))
 
 
 def _chunk_reference(state, k, v, beta, g):
@@ -148,7 +163,8 @@ def _chunk_reference(state, k, v, beta, g):
 
 
 def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_w=True, decay_w=True,
-           with_diagonal=False, beta_in_l=True, exclusive=False, upper=False, decay_l=True):
+           with_diagonal=False, beta_in_l=True, exclusive=False, upper=False, decay_l=True, beta_of_row=True,
+           beta_in_w=True):
     """The WY/UT hand-over with one detail changeable: the mistakes below are this."""
     c = k.shape[-2]
     gamma = np.cumsum(g, axis=-1)  # (B, H, C): γ_r
@@ -160,10 +176,12 @@ def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_
         strict = strict.T
     decays = np.exp(np.where(strict, diff, 0.0)) if decay_l else np.ones_like(diff)
     scores = (k @ k.swapaxes(-1, -2)) * decays  # (B, H, C, C): k_rᵀ k_s e^{γ_r − γ_s}
-    lower = np.where(strict, scores * (beta[..., :, None] if beta_in_l else 1.0), 0.0)
+    row_beta = beta[..., :, None] if beta_of_row else beta[..., None, :]  # β_r (the row's) or β_s (the column's)
+    lower = np.where(strict, scores * (row_beta if beta_in_l else 1.0), 0.0)
     system = np.eye(c) + lower
     u_tilde = np.linalg.solve(system, beta[..., None] * v)  # (B, H, C, d_v)
-    w = np.linalg.solve(system, beta[..., None] * k * (np.exp(gamma)[..., None] if decay_w else 1.0))
+    w = np.linalg.solve(system, (beta[..., None] if beta_in_w else 1.0) * k * (np.exp(gamma)[..., None] if decay_w
+                                                                               else 1.0))
     u = u_tilde - w @ state if subtract_w else u_tilde  # (B, H, C, d_v)
     to_end = np.exp(gamma[..., -1:] - gamma)[..., None] if decay_keys else 1.0  # (B, H, C, 1)
     start = np.exp(gamma[..., -1])[..., None, None] if decay_start else 1.0
@@ -186,6 +204,10 @@ CHUNK_STATE = Exercise(
          lambda *a: _chunk(*a, with_diagonal=True)),
         ("L_rs = β_r k_rᵀ e^(γ_r − γ_s) k_s: every row of the system carries its token's β",
          lambda *a: _chunk(*a, beta_in_l=False)),
+        ("row r of L is token r's equation: its β is β_r, the row's, not β_s of the earlier token it reads",
+         lambda *a: _chunk(*a, beta_of_row=False)),
+        ("W's right-hand side is diag(β)(K ⊙ e^Γ): β scales what each token reads from S₀, as it scales V in Ũ's",
+         lambda *a: _chunk(*a, beta_in_w=False)),
         ("γ_r = g_1 + … + g_r includes token r's own decay (it decays before it writes)",
          lambda *a: _chunk(*a, exclusive=True)),
         ("token r depends on the earlier tokens s < r: L is lower-triangular, not upper",

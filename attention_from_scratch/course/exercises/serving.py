@@ -10,7 +10,7 @@ import numpy as np
 from ...serving import merge_partials
 from ...softmax import logsumexp, softmax
 from ..i18n import msg
-from .cases import GLOBAL_MAX, Case, Exercise, draw
+from .cases import FRESH, GLOBAL_MAX, Case, Exercise, draw, fresh_seed
 
 __all__ = ["MERGE_PARTIALS"]
 
@@ -50,7 +50,16 @@ def _cases():
              _partials(89, (), 2, 3, 3, 2, shift=([1000.0, 0.0], [0.0, 1000.0]))),
         Case("rows far apart: row 0's lse about 1000, row 1's about −1000",
              _partials(90, (), 2, 3, 4, 2, shift=([1000.0, -1000.0], [1000.0, -1000.0]))),
+        _fresh(fresh_seed()),
     ]
+
+
+def _fresh(seed):
+    rng = np.random.default_rng(seed)
+    lead = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+    t, s_a, s_b, d_v = (int(n) for n in rng.integers(1, 7, size=4))
+    shift = tuple(float(x) for x in 5.0 * rng.standard_normal(2))
+    return Case(FRESH, _partials(seed, lead, t, s_a, s_b, d_v, shift=shift))
 
 
 def _wrong(out_a, lse_a, out_b, lse_b, *, weights="right", lse="right", shift="max"):
