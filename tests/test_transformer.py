@@ -228,6 +228,29 @@ def test_rope_tables_are_built_once_and_rebuilt_for_a_new_max_len():
     assert model._rope_cache[0] == 14 and model._rope_cache[1].shape[0] == 14
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("ignored", [0, 3])
+def test_cross_entropy_against_its_closed_form(dtype, ignored):
+    """Loss and gradient against ``-log softmax(z)[y]`` and ``(softmax(z) - onehot(y)) / N`` written here in
+    float64 (the layer keeps the forward's exponentials for its backward and gathers z[y]); ignored targets
+    (-1) add nothing and get a zero gradient."""
+    rng = np.random.default_rng(9)
+    logits, targets = (rng.standard_normal((2, 5, 6)) * 3).astype(dtype), rng.integers(0, 6, (2, 5))
+    targets[0, :ignored] = -1
+    z = logits.astype(np.float64)
+    p = np.exp(z - z.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    counted, n = targets >= 0, np.sum(targets >= 0)
+    picked = np.take_along_axis(p, np.maximum(targets, 0)[..., None], axis=-1)[..., 0]
+    expected_grad = (p - np.eye(6)[np.maximum(targets, 0)]) * counted[..., None] / n
+    loss, cache = layers.cross_entropy_forward(logits, targets, np)
+    grad = layers.cross_entropy_backward(cache, np)
+    tol = {np.float16: 2e-3, np.float32: 1e-6, np.float64: 1e-13}[dtype]
+    assert loss == pytest.approx(-np.sum(np.log(picked) * counted) / n, rel=tol)
+    assert grad.dtype == dtype and np.all(grad[0, :ignored] == 0)
+    np.testing.assert_allclose(grad, expected_grad, rtol=tol, atol=tol / n)
+
+
 def test_embedding_gradient_is_a_scatter_add():
     rng = np.random.default_rng(8)
     tokens, dx = rng.integers(0, 5, (3, 7)), rng.standard_normal((3, 7, 4))

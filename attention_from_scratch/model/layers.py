@@ -36,7 +36,7 @@ from ..infra.checks import broadcast_shapes
 from ..masking import masked_scores
 from ..norms import rms_normalize
 from ..rope import rope_tables
-from ..softmax import logsumexp, softmax
+from ..softmax import safe_shift, softmax
 
 __all__ = [
     "attention_backward_in_chunks",
@@ -252,22 +252,30 @@ def cross_entropy_forward(logits, targets, xp):
 
     logits ``(B, T, V)``, targets ``(B, T)`` integers; a negative target (e.g. -1) is not counted,
     like PyTorch's ``ignore_index``. ``loss = mean_t [logsumexp(z_t) - z_t[y_t]]`` (the stable
-    log-softmax of ``softmax.py``), a Python float.
+    ``m + log Σ exp(z - m)`` of ``softmax.py``, m the row max), a Python float. The cache keeps the
+    shifted exponentials ``exp(z - m)`` and their row sums: the backward's softmax is one division
+    (the same numbers ``softmax(z)`` computes, not recomputed). ``z_t[y_t]`` is a gather.
     """
     counted = targets >= 0  # (B, T)
     n = int(xp.sum(xp.astype(counted, xp.int64)))
     if n == 0:
         raise ValueError("targets must have at least one position >= 0 (negative targets are ignored)")
-    y = one_hot(targets, logits.shape[-1], xp, logits.dtype)  # (B, T, V); all zero where target < 0
-    nll = logsumexp(logits, axis=-1) - xp.sum(logits * y, axis=-1)  # (B, T)
-    nll = xp.where(counted, nll, xp.zeros_like(nll))
-    return float(xp.sum(nll)) / n, (logits, y, counted, n)
+    wide = widen(logits, xp)  # half precision: float32 sums
+    m = safe_shift(xp.max(wide, axis=-1, keepdims=True), xp)  # (B, T, 1) row max (0 for a row of only -inf)
+    e = xp.exp(wide - m)  # (B, T, V), every exponent <= 0
+    total = xp.sum(e, axis=-1, keepdims=True)  # (B, T, 1) >= 1
+    picked = xp.where(counted, targets, xp.zeros_like(targets))[..., None]  # (B, T, 1); 0 where not counted
+    nll = narrow(m + xp.log(total), logits.dtype, xp)[..., 0] - xp.take_along_axis(logits, picked, axis=-1)[..., 0]
+    nll = xp.where(counted, nll, xp.zeros_like(nll))  # (B, T)
+    return float(xp.sum(nll)) / n, (e, total, targets, counted, n, logits.dtype)
 
 
 def cross_entropy_backward(cache, xp):
     """``dL/dlogits = (softmax(z) - onehot(y)) / N`` at counted positions, 0 elsewhere: ``(B, T, V)``."""
-    logits, y, counted, n = cache
-    d = softmax(logits, axis=-1)  # a new array: the rest in its buffer
-    d -= y
+    e, total, targets, counted, n, dtype = cache
+    d = narrow(e / total, dtype, xp)  # softmax(z), a new array: the rest in its buffer
+    d -= one_hot(targets, e.shape[-1], xp, dtype)  # all zero where target < 0
     d /= n
+    if n == math.prod(counted.shape):  # every position counted (training on whole sequences)
+        return d
     return xp.where(counted[..., None], d, xp.zeros_like(d))
