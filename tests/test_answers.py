@@ -77,6 +77,7 @@ INDEPENDENT = {
     "12.3": 96,  # 16 sequences × 6 positions
     "12.4": 67_108_864,  # n² d = 1024² · 64 multiply-adds for the recomputed Q Kᵀ
     "25.2": 2.5,
+    "26.1": 0.5 * math.log(25 / 9),  # 0.5 log(5/9) + 0.5 log(5): the two terms combined
     "25.4": 5,
     # one request of each length 1..4096 in blocks of 16: Σ 16·ceil(n/16) = 16 · 16 · (1 + … + 256) slots
     "20.1": 1 - (4096 * 4097 / 2) / (16 * 16 * 256 * 257 / 2),
@@ -165,6 +166,7 @@ SHORTCUTS = {
     "09.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
     "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum()))], [0.8668, 0.867]),  # softmax([1, 2, 3])
     "19.2": ([21 % 6, 2 + 21 % 4, 21 % 4, 6], [5]),  # the ring without the sinks' slots; 1-based
+    "26.1": ([0.9 * math.log(1.8) + 0.1 * math.log(0.2), 0.5 * math.log2(25 / 9)], [0.5108, 0.511]),  # KL(q‖p); bits
     "05.1": ([1 / 8, 1 / 6], [0.1429, 0.143, 1 / 7]),  # T keys instead of the 7 visible ones; positions from 1
     # the waste over the tokens instead of over the memory; a percentage; ceil off by one (8.5 slots per request)
     "20.1": ([7.5 / 2048.5, 0.3648, 8.5 / 2056.5], [0.003648, 0.0036479]),

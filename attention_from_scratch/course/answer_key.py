@@ -164,6 +164,9 @@ ANSWERS = {
                         "the largest change in outputs 0..3.", magnitude=True),
     "25.1": ShortAnswer(lambda: (2 * 2048**2 * 64) / (2 * 1024**2 * 64),
                         "the work is proportional to T²: compare it at 2T and at T."),
+    "26.1": ShortAnswer(lambda: 0.5 * math.log(0.5 / 0.9) + 0.5 * math.log(0.5 / 0.1),
+                        "KL(p ‖ q) = Σ_j p_j log(p_j / q_j) with the natural log, weighted by p (not q): the order "
+                        "matters."),
     "25.2": ShortAnswer(lambda: (64 * 2**20) / 2**30 / 25 * 1e3, "convert 64 MiB to GiB, divide by 25 GiB/s, and give "
                         "milliseconds."),
     "25.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
