@@ -3,6 +3,7 @@ students write them, and other correct ones."""
 
 import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
+from mutant_helpers import as_lists
 
 # --- rms_norm: wrong ---------------------------------------------------------------------------------------
 
@@ -166,21 +167,9 @@ def ce_log_softmax(logits, targets):
 
 
 
-def _as_lists(solution, name):
-    """The worked solution with its arrays returned as Python lists: the checker must ask for an array."""
 
-    def listed(*args):
-        out = solution(*args)
-        if isinstance(out, tuple):
-            return tuple(o.tolist() if isinstance(o, np.ndarray) else o for o in out)
-        return np.asarray(out).tolist()
-
-    listed.__name__ = name
-    return listed
-
-
-rm_as_lists = _as_lists(exercise_solutions.my_rms_norm, "rm_as_lists")
-cr_as_lists = _as_lists(exercise_solutions.my_cross_entropy_grad, "cr_as_lists")
+rm_as_lists = as_lists(exercise_solutions.my_rms_norm, "rm_as_lists")
+cr_as_lists = as_lists(exercise_solutions.my_cross_entropy_grad, "cr_as_lists")
 
 BATTERIES = {
     "rms_norm": {

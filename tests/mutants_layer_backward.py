@@ -3,6 +3,7 @@ write them, and other correct ones."""
 
 import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
+from mutant_helpers import as_lists
 
 # --- linear_backward: wrong --------------------------------------------------------------------------------
 
@@ -183,21 +184,9 @@ def mb_head_by_head(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
 
 
 
-def _as_lists(solution, name):
-    """The worked solution with its arrays returned as Python lists: the checker must ask for an array."""
 
-    def listed(*args):
-        out = solution(*args)
-        if isinstance(out, tuple):
-            return tuple(o.tolist() if isinstance(o, np.ndarray) else o for o in out)
-        return np.asarray(out).tolist()
-
-    listed.__name__ = name
-    return listed
-
-
-li_as_lists = _as_lists(exercise_solutions.my_linear_backward, "li_as_lists")
-mh_as_lists = _as_lists(exercise_solutions.my_mha_backward, "mh_as_lists")
+li_as_lists = as_lists(exercise_solutions.my_linear_backward, "li_as_lists")
+mh_as_lists = as_lists(exercise_solutions.my_mha_backward, "mh_as_lists")
 
 BATTERIES = {
     "linear_backward": {

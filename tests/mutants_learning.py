@@ -3,6 +3,7 @@ write them, and other correct ones."""
 
 import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
+from mutant_helpers import as_lists
 
 # --- numerical_gradient: wrong -----------------------------------------------------------------------------
 
@@ -234,21 +235,9 @@ def bg_loop(e, inputs, targets):
 
 
 
-def _as_lists(solution, name):
-    """The worked solution with its arrays returned as Python lists: the checker must ask for an array."""
 
-    def listed(*args):
-        out = solution(*args)
-        if isinstance(out, tuple):
-            return tuple(o.tolist() if isinstance(o, np.ndarray) else o for o in out)
-        return np.asarray(out).tolist()
-
-    listed.__name__ = name
-    return listed
-
-
-nu_as_lists = _as_lists(exercise_solutions.my_numerical_gradient, "nu_as_lists")
-bi_as_lists = _as_lists(exercise_solutions.my_bigram_grad, "bi_as_lists")
+nu_as_lists = as_lists(exercise_solutions.my_numerical_gradient, "nu_as_lists")
+bi_as_lists = as_lists(exercise_solutions.my_bigram_grad, "bi_as_lists")
 
 BATTERIES = {
     "numerical_gradient": {
