@@ -1,18 +1,14 @@
 """Small helpers shared by the benchmark scripts: targets met or not, a text table, the figures' folder.
 
 The timer itself (interleaved medians, peak traced memory) is the package's
-``attention_from_scratch.infra.timing``, which notebooks import too; it is imported here for the
-scripts that still take ``median_times`` from this module.
+``attention_from_scratch.infra.timing``, which the scripts and notebooks import.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from attention_from_scratch.infra.timing import median_times, peak_memory
-
-__all__ = ["FIGURES", "OWN_FIGURES", "add_figure_option", "median_times", "not_measured", "peak_memory",
-           "print_table", "verdict", "write_figure"]
+__all__ = ["FIGURES", "OWN_FIGURES", "add_figure_option", "not_measured", "print_table", "verdict", "write_figure"]
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"  # the committed figures: written only when asked
 # where a full run writes its figure by default: git-ignored, so that running a benchmark leaves the checkout clean

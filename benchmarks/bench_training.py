@@ -41,9 +41,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_times, print_table, verdict
+from _timing import print_table, verdict
 
 from attention_from_scratch.infra.blas import blas_threads
+from attention_from_scratch.infra.timing import median_times
 from attention_from_scratch.model.layers import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
