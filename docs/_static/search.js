@@ -31,7 +31,8 @@
 
   const articleText = (htmlString, anchor) => {
     const page = new DOMParser().parseFromString(htmlString, "text/html");
-    page.querySelectorAll(".headerlink, script, style, button, .prev-next-area").forEach((el) => el.remove());
+    // a snippet quotes the prose: code cells' source (myst-nb's .cell_input) is left out, as theme text is
+    page.querySelectorAll(".headerlink, script, style, button, .prev-next-area, .cell_input").forEach((el) => el.remove());
     page.querySelectorAll("[data-text]").forEach((el) => {
       el.textContent = ` ${el.dataset.text} `;
     });
