@@ -11,11 +11,19 @@ The settings are what ``--nbval --nbval-current-env --nbval-sanitize-with tests/
 said: run each notebook in this environment's kernel, compare every output (but images) with the stored
 one after the sanitizing rules. Someone who loads nbval itself (``pytest -p nbval --nbval ...``) keeps
 nbval's own collection, options and values.
+
+README's command, ``pytest -n auto``, runs the suite on every core (pytest-xdist), a file at a time
+(``--dist loadfile`` in pyproject.toml: a notebook's cells run in order in one kernel). A core that finishes a
+file takes the next, so the longest files go first and the short ones fill in around them: the browser tests of
+the website (tens of seconds each), then the notebooks (seconds each), then the unit tests' files, each kind in
+its own order (``--no-loadscope-reorder`` keeps this order; xdist's own puts the files with most tests first).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 # nbval's option -> the value our runs use, set where nbval's own plugin is not loaded
 NBVAL_SETTINGS = {
@@ -39,3 +47,14 @@ def pytest_collect_file(file_path, parent):
         if not hasattr(option, name):
             setattr(option, name, value)
     return IPyNbFile.from_parent(parent, path=file_path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The browser tests first, then the notebooks, then the rest (see the docstring above); stable within each."""
+
+    def kind(item):
+        path = item.path.relative_to(config.rootpath).as_posix() if item.path.is_relative_to(config.rootpath) else ""
+        return 0 if path.startswith("tests/test_site") else 1 if path.endswith(".ipynb") else 2
+
+    items.sort(key=kind)

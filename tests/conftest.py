@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
-from site_fixtures import browser, shots, site  # noqa: F401  (the built site, once per session; a browser per module)
+from site_fixtures import base_url, browser, shots, site  # noqa: F401  (the built site once per run; a browser and a server per module)
 
 from attention_from_scratch.infra.backend import gpu_available, namespace_for, to_device, to_numpy
 

@@ -1,15 +1,19 @@
-"""The built site and the headless browser, shared by ``test_site.py`` and ``test_site_interactive.py``.
+"""The built site, its server and the headless browser, shared by the ``test_site*.py`` files.
 
-``conftest.py`` registers the fixtures, so that the site is built ONCE per test session (it is the
-slowest step of the suite) and both modules test the same build; each module gets its own browser.
+``conftest.py`` registers the fixtures, so that the site is built ONCE per test run (it is the slowest step
+of the suite) and every module tests the same build -- under ``pytest -n auto`` too, where the workers share
+one build through a file lock; each module gets its own browser.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
 import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
+             "wbr"}  # HTML tags with no end tag
+# in a page, once MathJax has typeset every formula (done(true)), or at once where the page has no math
+WAIT_FOR_MATH = """
+const done = arguments[arguments.length - 1];
+const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    ? MathJax.startup.promise.then(() => done(true), () => done(false)) : done(null);
+if (document.querySelector('.math') && !window.MathJax) { setTimeout(wait, 2000); } else { wait(); }
+"""
 # README, "Read it as a website" (the output folder differs: a temporary one)
 BUILD = [sys.executable, "-m", "sphinx", "-j", "auto", "-W", "--keep-going", "-b", "html", "docs"]
 
@@ -52,9 +65,23 @@ def site(tmp_path_factory):
         out = Path(os.environ["SITE_DIR"]).resolve()
         assert (out / "index.html").is_file(), f"SITE_DIR={out} holds no built site (no index.html)"
         return out
-    out = tmp_path_factory.mktemp("site") / "html"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build(tmp_path_factory.mktemp("site") / "html")
+    # pytest -n auto: the workers of one run share the parent of their temporary folders; the first to take the
+    # lock builds there, the others wait for it and read the same build
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(shared / "site.lock"):
+        out = shared / "site" / "html"
+        return out if (shared / "site" / "built").is_file() else _build(out, done_marker=shared / "site" / "built")
+
+
+def _build(out: Path, done_marker: Path | None = None) -> Path:
     done = subprocess.run([*BUILD, str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"the site did not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    if done_marker is not None:
+        done_marker.touch()
     return out
 
 
@@ -87,3 +114,22 @@ def shots(tmp_path_factory):
     folder = folder or tmp_path_factory.mktemp("screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+    def list_directory(self, path):  # a link to a folder with no index.html is broken, not a listing
+        self.send_error(404, "no index.html in this folder")
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    """The built site, served on 127.0.0.1 by a thread for one test module: its address, ending in ``/``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()

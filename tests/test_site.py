@@ -18,13 +18,9 @@ by a thread, and then:
 * on every page, the rendered text outside code holds no literal ``$``: a ``$…$`` or ``$$…$$`` that the
   site's MyST reader did not parse as math (a display formula inside a paragraph, say) shows a stray ``$``
   and sets the prose after it as math;
-* every page of both sites, opened in Chromium at 1280 px with every folded block open, has nothing cut off
-  (no element past the article's right edge or clipped by an ancestor, unless it sits in something that
-  scrolls), a tab title with no TeX, and figures whose alt text says what they show and that link to the
-  full-size image;
-* the search of each site finds every page whose text holds 注意力, 掩码, 键值缓存, 缩放点积注意力, "softmax"
-  or "KV cache" (the expected pages are read from the built pages' text), and its results show no TeX and
-  no theme text.
+
+Every page at 1280 px is ``test_site_layout.py``'s, the search ``test_site_search.py``'s (files apart, so that
+``pytest -n auto`` runs them beside each other).
 
 Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax) is missing, and the browser
 tests alone when Selenium or Debian's ``chromium`` / ``chromium-driver`` is -- except under
@@ -34,22 +30,17 @@ Screenshots go to a temporary folder, or to ``$SITE_SCREENSHOTS`` when set, to b
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 import json
-import re
-import threading
-import time
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
-from site_fixtures import REPO, need_docs
+from site_fixtures import REPO, VOID_TAGS, WAIT_FOR_MATH, need_docs
 
 need_docs()  # skips this module (or fails under REQUIRE_SITE_TEST=1) without the docs extra
 
@@ -81,24 +72,6 @@ def _parse(text: str) -> _Page:
     page = _Page()
     page.feed(text)
     return page
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-    def list_directory(self, path):  # a link to a folder with no index.html is broken, not a listing
-        self.send_error(404, "no index.html in this folder")
-
-
-@pytest.fixture(scope="module")
-def base_url(site):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -171,8 +144,6 @@ def test_nothing_is_fetched_from_the_internet(site):
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
 
 
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
-         "wbr"}
 _NOT_PROSE_TAGS = {"pre", "code", "kbd", "samp", "script", "style", "textarea", "head", "svg", "math"}
 _NOT_PROSE_CLASSES = {"highlight", "math"}  # code blocks; formulas MyST parsed (TeX between \\( \\), no $)
 
@@ -185,7 +156,7 @@ class _Prose(HTMLParser):
         self.stack, self.parts = [], []  # open elements: (tag, inside code or math?)
 
     def handle_starttag(self, tag, attrs):
-        if tag in _VOID:
+        if tag in VOID_TAGS:
             return
         classes = set((dict(attrs).get("class") or "").split())
         hidden = bool(self.stack and self.stack[-1][1]) or tag in _NOT_PROSE_TAGS or bool(classes & _NOT_PROSE_CLASSES)
@@ -254,13 +225,6 @@ def _pages_to_open() -> dict[str, str]:
     return chosen
 
 
-_WAIT_FOR_MATH = """
-const done = arguments[arguments.length - 1];
-const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
-    ? MathJax.startup.promise.then(() => done(true), () => done(false)) : done(null);
-if (document.querySelector('.math') && !window.MathJax) { setTimeout(wait, 2000); } else { wait(); }
-"""
-
 _PAGE_FACTS = r"""
 const imgs = [...document.images];
 const maths = [...document.querySelectorAll('span.math, div.math')];
@@ -291,7 +255,7 @@ def test_page_in_chromium(role, browser, base_url, shots):
     browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
     browser.execute_script("window.scrollTo(0, 0)")
     browser.set_script_timeout(30)
-    typeset = browser.execute_async_script(_WAIT_FOR_MATH)
+    typeset = browser.execute_async_script(WAIT_FOR_MATH)
     facts = browser.execute_script(_PAGE_FACTS)
     stem = Path(path).stem
     if role in ("quiz", "zh_quiz"):  # show the answers in the screenshot
@@ -437,170 +401,6 @@ def test_plain_text_docstrings_become_valid_rest():
     assert "flows back through softmax" in out  # the hanging indent continues its paragraph
     assert "  goes on here" in out  # aligned with the list item's text
     assert out[-1] == "    >>> abs(-1) | 0"  # doctest lines are code
-
-
-# --- every page at 1280 px, and the search --------------------------------------------------------------
-
-_CUT = r"""
-document.querySelectorAll('details').forEach((d) => { d.open = true; });
-const article = document.querySelector('article.bd-article') || document.querySelector('[role="main"]');
-const edge = article.getBoundingClientRect().right + 1;
-const scrolls = (el) => {
-  for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
-    const x = getComputedStyle(a).overflowX;
-    if (x === 'auto' || x === 'scroll') return true;
-  }
-  return false;
-};
-const cut = [];
-for (const el of article.querySelectorAll('*')) {
-  const box = el.getBoundingClientRect();
-  if (box.width === 0 || box.height === 0) continue;
-  const style = getComputedStyle(el);
-  const clipped = style.display !== 'inline' && ['hidden', 'clip'].includes(style.overflowX)
-    && el.scrollWidth > el.clientWidth + 1;
-  if ((box.right > edge || clipped) && !scrolls(el)) {
-    cut.push(`<${el.tagName.toLowerCase()} class="${el.className}"> ${Math.round(box.right)} px > ${Math.round(edge)}: `
-             + (el.dataset.text || el.textContent).trim().slice(0, 60));
-  }
-}
-const images = [...article.querySelectorAll('img:not([src*="_static/"])')].map((img) => ({  // not the theme's icons
-  src: img.src, alt: img.getAttribute('alt') || '', link: img.closest('a') ? img.closest('a').href : null,
-}));
-return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: images,
-        formulas: article.querySelectorAll('mjx-container').length};
-"""
-
-
-def _site_pages(site: Path) -> list[str]:
-    """Every HTML page of both sites, as paths relative to the site (Sphinx's own folders left out)."""
-    skip = {"_static", "_sources", "_images", "jupyter_execute"}
-    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if not skip & set(p.relative_to(site).parts))
-
-
-def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(site, browser, base_url):
-    browser.set_window_size(1280, 1000)
-    problems, formulas = [], 0
-    for path in _site_pages(site):
-        browser.get(base_url + path)
-        browser.set_script_timeout(30)
-        browser.execute_async_script(_WAIT_FOR_MATH)
-        facts = browser.execute_script(_CUT)
-        formulas += facts["formulas"]
-        if facts["n_cut"]:
-            problems.append(f"{path}: {facts['n_cut']} cut, e.g. {facts['cut']}")
-        if re.search(r"\\[A-Za-z(\[]|\$", facts["title"]):
-            problems.append(f"{path}: TeX in the tab title {facts['title']!r}")
-        for img in facts["images"]:
-            if img["link"] != img["src"]:
-                problems.append(f"{path}: a figure that does not open at full size: {img['src']} (link {img['link']})")
-            if len(img["alt"]) < 12 or re.search(r"\.(png|svg|jpe?g)$", img["alt"]):
-                problems.append(f"{path}: alt text that does not say what the figure shows: {img['alt']!r}")
-    assert formulas > 1000, "the pages show hardly any typeset formula: this test would measure nothing"
-    assert not problems, "\n".join(problems)
-
-
-_SEARCH = r"""
-const done = arguments[arguments.length - 1];
-const start = Date.now();
-const poll = () => {
-  const summary = document.querySelector('#search-results .search-summary');
-  const items = [...document.querySelectorAll('#search-results ul.search li')];
-  if (summary && summary.textContent.trim() && Date.now() - start > 300) {
-    done({summary: summary.textContent, results: items.map((li) => ({
-      href: li.querySelector('a').href, title: li.querySelector('a').textContent,
-      snippet: li.querySelector('p.context') ? li.querySelector('p.context').textContent : null}))});
-  } else if (Date.now() - start > 25000) {
-    done(null);
-  } else {
-    setTimeout(poll, 100);
-  }
-};
-poll();
-"""
-_SNIPPETS = r"""
-return [...document.querySelectorAll('#search-results ul.search li p.context')].map((p) => p.textContent);
-"""
-QUERIES = ["注意力", "掩码", "键值缓存", "缩放点积注意力", "softmax", "KV cache"]
-
-
-class _ArticleText(HTMLParser):
-    """The text of a page's article (what the search indexes), without its heading links (¶, #)."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.depth, self.skip, self.parts = 0, 0, []
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag in _VOID:
-            return
-        if self.depth or (tag == "article" and "bd-article" in (a.get("class") or "")):
-            self.depth += 1
-            if self.skip or "headerlink" in (a.get("class") or "") or tag in ("script", "style"):
-                self.skip += 1
-
-    def handle_endtag(self, tag):
-        if self.depth and tag not in _VOID:
-            self.depth -= 1
-            self.skip = max(0, self.skip - 1) if self.skip else 0
-
-    def handle_data(self, data):
-        if self.depth and not self.skip:
-            self.parts.append(data)
-
-
-def _pages_holding(site: Path, prefix: str, words: str) -> set[str]:
-    """The pages of one site (``prefix`` "" or "zh/") whose article text holds ``words`` (any case), Latin words
-    at the start of a word or of a snake_case name's part (softmax in ``my_softmax``, not in ``logsoftmax``)."""
-    start = r"(?<![a-z0-9])" if re.match(r"[A-Za-z]", words) else ""
-    pattern = re.compile(start + r"\s+".join(map(re.escape, words.lower().split())))
-    index = (site / prefix / "searchindex.js").read_text(encoding="utf-8")
-    docnames = json.loads(index[index.index("(") + 1:index.rindex(")")])["docnames"]
-    found = set()
-    for doc in docnames:
-        parser = _ArticleText()
-        parser.feed((site / prefix / f"{doc}.html").read_text(encoding="utf-8"))
-        if pattern.search("".join(parser.parts).lower()):
-            found.add(f"{prefix}{doc}.html")
-    return found
-
-
-def test_article_text_reads_the_article_only():
-    parser = _ArticleText()
-    parser.feed('<nav>注意力</nav><article class="bd-article"><h1>KV cache<a class="headerlink">#</a></h1>'
-                '<p>soft<b>max</b></p><script>x</script></article><footer>掩码</footer>')
-    assert "".join(parser.parts) == "KV cachesoftmax"
-
-
-@pytest.mark.parametrize("prefix", ["", "zh/"], ids=["en", "zh"])
-def test_search_finds_every_page_holding_the_words(prefix, site, browser, base_url):
-    from urllib.parse import quote
-
-    checked = 0
-    for words in QUERIES:
-        expected = _pages_holding(site, prefix, words)
-        browser.get(f"{base_url}{prefix}search.html?q={quote(words)}")
-        browser.set_script_timeout(30)
-        found = browser.execute_async_script(_SEARCH)
-        assert found is not None, f"{prefix}search.html?q={words}: the search did not finish"
-        pages = {urldefrag(r["href"])[0].removeprefix(base_url) for r in found["results"]}
-        missing = sorted(expected - pages)
-        site_name = "Chinese" if prefix else "English"
-        assert not missing, f"searching {words!r} on the {site_name} site misses pages that hold it: {missing}"
-        checked += len(expected)
-        titles = [r["title"] for r in found["results"]]
-        assert not [t for t in titles if re.search(r"\\[A-Za-z(]", t)], f"TeX in result titles: {titles}"
-        if expected:  # the snippets, as they load: the article's text, formulas as text, no theme text
-            deadline, snippets = time.monotonic() + 15, []
-            while len(snippets) < min(5, len(expected)) and time.monotonic() < deadline:
-                time.sleep(0.25)
-                snippets = [s for s in browser.execute_script(_SNIPPETS) if s]
-            assert snippets, f"{words!r}: no result shows a snippet"
-            bad = [s for s in snippets if re.search(r"\\[A-Za-z(\[]", s) or "System Settings" in s
-                   or re.search(r"\bLight\b.*\bDark\b", s)]
-            assert not bad, f"{words!r}: snippets with TeX or theme text: {bad[:3]}"
-    assert checked >= 10 if prefix else checked >= 20, "few pages hold the words: this test checks little"
 
 
 def test_tex_becomes_unicode_text():

@@ -96,7 +96,7 @@ def _value(fig, c) -> int:
 def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full") -> list[str]:
     """Move the controls of one figure; what went wrong, in words (empty: all well).
 
-    ``depth``: "full" (every control, the step buttons, play and pause, the defaults' picture), "controls"
+    ``depth``: "full" (every control, the step buttons, the defaults' picture), "controls"
     (every slider and choice), "first" (the first control: the figure is alive).
     """
     from selenium.webdriver.common.keys import Keys
@@ -140,19 +140,36 @@ def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full"
         back.click()
         if _value(fig, c) != 0 or _picture(fig) != start:
             problems.append(f"{name}: 'back' did not return to the same picture")
-        play.click()
-        deadline = time.time() + 5
-        while _value(fig, c) < 2 and time.time() < deadline:
-            time.sleep(0.2)
-        play.click()  # pause
-        stopped = _value(fig, c)
-        time.sleep(1.2)
-        if stopped < 2 or _value(fig, c) != stopped or play.get_attribute("aria-pressed") != "false":
-            problems.append(f"{name}: play did not advance, or pause did not stop it")
     driver.execute_script(_RESET, fig, list(expected.default))
     if not driver.execute_script(_SAME_AS_PYTHON, fig, expected.svg_body()):
         problems.append(f"{name}: at its defaults the script draws another picture than Python wrote")
     return problems
+
+
+def _play_and_pause(driver, found) -> list[str]:
+    """What went wrong with play and pause, in words. Play is pressed on every figure's step control at once: each
+    advances by itself to step 2 at least, and pause stops it (each figure has its own timer, so one wait of the
+    player's 0.9 s tick serves them all)."""
+    players = []
+    for fig in found:
+        n = len(fig.find_elements("css selector", "input[data-c], select[data-c]"))
+        for play in fig.find_elements("css selector", "span:has(> button[data-play]) > button[data-play]"):
+            c = int(play.get_attribute("data-c"))
+            driver.execute_script(_RESET, fig, [0 if i == c else _value(fig, i) for i in range(n)])
+            players.append((fig.get_attribute("data-figure"), fig, c, play))
+    for *_, play in players:
+        play.click()
+    deadline = time.time() + 5
+    while any(_value(fig, c) < 2 for _, fig, c, _ in players) and time.time() < deadline:
+        time.sleep(0.2)
+    stopped = []
+    for _, fig, c, play in players:
+        play.click()  # pause
+        stopped.append(_value(fig, c))
+    time.sleep(1.2)  # more than one tick of the timer: a figure still playing would have moved
+    return [f"{name}: play did not advance, or pause did not stop it"
+            for (name, fig, c, play), at in zip(players, stopped, strict=True)
+            if at < 2 or _value(fig, c) != at or play.get_attribute("aria-pressed") != "false"]
 
 
 def test_the_standalone_page_offline(browser, figures, shots, tmp_path):
@@ -163,6 +180,10 @@ def test_the_standalone_page_offline(browser, figures, shots, tmp_path):
     problems = []
     for fig in found:
         problems += _exercise(browser, fig, figures[fig.get_attribute("data-figure")], shots, "page", "full")
+    steps = [name for name, fig in figures.items() if any(c.kind == "steps" for c in fig.controls)]
+    assert len(steps) >= 3, f"play is checked on {steps} only: too few figures with steps"
+    assert len(browser.find_elements("css selector", "button[data-play]")) == len(steps), "a play button is missing"
+    problems += _play_and_pause(browser, found)
     problems += _page_problems(browser)
     assert not problems, "\n".join(problems)
 
