@@ -251,6 +251,36 @@ def test_cross_entropy_against_its_closed_form(dtype, ignored):
     np.testing.assert_allclose(grad, expected_grad, rtol=tol, atol=tol / n)
 
 
+@pytest.mark.parametrize("n, n_rows", [(7, 40), (2098, 64), (5, 0)])
+def test_scatter_add_rows_sums_each_index_rows_as_a_loop_does(xp, n, n_rows):
+    """NumPy's sorted runs and the other backends' one-hot product, against a loop (repeated, absent, no rows)."""
+    rng = np.random.default_rng(n + n_rows)
+    indices = rng.integers(0, min(n, 9), n_rows)  # few distinct values: runs of repeats, most rows of out stay 0
+    values = rng.standard_normal((n_rows, 3))
+    expected = np.zeros((n, 3))
+    for i, j in enumerate(indices):
+        expected[j] += values[i]
+    out = layers.scatter_add_rows(xp.asarray(indices), xp.asarray(values), n, xp.ns)
+    assert out.shape == (n, 3) and out.dtype == xp.dtype
+    xp.assert_close(out, expected)
+
+
+def test_cross_entropy_gradient_is_the_same_on_every_backend(xp):
+    """NumPy subtracts 1 at the counted targets in place; the others subtract a one-hot: the same gradient."""
+    rng = np.random.default_rng(3)
+    logits, targets = rng.standard_normal((2, 5, 11)), rng.integers(0, 11, (2, 5))
+    targets[1, :2] = -1  # not counted
+    z = logits - logits.max(-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    expected = np.zeros_like(p)
+    for b, t in zip(*np.nonzero(targets >= 0), strict=True):  # (softmax - onehot) / N at each counted position
+        expected[b, t] = p[b, t]
+        expected[b, t, targets[b, t]] -= 1
+    expected /= np.sum(targets >= 0)
+    cache = layers.cross_entropy_forward(xp.asarray(logits), xp.asarray(targets), xp.ns)[1]
+    xp.assert_close(layers.cross_entropy_backward(cache, xp.ns), expected)
+
+
 def test_embedding_gradient_is_a_scatter_add():
     rng = np.random.default_rng(8)
     tokens, dx = rng.integers(0, 5, (3, 7)), rng.standard_normal((3, 7, 4))
