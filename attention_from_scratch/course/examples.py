@@ -17,6 +17,7 @@ __all__ = [
     "CROSS_TOKENS",
     "DK_VALUES",
     "MASK_FILL",
+    "MASK_FILL_NEGATIVE",
     "SHARPNESS",
     "SIGMAS",
     "additive_score_stats",
@@ -43,6 +44,13 @@ SHARPNESS = {"small": (1.0, 2.0, 3.0), "shifted": (10.0, 11.0, 12.0), "large": (
 # allowed keys and two blocked ones, as query 1 of a causal mask over 4 keys sees them. Filled with 0,
 # the blocked keys still get 2 / (e^-1 + e^-2 + 2) = 0.80 of the weight.
 MASK_FILL = {"scores": (-1.0, -2.0, 3.0, 5.0), "allowed": (True, True, False, False)}
+
+
+# Misconception 5's row (notebook 09, the quiz's mask-fill question and its notes): three keys, the last
+# one blocked (the future), and allowed scores below 0, so that a blocked score filled with 0 is the
+# row's largest: it gets 1 / (e^-2 + e^-1 + 1) = 0.67 of the weight. Its own score (-3) would have
+# given it little; with -inf it gets none.
+MASK_FILL_NEGATIVE = {"scores": (-2.0, -1.0, -3.0), "allowed": (True, True, False)}
 
 
 def mask_fill_weights(fill, scores=MASK_FILL["scores"], allowed=MASK_FILL["allowed"], *, xp=None):
