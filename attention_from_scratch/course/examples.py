@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
+    "ALL_BLOCKED",
     "CAT_EATS_FISH",
     "CROSS_TOKENS",
     "DK_VALUES",
@@ -51,6 +52,12 @@ MASK_FILL = {"scores": (-1.0, -2.0, 3.0, 5.0), "allowed": (True, True, False, Fa
 # row's largest: it gets 1 / (e^-2 + e^-1 + 1) = 0.67 of the weight. Its own score (-3) would have
 # given it little; with -inf it gets none.
 MASK_FILL_NEGATIVE = {"scores": (-2.0, -1.0, -3.0), "allowed": (True, True, False)}
+
+
+# A row with every key blocked (a padding query; notebook 04's cell and erratum, notebook 09's misconception 5,
+# the quiz's mask-fill notes): -inf gives it weights 0 (the package's softmax shifts such a row by 0), a
+# finite fill such as -1e9 gives it uniform weights 1/3, and -1e9 is -inf in float16.
+ALL_BLOCKED = {"scores": (1.0, 2.0, 3.0), "allowed": (False, False, False)}
 
 
 def mask_fill_weights(fill, scores=MASK_FILL["scores"], allowed=MASK_FILL["allowed"], *, xp=None):
