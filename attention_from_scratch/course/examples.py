@@ -13,10 +13,12 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = [
+    "ALL_BLOCKED",
     "CAT_EATS_FISH",
     "CROSS_TOKENS",
     "DK_VALUES",
     "MASK_FILL",
+    "MASK_FILL_NEGATIVE",
     "SHARPNESS",
     "SIGMAS",
     "additive_score_stats",
@@ -43,6 +45,19 @@ SHARPNESS = {"small": (1.0, 2.0, 3.0), "shifted": (10.0, 11.0, 12.0), "large": (
 # allowed keys and two blocked ones, as query 1 of a causal mask over 4 keys sees them. Filled with 0,
 # the blocked keys still get 2 / (e^-1 + e^-2 + 2) = 0.80 of the weight.
 MASK_FILL = {"scores": (-1.0, -2.0, 3.0, 5.0), "allowed": (True, True, False, False)}
+
+
+# Misconception 5's row (notebook 09, the quiz's mask-fill question and its notes): three keys, the last
+# one blocked (the future), and allowed scores below 0, so that a blocked score filled with 0 is the
+# row's largest: it gets 1 / (e^-2 + e^-1 + 1) = 0.67 of the weight. Its own score (-3) would have
+# given it little; with -inf it gets none.
+MASK_FILL_NEGATIVE = {"scores": (-2.0, -1.0, -3.0), "allowed": (True, True, False)}
+
+
+# A row with every key blocked (a padding query; notebook 04's cell and erratum, notebook 09's misconception 5,
+# the quiz's mask-fill notes): -inf gives it weights 0 (the package's softmax shifts such a row by 0), a
+# finite fill such as -1e9 gives it uniform weights 1/3, and -1e9 is -inf in float16.
+ALL_BLOCKED = {"scores": (1.0, 2.0, 3.0), "allowed": (False, False, False)}
 
 
 def mask_fill_weights(fill, scores=MASK_FILL["scores"], allowed=MASK_FILL["allowed"], *, xp=None):

@@ -75,9 +75,9 @@ def _saturation(d_k=512):
 
 def _mask_fill(fill) -> float:
     """Weight softmax gives a blocked third key when scores [-2, -1, blocked] fill it with ``fill``."""
-    from .examples import mask_fill_weights
+    from .examples import MASK_FILL_NEGATIVE, mask_fill_weights  # notebook 09's misconception 5 row
 
-    return float(mask_fill_weights(fill, (-2.0, -1.0, 0.0), (True, True, False))[2])
+    return float(mask_fill_weights(fill, MASK_FILL_NEGATIVE["scores"], MASK_FILL_NEGATIVE["allowed"])[2])
 
 
 def _unscaled_row_sum_error() -> float:

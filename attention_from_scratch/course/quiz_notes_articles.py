@@ -130,9 +130,9 @@ def _note_qt_k():
 
 
 def _note_minus_inf():
-    from ..softmax import softmax
+    from .examples import ALL_BLOCKED, mask_fill_weights  # notebook 04's and 09's fully blocked row
 
-    uniform = to_numpy(softmax([-1e9, -1e9, -1e9]))
+    uniform = to_numpy(mask_fill_weights(-1e9, ALL_BLOCKED["scores"], ALL_BLOCKED["allowed"]))
     return (msg("exp(-inf) = 0, so the blocked key gets weight {mask_fill:.1f} exactly. (A large negative "
         "number such as -1e9 also gives about 0, but a row with every key blocked then gets "
         "uniform weights {arr}, and -1e9 is -inf in float16.)", mask_fill=_mask_fill(-math.inf), arr=_arr(uniform)))
