@@ -168,9 +168,13 @@ def attention_grads(q, k, v, out, weights, d_out, scale):
     dv = weights.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     d_weights = d_out @ v.mT  # dP: (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
     row = xp.sum(d_out * out, axis=-1, keepdims=True)  # rowsum(dP ∘ P) = rowsum(dO ∘ O): (..., T, 1)
-    d_scores = weights * (d_weights - row)  # dS = P ∘ (dP - rowsum(dP ∘ P)): softmax's backward
-    dq = (d_scores @ k) * scale  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
-    dk = (d_scores.mT @ q) * scale  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
+    d_scores = d_weights  # dS = P ∘ (dP - rowsum(dP ∘ P)), softmax's backward, in dP's own buffer:
+    d_scores -= row  # no (..., T, S) temporary: these are the backward's largest arrays
+    d_scores *= weights
+    dq = d_scores @ k  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
+    dq *= scale
+    dk = d_scores.mT @ q  # (..., S, T) @ (..., T, d_k) -> (..., S, d_k)
+    dk *= scale
     return sum_to_shape(dq, q.shape), sum_to_shape(dk, k.shape), sum_to_shape(dv, v.shape)
 
 

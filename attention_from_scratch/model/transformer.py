@@ -125,10 +125,10 @@ class Transformer:
 
     def _attention_forward(self, i, h, start=0, kv_cache=None):
         """h ``(B, T, d_model)`` -> ``(a, cache)``: causal multi-head self-attention of block ``i``."""
-        p, c = self.params, self.config
-        q = self._heads(h @ p[f"{i}.w_q"], c.n_heads, start)  # (B, H, T, d_k), rotated
-        k = self._heads(h @ p[f"{i}.w_k"], c.kv_heads, start)  # (B, H_kv, T, d_k), rotated
-        v = self._heads(h @ p[f"{i}.w_v"], c.kv_heads)  # (B, H_kv, T, d_k)
+        xp, p, c = self.xp, self.params, self.config
+        q = self._heads(L.linear_forward(h, p[f"{i}.w_q"], xp), c.n_heads, start)  # (B, H, T, d_k), rotated
+        k = self._heads(L.linear_forward(h, p[f"{i}.w_k"], xp), c.kv_heads, start)  # (B, H_kv, T, d_k), rotated
+        v = self._heads(L.linear_forward(h, p[f"{i}.w_v"], xp), c.kv_heads)  # (B, H_kv, T, d_k)
         if kv_cache is not None:  # decoding: attend over every token so far (S = start + T)
             k, v = kv_cache[i].append(k, v)  # the package's KVCache: (B, H_kv, S, d_k) each
         q, k, v = group_heads(q, k, v, c.kv_heads)  # (B, H_kv, g, T, d_k); k, v (B, H_kv, 1, S, d_k)
@@ -137,7 +137,7 @@ class Transformer:
         else:  # saved: the tiles, each with its weights P (the blocked triangle skipped)
             o, saved = L.attention_in_chunks(q, k, v, **self._attn_opts())
         a = merge_heads(ungroup_heads(o))  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
-        return a @ p[f"{i}.w_o"], (h, q, k, v, o, a, saved, start)
+        return L.linear_forward(a, p[f"{i}.w_o"], xp), (h, q, k, v, o, a, saved, start)
 
     def _attention_backward(self, i, cache, da):
         """da ``(B, T, d_model)`` -> dh, and the gradients of w_q, w_k, w_v, w_o (added to ``grads``)."""
@@ -168,9 +168,9 @@ class Transformer:
         a += x  # the residual x + a, in the attention output's new buffer
         x = a
         h2, norm_2 = L.rms_norm_forward(x, p[f"{i}.mlp_norm"], xp)
-        u = h2 @ p[f"{i}.w_1"]  # (B, T, d_model) @ (d_model, d_ff) -> (B, T, d_ff)
+        u = L.linear_forward(h2, p[f"{i}.w_1"], xp)  # (B, T, d_model) @ (d_model, d_ff) -> (B, T, d_ff)
         z, act = L.gelu_forward(u, xp)
-        y = z @ p[f"{i}.w_2"]  # (B, T, d_ff) @ (d_ff, d_model) -> (B, T, d_model)
+        y = L.linear_forward(z, p[f"{i}.w_2"], xp)  # (B, T, d_ff) @ (d_ff, d_model) -> (B, T, d_model)
         y += x  # residual
         x = y
         return x, (norm_1, attn, norm_2, h2, act, z)
@@ -201,7 +201,8 @@ class Transformer:
             x, cache = self._block_forward(i, x, start, kv_cache)
             blocks.append(cache)
         h, norm_f = L.rms_norm_forward(x, p["final_norm"], xp)
-        return h @ p["unembed"], (tokens, blocks, norm_f, h)  # (B, T, d_model) @ (d_model, V) -> (B, T, V)
+        logits = L.linear_forward(h, p["unembed"], xp)  # (B, T, d_model) @ (d_model, V) -> (B, T, V)
+        return logits, (tokens, blocks, norm_f, h)
 
     def logits(self, tokens):
         """tokens ``(B, T)`` integers -> logits ``(B, T, V)``: position t scores the token at t + 1."""
