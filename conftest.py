@@ -21,9 +21,18 @@ its own order (``--no-loadscope-reorder`` keeps this order; xdist's own puts the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest -n auto: each worker has a core of its own, so it and the notebook kernels and subprocesses it starts
+    # get one BLAS thread each (two workers at two BLAS threads each ran four threads on two cores: 152 s against
+    # 173-180 s for the suite, measured on the 2-core machine). Set before NumPy loads; a count set by the user
+    # is kept. The tests of the BLAS limits raise the count for themselves (tests/test_flash.py, blas_at_two).
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
 
 # nbval's option -> the value our runs use, set where nbval's own plugin is not loaded
 NBVAL_SETTINGS = {

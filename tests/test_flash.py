@@ -310,20 +310,24 @@ def test_workers_equal_serial(xp):
     xp.assert_close(lse2, lse, rtol=1e-12 if xp.dtype_name == "float64" else 1e-6)
 
 
-def _blas_or_skip():
-    """The BLAS thread counts now; skips when there is nothing to observe (no threadpoolctl, no BLAS, or 1 thread)."""
+@pytest.fixture
+def blas_at_two():
+    """The BLAS thread counts, raised to two for the test (``blas.blas_thread_limit``), so that a limit to one
+    thread is observable also where the run holds BLAS to one (``pytest -n auto``'s workers: conftest.py);
+    skips without threadpoolctl or a BLAS it can see."""
     pytest.importorskip("threadpoolctl")
-    original = blas_threads()
-    if not original or max(original) < 2:
-        pytest.skip(f"BLAS thread counts {original}: a limit to one thread cannot be observed")
-    return original
+    with blas_thread_limit(2):
+        original = blas_threads()
+        if not original or max(original) < 2:
+            pytest.skip(f"BLAS thread counts {original}: a limit to one thread cannot be observed")
+        yield original
 
 
-def test_blas_limit_survives_calls_that_finish_in_either_order():
+def test_blas_limit_survives_calls_that_finish_in_either_order(blas_at_two):
     """The crossover that leaked: A in, B in, A out, B out. A per-call save/restore leaves 1 thread."""
     from threadpoolctl import threadpool_limits
 
-    original = _blas_or_skip()
+    original = blas_at_two
     for first_out in ("a", "b"):
         held = {"a": one_blas_thread(), "b": one_blas_thread()}
         held["a"].__enter__()
@@ -342,13 +346,13 @@ def test_blas_limit_survives_calls_that_finish_in_either_order():
     assert blas_threads() == original
 
 
-def test_blas_thread_limit_leaves_one_blas_thread_working_inside():
+def test_blas_thread_limit_leaves_one_blas_thread_working_inside(blas_at_two):
     """A benchmark's row sets 2 threads around tiled code: one_blas_thread() inside must still get 1.
 
     With threadpoolctl's own ``threadpool_limits`` in this thread, this thread would control OpenBLAS and
     the package's control thread would be ignored (threadpoolctl >= 3.8): ``blas_thread_limit`` sets it
     from that control thread instead."""
-    original = _blas_or_skip()
+    original = blas_at_two
     with blas_thread_limit(2):
         assert all(n == 2 for n in blas_threads())
         with one_blas_thread():
@@ -362,8 +366,8 @@ def test_blas_thread_limit_leaves_one_blas_thread_working_inside():
     assert blas_threads() == original
 
 
-def test_blas_thread_limit_refuses_to_override_a_held_one_blas_thread():
-    original = _blas_or_skip()
+def test_blas_thread_limit_refuses_to_override_a_held_one_blas_thread(blas_at_two):
+    original = blas_at_two
     with one_blas_thread():
         with pytest.raises(RuntimeError, match=r"1 caller\(s\) hold BLAS at one thread"):
             with blas_thread_limit(2):
@@ -374,9 +378,9 @@ def test_blas_thread_limit_refuses_to_override_a_held_one_blas_thread():
     assert blas_threads() == original
 
 
-def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch):
+def test_overlapping_flash_calls_from_threads_restore_blas(monkeypatch, blas_at_two):
     """Two threads each run flash_attention(workers=2); A's call ends while B's is still inside its tiles."""
-    original = _blas_or_skip()
+    original = blas_at_two
     both_inside, a_done = threading.Barrier(2, timeout=10), threading.Event()
     seen, real = [], flash.online_softmax_update
 
