@@ -62,8 +62,4 @@ def pytest_collect_file(file_path, parent):
 def pytest_collection_modifyitems(config, items):
     """The browser tests first, then the notebooks, then the rest (see the docstring above); stable within each."""
 
-    def kind(item):
-        path = item.path.relative_to(config.rootpath).as_posix() if item.path.is_relative_to(config.rootpath) else ""
-        return 0 if path.startswith("tests/test_site") else 1 if path.endswith(".ipynb") else 2
-
-    items.sort(key=kind)
+    items.sort(key=lambda it: 0 if it.path.name.startswith("test_site") else 1 if it.path.suffix == ".ipynb" else 2)

@@ -58,6 +58,7 @@ __all__ = [
     "rope_tables_upto",
     "saved_weights",
     "scatter_add_rows",
+    "subtract_one_hot",
 ]
 
 RMS_EPS = 1e-6  # DeepSeek-V3's RMSNorm eps; keeps 1/rms finite for an all-zero row
@@ -83,14 +84,23 @@ def embedding_forward(tokens, e, xp):
     return xp.reshape(rows, (*tokens.shape, e.shape[1]))  # (B·T, d) -> (B, T, d)
 
 
+def subtract_one_hot(d, targets, xp):
+    """``d -= onehot(targets)`` in place: d ``(..., V)`` a buffer the caller owns, targets ``(...)`` integers (a
+    negative one subtracts nothing). On NumPy, 1 is subtracted at the counted targets alone, not over the whole
+    of d (3x faster at the Tang vocabulary, V = 2,098, measured); elsewhere, the one-hot array."""
+    if backend_name(xp) != "numpy":
+        d -= one_hot(targets, d.shape[-1], xp, d.dtype)
+        return
+    where = np.nonzero(targets >= 0)  # the counted positions, one index array per axis of targets
+    d[(*where, targets[where])] -= 1
+
+
 def scatter_add_rows(indices, values, n, xp):
     """``out (n, d)`` with ``out[j] = Σ_(i: indices_i = j) values_i``: indices ``(N,)`` in [0, n), values ``(N, d)``.
 
-    The sum is ``onehot(indices)ᵀ @ values`` ``(n, N) @ (N, d)``, which is how it is computed on every backend
-    but NumPy (the Array API has no scatter-add). That product does n·N·d multiply-adds for N·d additions; on
-    NumPy the rows are sorted by index and each run of equal indices summed (``np.add.reduceat``), the same
-    sums: 6x faster than the product at the Tang model's vocabulary (n = 2,098), 1.5x at the Devil's (256),
-    2x slower at the synthetic tasks' 16 (tens of microseconds; measured, one BLAS thread).
+    That is ``onehot(indices)ᵀ @ values``, how every backend but NumPy computes it (the Array API has no
+    scatter-add): n·N·d multiply-adds for N·d additions. NumPy sorts the rows by index and sums each run
+    (``np.add.reduceat``): 6x faster at the Tang vocabulary (n = 2,098), 1.5x at the Devil's (256), measured.
     """
     if backend_name(xp) != "numpy" or indices.shape[0] == 0:
         return one_hot(indices, n, xp, values.dtype).mT @ values  # (n, N) @ (N, d)
@@ -304,13 +314,7 @@ def cross_entropy_backward(cache, xp):
     """``dL/dlogits = (softmax(z) - onehot(y)) / N`` at counted positions, 0 elsewhere: ``(B, T, V)``."""
     e, total, targets, counted, n, dtype = cache
     d = narrow(e / total, dtype, xp)  # softmax(z), a new array: the rest in its buffer
-    if backend_name(xp) == "numpy":  # - 1 at the N counted targets, not a pass over (B, T, V): 3x faster at V = 2,098
-        rows, shape = np.flatnonzero(counted), d.shape  # (n,) the counted positions, flat
-        d = np.reshape(d, (-1, shape[-1]))  # (B·T, V)
-        d[rows, np.reshape(targets, (-1,))[rows]] -= 1
-        d = np.reshape(d, shape)  # (B, T, V)
-    else:
-        d -= one_hot(targets, e.shape[-1], xp, dtype)  # all zero where target < 0
+    subtract_one_hot(d, targets, xp)  # softmax(z) - onehot(y): nothing subtracted where target < 0
     d /= n
     if n == math.prod(counted.shape):  # every position counted (training on whole sequences)
         return d
