@@ -17,6 +17,9 @@ README's command, ``pytest -n auto``, runs the suite on every core (pytest-xdist
 file takes the next, so the longest files go first and the short ones fill in around them: the browser tests of
 the website (tens of seconds each), then the notebooks (seconds each), then the unit tests' files, each kind in
 its own order (``--no-loadscope-reorder`` keeps this order; xdist's own puts the files with most tests first).
+The browser files whose tests share nothing but the browser (``APART``) are handed out a test at a time instead:
+the layout check of every page, in the site's parts, would otherwise hold one core for a minute while the other
+ran out of work.
 """
 
 from __future__ import annotations
@@ -58,8 +61,33 @@ def pytest_collect_file(file_path, parent):
     return IPyNbFile.from_parent(parent, path=file_path)
 
 
+# the browser tests' files, the longest first; those whose tests are handed out one at a time: each test opens its
+# own pages, and only the browser (a second to start) is shared
+BROWSER_FILES = ("test_site_layout.py", "test_site.py", "test_site_interactive.py", "test_site_search.py")
+APART = {"test_site_layout.py", "test_site_interactive.py", "test_site_search.py"}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The browser tests first, then the notebooks, then the rest (see the docstring above); stable within each."""
 
-    items.sort(key=lambda it: 0 if it.path.name.startswith("test_site") else 1 if it.path.suffix == ".ipynb" else 2)
+    def rank(item):
+        name = item.path.name
+        return BROWSER_FILES.index(name) if name in BROWSER_FILES else 10 if item.path.suffix == ".ipynb" else 11
+
+    items.sort(key=rank)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown where it is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, but each test of an ``APART`` file is a work unit of its own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndApartTests(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return nodeid if file.rsplit("/", 1)[-1] in APART else file
+
+    return FilesAndApartTests(config, log)

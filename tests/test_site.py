@@ -30,6 +30,7 @@ Screenshots go to a temporary folder, or to ``$SITE_SCREENSHOTS`` when set, to b
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import json
@@ -46,13 +47,19 @@ need_docs()  # skips this module (or fails under REQUIRE_SITE_TEST=1) without th
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 NOTEBOOKS_ZH = sorted((REPO / "notebooks" / "zh").glob("*.ipynb"))  # the Chinese site's (docs/_build/html/zh/)
+_NOT_PROSE_TAGS = {"pre", "code", "kbd", "samp", "script", "style", "textarea", "head", "svg", "math"}
+_NOT_PROSE_CLASSES = {"highlight", "math"}  # code blocks; formulas MyST parsed (TeX between \\( \\), no $)
+
+
 class _Page(HTMLParser):
-    """The URLs one HTML page refers to, split by kind, and the ids it defines."""
+    """One HTML page, read once: the URLs it refers to, split by kind; the ids it defines; and its rendered text
+    outside code and outside parsed math (its prose)."""
 
     def __init__(self):
-        super().__init__()
+        super().__init__(convert_charrefs=True)
         self.links, self.resources, self.ids = [], [], set()
         self.switch = None  # the language switch's link, if the page has one
+        self.stack, self.parts = [], []  # open elements: (tag, inside code or math?); the prose's pieces
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -66,9 +73,26 @@ class _Page(HTMLParser):
             self.resources.append(a["href"])
         elif tag in ("img", "script", "iframe", "source", "video", "audio") and a.get("src"):
             self.resources.append(a["src"])
+        if tag in VOID_TAGS:
+            return
+        classes = set((a.get("class") or "").split())
+        hidden = bool(self.stack and self.stack[-1][1]) or tag in _NOT_PROSE_TAGS or bool(classes & _NOT_PROSE_CLASSES)
+        self.stack.append((tag, hidden))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data):
+        if not (self.stack and self.stack[-1][1]):
+            self.parts.append(data)
 
 
+@functools.cache
 def _parse(text: str) -> _Page:
+    """The page, parsed once per test run: the crawl (over HTTP) and the checks of every file read the same bytes."""
     page = _Page()
     page.feed(text)
     return page
@@ -144,40 +168,9 @@ def test_nothing_is_fetched_from_the_internet(site):
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
 
 
-_NOT_PROSE_TAGS = {"pre", "code", "kbd", "samp", "script", "style", "textarea", "head", "svg", "math"}
-_NOT_PROSE_CLASSES = {"highlight", "math"}  # code blocks; formulas MyST parsed (TeX between \\( \\), no $)
-
-
-class _Prose(HTMLParser):
-    """A page's rendered text outside code and outside parsed math."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.stack, self.parts = [], []  # open elements: (tag, inside code or math?)
-
-    def handle_starttag(self, tag, attrs):
-        if tag in VOID_TAGS:
-            return
-        classes = set((dict(attrs).get("class") or "").split())
-        hidden = bool(self.stack and self.stack[-1][1]) or tag in _NOT_PROSE_TAGS or bool(classes & _NOT_PROSE_CLASSES)
-        self.stack.append((tag, hidden))
-
-    def handle_endtag(self, tag):
-        for i in range(len(self.stack) - 1, -1, -1):
-            if self.stack[i][0] == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data):
-        if not (self.stack and self.stack[-1][1]):
-            self.parts.append(data)
-
-
 def _stray_dollars(html_text: str) -> list[str]:
     """Each literal ``$`` in the rendered prose, with the text around it."""
-    prose = _Prose()
-    prose.feed(html_text)
-    text = "".join(prose.parts)
+    text = "".join(_parse(html_text).parts)
     return [" ".join(text[max(0, i - 50):i + 50].split()) for i, ch in enumerate(text) if ch == "$"]
 
 

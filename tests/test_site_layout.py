@@ -5,6 +5,9 @@ folded block open and its formulas typeset, has nothing cut off: no element past
 clipped by an ancestor, unless it sits in something that scrolls. Its tab title holds no TeX, and each figure has
 alt text that says what it shows and links to the full-size image.
 
+The pages are checked in the site's parts (``GROUPS``: the two halves of the API reference, the Chinese site, the
+English notebooks, the other pages), one test each, so that ``pytest -n auto`` spreads them over the cores.
+
 Skipped without the docs extra or Debian's ``chromium`` / ``chromium-driver``, except under
 ``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from site_fixtures import WAIT_FOR_MATH, need_docs
 
 need_docs()
@@ -33,9 +37,9 @@ const cut = [];
 for (const el of article.querySelectorAll('*')) {
   const box = el.getBoundingClientRect();
   if (box.width === 0 || box.height === 0) continue;
-  const style = getComputedStyle(el);
-  const clipped = style.display !== 'inline' && ['hidden', 'clip'].includes(style.overflowX)
-    && el.scrollWidth > el.clientWidth + 1;
+  // (its computed style only where its content is wider than its box: a read that forces style on every element)
+  const clipped = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).display !== 'inline'
+    && ['hidden', 'clip'].includes(getComputedStyle(el).overflowX);
   if ((box.right > edge || clipped) && !scrolls(el)) {
     cut.push(`<${el.tagName.toLowerCase()} class="${el.className}"> ${Math.round(box.right)} px > ${Math.round(edge)}: `
              + (el.dataset.text || el.textContent).trim().slice(0, 60));
@@ -45,7 +49,8 @@ const images = [...article.querySelectorAll('img:not([src*="_static/"])')].map((
   src: img.src, alt: img.getAttribute('alt') || '', link: img.closest('a') ? img.closest('a').href : null,
 }));
 return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: images,
-        formulas: article.querySelectorAll('mjx-container').length};
+        formulas: article.querySelectorAll('mjx-container').length,
+        signatures: article.querySelectorAll('dt.sig').length};
 """
 
 
@@ -55,15 +60,36 @@ def _site_pages(site: Path) -> list[str]:
     return sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if not skip & set(p.relative_to(site).parts))
 
 
-def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(site, browser, base_url):
+def _group(path: str) -> str:
+    """The part of the site a page belongs to (the API reference in the package's parts, as its index has them)."""
+    if path.startswith("api/"):
+        return "api-course" if path.startswith("api/course.") else "api"
+    return path.split("/")[0] if path.startswith(("zh/", "notebooks/")) else "pages"
+
+
+# every part of the site, the longest to check first (pytest -n auto runs them beside each other: conftest.py), and
+# what shows that its pages were read as a reader sees them: typeset formulas, or, in the API reference, which has
+# no math, documented signatures
+GROUPS = {"api-course": ("signatures", 100), "zh": ("formulas", 1000), "notebooks": ("formulas", 1000),
+          "api": ("signatures", 100), "pages": ("formulas", 50)}
+
+
+def test_the_groups_hold_every_page_once(site):
+    groups = [_group(p) for p in _site_pages(site)]  # each page in exactly one group: the one _group names
+    assert set(groups) == set(GROUPS), f"groups with no page, or pages in a group no test checks: {set(groups)}"
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site, browser, base_url):
     browser.set_window_size(1280, 1000)
-    problems, formulas = [], 0
-    for path in _site_pages(site):
+    problems, seen = [], 0
+    kind, minimum = GROUPS[group]
+    for path in (p for p in _site_pages(site) if _group(p) == group):
         browser.get(base_url + path)
         browser.set_script_timeout(30)
         browser.execute_async_script(WAIT_FOR_MATH)
         facts = browser.execute_script(_CUT)
-        formulas += facts["formulas"]
+        seen += facts[kind]
         if facts["n_cut"]:
             problems.append(f"{path}: {facts['n_cut']} cut, e.g. {facts['cut']}")
         if re.search(r"\\[A-Za-z(\[]|\$", facts["title"]):
@@ -73,5 +99,5 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(site, brows
                 problems.append(f"{path}: a figure that does not open at full size: {img['src']} (link {img['link']})")
             if len(img["alt"]) < 12 or re.search(r"\.(png|svg|jpe?g)$", img["alt"]):
                 problems.append(f"{path}: alt text that does not say what the figure shows: {img['alt']!r}")
-    assert formulas > 1000, "the pages show hardly any typeset formula: this test would measure nothing"
+    assert seen > minimum, f"the {group} pages show only {seen} {kind}: this test would measure nothing"
     assert not problems, "\n".join(problems)

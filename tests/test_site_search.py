@@ -11,6 +11,7 @@ Skipped without the docs extra or Debian's ``chromium`` / ``chromium-driver``, e
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -73,20 +74,26 @@ class _ArticleText(HTMLParser):
             self.parts.append(data)
 
 
+@functools.cache
+def _article_texts(site: Path, prefix: str) -> dict[str, str]:
+    """{page: its article text in lower case} for every page in one site's search index (``prefix`` "" or "zh/"),
+    each page parsed once for all the queries."""
+    index = (site / prefix / "searchindex.js").read_text(encoding="utf-8")
+    docnames = json.loads(index[index.index("(") + 1:index.rindex(")")])["docnames"]
+    texts = {}
+    for doc in docnames:
+        parser = _ArticleText()
+        parser.feed((site / prefix / f"{doc}.html").read_text(encoding="utf-8"))
+        texts[f"{prefix}{doc}.html"] = "".join(parser.parts).lower()
+    return texts
+
+
 def _pages_holding(site: Path, prefix: str, words: str) -> set[str]:
     """The pages of one site (``prefix`` "" or "zh/") whose article text holds ``words`` (any case), Latin words
     at the start of a word or of a snake_case name's part (softmax in ``my_softmax``, not in ``logsoftmax``)."""
     start = r"(?<![a-z0-9])" if re.match(r"[A-Za-z]", words) else ""
     pattern = re.compile(start + r"\s+".join(map(re.escape, words.lower().split())))
-    index = (site / prefix / "searchindex.js").read_text(encoding="utf-8")
-    docnames = json.loads(index[index.index("(") + 1:index.rindex(")")])["docnames"]
-    found = set()
-    for doc in docnames:
-        parser = _ArticleText()
-        parser.feed((site / prefix / f"{doc}.html").read_text(encoding="utf-8"))
-        if pattern.search("".join(parser.parts).lower()):
-            found.add(f"{prefix}{doc}.html")
-    return found
+    return {page for page, text in _article_texts(site, prefix).items() if pattern.search(text)}
 
 
 def test_article_text_reads_the_article_only():
