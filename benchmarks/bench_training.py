@@ -11,7 +11,7 @@ configuration and BLAS thread count it prints the median step time, tokens per s
 * **step / floor**. The floor is the step's matrix products alone: every matmul of the forward pass
   (the projections, attention's ``q kᵀ`` and ``P v``, the MLP, the unembedding) and the two of the
   backward pass for each (``dX`` and ``dW``; ``dV, dP, dQ, dK`` for attention, per tile of the step:
-  ``layers.attention_tiles``), replayed on arrays of the same shapes, each projection as one 2-D
+  ``tiled_attention.attention_tiles``), replayed on arrays of the same shapes, each projection as one 2-D
   matmul. Their FLOPs over that replay's time is this machine's matmul rate for these shapes, so
   floor = FLOPs / rate: no NumPy step can be faster.
   Everything above 1.0 is the elementwise work (norms, GELU, softmax, RoPE, Adam) and Python.
@@ -45,7 +45,7 @@ from _timing import print_table, verdict
 
 from attention_from_scratch.infra.blas import blas_threads
 from attention_from_scratch.infra.timing import median_times
-from attention_from_scratch.model.layers import attention_tiles
+from attention_from_scratch.model.tiled_attention import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 from attention_from_scratch.text.generation import PRETRAINED
@@ -103,7 +103,7 @@ def matmul_shapes(config, batch, t):
     kv = c.kv_heads * c.d_k
     forward = [(1, n, c.d_model, w) for w in (c.d_model, kv, kv, c.d_model)]  # q, k, v, o projections
     forward += [(1, n, c.d_model, c.d_ff), (1, n, c.d_ff, c.d_model)]  # the MLP
-    attention = []  # per tile of the step (layers.attention_tiles: causal skips the blocked triangle)
+    attention = []  # per tile of the step (tiled_attention.attention_tiles: causal skips the blocked triangle)
     for rows, queries, s in attention_tiles((batch, c.n_heads, t, c.d_k), t, c.causal):
         m, heads = queries.stop - queries.start, (rows.stop - rows.start) * c.n_heads
         attention += [(heads, m, c.d_k, s), (heads, m, s, c.d_k)]  # scores q kᵀ, output P v

@@ -21,9 +21,9 @@ pytestmark = pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not 
 def test_matmul_flops_equal_six_per_weight_per_token_plus_attention(monkeypatch, n_kv_heads, causal, query_block):
     """Causal attention in query blocks of 3 (T = 7: queries 0-2 see 3 keys, 3-5 see 6, 6 sees 7) does
     3·3 + 3·6 + 1·7 = 34 of the 49 query-key products; without the mask, or in one block, all 49."""
-    from attention_from_scratch.model import layers
+    from attention_from_scratch.model import tiled_attention
 
-    monkeypatch.setattr(layers, "QUERY_BLOCK", query_block)
+    monkeypatch.setattr(tiled_attention, "QUERY_BLOCK", query_block)
     bench = importlib.import_module("bench_training")  # benchmarks/ is on pytest's pythonpath
     c = TransformerConfig(11, 24, 4, 3, 40, 9, n_kv_heads=n_kv_heads, causal=causal)
     b, t = 5, 7

@@ -38,6 +38,7 @@ from ..kv_cache import KVCache
 from ..multihead import group_heads, merge_heads, split_heads, ungroup_heads
 from ..rope import rope_frequencies, rotate_pairs
 from . import layers as L
+from . import tiled_attention
 from .config import TransformerConfig
 
 __all__ = ["Transformer", "TransformerConfig"]
@@ -135,7 +136,7 @@ class Transformer:
         if c.attention == "flash":  # saved: the log-sum-exp (..., T)
             o, saved = flash_attention(q, k, v, **self._attn_opts(), block_size=c.block_size, return_lse=True)
         else:  # saved: the tiles, each with its weights P (the blocked triangle skipped)
-            o, saved = L.attention_in_chunks(q, k, v, **self._attn_opts())
+            o, saved = tiled_attention.attention_in_chunks(q, k, v, **self._attn_opts())
         a = merge_heads(ungroup_heads(o))  # (B, H_kv, g, T, d_k) -> (B, H, T, d_k) -> (B, T, H·d_k)
         return L.linear_forward(a, p[f"{i}.w_o"], xp), (h, q, k, v, o, a, saved, start)
 
@@ -148,7 +149,7 @@ class Transformer:
         if c.attention == "flash":
             dq, dk, dv = flash_attention_backward(q, k, v, o, do, saved, **self._attn_opts(), block_size=c.block_size)
         else:  # attention_backward's formulas from the saved weights
-            dq, dk, dv = L.attention_backward_in_chunks(q, k, v, o, saved, do, self._attn_opts()["scale"])
+            dq, dk, dv = tiled_attention.attention_backward_in_chunks(q, k, v, o, saved, do, self._attn_opts()["scale"])
         dq = self._merged(ungroup_heads(dq), start)  # (B, H_kv, g, T, d_k) -> (B, T, H·d_k), un-rotated
         dk = self._merged(ungroup_heads(dk), start)  # (B, H_kv, 1, S, d_k) -> (B, S, H_kv·d_k), group-summed
         dh, grads = None, {f"{i}.w_o": dw_o}
@@ -250,7 +251,7 @@ class Transformer:
             if self.config.attention == "flash":  # w is the log-sum-exp: run sdpa for the weights
                 w = scaled_dot_product_attention(q, k, v, **self._attn_opts())[1]  # (B, H_kv, g, T, S)
             else:  # the step's own weights, tile by tile
-                w = L.saved_weights(w, (*q.shape[:-1], k.shape[-2]))  # (B, H_kv, g, T, S)
+                w = tiled_attention.saved_weights(w, (*q.shape[:-1], k.shape[-2]))  # (B, H_kv, g, T, S)
             maps.append(ungroup_heads(w))  # (B, H, T, S)
         return maps
 
