@@ -14,7 +14,7 @@ compares each answer with the package's own function, prints a plain-words repor
 case (the inputs' shapes, what was expected, what came back, and a hint naming the likely mistake when
 it is a known one) and returns a :class:`Verdict`. A function that raises (``NotImplementedError`` too)
 after passing earlier cases is told which case it does not handle; only a stub that raises on the first
-case is "not implemented yet". The last case of the newer exercises is drawn anew at every run
+case is "not implemented yet". Every exercise's last case is drawn anew at every run, its sizes too
 (``cases.FRESH``), so that answers read off earlier reports and returned for the fixed cases' inputs fail.
 
 Student functions receive and return NumPy arrays, on private copies of the inputs: a function that

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...applications import info_nce
 from ...softmax import softmax
-from .cases import GLOBAL_MAX, Case, Exercise, draw
+from .cases import GLOBAL_MAX, Case, Exercise, draw, fresh_case
 
 __all__ = ["INFO_NCE"]
 
@@ -25,6 +25,12 @@ def _rows_far_apart(seed):
     return q, k, 0.01
 
 
+def _fresh_pairs(rng):
+    """N pairs of width d and a temperature, drawn at random."""
+    n, d = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    return rng.standard_normal((n, d)), rng.standard_normal((n, d)), float(10.0 ** rng.uniform(-2, 0.5))
+
+
 def _info_nce_cases():
     return [
         Case("N = 4 pairs, d = 8, τ = 1", (*draw(70, (4, 8), (4, 8)), 1.0)),
@@ -33,6 +39,7 @@ def _info_nce_cases():
         Case("unit vectors, τ = 0.001: logits up to 1000", (*(_unit(a) for a in draw(73, (5, 8), (5, 8))), 0.001)),
         Case("one pair (N = 1)", (*draw(74, (1, 4), (1, 4)), 0.1)),
         Case("rows far apart: τ = 0.01, query 0's logits about 2000, the others' at most 100", _rows_far_apart(75)),
+        fresh_case(_fresh_pairs),
     ]
 
 

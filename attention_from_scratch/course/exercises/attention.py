@@ -21,6 +21,8 @@ from .cases import (
     Case,
     Exercise,
     draw,
+    fresh_case,
+    fresh_dims,
     rows_sum_to_one,
 )
 
@@ -53,6 +55,13 @@ def _float32_empty_row(seed):
     return q, k, v, mask
 
 
+def _fresh_attention(rng):
+    """q, k, v with sizes drawn at random (up to two batch axes, T, S, d_k, d_v), and a random (T, S) mask or none."""
+    lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
+    q, k, v = (rng.standard_normal((*lead, n, d)) * rng.uniform(0.5, 5.0) for n, d in ((t, d_k), (s, d_k), (s, d_v)))
+    return q, k, v, (rng.random((t, s)) < 0.75 if rng.random() < 0.5 else None)
+
+
 def _attention_cases():
     causal = np.tril(np.ones((4, 4), dtype=bool))
     masked_row = np.ones((3, 5), dtype=bool)
@@ -75,6 +84,7 @@ def _attention_cases():
                                                            draw(17, (3, 2)), None)),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
+        fresh_case(_fresh_attention),
     ]
 
 

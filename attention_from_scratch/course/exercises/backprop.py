@@ -13,7 +13,19 @@ from ...attention import attention_backward, scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import softmax, softmax_backward
 from ..i18n import msg
-from .cases import GLOBAL_MAX, MAX_FIRST, OVERFLOW, SCALE_FROM_SHAPE_1, Case, Exercise, draw
+from .cases import (
+    FRESH,
+    GLOBAL_MAX,
+    MAX_FIRST,
+    OVERFLOW,
+    SCALE_FROM_SHAPE_1,
+    Case,
+    Exercise,
+    draw,
+    fresh_case,
+    fresh_dims,
+    fresh_seed,
+)
 
 __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
 
@@ -24,6 +36,12 @@ __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
 def _y_dy(seed, shape, dtype=np.float64, scale=1.0):
     x, dy = draw(seed, shape, shape, dtype=dtype, scale=scale)
     return softmax(x), dy
+
+
+def _fresh_y_dy(seed):
+    """y = softmax(x) and dy of a shape drawn at random (one to three axes), their sizes too."""
+    rng = np.random.default_rng(seed)
+    return _y_dy(seed + 1, fresh_dims(rng, int(rng.integers(1, 4)), 1, 6), scale=float(rng.uniform(0.5, 10.0)))
 
 
 def _softmax_backward_cases():
@@ -41,6 +59,7 @@ def _softmax_backward_cases():
         Case("large upstream gradients (about 1000)", _y_dy(6, (3, 4), scale=1000.0)),
         Case("a single entry per row (y = 1: dx = 0)", (np.ones((3, 1)), draw(7, (3, 1)))),
         Case("float32 with masked keys (y = 0 there)", (masked.astype(np.float32), dy_masked.astype(np.float32))),
+        Case(FRESH, _fresh_y_dy(fresh_seed())),
     ]
 
 
@@ -163,6 +182,14 @@ def _float32_empty_row(seed):
     return q, k, v, d_out, mask
 
 
+def _fresh_attention_grads(rng):
+    """q, k, v, d_out with sizes drawn at random (up to two batch axes, T, S, d_k, d_v), and a random mask or none."""
+    lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
+    shapes = ((t, d_k), (s, d_k), (s, d_v), (t, d_v))
+    q, k, v, d_out = (rng.standard_normal((*lead, *shape)) * rng.uniform(0.5, 5.0) for shape in shapes)
+    return q, k, v, d_out, (rng.random((t, s)) < 0.75 if rng.random() < 0.5 else None)
+
+
 def _attention_backward_cases():
     square_padding = padding_mask(np.array([3, 4]), 4)[:, None]  # (B, 1, S) -> (B, 1, 1, S), T = S = 4
     causal = np.tril(np.ones((4, 4), dtype=bool))
@@ -188,6 +215,7 @@ def _attention_backward_cases():
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(43)),
         Case("d_k = 16 (the scale 1/4 matters)", (*draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
         Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
+        fresh_case(_fresh_attention_grads),
     ]
 
 

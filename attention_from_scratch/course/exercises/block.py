@@ -11,7 +11,7 @@ import numpy as np
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
-from .cases import OVERFLOW, Case, Exercise, draw
+from .cases import OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
 
@@ -36,6 +36,13 @@ def _norm(x, g, eps, *, centre=False, eps_inside=True, root=True, reduce="mean",
     return y if gain == "none" else y * g
 
 
+def _fresh_rms(rng):
+    """x (..., d), g (d,) and eps, shapes and scales drawn at random."""
+    shape = (*fresh_dims(rng, int(rng.integers(0, 3)), 1, 4), int(rng.integers(1, 9)))
+    return (rng.standard_normal(shape) * 10.0 ** rng.uniform(-3, 1), rng.standard_normal(shape[-1]),
+            float(10.0 ** rng.uniform(-6, -1)))
+
+
 def _rms_cases():
     zero_row = draw(31, (3, 6))
     zero_row[1] = 0.0
@@ -48,6 +55,7 @@ def _rms_cases():
              (draw(35, (3, 4), scale=1e-4), np.ones(4), 1e-6)),
         Case("a larger eps = 0.5 (use the eps you are given)", (*draw(36, (2, 6), (6,)), 0.5)),
         Case("d = 1", (np.array([[3.0], [-0.5]]), np.array([2.0]), 1e-6)),
+        fresh_case(_fresh_rms),
     ]
 
 
@@ -149,6 +157,12 @@ def _big_logits():
     return z, targets
 
 
+def _fresh_ce(rng):
+    """Logits (N, V) or (B, T, V) and their targets, sizes and scale drawn at random."""
+    lead, v = fresh_dims(rng, int(rng.integers(1, 3)), 1, 5), int(rng.integers(2, 9))
+    return rng.standard_normal((*lead, v)) * rng.uniform(0.5, 20.0), rng.integers(0, v, lead)
+
+
 def _ce_cases():
     return [
         Case("one position, V = 3", (np.array([[1.0, 2.0, 0.5]]), np.array([0]))),
@@ -159,6 +173,7 @@ def _ce_cases():
         Case("a target the model already gives probability ≈ 1", (np.array([[20.0, 0.0, -5.0], [0.0, 1.0, 2.0]]),
                                                                    np.array([0, 2]))),
         Case("(B, T, V) = (1, 5, 2), every target the same", (draw(45, (1, 5, 2)), np.ones((1, 5), dtype=int))),
+        fresh_case(_fresh_ce),
     ]
 
 

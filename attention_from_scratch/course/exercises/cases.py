@@ -4,9 +4,9 @@ classic mistakes with the hint each deserves.
 A *mistake* is a small wrong implementation; when a student's answer equals what the mistake computes
 on the failing case, the checker prints its hint. *Symptoms* catch what no single mistake model does
 (rows that do not sum to 1, nan in a masked row). Cases are plain NumPy arrays drawn from a fixed seed,
-so a report is the same on every run -- except for an exercise's last case where it has one, drawn anew at
-every run from :func:`fresh_seed` (labelled :data:`FRESH`): a function written to return the answers of the fixed
-cases (read off earlier reports) meets a case it cannot have seen. The notebook that holds each exercise is
+so a report is the same on every run -- except for each exercise's last case, drawn anew at every run from
+:func:`fresh_seed` (labelled :data:`FRESH`, built by :func:`fresh_case`): a function written to return the answers
+of the fixed cases (read off earlier reports) meets a case it cannot have seen. The notebook that holds each exercise is
 ``notebook``.
 """
 
@@ -94,6 +94,17 @@ FRESH = "a fresh case, drawn anew at every run (answers written for the cases ab
 def fresh_seed() -> int:
     """A seed drawn from the operating system's entropy at each call: the seed of an exercise's :data:`FRESH` case."""
     return int(np.random.default_rng().integers(2**31))
+
+
+def fresh_case(make) -> Case:
+    """An exercise's :data:`FRESH` case: ``make(rng)`` builds its arguments from a generator seeded anew at every
+    run (:func:`fresh_seed`), shapes and sizes drawn too."""
+    return Case(FRESH, make(np.random.default_rng(fresh_seed())))
+
+
+def fresh_dims(rng, n: int, low: int = 1, high: int = 4) -> tuple[int, ...]:
+    """``n`` sizes drawn from ``low .. high``, as Python ints."""
+    return tuple(int(d) for d in rng.integers(low, high + 1, size=n))
 
 
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...flash import online_softmax_merge, softmax_state
 from ..i18n import msg
-from .cases import GLOBAL_MAX, Case, Exercise, draw
+from .cases import FRESH, GLOBAL_MAX, Case, Exercise, draw, fresh_dims, fresh_seed
 
 __all__ = ["ONLINE_SOFTMAX_MERGE"]
 
@@ -28,6 +28,13 @@ def _states(seed, lead, t, s_a, s_b, d_v, *, dtype=np.float64, shift=(0.0, 0.0),
         else:
             scores[i][..., rows, :] = -np.inf
     return softmax_state(scores[0], v_a), softmax_state(scores[1], v_b)
+
+
+def _fresh_states(seed):
+    """Two states of blocks whose sizes (batch axes, T, each block's keys, d_v) and offsets are drawn at random."""
+    rng = np.random.default_rng(seed)
+    lead, (t, s_a, s_b, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 5)
+    return _states(seed + 1, lead, t, s_a, s_b, d_v, shift=tuple(float(x) for x in rng.uniform(-500.0, 500.0, 2)))
 
 
 def _merge_cases():
@@ -51,6 +58,7 @@ def _merge_cases():
              _states(71, (), 2, 3, 3, 2, shift=([1000.0, 0.0], [0.0, 1000.0]))),
         Case("rows far apart: row 0's scores about 1000 above row 1's",
              _states(72, (), 2, 3, 4, 2, shift=([1000.0, 0.0], [1000.0, 0.0]))),
+        Case(FRESH, _fresh_states(fresh_seed())),
     ]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from ...attention import scaled_dot_product_attention
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
-from .cases import GLOBAL_MAX, OVERFLOW, SCALE_FROM_SHAPE_1, Case, Exercise, draw
+from .cases import FRESH, GLOBAL_MAX, OVERFLOW, SCALE_FROM_SHAPE_1, Case, Exercise, draw, fresh_dims, fresh_seed
 
 __all__ = ["KV_DECODE_STEP"]
 
@@ -32,6 +32,13 @@ def _heads_far_apart(seed):
     return case.args
 
 
+def _fresh_decode(seed):
+    """One decoding step with B, H, S (0 too), d_k, d_v and the scores' size drawn at random."""
+    rng = np.random.default_rng(seed)
+    (b, h, d_k, d_v), s = fresh_dims(rng, 4, 1, 4), int(rng.integers(0, 9))
+    return _decode_case(FRESH, seed + 1, b, h, s, d_k, d_v, scale=float(rng.uniform(0.5, 10.0)))
+
+
 def _decode_cases():
     return [
         _decode_case("(B, H) = (1, 2), S = 3 cached tokens, d_k = d_v = 4", 30, 1, 2, 3, 4, 4),
@@ -40,6 +47,7 @@ def _decode_cases():
         _decode_case("the first token: an empty cache, S = 0", 33, 1, 2, 0, 4, 4),
         _decode_case("large scores (entries about 30)", 34, 1, 1, 3, 4, 2, scale=30.0),
         Case("heads of very different sizes: head 0's scores about 1000 above head 1's", _heads_far_apart(35)),
+        _fresh_decode(fresh_seed()),
     ]
 
 

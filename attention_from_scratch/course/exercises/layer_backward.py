@@ -15,7 +15,7 @@ from ...attention import attention_backward, scaled_dot_product_attention
 from ...model.layers import linear_backward
 from ..i18n import msg
 from ..learning_demos import attention_layer_backward
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_case, fresh_dims, fresh_seed
 
 __all__ = ["LINEAR_BACKWARD", "MHA_BACKWARD"]
 
@@ -42,6 +42,12 @@ def _linear(x, w, dy, *, dw_rule="sum", swap=False):
     return (dw, dx) if swap else (dx, dw)
 
 
+def _fresh_linear(rng):
+    """x (..., d_in), W (d_in, d_out) and dy (..., d_out), every size drawn at random."""
+    lead, (d_in, d_out) = fresh_dims(rng, int(rng.integers(1, 4)), 1, 4), fresh_dims(rng, 2, 1, 6)
+    return rng.standard_normal((*lead, d_in)), rng.standard_normal((d_in, d_out)), rng.standard_normal((*lead, d_out))
+
+
 def _linear_cases():
     return [
         Case("the 2 × 2 case of section 2", (np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[0.5, -1.0], [2.0, 1.0]]),
@@ -53,6 +59,7 @@ def _linear_cases():
         Case("one row, (1, 3) -> (1, 5)", draw(54, (1, 3), (3, 5), (1, 5))),
         Case("four axes (2, 3, 4, 6), d_out = 2", draw(55, (2, 3, 4, 6), (6, 2), (2, 3, 4, 2))),
         Case("d_out = 1", draw(56, (4, 3), (3, 1), (4, 1))),
+        fresh_case(_fresh_linear),
     ]
 
 
@@ -127,6 +134,13 @@ def _layer_case(seed, b, t, d_model, n_heads, causal, dtype=np.float64, scale=1.
     return (x, *weights, n_heads, d_out, causal)
 
 
+def _fresh_layer(seed):
+    """B, T, H, d_k, the mask and the weights' size drawn at random."""
+    rng = np.random.default_rng(seed)
+    b, t, h, d_k = fresh_dims(rng, 4, 1, 4)
+    return Case(FRESH, _layer_case(seed + 1, b, t, h * d_k, h, bool(rng.integers(2)), scale=float(rng.uniform(0.5, 3))))
+
+
 def _mha_cases():
     return [
         Case("(B, T, d_model) = (1, 3, 4), one head, no mask", _layer_case(61, 1, 3, 4, 1, False)),
@@ -136,6 +150,7 @@ def _mha_cases():
         Case("one token (T = 1), two heads", _layer_case(65, 2, 1, 4, 2, True)),
         Case("three heads of d_k = 2, (B, T) = (3, 4), causal, larger weights", _layer_case(66, 3, 4, 6, 3, True,
                                                                                           scale=3.0)),
+        _fresh_layer(fresh_seed()),
     ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..learning_demos import REGRESSION, bigram_loss_and_grad, bigram_pairs
-from .cases import OVERFLOW, Case, Exercise, draw
+from .cases import OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["BIGRAM_GRAD", "NUMERICAL_GRADIENT"]
 
@@ -70,6 +70,12 @@ def _rows_at_once(f, x, eps):
     return grad
 
 
+def _fresh_gradient(rng):
+    """Σ x³ or (Σ x)² at an x of a shape drawn at random (a vector or a matrix), with an ε drawn from 1e-5 .. 1e-2."""
+    f = (_CUBES, _SQUARE_OF_SUM)[int(rng.integers(2))]
+    return f, rng.standard_normal(fresh_dims(rng, int(rng.integers(1, 3)), 1, 5)), float(10.0 ** rng.uniform(-5, -2))
+
+
 def _numerical_gradient_cases():
     return [
         Case("one parameter: the parabola L(θ) of the notebook, at θ = 0, ε = 1e-3",
@@ -81,6 +87,7 @@ def _numerical_gradient_cases():
         Case("a large ε = 0.5 (use the ε you are given: the difference's own error is part of the answer)",
              (_CUBES, np.array([2.0, -1.0]), 0.5)),
         Case("a softmax cross-entropy, −log softmax(z)[1], ε = 1e-6", (_SOFTMAX_LOSS, draw(13, (5,)), 1e-6)),
+        fresh_case(_fresh_gradient),
     ]
 
 
@@ -161,6 +168,12 @@ def _large_logits():
     return e, inputs, targets
 
 
+def _fresh_bigram(rng):
+    """E (V, V) and N (input, target) pairs, V and N drawn at random."""
+    v, n = int(rng.integers(2, 9)), int(rng.integers(1, 13))
+    return rng.standard_normal((v, v)) * rng.uniform(0.5, 5.0), rng.integers(0, v, n), rng.integers(0, v, n)
+
+
 def _bigram_cases():
     vocab, inputs, targets = bigram_pairs()
     v = len(vocab)
@@ -177,6 +190,7 @@ def _bigram_cases():
                                 np.array([0, 0, 3, 1, 4, 2])), np.float32),
         Case("large logits (about 1000): subtract each row's max before exp", _large_logits()),
         Case("one pair", (draw(26, (3, 3)), np.array([2]), np.array([0]))),
+        fresh_case(_fresh_bigram),
     ]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...masking import causal_mask
 from ..i18n import msg
-from .cases import Case, Exercise
+from .cases import Case, Exercise, fresh_case, fresh_dims
 
 __all__ = ["CAUSAL_MASK"]
 
@@ -24,7 +24,7 @@ def _mask_cases():
         ("more queries than keys: T = 5, S = 3 (the first two queries come before every key)", (5, 3)),
         ("one token", (1, 1)),
         ("a long cache: T = 3 new tokens against S = 300 keys", (3, 300)),
-    ]]
+    ]] + [fresh_case(lambda rng: fresh_dims(rng, 2, 1, 40))]  # T and S drawn anew (T > S too)
 
 
 def _top_left(n_q, n_k):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..i18n import msg
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_dims, fresh_seed
 
 __all__ = ["MLA_ABSORBED_SCORES"]
 
@@ -19,6 +19,13 @@ def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64):
     return Case(label, (q_nope, q_pe, c_kv, k_pe, w_uk), dtype)
 
 
+def _fresh_mla(seed):
+    """B, H, T, S and the widths d_h, d_r, d_c drawn at random."""
+    rng = np.random.default_rng(seed)
+    b, h, t, s, d_h, d_r = fresh_dims(rng, 6, 1, 4)
+    return _mla_case(FRESH, seed + 1, b, h, t, s, d_h=d_h, d_r=d_r, d_c=int(rng.integers(1, 9)))
+
+
 def _mla_cases():
     return [
         _mla_case("(B, H, T, S) = (2, 3, 3, 5), d_h = 4, d_r = 2, d_c = 6", 50, 2, 3, 3, 5),
@@ -26,6 +33,7 @@ def _mla_cases():
         _mla_case("float32, (1, 2, 2, 4)", 52, 1, 2, 2, 4, dtype=np.float32),
         _mla_case("as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4", 54, 2, 2, 3, 4),
         _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
+        _fresh_mla(fresh_seed()),
     ]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...multihead import merge_heads, split_heads
 from ..i18n import msg
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["MERGE_HEADS", "SPLIT_HEADS"]
 
@@ -28,6 +28,12 @@ def _split_error(case, err):
     return None
 
 
+def _fresh_split(rng):
+    """x (B, T, H·d_k) and H, every size drawn at random."""
+    b, t, h, d_k = fresh_dims(rng, 4, 1, 4)
+    return rng.standard_normal((b, t, h * d_k)), h
+
+
 def _split_cases():
     return [
         Case("(B, T, d_model) = (1, 3, 8), H = 2", (draw(20, (1, 3, 8)), 2)),
@@ -36,6 +42,7 @@ def _split_cases():
         Case("one head: (2, 3, 8), H = 1", (draw(23, (2, 3, 8)), 1)),
         Case("d_k = 1: (1, 4, 4), H = 4", (draw(24, (1, 4, 4)), 4)),
         Case("one token: (1, 1, 8), H = 4", (draw(25, (1, 1, 8)), 4)),
+        fresh_case(_fresh_split),
     ]
 
 
@@ -68,7 +75,8 @@ checks the shape, the dtype and every entry.""",
 
 MERGE_HEADS = Exercise(
     "merge_heads", "08_multi_head_attention", ("x",), ("merged",),
-    lambda: [Case(f"{'float32 ' if c.dtype == np.float32 else ''}(B, H, T, d_k) = {_split_reference(*c.args).shape}",
+    lambda: [Case(c.label if c.label == FRESH else  # split_heads' cases, split: the fresh one stays fresh
+                  f"{'float32 ' if c.dtype == np.float32 else ''}(B, H, T, d_k) = {_split_reference(*c.args).shape}",
                   (_split_reference(*c.args),), c.dtype) for c in _split_cases()],
     _merge_reference,
     mistakes=[

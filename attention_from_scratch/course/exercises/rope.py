@@ -10,12 +10,18 @@ import numpy as np
 
 from ...rope import apply_rope, pairs_to_halves, rope_frequencies, rotate_half_rope
 from ..i18n import msg
-from .cases import Case, Exercise, draw
+from .cases import Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["ROPE"]
 
 _SCATTERED = np.array([5003, 7, 12000, 0, 4999])  # unsorted, not consecutive, some >= 5000
 _LONG = np.array([131071, 5003, 7, 12000, 0])  # float32 angles of 131071 rad are off by about 0.004
+
+
+def _fresh_rope(rng):
+    """x (..., T, d) with an even d, and T distinct positions below 20000 in no order, all drawn at random."""
+    lead, t, d = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), int(rng.integers(1, 7)), 2 * int(rng.integers(1, 9))
+    return rng.standard_normal((*lead, t, d)), rng.choice(20_000, size=t, replace=False)
 
 
 def _rope_cases():
@@ -30,6 +36,7 @@ def _rope_cases():
              (draw(45, (2, 2, 5, 4)), _SCATTERED)),
         Case("float32 (5, 64), positions [131071, 5003, 7, 12000, 0]: large positions, a wide head",
              (draw(46, (5, 64), dtype=np.float32), _LONG), np.float32),
+        fresh_case(_fresh_rope),
     ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...softmax import naive_softmax, softmax
-from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, rows_sum_to_one
+from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims, rows_sum_to_one
 
 __all__ = ["SOFTMAX"]
 
@@ -27,7 +27,13 @@ def _softmax_cases():
                                                                [[-5.0, 0.0, 5.0], [88.0, 89.0, 90.0]]],
                                                               dtype=np.float32),), np.float32),
         Case("a single score", (np.array([[5.0]]),)),
+        fresh_case(_fresh_scores),
     ]
+
+
+def _fresh_scores(rng):
+    """Scores of a shape drawn at random (one to three axes), as large as a few hundred: overflow matters."""
+    return (rng.standard_normal(fresh_dims(rng, int(rng.integers(1, 4)), 1, 6)) * rng.uniform(1.0, 300.0),)
 
 
 def _global_max_softmax(x):

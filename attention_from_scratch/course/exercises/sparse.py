@@ -10,7 +10,7 @@ import numpy as np
 from ...softmax import softmax
 from ...sparse import index_scores
 from ..i18n import msg
-from .cases import Case, Exercise, draw
+from .cases import FRESH, Case, Exercise, draw, fresh_dims, fresh_seed
 
 __all__ = ["INDEX_SCORES"]
 
@@ -18,6 +18,13 @@ __all__ = ["INDEX_SCORES"]
 def _index_case(label, seed, b, h, t, s, d=4, dtype=np.float64):
     q, k, w = draw(seed, (b, h, t, d), (b, s, d), (b, t, h), dtype=dtype)
     return Case(label, (q, k, w), dtype)
+
+
+def _fresh_index(seed):
+    """B, H_I, T, d_I drawn at random, and S = T plus 0 to 8 cached tokens."""
+    rng = np.random.default_rng(seed)
+    b, h, t, d = fresh_dims(rng, 4, 1, 4)
+    return _index_case(FRESH, seed + 1, b, h, t, t + int(rng.integers(0, 9)), d=d)
 
 
 def _index_cases():
@@ -28,6 +35,7 @@ def _index_cases():
         _index_case("float32, (2, 4, 5, 5), d_I = 6", 63, 2, 4, 5, 5, d=6, dtype=np.float32),
         _index_case("one head, one token: (1, 1, 1, 1)", 64, 1, 1, 1, 1),
         _index_case("a long cache: T = 2 new tokens after 298 cached ones, (1, 2, 2, 300)", 65, 1, 2, 2, 300),
+        _fresh_index(fresh_seed()),
     ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.training import Adam
-from .cases import Case, Exercise, draw
+from .cases import Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["ADAM_STEP"]
 
@@ -52,6 +52,14 @@ def _state(seed, shape, *, dtype=np.float64, g_scale=1.0, fresh=False):
     return p, g, m, v
 
 
+def _fresh_adam(rng):
+    """A state of a shape drawn at random, the step t, lr and both betas drawn too."""
+    shape = fresh_dims(rng, int(rng.integers(1, 3)), 1, 5)
+    p, g, m, v = (rng.standard_normal(shape) for _ in range(4))
+    t, lr = int(rng.integers(1, 200)), float(10.0 ** rng.uniform(-3, -1))
+    return p, g, 0.1 * m, 0.01 * v * v, t, lr, float(rng.uniform(0.5, 0.95)), float(rng.uniform(0.9, 0.9999)), 1e-8
+
+
 def _adam_cases():
     d = (0.1, 0.9, 0.999, 1e-8)  # an lr large enough that the update is not tiny next to |p|
     with_zero = _state(45, (6,))
@@ -68,6 +76,7 @@ def _adam_cases():
         Case("a late step, t = 1000 (1 − β₁ᵗ is almost 1; 1 − β₂ᵗ is still 0.63)", (*_state(47, (4,)), 1000, *d)),
         Case("float32 first step, batch of matrices (2, 2, 3)", (*_state(48, (2, 2, 3), dtype=np.float32, fresh=True),
                                                                 1, *d), np.float32),
+        fresh_case(_fresh_adam),
     ]
 
 
