@@ -93,7 +93,7 @@ ANSWERS = {
     "03.3": ShortAnswer(lambda: 1 / math.sqrt(_variance_sigma2()), "Var(c X) = c² Var(X): choose c so that this is 1."),
     "04.1": ShortAnswer(lambda: float(_afs().softmax([0.0, math.log(3)])[1]), "e^0 = 1 and e^(ln 3) = 3: normalise."),
     "04.2": ShortAnswer(lambda: float(_afs().logsumexp([0.0, 0.0, 0.0, 0.0])),
-                        "LSE(x) = log Σ e^(x_j): four terms of e^0."),
+                        "lse(x) = log Σ e^(x_j): four terms of e^0."),
     "04.3": ShortAnswer(lambda: float(_afs().softmax(np.where([True, True, False], [1.0, 1.0, 1.0], 0.0))[2]),
                         "the blocked score became 0, an ordinary score: softmax of the three scores, third entry."),
     "06.1": ShortAnswer(lambda: float(_cat_eats_fish(d_k=8)[0, 1]), "divide row \"the cat\" of QKᵀ by √8, then "

@@ -1,0 +1,47 @@
+"""The notation page's resolved clashes hold in the notebooks, English and Chinese.
+
+``docs/guide/notation.md`` ("Clashes found, and how they are resolved") retires a symbol from the notebooks where it
+clashed; here, each retired form appears nowhere in those notebooks' markdown (the notation notebook, whose table
+quotes the old forms, aside), and KL is explained where the sparse-attention notebook first names it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what the page resolved)
+    (None, r"\\mathrm\{LSE\}", "the log-sum-exp is written lse everywhere"),
+    (None, r"\\ell_a\b", "ℓ is always the running sum, never a log"),
+    ("11_transformer_block", r"\\gamma", "a norm's gain and shift are g and b"),
+    ("19_windows_and_sinks", r"\\sigma", "the sink's share of a row is p^sink_i; σ alone is a standard deviation"),
+]
+
+
+def _markdown(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+
+
+def _notebooks(stem: str | None) -> list[Path]:
+    found = [p for folder in (NOTEBOOKS, NOTEBOOKS / "zh") for p in sorted(folder.glob("*.ipynb"))
+             if (stem is None or p.stem == stem) and p.stem != "26_notation_and_glossary"]
+    assert found, f"no notebook {stem}"
+    return found
+
+
+@pytest.mark.parametrize(("stem", "form", "resolution"), RETIRED, ids=[r[2] for r in RETIRED])
+def test_a_retired_symbol_is_gone(stem, form, resolution):
+    left = [f"{p.relative_to(NOTEBOOKS)} cell {i}" for p in _notebooks(stem) for i, text in enumerate(_markdown(p))
+            if re.search(form, text)]
+    assert not left, f"{resolution}, but {form} is still in {left}"
+
+
+def test_kl_is_explained_where_first_named():
+    for path in _notebooks("21_sparse_attention"):
+        first = next(text for text in _markdown(path) if re.search(r"\bKL\b", text))
+        assert "Kullback" in first, f"{path.relative_to(NOTEBOOKS)}: KL named before it is explained"
