@@ -229,6 +229,22 @@ def fails_on_padding(q, k, v, mask=None):
     return einsum_style(q, k, v, mask)
 
 
+def one_mask_row_per_sequence(q, k, v, mask=None):
+    if mask is not None and mask.ndim > 2:  # reads a (B, 1, T, S) mask as if every query shared one row
+        mask = mask.any(axis=-2, keepdims=True)
+    return einsum_style(q, k, v, mask)
+
+
+def blocked_fill_below_max(q, k, v, mask=None):
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    if mask is not None:  # a blocked score just far enough below the row max to pass a tolerance: it leaks
+        floor = np.max(scores, axis=-1, keepdims=True) - (23.0 if scores.dtype == np.float64 else 10.5)
+        scores = np.where(mask, scores, floor)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w = (w / w.sum(axis=-1, keepdims=True)).astype(q.dtype)
+    return w @ v, w
+
+
 def transpose_for_3d(q, k, v, mask=None):
     scores = q @ k.transpose(0, 2, 1) / q.shape[-1] ** 0.5  # written for (B, S, d_k)
     if mask is not None:
@@ -307,6 +323,8 @@ BATTERIES = {
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (fails_on_padding, "FAILED on case 6 of"),
             (transpose_for_3d, "swap only the last two axes"),
+            (one_mask_row_per_sequence, "FAILED on case 13 of"),  # the (B, 1, T, S) mask with a row per query
+            (blocked_fill_below_max, "a blocked key gets weight exactly 0"),
         ],
         "right": [einsum_style, additive_mask_then_logsumexp, masked_query_rows_zeroed],
     },

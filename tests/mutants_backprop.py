@@ -311,6 +311,12 @@ def ab_loop_over_rows(q, k, v, d_out, mask=None):
     return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
 
 
+def ab_one_mask_row_per_sequence(q, k, v, d_out, mask=None):
+    if mask is not None and mask.ndim > 2:  # reads a (B, 1, T, S) mask as if every query shared one row
+        mask = mask.any(axis=-2, keepdims=True)
+    return ab_with_package_forward(q, k, v, d_out, mask)
+
+
 BATTERIES = {
     "softmax_backward": {
         "wrong": [
@@ -358,6 +364,7 @@ BATTERIES = {
             (ab_batched_later, "cases 1 to 2 passed: this case (batch and head dims"),
             (ab_correction_over_queries, "not over the queries"),
             (ab_row_sum_without_keepdims, "keep the summed axis (keepdims)"),
+            (ab_one_mask_row_per_sequence, "FAILED on case 15 of"),  # the (B, 1, T, S) mask, a row per query
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

@@ -107,6 +107,12 @@ def shifted_by_max_then_divide(x):
     return np.exp(shifted) / np.exp(shifted).sum(axis=-1)[..., None]
 
 
+def clamped_exponent(x):
+    m = x.max(axis=-1, keepdims=True)  # exp(-inf) replaced by a tiny weight: a blocked key leaks
+    e = np.exp(np.maximum(x - m, -23.0 if x.dtype == np.float64 else -10.5))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 BATTERIES = {
     "softmax": {
         "wrong": [
@@ -125,6 +131,7 @@ BATTERIES = {
             (returns_a_list, "expected a NumPy array, got a value of type list"),
             (masked_array, "expected a plain NumPy array, got a MaskedArray"),
             (mean_shift, "has nan where the answer is finite"),
+            (clamped_exponent, "a blocked key gets weight exactly 0"),
         ],
         "right": [via_logsumexp, row_loop, shifted_by_max_then_divide],
     },

@@ -477,3 +477,20 @@ def test_the_instructors_guide_shows_what_check_prints():
         return np.tril(np.ones((n_q, n_k), dtype=bool))  # top-left aligned: the decoding case sees one key
 
     assert exercises.check("causal_mask", my_causal_mask, quiet=True).report == shown
+
+
+def test_rewriting_the_function_given_to_numerical_gradient_fools_nothing():
+    """numerical_gradient's f comes as a copy with its own function object and class: rewriting it (its code, or its
+    class's __call__) to return 0, and answering 0, fails, and leaves the exercise as it was for the next check."""
+
+    def rewrites_the_class(f, x, eps):
+        type(f).__call__ = lambda self, x: 0.0
+        return np.zeros_like(x)
+
+    def rewrites_the_code(f, x, eps):
+        f.fn.__code__ = (lambda x: 0.0).__code__
+        return np.zeros_like(x)
+
+    for cheat in (rewrites_the_class, rewrites_the_code):
+        assert not exercises.check("numerical_gradient", cheat, quiet=True).passed, cheat.__name__
+    assert exercises.check("numerical_gradient", SOLUTIONS["numerical_gradient"], quiet=True).passed

@@ -17,12 +17,15 @@ from .cases import (
     GLOBAL_MAX,
     MASK_AFTER,
     OVERFLOW,
+    PER_SEQUENCE,
     SCALE_FROM_SHAPE_1,
     Case,
     Exercise,
     draw,
     fresh_case,
     fresh_dims,
+    fresh_mask,
+    per_sequence_mask,
     rows_sum_to_one,
 )
 
@@ -56,10 +59,17 @@ def _float32_empty_row(seed):
 
 
 def _fresh_attention(rng):
-    """q, k, v with sizes drawn at random (up to two batch axes, T, S, d_k, d_v), and a random (T, S) mask or none."""
+    """q, k, v with sizes drawn at random (up to two batch axes, T, S, d_k, d_v), and a random mask or none."""
     lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
     q, k, v = (rng.standard_normal((*lead, n, d)) * rng.uniform(0.5, 5.0) for n, d in ((t, d_k), (s, d_k), (s, d_v)))
-    return q, k, v, (rng.random((t, s)) < 0.75 if rng.random() < 0.5 else None)
+    return q, k, v, fresh_mask(rng, lead, t, s)
+
+
+def _blocked(q, k, v, mask):
+    """Where the weights ``(..., T, S)`` must be exactly 0: the keys the mask blocks (None without a mask)."""
+    if mask is None:
+        return None
+    return ~np.broadcast_to(mask, (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2]))
 
 
 def _attention_cases():
@@ -84,6 +94,7 @@ def _attention_cases():
                                                            draw(17, (3, 2)), None)),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
+        Case(PER_SEQUENCE, (*draw(23, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3)), per_sequence_mask(4, 5))),
         fresh_case(_fresh_attention),
     ]
 
@@ -192,6 +203,7 @@ ATTENTION = Exercise(
     symptoms=[_masked_row_nan],
     fallbacks=[rows_sum_to_one, _overflow_nan],
     error_hint=_mask_error,
+    exact_zeros=lambda case: {"weights": _blocked(*case.args)},
     title="scaled dot-product attention",
     task="""Write `my_attention(q, k, v, mask=None)` returning `(out, weights)`:
 $\\mathrm{softmax}(QK^\\top/\\sqrt{d_k})\\,V$ for `q` `(..., T, d_k)`, `k` `(..., S, d_k)`, `v` `(..., S, d_v)`,

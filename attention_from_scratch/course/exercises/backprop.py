@@ -18,13 +18,16 @@ from .cases import (
     GLOBAL_MAX,
     MAX_FIRST,
     OVERFLOW,
+    PER_SEQUENCE,
     SCALE_FROM_SHAPE_1,
     Case,
     Exercise,
     draw,
     fresh_case,
     fresh_dims,
+    fresh_mask,
     fresh_seed,
+    per_sequence_mask,
 )
 
 __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
@@ -187,7 +190,7 @@ def _fresh_attention_grads(rng):
     lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
     shapes = ((t, d_k), (s, d_k), (s, d_v), (t, d_v))
     q, k, v, d_out = (rng.standard_normal((*lead, *shape)) * rng.uniform(0.5, 5.0) for shape in shapes)
-    return q, k, v, d_out, (rng.random((t, s)) < 0.75 if rng.random() < 0.5 else None)
+    return q, k, v, d_out, fresh_mask(rng, lead, t, s)
 
 
 def _attention_backward_cases():
@@ -215,6 +218,8 @@ def _attention_backward_cases():
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(43)),
         Case("d_k = 16 (the scale 1/4 matters)", (*draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
         Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
+        Case(PER_SEQUENCE, (*draw(44, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3), (2, 3, 4, 3)),
+                            per_sequence_mask(4, 5))),
         fresh_case(_fresh_attention_grads),
     ]
 

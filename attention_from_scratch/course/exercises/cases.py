@@ -64,6 +64,7 @@ class Exercise:
     error_hint: Callable | None = None  # fn(case, exception) -> hint | None, for a function that raised
     part_names: dict = field(default_factory=dict)  # argument -> names of its parts, e.g. {"a": ("m", "l", "acc")}
     canonical: Callable | None = None  # fn(case, expected_parts, got_parts) -> got_parts: a free convention
+    exact_zeros: Callable | None = None  # fn(case) -> {output: where it must be exactly 0 (a blocked key's weight)}
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
     stub: str = ""
@@ -89,11 +90,20 @@ def rows_sum_to_one(case, e, g):
 
 
 FRESH = "a fresh case, drawn anew at every run (answers written for the cases above do not fit it)"
+PER_SEQUENCE = ("a (B, 1, T, S) mask, a row per query and a pattern per sequence: sequence 0 causal, sequence 1 of "
+                "length 0 (it sees no key)")
 
 
 def fresh_seed() -> int:
     """A seed drawn from the operating system's entropy at each call: the seed of an exercise's :data:`FRESH` case."""
     return int(np.random.default_rng().integers(2**31))
+
+
+def per_sequence_mask(t: int, s: int):
+    """A ``(2, 1, T, S)`` mask (True = may attend), one row per query and one pattern per sequence: sequence 0
+    causal with decoding's offset (query i sees keys 0 .. S - T + i), sequence 1 of length 0 (it sees no key)."""
+    causal = np.tril(np.ones((t, s), dtype=bool), k=s - t)
+    return np.stack([causal, np.zeros_like(causal)])[:, None]
 
 
 def fresh_case(make) -> Case:
@@ -105,6 +115,16 @@ def fresh_case(make) -> Case:
 def fresh_dims(rng, n: int, low: int = 1, high: int = 4) -> tuple[int, ...]:
     """``n`` sizes drawn from ``low .. high``, as Python ints."""
     return tuple(int(d) for d in rng.integers(low, high + 1, size=n))
+
+
+def fresh_mask(rng, lead: tuple[int, ...], t: int, s: int):
+    """None, or a boolean mask (True = may attend) that broadcasts against scores ``(*lead, T, S)``: its own batch
+    axes or axes of size 1 (or none), a row per query or one row for all, about a quarter of it blocked (rows that
+    see no key included)."""
+    if rng.random() < 0.15:
+        return None
+    batch = tuple(d if rng.random() < 0.5 else 1 for d in lead) if rng.random() < 0.8 else ()
+    return rng.random((*batch, t if rng.random() < 0.8 else 1, s)) < 0.75
 
 
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "

@@ -17,8 +17,8 @@ from ..checking import within
 from ..i18n import Message, msg
 from .cases import Case, Exercise
 
-__all__ = ["LOWER_PRECISION", "close", "compare", "describe_arg", "hint_line", "lower_precision", "parts", "rtol_of",
-           "show"]
+__all__ = ["BLOCKED_NOT_ZERO", "LOWER_PRECISION", "close", "compare", "describe_arg", "hint_line", "lower_precision",
+           "parts", "rtol_of", "show"]
 
 
 def hint_line(hint) -> Message:
@@ -97,7 +97,16 @@ def compare(ex: Exercise, case: Case, expected, got):
                     hint_line(_dtype_hint(e, g, python_float))]
         if not close(e, g, rtol_of(case)):
             return _difference(label, e, g, case)
+        zeros = (ex.exact_zeros(case) if ex.exact_zeros else {}).get(name)
+        if zeros is not None and np.any(g[zeros] != 0):  # within the tolerance, yet a blocked key gets weight
+            return [msg("  {label}{n} blocked entries are not exactly 0 (the largest is {worst:.3g})", label=label,
+                        n=int(np.count_nonzero(g[zeros])), worst=float(np.max(np.abs(g[zeros])))),
+                    hint_line(BLOCKED_NOT_ZERO)]
     return None
+
+
+BLOCKED_NOT_ZERO = msg("a blocked key gets weight exactly 0, as exp(−∞) = 0: give its score −∞ itself; a large "
+                       "negative number or a clamp of the exponent leaves it a small weight that leaks into the output")
 
 
 # the NumPy scalar types (np.float32(1.5), np.bool_(True), ...): a 0-d result may come back as one

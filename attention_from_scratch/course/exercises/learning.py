@@ -9,6 +9,8 @@ built from the capstone's embedding and cross-entropy layers.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..learning_demos import REGRESSION, bigram_loss_and_grad, bigram_pairs
@@ -31,6 +33,14 @@ class _Function:
 
     def __repr__(self):
         return self.formula
+
+    def __deepcopy__(self, memo):
+        """A copy with a function object and a class of its own (the checker hands copies to the student's code):
+        rewriting the function it was given (``f.fn.__code__ = ...``, ``type(f).__call__ = ...``) changes nothing
+        that the checker computes the expected answer with."""
+        fn = self.fn
+        own = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        return type("_Function", (_Function,), {})(own, self.formula)
 
 
 def _parabola(theta):

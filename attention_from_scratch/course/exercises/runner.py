@@ -5,6 +5,11 @@ are compared with pristine ones, so a function that writes into its input (``q /
 softmax state updated in place, ``x.shape = ...``) fails with "your function changed its input `q` in
 place", and can never corrupt a later case. A function that raises (``SystemExit`` included) is
 reported in one line, even when its exception's ``str()`` raises too.
+
+What this guards against is a student's slip, and an answer copied from earlier reports (each exercise's
+last case is new at every run). It does not sandbox: the student's function runs in this process, so one
+that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code, can
+fool it, as it could fool any test run in the same process.
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ SOFTMAX = Exercise(
          "own entries only", _whole_sum_softmax),
     ],
     fallbacks=[rows_sum_to_one],
+    exact_zeros=lambda case: {"weights": np.isneginf(case.args[0])},  # exp(−∞) = 0, not a small number
     title="a stable softmax",
     task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one
 distribution per row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The
