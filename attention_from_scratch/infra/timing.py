@@ -8,7 +8,6 @@ import median_times``).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import statistics
 import time
@@ -27,8 +26,8 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
     from round to round so that no function always runs right after the same neighbour (caches,
     memory freed by the previous call). ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets
     a function's thread count around its calls, outside the timed interval, with the package's
-    ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread). The garbage
-    collector is off during each timed call. ``clock``: a function returning seconds (a fake one in tests).
+    ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread). ``clock``:
+    a function returning seconds (a fake one in tests).
     """
     threads = threads or {}
     for name, fn in fns.items():
@@ -39,25 +38,12 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
     times = {name: [] for name in fns}
     for r in range(repeat):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            with blas_thread_limit(threads.get(name)), _collector_off():
+            with blas_thread_limit(threads.get(name)):
+                gc.collect()
                 start = clock()
                 fns[name]()
                 times[name].append(clock() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
-
-
-@contextlib.contextmanager
-def _collector_off():
-    """Python's cyclic garbage collector off inside (as ``timeit`` does), back as it was after: no collection pause
-    lands inside a timed call, and none is forced before it (a full collection walks every object of a large heap,
-    tens of milliseconds, and leaves the CPU's caches cold for a call of a millisecond)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def peak_memory(fn) -> int:
