@@ -179,11 +179,12 @@ def attention_grads(q, k, v, out, weights, d_out, scale):
 
 
 def sink_logits_grad(share, row, sink):
-    """``dL/ds = -Σ_i σ_i D_i`` of learned sink logits, from each row's sink share ``σ`` and ``D = rowsum(dO ∘ O)``,
-    both ``(..., T, 1)``, summed to ``sink`` ``(..., T or 1, 1)`` and returned without its trailing 1.
+    """``dL/ds = -Σ_i p_sink_i D_i`` of learned sink logits, from each row's sink share ``p_sink`` and
+    ``D = rowsum(dO ∘ O)``, both ``(..., T, 1)``, summed to ``sink`` ``(..., T or 1, 1)`` and returned without its
+    trailing 1.
 
-    The sink's value is 0, so its dP is 0 and softmax's backward leaves ``σ_i (0 - D_i)``; shared by both
-    backward passes (flash's σ is ``exp(s - lse)``).
+    The sink's value is 0, so its dP is 0 and softmax's backward leaves ``p_sink_i (0 - D_i)``; shared by both
+    backward passes (flash's p_sink is ``exp(s - lse)``).
     """
     return sum_to_shape(-share * row, sink.shape)[..., 0]
 
@@ -205,20 +206,20 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, s
 
     ``sink_logits`` as in the forward (``windows.py``): the sink's value is 0, so the formulas above hold
     unchanged (rowsum(dP ∘ P) is still rowsum(dO ∘ O)), and the logits get a fourth gradient from the
-    sink's share σ_i of each row (its probability in the softmax, computed directly):
-    ``d_sink_logits = -Σ_i σ_i rowsum(dO ∘ O)_i``, in sink_logits' shape: ``(dq, dk, dv, d_sink_logits)``.
+    sink's share p_sink_i of each row (its probability in the softmax, computed directly):
+    ``d_sink_logits = -Σ_i p_sink_i rowsum(dO ∘ O)_i``, in sink_logits' shape: ``(dq, dk, dv, d_sink_logits)``.
     """
     xp = get_namespace(q, k, v, d_out, mask, sink_logits)
     q, k, v, d_out, mask, scale, sink, dtype = check_attention(xp, q, k, v, mask, causal=causal, scale=scale,
                                                                sink_logits=sink_logits, d_out=d_out)
-    # the forward again (scaled_dot_product_attention's steps), keeping P and the sink's share σ
+    # the forward again (scaled_dot_product_attention's steps), keeping P and the sink's share p_sink
     scores = masked_scores((q * scale) @ k.mT, mask)  # (..., T, S)
     weights, share = (softmax(scores), None) if sink is None else softmax_with_sink(scores, sink)
     out = weights @ v  # (..., T, d_v)
     grads = tuple(narrow(g, dtype, xp) for g in attention_grads(q, k, v, out, weights, d_out, scale))
     if sink is None:
         return grads
-    d_sink = sink_logits_grad(share, xp.sum(d_out * out, axis=-1, keepdims=True), sink)  # σ_i D_i summed
+    d_sink = sink_logits_grad(share, xp.sum(d_out * out, axis=-1, keepdims=True), sink)  # p_sink_i D_i summed
     return (*grads, narrow(d_sink, dtype, xp))
 
 

@@ -87,7 +87,7 @@ def flash_attention_backward(
         n_sinks=n_sinks, sink_logits=sink_logits)
     big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # D_i = rowsum(dO ∘ O) = rowsum(dP ∘ P): (..., T, 1)
     lse = safe_shift(lse[..., None], xp)  # (..., T, 1); fully masked rows (-inf) shift by 0: exp(-inf - 0) = 0
-    # the sink's share of row i is σ_i = exp(s - lse_i): its logits' gradient -Σ σ_i D_i
+    # the sink's share of row i is p_sink_i = exp(s - lse_i): its logits' gradient -Σ p_sink_i D_i
     d_sink = None if sink is None else narrow(sink_logits_grad(xp.exp(sink - lse), big_d, sink), dtype, xp)
     indices = list(itertools.product(*(range(n) for n in tiling.lead)))
     with one_blas_thread():

@@ -10,9 +10,9 @@
 * **Learned sink logits** (gpt-oss, OpenAI 2025; DeepSeek-V4): instead of a token, each head has one
   logit ``s`` that joins every row of its softmax and whose probability is then dropped,
 
-      weights_ij = exp(scores_ij) / (exp(s) + Σ_j' exp(scores_ij'))     (a row sums to 1 - σ_i)
+      weights_ij = exp(scores_ij) / (exp(s) + Σ_j' exp(scores_ij'))     (a row sums to 1 - p_sink_i)
 
-  so a head may attend to "nothing" (its share σ -> 1). In FlashAttention's online softmax the sink is
+  so a head may attend to "nothing" (its share p_sink -> 1). In FlashAttention's online softmax the sink is
   the state the running quantities start from: ``m = s``, ``l = 1``, ``acc = 0`` (``flash.py``).
 * **The rolling cache** (:class:`RollingKVCache`): the sinks and the last W tokens' keys and values, in
   constant memory.
@@ -64,9 +64,9 @@ def softmax_with_sink(scores, sink):
     """Softmax of each row of ``scores`` ``(..., T, S)`` with one more logit, ``sink`` ``(..., T or 1, 1)``,
     whose probability is dropped: ``(weights (..., T, S), share (..., T, 1))``.
 
-    The sink is one more column of the softmax (its probability, the row's ``share`` σ, computed directly:
-    no ``1 - Σ weights``, which cancels when σ is tiny); a row whose keys are all masked (``-inf``) gives
-    weights 0 and σ = 1. Inputs checked by the caller (``infra/checks.check_sink_logits``).
+    The sink is one more column of the softmax (its probability, the row's ``share`` p_sink, computed directly:
+    no ``1 - Σ weights``, which cancels when p_sink is tiny); a row whose keys are all masked (``-inf``) gives
+    weights 0 and p_sink = 1. Inputs checked by the caller (``infra/checks.check_sink_logits``).
     """
     xp = get_namespace(scores, sink)
     column = xp.broadcast_to(sink, (*scores.shape[:-1], 1))  # (..., T, 1): the sink's logit in every row

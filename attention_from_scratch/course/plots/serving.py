@@ -63,7 +63,8 @@ def plot_window_band(n: int = 16, window: int = 4, n_sinks: int = 2, block: int 
 
 
 def plot_sink_share(scores=(1.0, 2.0, 0.5, -1.0), sink_logits=(-4.0, 0.0, 3.0)):
-    """A learned sink's share: one query's weights over its keys, and the sink's share σ, for three sink logits."""
+    """A learned sink's share: one query's weights over its keys, and the sink's share p^sink, for three sink
+    logits (notebook 19's notation; σ alone is a standard deviation in this course)."""
     scores = np.asarray(scores, dtype=float)
     fig, ax = plt.subplots(figsize=(9, 3.6))
     colours = plt.get_cmap("Blues")(np.linspace(0.35, 0.85, scores.size))
@@ -78,11 +79,13 @@ def plot_sink_share(scores=(1.0, 2.0, 0.5, -1.0), sink_logits=(-4.0, 0.0, 3.0)):
                 ax.text(left + p[j] / 2, row, f"w{j}\n{p[j]:.2f}", ha="center", va="center", fontsize=8)
             left += p[j]
         ax.barh(row, p[-1], left=left, color="#fd8d3c", edgecolor="k", hatch="//")
-        ax.text(1.02, row, f"σ = {p[-1]:.3f}", ha="left", va="center", fontsize=9, weight="bold", color="#d94801")
+        ax.text(1.02, row, rf"$p^{{\mathrm{{sink}}}}$ = {p[-1]:.3f}", ha="left", va="center", fontsize=9,
+                weight="bold", color="#d94801")
     ax.set(yticks=range(len(sink_logits)), yticklabels=[f"sink logit s_h = {s:g}" for s in sink_logits],
            xlim=(0, 1.17), xticks=np.linspace(0, 1, 6),
-           xlabel="share of the row's softmax (keys w_j, then the dropped sink σ)",
-           title=f"One query, scores {', '.join(f'{x:g}' for x in scores)}: the weights sum to 1 − σ")
+           xlabel=r"share of the row's softmax (keys $w_j$, then the dropped sink's $p^{\mathrm{sink}}$)",
+           title=f"One query, scores {', '.join(f'{x:g}' for x in scores)}: "
+                 r"the weights sum to $1 - p^{\mathrm{sink}}$")
     fig.tight_layout()
     return fig
 
