@@ -127,9 +127,9 @@ def _build_chinese_site(app, exception):
 def setup(app):
     app.connect("html-page-context", _lang_switch)
     app.connect("build-finished", _build_chinese_site)
-    # MathJax on every page, not only on pages with math of their own: the sidebar's notebook titles
-    # hold math ("Why divide by $\sqrt{d_k}$?") and would show raw TeX on the other pages
-    app.set_html_assets_policy("always")
+    # MathJax only on the pages with math of their own (Sphinx's default): the titles that hold math ("Why divide by
+    # $\sqrt{d_k}$?") are text by the time the sidebar shows them (site_text.titles_as_text: "√dₖ"), so the API
+    # reference and the other pages without a formula no longer load it
     app.connect("autodoc-process-docstring", plain_text_docstring, priority=600)  # after napoleon (500)
     # titles as text before Sphinx's title collector (500) copies them; formulas' text for search snippets
     app.connect("doctree-read", site_text.titles_as_text, priority=400)
