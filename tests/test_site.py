@@ -34,6 +34,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import re
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser
@@ -192,6 +193,24 @@ def test_no_stray_dollar_on_any_page(site):
         if found:
             stray[str(path.relative_to(site))] = found[:3]
     assert not stray, f"pages whose text shows a literal $ (math MyST did not parse?): {stray}"
+
+
+def test_mathjax_loads_where_there_is_math_and_only_there(site):
+    """MathJax loads only on the pages with math of their own (Sphinx's default; the titles that hold math are text
+    in the sidebar): a page that does not load it has no formula and no TeX delimiter in its text outside code."""
+    without, raw = [], []
+    for path in sorted(site.rglob("*.html")):
+        if {"_static", "_sources", "jupyter_execute"} & set(path.relative_to(site).parts):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "mathjax/tex-chtml.js" in text:
+            continue
+        without.append(str(path.relative_to(site)))
+        if 'class="math' in text or re.search(r"\\\(|\\\[|\$\$", "".join(_parse(text).parts)):
+            raw.append(without[-1])
+    assert not raw, f"pages that show math but do not load MathJax: {raw}"
+    assert "api/similarity.html" in without and len(without) > 50, "no page goes without MathJax: this tests nothing"
+    assert "notebooks/04_softmax.html" not in without
 
 
 def _markdown(nb: Path) -> str:
