@@ -37,9 +37,9 @@ const cut = [];
 for (const el of article.querySelectorAll('*')) {
   const box = el.getBoundingClientRect();
   if (box.width === 0 || box.height === 0) continue;
-  // (its computed style only where its content is wider than its box: a read that forces style on every element)
-  const clipped = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).display !== 'inline'
-    && ['hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+  // its computed style only where its content is wider than its box (a read that forces style on every element)
+  const style = el.scrollWidth > el.clientWidth + 1 ? getComputedStyle(el) : null;
+  const clipped = style !== null && style.display !== 'inline' && ['hidden', 'clip'].includes(style.overflowX);
   if ((box.right > edge || clipped) && !scrolls(el)) {
     cut.push(`<${el.tagName.toLowerCase()} class="${el.className}"> ${Math.round(box.right)} px > ${Math.round(edge)}: `
              + (el.dataset.text || el.textContent).trim().slice(0, 60));

@@ -123,9 +123,9 @@ def linear_backward(x, w, dy, xp):
 
     ``dx = dy wᵀ`` and ``dw = Σ_(b,t) xᵀ dy`` (the batch and token axes are flattened into one).
     """
+    dx = linear_forward(dy, w.mT, xp)  # (B, T, d_out) @ (d_out, d_in) -> (B, T, d_in), one product
     x2 = xp.reshape(x, (-1, x.shape[-1]))  # (B, T, d_in) -> (B·T, d_in)
     dy2 = xp.reshape(dy, (-1, dy.shape[-1]))  # (B, T, d_out) -> (B·T, d_out)
-    dx = xp.reshape(dy2 @ w.mT, x.shape)  # (B·T, d_out) @ (d_out, d_in) -> (B, T, d_in)
     return dx, x2.mT @ dy2  # (d_in, B·T) @ (B·T, d_out) -> (d_in, d_out)
 
 

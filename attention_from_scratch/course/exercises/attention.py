@@ -22,9 +22,8 @@ from .cases import (
     Case,
     Exercise,
     draw,
+    fresh_attention_inputs,
     fresh_case,
-    fresh_dims,
-    fresh_mask,
     per_sequence_mask,
     rows_sum_to_one,
 )
@@ -58,13 +57,6 @@ def _float32_empty_row(seed):
     return q, k, v, mask
 
 
-def _fresh_attention(rng):
-    """q, k, v with sizes drawn at random (up to two batch axes, T, S, d_k, d_v), and a random mask or none."""
-    lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
-    q, k, v = (rng.standard_normal((*lead, n, d)) * rng.uniform(0.5, 5.0) for n, d in ((t, d_k), (s, d_k), (s, d_v)))
-    return q, k, v, fresh_mask(rng, lead, t, s)
-
-
 def _blocked(q, k, v, mask):
     """Where the weights ``(..., T, S)`` must be exactly 0: the keys the mask blocks (None without a mask)."""
     if mask is None:
@@ -95,7 +87,7 @@ def _attention_cases():
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(23, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3)), per_sequence_mask(4, 5))),
-        fresh_case(_fresh_attention),
+        fresh_case(fresh_attention_inputs),
     ]
 
 

@@ -23,9 +23,9 @@ from .cases import (
     Case,
     Exercise,
     draw,
+    fresh_attention_inputs,
     fresh_case,
     fresh_dims,
-    fresh_mask,
     fresh_seed,
     per_sequence_mask,
 )
@@ -185,14 +185,6 @@ def _float32_empty_row(seed):
     return q, k, v, d_out, mask
 
 
-def _fresh_attention_grads(rng):
-    """q, k, v, d_out with sizes drawn at random (up to two batch axes, T, S, d_k, d_v), and a random mask or none."""
-    lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
-    shapes = ((t, d_k), (s, d_k), (s, d_v), (t, d_v))
-    q, k, v, d_out = (rng.standard_normal((*lead, *shape)) * rng.uniform(0.5, 5.0) for shape in shapes)
-    return q, k, v, d_out, fresh_mask(rng, lead, t, s)
-
-
 def _attention_backward_cases():
     square_padding = padding_mask(np.array([3, 4]), 4)[:, None]  # (B, 1, S) -> (B, 1, 1, S), T = S = 4
     causal = np.tril(np.ones((4, 4), dtype=bool))
@@ -220,7 +212,7 @@ def _attention_backward_cases():
         Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(44, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3), (2, 3, 4, 3)),
                             per_sequence_mask(4, 5))),
-        fresh_case(_fresh_attention_grads),
+        fresh_case(lambda rng: fresh_attention_inputs(rng, d_out=True)),
     ]
 
 

@@ -127,6 +127,15 @@ def fresh_mask(rng, lead: tuple[int, ...], t: int, s: int):
     return rng.random((*batch, t if rng.random() < 0.8 else 1, s)) < 0.75
 
 
+def fresh_attention_inputs(rng, *, d_out: bool = False) -> tuple:
+    """``(q, k, v, mask)`` for attention, or ``(q, k, v, d_out, mask)`` for its backward: up to two batch axes,
+    T, S, d_k and d_v drawn at random, entries of a random size, and a :func:`fresh_mask`."""
+    lead, (t, s, d_k, d_v) = fresh_dims(rng, int(rng.integers(0, 3)), 1, 3), fresh_dims(rng, 4, 1, 6)
+    shapes = ((t, d_k), (s, d_k), (s, d_v), (t, d_v))[:4 if d_out else 3]
+    return (*(rng.standard_normal((*lead, *shape)) * rng.uniform(0.5, 5.0) for shape in shapes),
+            fresh_mask(rng, lead, t, s))
+
+
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "
               "0/0 (or to weights 0)"))
 OVERFLOW = msg("overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?")
