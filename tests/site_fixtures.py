@@ -19,7 +19,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Debian's chromium-headless-shell (Chromium's own browser for automation: the same Blink, without the desktop
+# browser around it) where it is installed, else Debian's chromium in its headless mode; $CHROMIUM overrides. The
+# shell lays out the same pages for about a quarter less CPU (the browser tests: 175 against 135 CPU-seconds,
+# measured on the 2-core machine), and the browser tests are half of the suite's time
+CHROMIUM = os.environ.get("CHROMIUM") or next(
+    (path for path in ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium") if os.access(path, os.X_OK)),
+    "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
              "wbr"}  # HTML tags with no end tag
@@ -53,7 +59,8 @@ def need_a_browser() -> None:
     if importlib.util.find_spec("selenium") is None:
         skip_or_fail("the docs extra is not installed (selenium missing): pip install -e '.[docs]'")
     if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver")
+        skip_or_fail(f"no {CHROMIUM} or {CHROMEDRIVER}: apt-get install chromium chromium-driver "
+                     "(and chromium-headless-shell, which the tests prefer)")
 
 
 @pytest.fixture(scope="session")
@@ -86,22 +93,30 @@ def _build(out: Path, done_marker: Path | None = None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Headless Chromium, one per test module (a module's network settings stay its own)."""
+def browser():
+    """Headless Chromium (``CHROMIUM``), one per test module (a module's network settings stay its own)."""
     need_a_browser()
     from selenium import webdriver
+    from selenium.common.exceptions import SessionNotCreatedException
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    # this machine's network is closed: no background connections, a fresh profile, no sandbox as root
+    # this machine's network is closed: no background connections; no sandbox as root; the profile is the fresh
+    # temporary one chromedriver makes for each session (the headless shell refuses a --user-data-dir of ours)
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+                 "--disable-dev-shm-usage", "--window-size=1280,1000"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    except SessionNotCreatedException:
+        if os.environ.get("CHROMIUM") or CHROMIUM == "/usr/bin/chromium":
+            raise
+        # a headless shell of another version than the driver's (installed apart from chromium): chromium itself
+        options.binary_location = "/usr/bin/chromium"
+        driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()

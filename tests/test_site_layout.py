@@ -48,7 +48,7 @@ for (const el of article.querySelectorAll('*')) {
 const images = [...article.querySelectorAll('img:not([src*="_static/"])')].map((img) => ({  // not the theme's icons
   src: img.src, alt: img.getAttribute('alt') || '', link: img.closest('a') ? img.closest('a').href : null,
 }));
-return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: images,
+return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: images, width: window.innerWidth,
         formulas: article.querySelectorAll('mjx-container').length,
         signatures: article.querySelectorAll('dt.sig').length};
 """
@@ -90,6 +90,8 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
         browser.execute_async_script(WAIT_FOR_MATH)
         facts = browser.execute_script(_CUT)
         seen += facts[kind]
+        if facts["width"] != 1280:  # the browser laid the page out at another width than the test's
+            problems.append(f"{path}: laid out {facts['width']} px wide, not 1280")
         if facts["n_cut"]:
             problems.append(f"{path}: {facts['n_cut']} cut, e.g. {facts['cut']}")
         if re.search(r"\\[A-Za-z(\[]|\$", facts["title"]):
