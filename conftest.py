@@ -15,8 +15,9 @@ nbval's own collection, options and values.
 README's command, ``pytest -n auto``, runs the suite on every core (pytest-xdist), a file at a time
 (``--dist loadfile`` in pyproject.toml: a notebook's cells run in order in one kernel). A core that finishes a
 file takes the next, so the longest files go first and the short ones fill in around them: the browser tests of
-the website (tens of seconds each), then the notebooks (seconds each), then the unit tests' files, each kind in
-its own order (``--no-loadscope-reorder`` keeps this order; xdist's own puts the files with most tests first).
+the website (tens of seconds each), then the notebooks (seconds each), then the unit tests' files (the longest two
+first: ``LONG_UNIT_FILES``), each kind in its own order (``--no-loadscope-reorder`` keeps this order; xdist's own
+puts the files with most tests first).
 The browser files whose tests share nothing but the browser (``APART``) are handed out a test at a time instead:
 the layout check of every page, in the site's parts, would otherwise hold one core for a minute while the other
 ran out of work.
@@ -65,6 +66,9 @@ def pytest_collect_file(file_path, parent):
 # own pages, and only the browser (a second to start) is shared
 BROWSER_FILES = ("test_site_layout.py", "test_site.py", "test_site_interactive.py", "test_site_search.py")
 APART = {"test_site_layout.py", "test_site_interactive.py", "test_site_search.py"}
+# the unit tests' longest files (8-17 s and 4-7 s of a core), before the others: the last files handed out are then
+# short ones, and the two cores finish together
+LONG_UNIT_FILES = ("test_plotting.py", "test_translations.py")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -73,7 +77,11 @@ def pytest_collection_modifyitems(config, items):
 
     def rank(item):
         name = item.path.name
-        return BROWSER_FILES.index(name) if name in BROWSER_FILES else 10 if item.path.suffix == ".ipynb" else 11
+        if name in BROWSER_FILES:
+            return BROWSER_FILES.index(name)
+        if item.path.suffix == ".ipynb":
+            return 10
+        return 11 + LONG_UNIT_FILES.index(name) if name in LONG_UNIT_FILES else 20
 
     items.sort(key=rank)
 
