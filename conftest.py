@@ -26,6 +26,7 @@ ran out of work.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,12 @@ NBVAL_SETTINGS = {
 def pytest_collect_file(file_path, parent):
     if file_path.suffix != ".ipynb" or parent.config.pluginmanager.has_plugin("nbval"):
         return None
+    # nbval reads notebooks with nbformat, whose validator imports jsonschema, which imports rfc3987_syntax where it
+    # is installed (jupyterlab's dependencies bring it) to offer the "iri" string format; that import builds a Lark
+    # grammar, 0.85 s of each pytest-xdist worker's start (nbval's import: 1.1 s with it, 0.25 s without). nbformat
+    # checks no string format, so the run goes without it, as where it is not installed (jsonschema then leaves that
+    # one format out); a process that already imported it keeps it
+    sys.modules.setdefault("rfc3987_syntax", None)
     from nbval.plugin import IPyNbFile  # the heavy import, paid only when a notebook is collected
 
     option = parent.config.option

@@ -25,7 +25,8 @@ Every page at 1280 px is ``test_site_layout.py``'s, the search ``test_site_searc
 Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax) is missing, and the browser
 tests alone when Selenium or Debian's ``chromium`` / ``chromium-driver`` is -- except under
 ``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run rather than hiding the test.
-Screenshots go to a temporary folder, or to ``$SITE_SCREENSHOTS`` when set, to be looked at.
+Where ``$SITE_SCREENSHOTS`` names a folder, the pages opened in Chromium are photographed into it, to be looked at
+(nothing here reads them, so without it no screenshot is taken).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import os
 import re
 import urllib.error
 import urllib.request
@@ -270,12 +272,13 @@ def test_page_in_chromium(role, browser, base_url, shots):
     typeset = browser.execute_async_script(WAIT_FOR_MATH)
     facts = browser.execute_script(_PAGE_FACTS)
     stem = Path(path).stem
-    if role in ("quiz", "zh_quiz"):  # show the answers in the screenshot
-        browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
-    browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
-    if facts["images"]:  # a second screenshot at the first figure
-        browser.execute_script("document.images[document.images.length > 1 ? 1 : 0].scrollIntoView()")
-        browser.save_screenshot(str(shots / f"{role}_{stem}_figure.png"))
+    if os.environ.get("SITE_SCREENSHOTS"):  # to be looked at (shots is that folder)
+        if role in ("quiz", "zh_quiz"):  # show the answers in the screenshot
+            browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
+        if facts["images"]:  # a second screenshot at the first figure
+            browser.execute_script("document.images[document.images.length > 1 ? 1 : 0].scrollIntoView()")
+            browser.save_screenshot(str(shots / f"{role}_{stem}_figure.png"))
 
     severe = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, f"{path}: console errors {severe}"

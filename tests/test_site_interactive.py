@@ -12,7 +12,8 @@ Two places are read, both as files (``file://``), every http(s)/ws URL blocked i
 On each figure: its script ran (the controls are enabled); from the defaults with the step controls
 half-way, every slider and choice is moved with the keyboard, and each time a screenshot of the picture
 differs from the one before; "next" pressed with Enter steps forward and changes the picture, "back"
-returns to the same picture, play advances by itself and pause stops it; moved back to its defaults,
+returns to the same picture, play advances by itself at a readable pace and pause stops it (on a clock the
+test ticks); moved back to its defaults,
 the picture the script builds is the one Python wrote into the page.
 Each page logs no console error, and no request other than ``file:``/``data:`` is even attempted.
 Screenshots go to ``$SITE_SCREENSHOTS`` when set (to be looked at), else to a temporary folder.
@@ -21,7 +22,6 @@ Screenshots go to ``$SITE_SCREENSHOTS`` when set (to be looked at), else to a te
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -89,8 +89,12 @@ def _picture(fig) -> bytes:
     return fig.find_element("css selector", "svg").screenshot_as_png
 
 
+_VALUES = 'return [...arguments[0].querySelectorAll("input[data-c], select[data-c]")].map((el) => Number(el.value));'
+
+
 def _value(fig, c) -> int:
-    return int(fig.find_elements("css selector", "input[data-c], select[data-c]")[c].get_attribute("value"))
+    """The current value of control ``c`` (one round trip to the browser)."""
+    return fig.parent.execute_script(_VALUES, fig)[c]
 
 
 def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full") -> list[str]:
@@ -101,8 +105,8 @@ def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full"
     """
     from selenium.webdriver.common.keys import Keys
 
-    name, problems = fig.get_attribute("data-figure"), []
-    if fig.get_attribute("data-live") != "1":
+    name, problems = fig.get_dom_attribute("data-figure"), []
+    if fig.get_dom_attribute("data-live") != "1":
         return [f"{name}: its script did not run"]
     driver.execute_script("arguments[0].scrollIntoView()", fig)
     controls = fig.find_elements("css selector", "input[data-c], select[data-c]")
@@ -117,7 +121,7 @@ def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full"
         if el.tag_name == "select":
             el.send_keys(Keys.ARROW_UP if old == len(expected.controls[c].values) - 1 else Keys.ARROW_DOWN)
         else:  # a step control may stop before its last value (the page sets its max)
-            el.send_keys(Keys.ARROW_LEFT if old == int(el.get_attribute("max")) else Keys.ARROW_RIGHT)
+            el.send_keys(Keys.ARROW_LEFT if old == int(el.get_dom_attribute("max")) else Keys.ARROW_RIGHT)
         after = _picture(fig)
         if _value(fig, c) == old:
             problems.append(f"{name}: the keyboard did not move {expected.controls[c].name}")
@@ -129,7 +133,7 @@ def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full"
         return problems
     for steps in fig.find_elements("css selector", "span:has(> button[data-play])"):
         back, play, forward = steps.find_elements("css selector", "button")
-        c = int(play.get_attribute("data-c"))
+        c = int(play.get_dom_attribute("data-c"))
         at_zero = [0 if i == c else _value(fig, i) for i in range(len(controls))]
         driver.execute_script(_RESET, fig, at_zero)
         start = _picture(fig)
@@ -146,40 +150,59 @@ def _exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full"
     return problems
 
 
+# the page's clock in the test's hands: from now on setInterval keeps the function and the period the page asked for,
+# and ``clock.tick()`` runs every timer still set once (clearInterval removes one), so a player steps exactly when
+# the test says, with no wait
+_CLOCK = """
+if (!window.clock) {
+  const timers = new Map();
+  let next = 1;
+  window.clock = {asked: [], running: () => timers.size, tick: () => [...timers.values()].forEach((f) => f())};
+  window.setInterval = (f, ms) => { window.clock.asked.push(ms); timers.set(next, f); return next++; };
+  window.clearInterval = (id) => { timers.delete(id); };
+}
+"""
+
+
 def _play_and_pause(driver, found) -> list[str]:
-    """What went wrong with play and pause, in words. Play is pressed on every figure's step control at once: each
-    advances by itself to step 2 at least, and pause stops it (each figure has its own timer, so one wait of the
-    player's 0.9 s tick serves them all)."""
+    """What went wrong with play and pause, in words. Play is pressed on every figure's step control, each at step 0:
+    each asks for a timer of a readable pace (0.3-2 s a step) and shows "pause"; two ticks of the clock (``_CLOCK``)
+    take each to step 2; pause stops the timer, and two more ticks move nothing."""
     players = []
     for fig in found:
         n = len(fig.find_elements("css selector", "input[data-c], select[data-c]"))
         for play in fig.find_elements("css selector", "span:has(> button[data-play]) > button[data-play]"):
-            c = int(play.get_attribute("data-c"))
+            c = int(play.get_dom_attribute("data-c"))
             driver.execute_script(_RESET, fig, [0 if i == c else _value(fig, i) for i in range(n)])
-            players.append((fig.get_attribute("data-figure"), fig, c, play))
+            players.append((fig.get_dom_attribute("data-figure"), fig, c, play))
+    driver.execute_script(_CLOCK)
     for *_, play in players:
         play.click()
-    deadline = time.time() + 5
-    while any(_value(fig, c) < 2 for _, fig, c, _ in players) and time.time() < deadline:
-        time.sleep(0.2)
-    stopped = []
-    for _, fig, c, play in players:
+    problems, asked = [], driver.execute_script("return window.clock.asked;")
+    if len(asked) != len(players) or not all(300 <= ms <= 2000 for ms in asked):
+        problems.append(f"the players asked for timers of {asked} ms: one per player, 300-2000 ms a step, expected")
+    playing = [play.get_dom_attribute("aria-pressed") for *_, play in players]
+    driver.execute_script("window.clock.tick(); window.clock.tick();")
+    moved = [_value(fig, c) for _, fig, c, _ in players]
+    for *_, play in players:
         play.click()  # pause
-        stopped.append(_value(fig, c))
-    time.sleep(1.2)  # more than one tick of the timer: a figure still playing would have moved
-    return [f"{name}: play did not advance, or pause did not stop it"
-            for (name, fig, c, play), at in zip(players, stopped, strict=True)
-            if at < 2 or _value(fig, c) != at or play.get_attribute("aria-pressed") != "false"]
+    driver.execute_script("window.clock.tick(); window.clock.tick();")
+    for (name, fig, c, play), pressed, at in zip(players, playing, moved, strict=True):
+        if pressed != "true" or at != 2 or _value(fig, c) != 2 or play.get_dom_attribute("aria-pressed") != "false":
+            problems.append(f"{name}: play did not advance by itself, or pause did not stop it")
+    if driver.execute_script("return window.clock.running();"):
+        problems.append("a timer still runs after every player was paused")
+    return problems
 
 
 def test_the_standalone_page_offline(browser, figures, shots, tmp_path):
     page = write_page(tmp_path / "interactive.html", list(figures.values()))
     _open_offline(browser, page.as_uri())
     found = browser.find_elements("css selector", ".afs-fig")
-    assert [f.get_attribute("data-figure") for f in found] == list(figures)
+    assert [f.get_dom_attribute("data-figure") for f in found] == list(figures)
     problems = []
     for fig in found:
-        problems += _exercise(browser, fig, figures[fig.get_attribute("data-figure")], shots, "page", "full")
+        problems += _exercise(browser, fig, figures[fig.get_dom_attribute("data-figure")], shots, "page", "full")
     steps = [name for name, fig in figures.items() if any(c.kind == "steps" for c in fig.controls)]
     assert len(steps) >= 3, f"play is checked on {steps} only: too few figures with steps"
     assert len(browser.find_elements("css selector", "button[data-play]")) == len(steps), "a play button is missing"
@@ -205,7 +228,7 @@ def test_the_site_pages_offline(lang, browser, figures, site, shots):
             problems.append(f"{path.name}: {len(found)} interactive figures on the page, {n} in the notebook")
         for fig in found:
             depth = "controls" if lang == "en" else "first"  # the buttons and play: on the standalone page
-            problems += _exercise(browser, fig, figures[fig.get_attribute("data-figure")], shots, f"{lang}_{stem}",
+            problems += _exercise(browser, fig, figures[fig.get_dom_attribute("data-figure")], shots, f"{lang}_{stem}",
                                   depth)
         problems += [f"{path.name}: {p}" for p in _page_problems(browser)]
     assert not problems, "\n".join(problems)

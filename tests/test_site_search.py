@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urldefrag
@@ -27,23 +26,32 @@ need_docs()
 _SEARCH = r"""
 const done = arguments[arguments.length - 1];
 const start = Date.now();
-const poll = () => {
+const poll = () => {  // Sphinx's search writes the summary once the last result is listed
   const summary = document.querySelector('#search-results .search-summary');
   const items = [...document.querySelectorAll('#search-results ul.search li')];
-  if (summary && summary.textContent.trim() && Date.now() - start > 300) {
+  if (summary && summary.textContent.trim()) {
     done({summary: summary.textContent, results: items.map((li) => ({
       href: li.querySelector('a').href, title: li.querySelector('a').textContent,
       snippet: li.querySelector('p.context') ? li.querySelector('p.context').textContent : null}))});
   } else if (Date.now() - start > 25000) {
     done(null);
   } else {
-    setTimeout(poll, 100);
+    setTimeout(poll, 50);
   }
 };
 poll();
 """
+# the snippets shown so far, once ``arguments[0]`` of them have loaded (each result's page is fetched for its
+# snippet, after the list is shown) or 15 s have passed
 _SNIPPETS = r"""
-return [...document.querySelectorAll('#search-results ul.search li p.context')].map((p) => p.textContent);
+const [wanted, done] = arguments;
+const start = Date.now();
+const poll = () => {
+  const shown = [...document.querySelectorAll('#search-results ul.search li p.context')].map((p) => p.textContent)
+    .filter((text) => text);
+  if (shown.length >= wanted || Date.now() - start > 15000) { done(shown); } else { setTimeout(poll, 50); }
+};
+poll();
 """
 QUERIES = ["注意力", "掩码", "键值缓存", "缩放点积注意力", "softmax", "KV cache"]
 
@@ -82,8 +90,8 @@ def _article_texts(site: Path, prefix: str) -> dict[str, str]:
     docnames = json.loads(index[index.index("(") + 1:index.rindex(")")])["docnames"]
     texts = {}
     for doc in docnames:
-        parser = _ArticleText()
-        parser.feed((site / prefix / f"{doc}.html").read_text(encoding="utf-8"))
+        parser, html = _ArticleText(), (site / prefix / f"{doc}.html").read_text(encoding="utf-8")
+        parser.feed(html[max(html.find("<article "), 0):])  # what comes before the article is not read
         texts[f"{prefix}{doc}.html"] = "".join(parser.parts).lower()
     return texts
 
@@ -122,10 +130,7 @@ def test_search_finds_every_page_holding_the_words(prefix, site, browser, base_u
         titles = [r["title"] for r in found["results"]]
         assert not [t for t in titles if re.search(r"\\[A-Za-z(]", t)], f"TeX in result titles: {titles}"
         if expected:  # the snippets, as they load: the article's text, formulas as text, no theme text
-            deadline, snippets = time.monotonic() + 15, []
-            while len(snippets) < min(5, len(expected)) and time.monotonic() < deadline:
-                time.sleep(0.25)
-                snippets = [s for s in browser.execute_script(_SNIPPETS) if s]
+            snippets = browser.execute_async_script(_SNIPPETS, min(5, len(expected)))
             assert snippets, f"{words!r}: no result shows a snippet"
             bad = [s for s in snippets if re.search(r"\\[A-Za-z(\[]", s) or "System Settings" in s
                    or re.search(r"\bLight\b.*\bDark\b", s)]

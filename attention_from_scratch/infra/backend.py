@@ -209,7 +209,9 @@ def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1
     numbers up to rounding.
     """
     xp = get_namespace() if xp is None else check_namespace(xp)
-    host = np.random.default_rng(seed).standard_normal(shape) * scale
+    host = np.random.default_rng(seed).standard_normal(shape)
+    if scale != 1.0:  # (x · 1.0 is x: no pass over the draws for nothing)
+        host = host * scale
     out = to_device(host, xp, device)
     return out if dtype is None else xp.astype(out, dtype)
 
