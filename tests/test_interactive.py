@@ -3,7 +3,7 @@ the outputs are self-contained, small and the same bytes every run, the controls
 a screen reader need, and what each figure claims holds (checked here by independent computations).
 
 The browser half (controls moved in Chromium, the picture changes, no request leaves) is
-tests/test_site_interactive.py.
+tests/test_site_interactive.py (the standalone page) and tests/test_site_layout.py (the website's pages).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The course's website, built as README says and read in a real browser (headless Chromium).
 
 The site is built once per session (the ``site`` fixture of ``site_fixtures.py``, which
-``test_site_interactive.py`` shares) into a temporary folder with the documented command (warnings are
+the other browser tests share) into a temporary folder with the documented command (warnings are
 errors) -- or, when ``$SITE_DIR`` is set, the site already built there is tested (CI builds it with
 README's command just before, and this test does not build it a second time). It is served on 127.0.0.1
 by a thread, and then:

@@ -17,17 +17,29 @@ opening the page gives is checked on every run: the first, the largest and the l
 are then opened as well, and every element of their article must have the same box both ways (it held for all 132
 such pages when each was checked so, and a doctored script that changes the article as a page loads fails it).
 
+A notebook page that holds interactive figures (English and Chinese) is opened from disk instead (``file://``), every
+network URL blocked (the figures' promise: no kernel, no network), and its figures are moved while it is open
+(``site_figures.exercise``; every figure on their standalone page is exercised in full by
+``test_site_interactive.py``): it shows as many as its notebook holds, each figure's script ran, and on the English
+pages every slider and choice moves the picture (a screenshot differs), on the Chinese ones the first control does;
+the page logs no console error and asks for nothing but its own files. Each page is thus opened once. These pages
+come last in their part: a page from disk after one served over HTTP is laid out in another renderer process,
+its scripts compiled afresh, and interleaved the two kinds took 66 worker-seconds for the two notebook parts,
+more than the 63 of the two visits before (layout over HTTP, figures from disk); in this order, 48.
+
 Skipped without the docs extra or Debian's ``chromium`` / ``chromium-driver``, except under
 ``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
 import pytest
-from site_fixtures import WAIT_FOR_MATH, need_docs
+from site_figures import allow_network, exercise, notebooks_with_figures, open_offline, page_problems, python_figures
+from site_fixtures import REPO, WAIT_FOR_MATH, need_docs
 
 need_docs()
 
@@ -143,17 +155,46 @@ def _open(browser, url: str) -> dict:
     return browser.execute_script(_CUT)
 
 
+@functools.cache
+def _figure_pages() -> dict[str, int]:
+    """{site path of a notebook page with interactive figures, English or Chinese: how many its notebook holds}."""
+    return {f"{prefix}notebooks/{stem}.html": n for prefix in ("", "zh/")
+            for stem, n in notebooks_with_figures(REPO / "notebooks" / prefix.rstrip("/")).items()}
+
+
+def _open_with_figures(browser, site: Path, path: str, shots: Path) -> tuple[dict, list[str]]:
+    """Open the page at ``path`` from disk with the network blocked, and return ``_CUT``'s facts about it and what
+    went wrong with its interactive figures or its requests, in words."""
+    open_offline(browser, (site / path).as_uri())
+    browser.execute_async_script(WAIT_FOR_MATH)
+    facts, problems = browser.execute_script(_CUT), []
+    found = browser.find_elements("css selector", ".afs-fig")
+    if len(found) != _figure_pages()[path]:
+        problems.append(f"{len(found)} interactive figures on the page, {_figure_pages()[path]} in the notebook")
+    depth = "first" if path.startswith("zh/") else "controls"  # the buttons and play: on the standalone page
+    tag = path.removesuffix(".html").replace("/", "_")
+    for fig in found:
+        problems += exercise(browser, fig, python_figures()[fig.get_dom_attribute("data-figure")], shots, tag, depth)
+    problems += page_problems(browser)
+    allow_network(browser)
+    return facts, [f"{path}: {p}" for p in problems]
+
+
 @pytest.mark.parametrize("group", list(GROUPS))
-def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site, browser, base_url):
+def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site, browser, base_url, shots):
     browser.set_window_size(1280, 1000)
     browser.set_script_timeout(30)
     # frames: {page laid out in another's frame: that page}; sizes: {that page: the elements of its article}
     problems, seen, frames, sizes, frame = [], 0, {}, {}, None
     kind, minimum = GROUPS[group]
-    for path in (p for p in _site_pages(site) if _group(p) == group):
+    # the pages with interactive figures last: opened from disk, each costs more after a page served over HTTP
+    for path in sorted((p for p in _site_pages(site) if _group(p) == group), key=lambda p: p in _figure_pages()):
         in_frame = frame is not None and group in IN_ONE_FRAME
         facts = browser.execute_async_script(_SWAP, base_url + path) if in_frame else None
-        if facts is None:
+        if path in _figure_pages():
+            facts, figure_problems = _open_with_figures(browser, site, path, shots)
+            problems += figure_problems
+        elif facts is None:
             facts, frame = _open(browser, base_url + path), path
         else:
             frames[path], sizes[path] = frame, facts["elements"]
@@ -183,6 +224,11 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
                             f"differs {in_frame[first:first + 1]}; opened, {len(opened)} boxes, there "
                             f"{opened[first:first + 1]}")
     assert seen > minimum, f"the {group} pages show only {seen} {kind}: this test would measure nothing"
+    figure_pages = [p for p in _figure_pages() if _group(p) == group]
+    if group in ("notebooks", "zh"):
+        assert figure_pages, f"no {group} page holds an interactive figure: their check here would see nothing"
+    problems += [f"{p}: its notebook holds interactive figures, but the site has no such page"
+                 for p in figure_pages if not (site / p).is_file()]
     if group in IN_ONE_FRAME:  # the suite's time counts on it: a page opened costs five laid out in a frame
         pages = sum(_group(p) == group for p in _site_pages(site))
         assert len(swapped) > pages / 2, f"only {len(swapped)} of the {pages} {group} pages laid out in one frame"
