@@ -69,8 +69,8 @@ def pytest_collect_file(file_path, parent):
     return IPyNbFile.from_parent(parent, path=file_path)
 
 
-# the browser tests' files, the longest first; those whose tests are handed out one at a time: each test opens its
-# own pages, and only the browser (a second to start) is shared
+# the website's test files (all but test_site.py drive a browser), the longest first; those whose tests are handed
+# out one at a time: each test opens its own pages, and only the browser (a second to start) is shared
 BROWSER_FILES = ("test_site_layout.py", "test_site.py", "test_site_interactive.py", "test_site_search.py")
 APART = {"test_site_layout.py", "test_site_interactive.py", "test_site_search.py"}
 # the unit tests' longest files (8-17 s and 4-7 s of a core), before the others: the last files handed out are then

@@ -1,32 +1,28 @@
-"""The course's website, built as README says and read in a real browser (headless Chromium).
+"""The course's website, built as README says, read as files and over HTTP (its pages in Chromium: the other
+``test_site_*.py`` files).
 
 The site is built once per session (the ``site`` fixture of ``site_fixtures.py``, which
-the other browser tests share) into a temporary folder with the documented command (warnings are
+the browser tests share) into a temporary folder with the documented command (warnings are
 errors) -- or, when ``$SITE_DIR`` is set, the site already built there is tested (CI builds it with
 README's command just before, and this test does not build it a second time). It is served on 127.0.0.1
 by a thread, and then:
 
 * every page is crawled over HTTP: each internal link, image, script and stylesheet answers 200, and
   each ``#anchor`` exists on its page; every notebook of ``notebooks/`` is reached from the index;
-* no page asks the internet for anything (no external ``src``, script or stylesheet; in the browser,
-  every request goes to 127.0.0.1), so the site works offline -- MathJax included;
+* no page asks the internet for anything (no external ``src``, script or stylesheet), so the site works
+  offline -- MathJax included;
 * the Chinese site (built by the same command into ``zh/``) is crawled with it, through the language
   switch that every page of both sites carries; every Chinese notebook is reached;
-* in Chromium, the index and three notebook pages (the one with the most display math, the one with
-  the most figures, and the last one) show no console error, every ``<img>`` loaded, every formula
-  typeset by MathJax with no TeX error and no raw ``$$`` left, and the sidebar links every notebook;
 * on every page, the rendered text outside code holds no literal ``$``: a ``$…$`` or ``$$…$$`` that the
   site's MyST reader did not parse as math (a display formula inside a paragraph, say) shows a stray ``$``
   and sets the prose after it as math;
 
-Every page at 1280 px is ``test_site_layout.py``'s, the search ``test_site_search.py``'s (files apart, so that
-``pytest -n auto`` runs them beside each other).
+Every page in Chromium is ``test_site_layout.py``'s (its layout at 1280 px, and what a reader sees: no console
+error, every image loaded, every formula typeset with no TeX error, no raw ``$$``, nothing asked of the internet),
+the search ``test_site_search.py``'s (files apart, so that ``pytest -n auto`` runs them beside each other).
 
-Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax) is missing, and the browser
-tests alone when Selenium or Debian's ``chromium`` / ``chromium-driver`` is -- except under
+Skipped cleanly when the ``docs`` extra (Sphinx, myst-nb, the theme, MathJax) is missing, except under
 ``REQUIRE_SITE_TEST=1`` (CI's newest leg), where a missing tool fails the run rather than hiding the test.
-Where ``$SITE_SCREENSHOTS`` names a folder, the pages opened in Chromium are photographed into it, to be looked at
-(nothing here reads them, so without it no screenshot is taken).
 """
 
 from __future__ import annotations
@@ -35,16 +31,14 @@ import functools
 import importlib
 import importlib.util
 import json
-import os
 import re
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
-from site_fixtures import REPO, VOID_TAGS, WAIT_FOR_MATH, need_docs
+from site_fixtures import REPO, VOID_TAGS, need_docs
 
 need_docs()  # skips this module (or fails under REQUIRE_SITE_TEST=1) without the docs extra
 
@@ -213,102 +207,6 @@ def test_mathjax_loads_where_there_is_math_and_only_there(site):
     assert not raw, f"pages that show math but do not load MathJax: {raw}"
     assert "api/similarity.html" in without and len(without) > 50, "no page goes without MathJax: this tests nothing"
     assert "notebooks/04_softmax.html" not in without
-
-
-def _markdown(nb: Path) -> str:
-    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-    return "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-
-
-def _n_figures(nb: Path) -> int:
-    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-    return sum("image/png" in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
-
-
-def _pages_to_open() -> dict[str, str]:
-    """The index, three notebooks (the most display math, the most figures, the last), the quiz, an API page."""
-    math = max(NOTEBOOKS, key=lambda nb: _markdown(nb).count("$$"))
-    figures = max(NOTEBOOKS, key=_n_figures)
-    last = NOTEBOOKS[-1]
-    chosen = {"index": "index.html", "quiz": "quiz.html", "api": "api/similarity.html"}
-    for role, nb in (("math", math), ("figures", figures), ("last", last)):
-        chosen[role] = f"notebooks/{nb.stem}.html"
-    chosen["zh_index"], chosen["zh_quiz"] = "zh/index.html", "zh/quiz.html"
-    if NOTEBOOKS_ZH:  # the Chinese notebook with the most display math
-        chosen["zh_math"] = f"zh/notebooks/{max(NOTEBOOKS_ZH, key=lambda nb: _markdown(nb).count('$$')).stem}.html"
-    return chosen
-
-
-_PAGE_FACTS = r"""
-const imgs = [...document.images];
-const maths = [...document.querySelectorAll('span.math, div.math')];
-const body = document.body.cloneNode(true);
-body.querySelectorAll('pre, code, script, style, .highlight').forEach(e => e.remove());
-const nav = [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map(a => a.href);
-return {
-  images: imgs.length,
-  broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
-  math: maths.length,
-  untypeset: maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 60)),
-  typeset: document.querySelectorAll('mjx-container').length,
-  tex_errors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent.slice(0, 80)),
-  raw_dollars: body.innerText.includes('$$'),
-  raw_rest: /^\s*\.\. [a-z:]+::/m.test(body.innerText),
-  nav: nav,
-  chinese: /[\u4e00-\u9fff]/.test(body.innerText),
-};
-"""
-
-
-@pytest.mark.parametrize("role", ["index", "math", "figures", "last", "quiz", "api", "zh_index", "zh_math", "zh_quiz"])
-def test_page_in_chromium(role, browser, base_url, shots):
-    path = _pages_to_open()[role]
-    browser.get_log("browser"), browser.get_log("performance")  # start each page with empty logs
-    browser.get(base_url + path)
-    # scroll to the bottom and back, so that anything loaded lazily is loaded
-    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
-    browser.execute_script("window.scrollTo(0, 0)")
-    browser.set_script_timeout(30)
-    typeset = browser.execute_async_script(WAIT_FOR_MATH)
-    facts = browser.execute_script(_PAGE_FACTS)
-    stem = Path(path).stem
-    if os.environ.get("SITE_SCREENSHOTS"):  # to be looked at (shots is that folder)
-        if role in ("quiz", "zh_quiz"):  # show the answers in the screenshot
-            browser.execute_script("document.querySelectorAll('details').forEach(d => { d.open = true; })")
-        browser.save_screenshot(str(shots / f"{role}_{stem}.png"))
-        if facts["images"]:  # a second screenshot at the first figure
-            browser.execute_script("document.images[document.images.length > 1 ? 1 : 0].scrollIntoView()")
-            browser.save_screenshot(str(shots / f"{role}_{stem}_figure.png"))
-
-    severe = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert not severe, f"{path}: console errors {severe}"
-    requests = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
-    urls = {m["params"]["request"]["url"] for m in requests if m["method"] == "Network.requestWillBeSent"}
-    # the network only (chrome:// and data: are the browser's own); the server is base_url
-    outside = sorted(u for u in urls if urlparse(u).scheme in ("http", "https", "ws", "wss", "ftp")
-                     and not u.startswith(base_url))
-    assert base_url + path in urls, "the request log is empty: this check would see nothing"
-    assert not outside, f"{path}: the browser asked the internet for {outside}"
-
-    assert not facts["broken_images"], f"{path}: images that did not load {facts['broken_images']}"
-    assert not facts["raw_dollars"], f"{path}: raw $$ left in the page's text"
-    assert not facts["raw_rest"], f"{path}: a reST directive shown as text (autodoc in a Markdown page?)"
-    if facts["math"]:
-        assert typeset is True, f"{path}: MathJax did not load or did not finish"
-        assert facts["typeset"] >= facts["math"] and not facts["untypeset"], facts["untypeset"]
-        assert not facts["tex_errors"], f"{path}: TeX errors {facts['tex_errors']}"
-    if role == "math":
-        assert facts["typeset"] > 0, f"{path}: the notebook with the most display math shows none"
-    if role == "figures":
-        assert facts["images"] >= _n_figures(REPO / "notebooks" / f"{stem}.ipynb") > 0
-    if role == "index":
-        missing = [nb.stem for nb in NOTEBOOKS if f"{base_url}notebooks/{nb.stem}.html" not in facts["nav"]]
-        assert not missing, f"the index's navigation does not link {missing}"
-    if role == "zh_index":
-        missing = [nb.stem for nb in NOTEBOOKS_ZH if f"{base_url}zh/notebooks/{nb.stem}.html" not in facts["nav"]]
-        assert not missing, f"the Chinese index's navigation does not link {missing}"
-    if role.startswith("zh_"):
-        assert facts["chinese"], f"{path}: no Chinese text on the Chinese page"
 
 
 def test_quiz_page_follows_the_quiz_module(site):

@@ -3,7 +3,11 @@
 Each page of both sites (the build of ``site_fixtures.py``: ``$SITE_DIR`` or README's command), opened with every
 folded block open and its formulas typeset, has nothing cut off: no element past the article's right edge or
 clipped by an ancestor, unless it sits in something that scrolls. Its tab title holds no TeX, and each figure has
-alt text that says what it shows and links to the full-size image.
+alt text that says what it shows and links to the full-size image. And what a reader sees is whole: the console
+shows no error, every image loaded, every formula is typeset by MathJax with no TeX error, no raw ``$$`` or reST
+directive shows as text, nothing is asked of the internet; a notebook's page shows at least as many figures as its
+notebook's outputs hold, a page of the Chinese site holds Chinese, and each index's sidebar links every notebook of
+its language. Where ``$SITE_SCREENSHOTS`` names a folder, each page opened is photographed into it, to be looked at.
 
 The pages are checked in the site's parts (``GROUPS``: the two halves of the API reference, the Chinese site, the
 English notebooks, the other pages), one test each, so that ``pytest -n auto`` spreads them over the cores.
@@ -34,6 +38,8 @@ Skipped without the docs extra or Debian's ``chromium`` / ``chromium-driver``, e
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
 from pathlib import Path
 
@@ -69,9 +75,22 @@ for (const el of article.querySelectorAll('*')) {
 const images = [...article.querySelectorAll('img:not([src*="_static/"])')].map((img) => ({  // not the theme's icons
   src: img.src, alt: img.getAttribute('alt') || '', link: img.closest('a') ? img.closest('a').href : null,
 }));
+// what a reader sees besides the layout: the text outside code, the formulas, the images, the requests
+const prose = article.cloneNode(true);
+prose.querySelectorAll('pre, code, script, style, .highlight').forEach((el) => el.remove());
+const text = prose.textContent;
+const maths = [...article.querySelectorAll('span.math, div.math')];
 return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: images, width: window.innerWidth,
         formulas: article.querySelectorAll('mjx-container').length,
-        signatures: article.querySelectorAll('dt.sig').length, elements: article.querySelectorAll('*').length};
+        signatures: article.querySelectorAll('dt.sig').length, elements: article.querySelectorAll('*').length,
+        broken_images: [...document.images].filter((i) => !(i.complete && i.naturalWidth > 0)).map((i) => i.src),
+        math: maths.length, untypeset: maths.filter((m) => !m.querySelector('mjx-container'))
+          .map((m) => m.textContent.slice(0, 60)),
+        tex_errors: [...article.querySelectorAll('mjx-merror')].map((e) => e.textContent.slice(0, 80)),
+        raw_dollars: text.includes('$$'), raw_rest: /^\s*\.\. [a-z:]+::/m.test(text),
+        chinese: /[\u4e00-\u9fff]/.test(text),
+        external: performance.getEntriesByType('resource').map((e) => e.name)
+          .filter((u) => /^(https?|wss?|ftp):/.test(u) && !u.startsWith(location.origin + '/'))};
 """
 
 
@@ -107,6 +126,7 @@ Promise.all([window.frameOfThisPage, text(url)]).then(([own, html]) => {
     .then(() => done({...(() => { CUT })(), title: page.title}));
 }, () => done(null));
 """.replace("CUT", _CUT)
+_NAV = "return [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map((a) => a.href);"
 # every element of the article's box, rounded to the pixel: a page's layout, to compare two ways of reaching it
 _BOXES = """
 const article = document.querySelector('article.bd-article');
@@ -148,11 +168,64 @@ def test_the_groups_hold_every_page_once(site):
     assert set(groups) == set(GROUPS), f"groups with no page, or pages in a group no test checks: {set(groups)}"
 
 
+def _errors(browser) -> list[str]:
+    """The console's errors logged since it was last read."""
+    return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+
 def _open(browser, url: str) -> dict:
-    """Open the page at ``url`` and return ``_CUT``'s facts about it, its formulas typeset."""
+    """Open the page at ``url`` and return ``_CUT``'s facts about it, its formulas typeset, with whether MathJax
+    finished (``typeset``: True, or None on a page without it) and the console's errors so far (``console``)."""
     browser.get(url)
-    browser.execute_async_script(WAIT_FOR_MATH)
-    return browser.execute_script(_CUT)
+    typeset = browser.execute_async_script(WAIT_FOR_MATH)
+    return browser.execute_script(_CUT) | {"typeset": typeset, "console": _errors(browser)}
+
+
+def _notebook(path: str) -> Path | None:
+    """The notebook a page of the site shows (notebooks/X.html, zh/notebooks/X.html), or None."""
+    parts = Path(path).parts
+    if parts[-2:-1] != ("notebooks",):
+        return None
+    return REPO / "notebooks" / ("zh" if parts[0] == "zh" else "") / f"{Path(path).stem}.ipynb"
+
+
+def _n_figures(nb: Path) -> int:
+    """How many PNG figures the notebook's stored outputs hold."""
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    return sum("image/png" in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+
+
+def _problems(path: str, facts: dict) -> list[str]:
+    """What is wrong with the page at ``path``, in words, from its facts (``_CUT``'s, ``_open``'s)."""
+    problems = []
+    if facts["width"] != 1280:  # the browser laid the page out at another width than the test's
+        problems.append(f"laid out {facts['width']} px wide, not 1280")
+    if facts["n_cut"]:
+        problems.append(f"{facts['n_cut']} cut, e.g. {facts['cut']}")
+    if re.search(r"\\[A-Za-z(\[]|\$", facts["title"]):
+        problems.append(f"TeX in the tab title {facts['title']!r}")
+    for img in facts["images"]:
+        if img["link"] != img["src"]:
+            problems.append(f"a figure that does not open at full size: {img['src']} (link {img['link']})")
+        if len(img["alt"]) < 12 or re.search(r"\.(png|svg|jpe?g)$", img["alt"]):
+            problems.append(f"alt text that does not say what the figure shows: {img['alt']!r}")
+    problems += [f"an image that did not load: {src}" for src in facts["broken_images"]]
+    if facts["math"] and facts["typeset"] is not True:
+        problems.append(f"{facts['math']} formulas, but MathJax did not load or did not finish")
+    problems += [f"a formula MathJax did not typeset: {tex!r}" for tex in facts["untypeset"][:3]]
+    problems += [f"a TeX error: {error!r}" for error in facts["tex_errors"][:3]]
+    if facts["raw_dollars"]:
+        problems.append("raw $$ left in the text")
+    if facts["raw_rest"]:
+        problems.append("a reST directive shown as text (autodoc in a Markdown page?)")
+    problems += [f"a request to the internet: {url}" for url in facts["external"]]
+    problems += [f"console: {message}" for message in facts["console"]]
+    if path.startswith("zh/") and not facts["chinese"]:
+        problems.append("no Chinese text on a page of the Chinese site")
+    nb = _notebook(path)
+    if nb is not None and len(facts["images"]) < _n_figures(nb):
+        problems.append(f"{len(facts['images'])} figures shown, {_n_figures(nb)} in {nb.name}'s outputs")
+    return [f"{path}: {problem}" for problem in problems]
 
 
 @functools.cache
@@ -166,8 +239,8 @@ def _open_with_figures(browser, site: Path, path: str, shots: Path) -> tuple[dic
     """Open the page at ``path`` from disk with the network blocked, and return ``_CUT``'s facts about it and what
     went wrong with its interactive figures or its requests, in words."""
     open_offline(browser, (site / path).as_uri())
-    browser.execute_async_script(WAIT_FOR_MATH)
-    facts, problems = browser.execute_script(_CUT), []
+    typeset = browser.execute_async_script(WAIT_FOR_MATH)
+    facts, problems = browser.execute_script(_CUT) | {"typeset": typeset, "console": []}, []  # console: below
     found = browser.find_elements("css selector", ".afs-fig")
     if len(found) != _figure_pages()[path]:
         problems.append(f"{len(found)} interactive figures on the page, {_figure_pages()[path]} in the notebook")
@@ -185,31 +258,34 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
     browser.set_window_size(1280, 1000)
     browser.set_script_timeout(30)
     # frames: {page laid out in another's frame: that page}; sizes: {that page: the elements of its article}
-    problems, seen, frames, sizes, frame = [], 0, {}, {}, None
+    problems, seen, frames, sizes, frame, last_opened = [], 0, {}, {}, None, None
     kind, minimum = GROUPS[group]
     # the pages with interactive figures last: opened from disk, each costs more after a page served over HTTP
     for path in sorted((p for p in _site_pages(site) if _group(p) == group), key=lambda p: p in _figure_pages()):
         in_frame = frame is not None and group in IN_ONE_FRAME
         facts = browser.execute_async_script(_SWAP, base_url + path) if in_frame else None
+        if facts is None and last_opened:  # a message can come after its page was read (a failed image's)
+            problems += [f"{last_opened}: console, once read: {message}" for message in _errors(browser)]
         if path in _figure_pages():
             facts, figure_problems = _open_with_figures(browser, site, path, shots)
             problems += figure_problems
+            last_opened = None  # (its logs: read by page_problems)
         elif facts is None:
-            facts, frame = _open(browser, base_url + path), path
+            facts, frame, last_opened = _open(browser, base_url + path), path, path
+            if path in ("index.html", "zh/index.html"):  # the sidebar links every notebook of its language
+                nav = set(browser.execute_script(_NAV))
+                folder = REPO / "notebooks" / ("zh" if path.startswith("zh/") else "")
+                problems += [f"{path}: the navigation does not link {nb.name}" for nb in sorted(folder.glob("*.ipynb"))
+                             if f"{base_url}{path.removesuffix('index.html')}notebooks/{nb.stem}.html" not in nav]
         else:
             frames[path], sizes[path] = frame, facts["elements"]
+            facts |= {"typeset": None, "console": []}  # (no script, no formula: nothing to typeset, nothing run)
+        if os.environ.get("SITE_SCREENSHOTS") and frames.get(path) is None:  # to be looked at (shots: that folder)
+            browser.save_screenshot(str(shots / f"layout_{path.removesuffix('.html').replace('/', '_')}.png"))
         seen += facts[kind]
-        if facts["width"] != 1280:  # the browser laid the page out at another width than the test's
-            problems.append(f"{path}: laid out {facts['width']} px wide, not 1280")
-        if facts["n_cut"]:
-            problems.append(f"{path}: {facts['n_cut']} cut, e.g. {facts['cut']}")
-        if re.search(r"\\[A-Za-z(\[]|\$", facts["title"]):
-            problems.append(f"{path}: TeX in the tab title {facts['title']!r}")
-        for img in facts["images"]:
-            if img["link"] != img["src"]:
-                problems.append(f"{path}: a figure that does not open at full size: {img['src']} (link {img['link']})")
-            if len(img["alt"]) < 12 or re.search(r"\.(png|svg|jpe?g)$", img["alt"]):
-                problems.append(f"{path}: alt text that does not say what the figure shows: {img['alt']!r}")
+        problems += _problems(path, facts)
+    if last_opened:
+        problems += [f"{last_opened}: console, once read: {message}" for message in _errors(browser)]
     swapped = list(frames)
     largest = sorted(swapped, key=sizes.get)[-1:]
     for path in dict.fromkeys(swapped[:1] + largest + swapped[-1:]):  # laid out in its frame again, then opened
