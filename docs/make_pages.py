@@ -288,10 +288,14 @@ def quiz_page(lang: str = "en") -> str:
         explanation = str(verdict).removeprefix(render(msg("Right."), lang)).strip()
         parts.append(f"## {n}. `{qid}`\n")
         parts.append("\\\n".join(_md_escape(line.strip()) for line in lines) + "\n")
+        lines = explanation.splitlines()
+        if lines and all(line.startswith("- ") for line in lines):  # one note per option: the quiz's bullets, a list
+            body = "<ul>\n" + "".join(f"<li>{html.escape(line[2:])}</li>\n" for line in lines) + "</ul>"
+        else:
+            body = f"<p>{'<br>'.join(map(html.escape, lines))}</p>"
         parts.append(
             f"<details><summary>{answer}</summary>\n"
-            f"<p><strong>{html.escape(_show(expected))}</strong></p>\n"
-            f"<p>{'<br>'.join(map(html.escape, explanation.splitlines()))}</p>\n</details>\n"
+            f"<p><strong>{html.escape(_show(expected))}</strong></p>\n{body}\n</details>\n"
         )
     return "\n".join(parts)
 
