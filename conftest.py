@@ -58,7 +58,8 @@ def pytest_collect_file(file_path, parent):
     # is installed (jupyterlab's dependencies bring it) to offer the "iri" string format; that import builds a Lark
     # grammar, 0.85 s of each pytest-xdist worker's start (nbval's import: 1.1 s with it, 0.25 s without). nbformat
     # checks no string format, so the run goes without it, as where it is not installed (jsonschema then leaves that
-    # one format out); a process that already imported it keeps it
+    # one format out: a test of ours that validated "iri" strings with jsonschema would have to import it first); a
+    # process that already imported it keeps it
     sys.modules.setdefault("rfc3987_syntax", None)
     from nbval.plugin import IPyNbFile  # the heavy import, paid only when a notebook is collected
 

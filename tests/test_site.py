@@ -226,6 +226,10 @@ def test_quiz_page_follows_the_quiz_module(site):
         first_words = quiz.ask(qid, lang="zh").splitlines()[0][:20]
         assert first_words in zh, f"the Chinese text of {qid!r} is not on the Chinese quiz page: {first_words!r}"
     assert zh.count("<summary>答案</summary>") == len(quiz.question_ids())
+    for page, answer in ((text, "Answer"), (zh, "答案")):  # the notes on the options: a list, not lines of "- "
+        notes = re.findall(rf"<summary>{answer}</summary>(.*?)</details>", page, re.S)
+        assert sum("<ul>" in note for note in notes) > len(notes) / 2, "the answers' notes are not shown as lists"
+        assert not [note for note in notes if re.search(r"<(p|br)>\s*- ", note)], "a note shown as a line of '- '"
 
 
 def _make_pages():

@@ -89,6 +89,7 @@ return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: 
         tex_errors: [...article.querySelectorAll('mjx-merror')].map((e) => e.textContent.slice(0, 80)),
         raw_dollars: text.includes('$$'), raw_rest: /^\s*\.\. [a-z:]+::/m.test(text),
         chinese: /[\u4e00-\u9fff]/.test(text),
+        resources: performance.getEntriesByType('resource').length,
         external: performance.getEntriesByType('resource').map((e) => e.name)
           .filter((u) => /^(https?|wss?|ftp):/.test(u) && !u.startsWith(location.origin + '/'))};
 """
@@ -101,6 +102,7 @@ return {cut: cut.slice(0, 5), n_cut: cut.length, title: document.title, images: 
 # attributes of <html> or <body> -- or where the main column needs a script of its own (a script, a formula)
 _SWAP = r"""
 const [url, done] = [arguments[0], arguments[arguments.length - 1]];
+performance.setResourceTimingBufferSize(5000);  // the frame's page records every page fetched into it (250 by default)
 const frame = (doc, base) => [
   ...[...doc.querySelectorAll('link[rel=stylesheet], script[src]')].map(
     (el) => new URL(el.getAttribute('href') || el.getAttribute('src'), base).pathname),
@@ -219,6 +221,8 @@ def _problems(path: str, facts: dict) -> list[str]:
     if facts["raw_rest"]:
         problems.append("a reST directive shown as text (autodoc in a Markdown page?)")
     problems += [f"a request to the internet: {url}" for url in facts["external"]]
+    if not facts["resources"]:  # every page loads the theme's files
+        problems.append("no request in the page's resource timing: the check of requests would see nothing")
     problems += [f"console: {message}" for message in facts["console"]]
     if path.startswith("zh/") and not facts["chinese"]:
         problems.append("no Chinese text on a page of the Chinese site")
@@ -239,17 +243,23 @@ def _open_with_figures(browser, site: Path, path: str, shots: Path) -> tuple[dic
     """Open the page at ``path`` from disk with the network blocked, and return ``_CUT``'s facts about it and what
     went wrong with its interactive figures or its requests, in words."""
     open_offline(browser, (site / path).as_uri())
-    typeset = browser.execute_async_script(WAIT_FOR_MATH)
-    facts, problems = browser.execute_script(_CUT) | {"typeset": typeset, "console": []}, []  # console: below
-    found = browser.find_elements("css selector", ".afs-fig")
-    if len(found) != _figure_pages()[path]:
-        problems.append(f"{len(found)} interactive figures on the page, {_figure_pages()[path]} in the notebook")
-    depth = "first" if path.startswith("zh/") else "controls"  # the buttons and play: on the standalone page
-    tag = path.removesuffix(".html").replace("/", "_")
-    for fig in found:
-        problems += exercise(browser, fig, python_figures()[fig.get_dom_attribute("data-figure")], shots, tag, depth)
-    problems += page_problems(browser)
-    allow_network(browser)
+    try:  # the network allowed again whatever happens here: the browser goes on to other pages, other tests
+        typeset = browser.execute_async_script(WAIT_FOR_MATH)
+        facts, problems = browser.execute_script(_CUT) | {"typeset": typeset, "console": []}, []  # console: below
+        found = browser.find_elements("css selector", ".afs-fig")
+        if len(found) != _figure_pages()[path]:
+            problems.append(f"{len(found)} interactive figures on the page, {_figure_pages()[path]} in the notebook")
+        depth = "first" if path.startswith("zh/") else "controls"  # the buttons and play: on the standalone page
+        tag = path.removesuffix(".html").replace("/", "_")
+        for fig in found:
+            name = fig.get_dom_attribute("data-figure")
+            if name not in python_figures():
+                problems.append(f"an interactive figure {name!r} that the package does not write")
+                continue
+            problems += exercise(browser, fig, python_figures()[name], shots, tag, depth)
+        problems += page_problems(browser)
+    finally:
+        allow_network(browser)
     return facts, [f"{path}: {p}" for p in problems]
 
 
@@ -263,15 +273,15 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
     # the pages with interactive figures last: opened from disk, each costs more after a page served over HTTP
     for path in sorted((p for p in _site_pages(site) if _group(p) == group), key=lambda p: p in _figure_pages()):
         in_frame = frame is not None and group in IN_ONE_FRAME
-        facts = browser.execute_async_script(_SWAP, base_url + path) if in_frame else None
-        if facts is None and last_opened:  # a message can come after its page was read (a failed image's)
+        if last_opened:  # a message can come after its page was read (a failed image's)
             problems += [f"{last_opened}: console, once read: {message}" for message in _errors(browser)]
+        facts = browser.execute_async_script(_SWAP, base_url + path) if in_frame else None
+        last_opened = path
         if path in _figure_pages():
             facts, figure_problems = _open_with_figures(browser, site, path, shots)
             problems += figure_problems
-            last_opened = None  # (its logs: read by page_problems)
         elif facts is None:
-            facts, frame, last_opened = _open(browser, base_url + path), path, path
+            facts, frame = _open(browser, base_url + path), path
             if path in ("index.html", "zh/index.html"):  # the sidebar links every notebook of its language
                 nav = set(browser.execute_script(_NAV))
                 folder = REPO / "notebooks" / ("zh" if path.startswith("zh/") else "")
@@ -279,7 +289,8 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
                              if f"{base_url}{path.removesuffix('index.html')}notebooks/{nb.stem}.html" not in nav]
         else:
             frames[path], sizes[path] = frame, facts["elements"]
-            facts |= {"typeset": None, "console": []}  # (no script, no formula: nothing to typeset, nothing run)
+            # no script, no formula: nothing to typeset; the console's errors so far came with this page's column
+            facts |= {"typeset": None, "console": _errors(browser)}
         if os.environ.get("SITE_SCREENSHOTS") and frames.get(path) is None:  # to be looked at (shots: that folder)
             browser.save_screenshot(str(shots / f"layout_{path.removesuffix('.html').replace('/', '_')}.png"))
         seen += facts[kind]
@@ -303,6 +314,8 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
     figure_pages = [p for p in _figure_pages() if _group(p) == group]
     if group in ("notebooks", "zh"):
         assert figure_pages, f"no {group} page holds an interactive figure: their check here would see nothing"
+        shown = [_notebook(p) for p in _site_pages(site) if _group(p) == group and _notebook(p) is not None]
+        assert sum(map(_n_figures, shown)) > 20, f"the {group} pages' notebooks hold few figures: this checks little"
     problems += [f"{p}: its notebook holds interactive figures, but the site has no such page"
                  for p in figure_pages if not (site / p).is_file()]
     if group in IN_ONE_FRAME:  # the suite's time counts on it: a page opened costs five laid out in a frame
