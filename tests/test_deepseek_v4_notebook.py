@@ -31,13 +31,13 @@ def test_the_v4_figures_are_the_same_bytes_every_run(tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from test_plotting import COMMITTED, FIGURES_MATPLOTLIB
+    from committed_figures import COMMITTED, drawn_by_this_matplotlib
 
     from attention_from_scratch.course import plots
     from attention_from_scratch.course.plots import deepseek_v4
 
     assert set(deepseek_v4.FIGURES) <= set(plots.FIGURES) and all(n.startswith("v4_") for n in deepseek_v4.FIGURES)
-    committed = ".".join(matplotlib.__version__.split(".")[:2]) == FIGURES_MATPLOTLIB
+    committed = drawn_by_this_matplotlib()
     for name, make in deepseek_v4.FIGURES.items():
         drawn = plots.save_figure(make(), tmp_path / name).read_bytes()
         again = COMMITTED / name if committed else plots.save_figure(make(), tmp_path / f"again_{name}")
