@@ -12,18 +12,23 @@ import json
 from pathlib import Path
 from urllib.parse import urlparse
 
+import build_translations as bt  # tools/, on pytest's pythonpath
+
 from attention_from_scratch.course.interactive import FIGURES
 
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*"]
+
+
+def code_outputs(nb: Path) -> list[dict]:
+    """Every stored output of the notebook's code cells, in order (read with ``build_translations.load``)."""
+    return [out for cell in bt.load(nb)["cells"] if cell["cell_type"] == "code" for out in cell["outputs"]]
 
 
 def notebooks_with_figures(folder: Path) -> dict[str, int]:
     """{notebook stem: number of interactive figures in its stored outputs}."""
     found = {}
     for nb in sorted(folder.glob("*.ipynb")):
-        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-        n = sum('class="afs-fig"' in "".join(o.get("data", {}).get("text/html", ""))
-                for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+        n = sum('class="afs-fig"' in "".join(o.get("data", {}).get("text/html", "")) for o in code_outputs(nb))
         if n:
             found[nb.stem] = n
     return found

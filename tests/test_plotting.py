@@ -12,7 +12,6 @@ given, and the examples that notebooks share with the figures compute what they 
 
 import hashlib
 import importlib
-import json
 import re
 
 import matplotlib
@@ -21,6 +20,7 @@ import pytest
 
 matplotlib.use("Agg")  # no display needed; also what the figures command uses on a headless machine
 
+import build_translations as bt  # tools/, on pytest's pythonpath: the notebooks' reader
 from committed_figures import COMMITTED, FIGURES_MATPLOTLIB, drawn_by_this_matplotlib
 
 from attention_from_scratch.__main__ import main
@@ -36,9 +36,8 @@ def _digest(path):
 
 # the code of the notebooks' cells that show a figure (notebooks/*.ipynb, which nbval runs; notebooks/zh holds the
 # same code): nbval runs each again, and matplotlib draws what it shows
-NOTEBOOK_CODE = "\n".join("".join(cell["source"]) for path in sorted(COMMITTED.parent.glob("notebooks/*.ipynb"))
-                          for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
-                          if cell["cell_type"] == "code"
+NOTEBOOK_CODE = "\n".join(bt.cell_source(cell) for path in sorted(COMMITTED.parent.glob("notebooks/*.ipynb"))
+                          for cell in bt.load(path)["cells"] if cell["cell_type"] == "code"
                           and any("image/png" in out.get("data", {}) for out in cell["outputs"]))
 
 

@@ -38,13 +38,20 @@ Skipped without the docs extra or Debian's ``chromium`` / ``chromium-driver``, e
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 from pathlib import Path
 
 import pytest
-from site_figures import allow_network, exercise, notebooks_with_figures, open_offline, page_problems, python_figures
+from site_figures import (
+    allow_network,
+    code_outputs,
+    exercise,
+    notebooks_with_figures,
+    open_offline,
+    page_problems,
+    python_figures,
+)
 from site_fixtures import REPO, WAIT_FOR_MATH, need_docs
 
 need_docs()
@@ -193,8 +200,7 @@ def _notebook(path: str) -> Path | None:
 
 def _n_figures(nb: Path) -> int:
     """How many PNG figures the notebook's stored outputs hold."""
-    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-    return sum("image/png" in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+    return sum("image/png" in out.get("data", {}) for out in code_outputs(nb))
 
 
 def _problems(path: str, facts: dict) -> list[str]:
@@ -235,8 +241,8 @@ def _problems(path: str, facts: dict) -> list[str]:
 @functools.cache
 def _figure_pages() -> dict[str, int]:
     """{site path of a notebook page with interactive figures, English or Chinese: how many its notebook holds}."""
-    return {f"{prefix}notebooks/{stem}.html": n for prefix in ("", "zh/")
-            for stem, n in notebooks_with_figures(REPO / "notebooks" / prefix.rstrip("/")).items()}
+    return {f"{site}notebooks/{stem}.html": n for site, folder in (("", "notebooks"), ("zh/", "notebooks/zh"))
+            for stem, n in notebooks_with_figures(REPO / folder).items()}
 
 
 def _open_with_figures(browser, site: Path, path: str, shots: Path) -> tuple[dict, list[str]]:
@@ -314,7 +320,7 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
     figure_pages = [p for p in _figure_pages() if _group(p) == group]
     if group in ("notebooks", "zh"):
         assert figure_pages, f"no {group} page holds an interactive figure: their check here would see nothing"
-        shown = [_notebook(p) for p in _site_pages(site) if _group(p) == group and _notebook(p) is not None]
+        shown = [nb for nb in (_notebook(p) for p in _site_pages(site) if _group(p) == group) if nb is not None]
         assert sum(map(_n_figures, shown)) > 20, f"the {group} pages' notebooks hold few figures: this checks little"
     problems += [f"{p}: its notebook holds interactive figures, but the site has no such page"
                  for p in figure_pages if not (site / p).is_file()]
