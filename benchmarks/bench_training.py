@@ -25,7 +25,10 @@ model, batch size, context), on random tokens of their vocabulary: the issue's t
 last column is the peak memory one NumPy step allocates (``tracemalloc``, which sees NumPy's arrays).
 
 Every number is a median over the steps of one run, the variants interleaved round by round (a burst
-of load on a shared machine hits all of them alike). ``train()`` picks its BLAS thread count by the
+of load on a shared machine hits all of them alike). In each round a variant runs BURST + 1 steps in a row
+and the first is not timed: after a two-thread row, OpenBLAS's threads spin for up to about 0.1 s, and
+the next row's first step shares the cores with them (a PyTorch step timed right after a two-thread
+NumPy step took 1.5x its time in a row of its own). The timed steps run back to back, as training's do. ``train()`` picks its BLAS thread count by the
 step's size alone (``training.blas_threads_for``; ``threads=`` overrides it): a column says what it picks.
 """
 
@@ -66,6 +69,7 @@ def text_config(corpus: str):
 
 TEXT_CONFIGS = {f"text: {corpus} checkpoint (d {c.d_model}, {c.n_layers} layers, vocab {c.vocab_size}, T {t}, "
                 f"batch {b})": (c, b, t) for corpus in ("tang", "devil") for c, b, t in [text_config(corpus)]}
+BURST = 4  # timed steps in a row per variant and round, after one untimed (see the module docstring)
 TORCH_TARGET = 1.0  # issue 32: the NumPy step at most PyTorch's, at 1 and 2 threads, on the real-text configurations
 # name -> the most step / floor may be on one BLAS thread: the large step is bound by its matmuls and elementwise
 # passes (1.34-1.36 measured on a quiet machine); the small one by Python's per-operation cost (2.8-3.0 quiet,
@@ -201,7 +205,7 @@ def run(configs, threads=(1, 2), repeat=25):
             if twin is not None:
                 fns[("torch", n)] = twin
             notes.add(note)
-        med = median_times(fns, repeat, warmup=3, threads={name: name[1] for name in fns})
+        med = median_times(fns, -(-repeat // BURST), warmup=3, threads={name: name[1] for name in fns}, burst=BURST)
         for n in threads:
             s, f = med[("step", n)], med[("floor", n)]
             torch_time = med.get(("torch", n))
@@ -232,7 +236,9 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
     if only is not None:
         configs = dict([list(every.items())[only]])
     repeat = repeat or (20 if quick else 25)
-    print(f"{_load()}; {'quick run: ' if quick else ''}medians over {repeat} interleaved steps")
+    timed = -(-repeat // BURST) * BURST
+    print(f"{_load()}; {'quick run: ' if quick else ''}medians over {timed} steps per variant, in interleaved rounds "
+          f"of {BURST} after one untimed")
     allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}
     print(f"glibc allocator settings: {allocator or 'the defaults'} (docs/guide/benchmarks.md, 'The training step')")
     if not blas_threads():  # without threadpoolctl the "BLAS threads" column would be BLAS's default, every row

@@ -58,6 +58,17 @@ def test_median_times_of_an_even_count_averages_the_middle_two(no_gc):
     assert med == {"x": 1.5} and log == ["x", "x"]
 
 
+def test_median_times_in_bursts_times_all_but_the_first_call_of_each_turn(no_gc):
+    clock, log = FakeClock(), []
+    fns = {  # warm-up, then per round: the switch's call (100, never counted) and two timed calls
+        "a": clock.takes([7.0, 100.0, 1.0, 2.0, 100.0, 3.0, 9.0], log, "a"),
+        "b": clock.takes([7.0, 100.0, 5.0, 6.0, 100.0, 8.0, 4.0], log, "b"),
+    }
+    med = median_times(fns, repeat=2, burst=2, clock=clock)
+    assert med == {"a": 2.5, "b": 5.5}  # medians of [1, 2, 3, 9] and [5, 6, 8, 4], by hand
+    assert log == ["a", "b"] + ["a"] * 3 + ["b"] * 3 + ["b"] * 3 + ["a"] * 3  # turns rotate, each in a row
+
+
 def test_peak_memory_sees_a_numpy_buffer():
     n = 2_000_000
     assert 8 * n <= peak_memory(lambda: np.ones(n)) < 8 * n + 2**20  # one float64 buffer, nothing else large

@@ -18,16 +18,20 @@ from .blas import blas_thread_limit
 __all__ = ["median_times", "peak_memory"]
 
 
-def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None, *,
+def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None, *, burst: int = 1,
                  clock=time.perf_counter) -> dict:
     """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
 
-    ``warmup`` calls each first; then in each round every function runs once, and the order rotates
-    from round to round so that no function always runs right after the same neighbour (caches,
-    memory freed by the previous call). ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets
-    a function's thread count around its calls, outside the timed interval, with the package's
-    ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread). ``clock``:
-    a function returning seconds (a fake one in tests).
+    ``warmup`` calls each first; then in each of ``repeat`` rounds every function takes a turn, and the
+    order rotates from round to round so that no function always runs right after the same neighbour
+    (caches, memory freed by the previous call). A turn is one timed call, or with ``burst=k > 1`` one
+    untimed call and then k timed ones in a row: the untimed call pays for the switch from the previous
+    function (a multi-threaded BLAS's threads spin for up to about 0.1 s after their last call, taking a
+    core from the next function's threads), and the timed ones run back to back, as a training loop's
+    steps do. ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets a function's thread count
+    around its turn, outside the timed interval, with the package's ``blas.blas_thread_limit`` (so that
+    tiled code inside can still hold BLAS to one thread). ``clock``: a function returning seconds (a fake
+    one in tests).
     """
     threads = threads or {}
     for name, fn in fns.items():
@@ -40,9 +44,12 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
         for name in names[r % len(names) :] + names[: r % len(names)]:
             with blas_thread_limit(threads.get(name)):
                 gc.collect()
-                start = clock()
-                fns[name]()
-                times[name].append(clock() - start)
+                if burst > 1:
+                    fns[name]()  # the switch's call, not timed
+                for _ in range(burst):
+                    start = clock()
+                    fns[name]()
+                    times[name].append(clock() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
