@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .infra.backend import as_common_float, check_namespace, device_of, get_namespace, random_normal
+from .infra.backend import as_common_float, check_namespace, device_of, get_namespace, random_normal_rows
 from .infra.checks import check_flag, check_positive_int
 from .softmax import softmax
 
@@ -30,8 +30,22 @@ __all__ = [
 ]
 
 
+# numbers per block of draws (random_normal_rows): 2 MiB of float64, so that a run of 20,000 pairs at d_k = 1024
+# holds a few MiB instead of two 160 MiB arrays (fresh memory is slow to touch on a virtual machine: the cell of
+# notebook 03 that runs it took 1.2-6 s with whole arrays)
+DRAW_BLOCK = 2**18
+
+
 def _check_dk(d_k):
     return check_positive_int(d_k, "d_k")
+
+
+def _pairs(q_shape, k_shape, seed, xp):
+    """Blocks ``(q, k)`` of the same rows of ``random_normal(q_shape, seed=seed)`` and ``random_normal(k_shape,
+    seed=seed + 1)``, about DRAW_BLOCK numbers of k each: the draws of a whole run, without holding them all."""
+    rows = max(1, DRAW_BLOCK // math.prod(k_shape[1:]))
+    qs, ks = (random_normal_rows(shape, seed=seed + i, rows=rows, xp=xp) for i, shape in enumerate((q_shape, k_shape)))
+    return zip(qs, ks, strict=True)
 
 
 def dot_product_variance(
@@ -46,9 +60,8 @@ def dot_product_variance(
     scaled = check_flag(scaled, "scaled")
     n_samples = check_positive_int(n_samples, "n_samples", minimum=2)  # a sample variance needs 2
     xp = get_namespace() if xp is None else check_namespace(xp)
-    q = random_normal((n_samples, d_k), seed=seed, xp=xp)  # (N, d_k)
-    k = random_normal((n_samples, d_k), seed=seed + 1, xp=xp)  # (N, d_k)
-    s = xp.sum(q * k, axis=-1)  # (N,) one score per pair
+    pairs = _pairs((n_samples, d_k), (n_samples, d_k), seed, xp)  # q and k (N, d_k), a block of rows at a time
+    s = xp.concat([xp.vecdot(q, k) for q, k in pairs])  # (N,) one score per pair: q·k = Σ_i q_i k_i
     if scaled:
         s = s / math.sqrt(d_k)
     return float(xp.var(s, correction=1))
@@ -90,9 +103,8 @@ def saturation_stats(
     n_keys = check_positive_int(n_keys, "n_keys", minimum=2)
     n_rows = check_positive_int(n_rows, "n_rows")
     xp = get_namespace() if xp is None else check_namespace(xp)
-    q = random_normal((n_rows, 1, d_k), seed=seed, xp=xp)  # (N, 1, d_k): one query per row
-    k = random_normal((n_rows, n_keys, d_k), seed=seed + 1, xp=xp)  # (N, S, d_k)
-    scores = xp.sum(q * k, axis=-1)  # (N, S)
+    pairs = _pairs((n_rows, 1, d_k), (n_rows, n_keys, d_k), seed, xp)  # q (N, 1, d_k): one query per row; k (N, S, d_k)
+    scores = xp.concat([xp.vecdot(q, k) for q, k in pairs])  # (N, S): one q·k per key
     if scaled:
         scores = scores / math.sqrt(d_k)
     p = softmax(scores, axis=-1)  # (N, S)

@@ -28,8 +28,9 @@ Every number is a median over the steps of one run, the variants interleaved rou
 of load on a shared machine hits all of them alike). In each round a variant runs BURST + 1 steps in a row
 and the first is not timed: after a two-thread row, OpenBLAS's threads spin for up to about 0.1 s, and
 the next row's first step shares the cores with them (a PyTorch step timed right after a two-thread
-NumPy step took 1.5x its time in a row of its own). The timed steps run back to back, as training's do. ``train()`` picks its BLAS thread count by the
-step's size alone (``training.blas_threads_for``; ``threads=`` overrides it): a column says what it picks.
+NumPy step took 1.5x its time in a row of its own). The timed steps run back to back, as training's do.
+``train()`` picks its BLAS thread count by the step's size alone (``training.blas_threads_for``; ``threads=``
+overrides it): a column says what it picks.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from attention_from_scratch.infra.backend import (
     gpu_available,
     namespace_for,
     random_normal,
+    random_normal_rows,
     to_device,
     to_numpy,
 )
@@ -91,6 +92,20 @@ def test_random_normal_is_the_host_draw_moved(xp):
     np.testing.assert_array_equal(
         to_numpy(random_normal(5, seed=3, xp=xp.ns)), to_numpy(random_normal(5, seed=3, xp=array_api_strict))
     )
+
+
+@pytest.mark.parametrize(("shape", "rows"), [((10, 3), 4), ((7, 2, 5), 3), ((5,), 5), ((5,), 1), ((4, 2), 9)])
+def test_random_normal_rows_are_random_normal_in_blocks(xp, shape, rows):
+    blocks = [to_numpy(b) for b in random_normal_rows(shape, seed=11, rows=rows, xp=xp.ns, device=xp.device)]
+    assert [len(b) for b in blocks] == [min(rows, shape[0] - i) for i in range(0, shape[0], rows)]
+    # the same numbers as one draw of the whole shape, by NumPy's generator directly
+    np.testing.assert_array_equal(np.concatenate(blocks), np.random.default_rng(11).standard_normal(shape))
+
+
+@pytest.mark.parametrize("rows", [0, -2, 2.5, True])
+def test_random_normal_rows_refuses_a_bad_block_size_before_drawing(rows):
+    with pytest.raises((TypeError, ValueError), match="rows"):
+        random_normal_rows((4, 2), seed=0, rows=rows)  # refused by the call, not at the first block
 
 
 def test_namespace_for():

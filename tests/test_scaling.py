@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attention_from_scratch import scaling
 from attention_from_scratch.scaling import dot_product_variance, saturation_stats, softmax_jacobian
 from attention_from_scratch.softmax import softmax
 
@@ -73,8 +74,22 @@ def test_scaled_softmax_stays_roughly_flat():
     assert spread([s.jacobian_norm for s in stats]) < 0.05
 
 
-def test_saturation_jacobian_norm_matches_explicit_jacobian():
+@pytest.mark.parametrize("block", [scaling.DRAW_BLOCK, 64, 1])  # one block; blocks of 4 rows; of one row
+def test_variance_is_the_sample_variance_of_the_whole_draw(monkeypatch, block):
+    # by hand: every pair drawn at once from the same seeds, the products summed, the n - 1 sample variance
+    monkeypatch.setattr(scaling, "DRAW_BLOCK", block)
+    d_k, n, seed = 16, 50, 5
+    q = np.random.default_rng(seed).standard_normal((n, d_k))
+    k = np.random.default_rng(seed + 1).standard_normal((n, d_k))
+    expected = np.var((q * k).sum(-1), ddof=1)
+    assert dot_product_variance(d_k, n_samples=n, seed=seed) == pytest.approx(expected, rel=1e-12)
+    assert dot_product_variance(d_k, n_samples=n, seed=seed, scaled=True) == pytest.approx(expected / d_k, rel=1e-12)
+
+
+@pytest.mark.parametrize("block", [scaling.DRAW_BLOCK, 80, 1])  # one block; blocks of 2 rows; of one row
+def test_saturation_jacobian_norm_matches_explicit_jacobian(monkeypatch, block):
     # redo the experiment by hand: the same host draws, explicit (S, S) Jacobians, Frobenius norms
+    monkeypatch.setattr(scaling, "DRAW_BLOCK", block)
     d_k, n_keys, n_rows, seed = 8, 5, 50, 3
     q = np.random.default_rng(seed).standard_normal((n_rows, 1, d_k))
     k = np.random.default_rng(seed + 1).standard_normal((n_rows, n_keys, d_k))

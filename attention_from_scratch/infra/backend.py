@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = [
     "as_common_float", "as_float", "backend_name", "check_namespace", "device_of", "get_namespace", "gpu_available",
-    "namespace_for", "narrow", "random_normal", "to_device", "to_numpy", "widen",
+    "namespace_for", "narrow", "random_normal", "random_normal_rows", "to_device", "to_numpy", "widen",
 ]
 _UNUSUAL = np.ma.MaskedArray | np.matrix  # ndarray subclasses that mean something else: refused
 
@@ -214,6 +214,20 @@ def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1
         host = host * scale
     out = to_device(host, xp, device)
     return out if dtype is None else xp.astype(out, dtype)
+
+
+def random_normal_rows(shape, *, seed: int = 0, rows: int, xp=None, device=None):
+    """``random_normal(shape, seed=seed)`` ``rows`` rows (its first axis) at a time, as an iterator: the same
+    numbers, since a generator fills its output in order, without holding all of them at once (a Monte Carlo
+    run of millions of draws then needs a few MiB, not hundreds). The arguments are checked here, not at the
+    first block."""
+    from .checks import check_positive_int  # checks imports this module
+
+    xp = get_namespace() if xp is None else check_namespace(xp)
+    rows = check_positive_int(rows, "rows")
+    rng = np.random.default_rng(seed)
+    blocks = ((min(rows, shape[0] - start), *shape[1:]) for start in range(0, shape[0], rows))
+    return (to_device(rng.standard_normal(block), xp, device) for block in blocks)
 
 
 @functools.cache
