@@ -20,7 +20,7 @@ scores grow with d_k, softmax saturates to one-hot and its gradient vanishes (se
 ``_attention_loop_2d``, is one sequence: for each query i, for each key j) -- read it first, then see
 that ``scaled_dot_product_attention`` is the same four steps as matrix products.
 
-Inputs are checked once, at the boundary (``infra/checks.check_attention``): one dtype rule, half
+Inputs are checked once, at the boundary (``infra/attention_checks.check_attention``): one dtype rule, half
 precision computed in float32, the mask with the causal one folded in. What the formula then does with
 odd values is documented rather than guarded, as in PyTorch: a blocked key's *score* is replaced by
 ``-inf``, so a NaN or inf in its ``k`` never matters; its *value* is still multiplied by the weight 0,
@@ -33,8 +33,9 @@ from __future__ import annotations
 import itertools
 import math
 
+from .infra.attention_checks import check_attention, check_attention_mask
 from .infra.backend import as_common_float, device_of, get_namespace, narrow, widen
-from .infra.checks import broadcast_shapes, check_attention, check_attention_mask
+from .infra.checks import broadcast_shapes
 from .masking import masked_scores
 from .similarity import pairwise_additive
 from .softmax import softmax

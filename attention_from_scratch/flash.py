@@ -43,9 +43,10 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from .infra.attention_checks import check_attention, check_window
 from .infra.backend import backend_name, device_of, get_namespace, narrow, widen
 from .infra.blas import limit_worker_thread, one_blas_thread
-from .infra.checks import broadcast_shapes, check_attention, check_flag, check_positive_int, check_window
+from .infra.checks import broadcast_shapes, check_flag, check_positive_int
 from .masking import intersect_masks, masked_scores
 from .softmax import safe_shift
 from .windows import window_band
@@ -202,7 +203,7 @@ class Tiling:
 
 
 def check_flash(xp, q, k, v, mask, *, causal, scale, block_size, window, n_sinks, sink_logits, workers=None):
-    """Flash attention's boundary: :func:`~attention_from_scratch.infra.checks.check_attention` (the causal
+    """Flash attention's boundary: :func:`~attention_from_scratch.infra.attention_checks.check_attention` (the causal
     mask left to the tiles) plus the tiling -> ``(q, k, v, mask, scale, sink, dtype, tiling)``.
 
     ``block_size`` None (:func:`default_block_size`), an int for both sides, or a pair (block_q, block_k);

@@ -40,8 +40,9 @@ import math
 
 from .deepseek_v4_config import CSA, HCA, SLIDING, DeepSeekV4Config
 from .gated_deltanet import GatedDeltaNetConfig
+from .infra.attention_checks import check_cache_entries
 from .infra.backend import device_of, get_namespace
-from .infra.checks import check_cache_entries, check_positive_int
+from .infra.checks import check_positive_int
 from .mla_config import MLAConfig
 
 __all__ = [
@@ -55,7 +56,7 @@ __all__ = [
 class TokenBuffer:
     """Storage growing along the token axis (-2) by doubling (amortised O(1) per token, like a Python list),
     on the backend and device of the first rows appended; ``max_len`` (optional) is a hard capacity. It checks
-    nothing else: its cache checks the rows first (``infra/checks.check_cache_entries``)."""
+    nothing else: its cache checks the rows first (``infra/attention_checks.check_cache_entries``)."""
 
     def __init__(self, max_len: int | None = None, name: str = "cache"):
         self.max_len = None if max_len is None else check_positive_int(max_len, "max_len")

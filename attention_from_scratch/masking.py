@@ -21,7 +21,7 @@ Applying a mask (:func:`masked_scores`) is ``where(mask, scores, -inf)``: the bl
 NaN). It is the one mask application of the package: attention, flash's tiles, split-KV decoding,
 paged and sparse attention all call it. A float *additive* mask (0 where allowed, -inf where blocked,
 or any bias <= 0) is also accepted; a float mask with any value > 0 (or NaN) is refused
-(``infra/checks.check_mask``), because a float 0/1 mask (``np.tril(np.ones(...))``) would add 1 to the
+(``infra/attention_checks.check_mask``), because a float 0/1 mask (``np.tril(np.ones(...))``) would add 1 to the
 allowed scores and block nothing.
 """
 
@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 
+from .infra.attention_checks import check_mask
 from .infra.backend import as_float, check_namespace, device_of, get_namespace, to_device
-from .infra.checks import broadcast_shapes, check_mask, check_positive_int
+from .infra.checks import broadcast_shapes, check_positive_int
 
 __all__ = ["apply_mask", "causal_mask", "combine_masks", "intersect_masks", "masked_scores", "padding_mask"]
 
@@ -106,7 +107,7 @@ def intersect_masks(mask, keep):
 def masked_scores(scores, mask):
     """``scores`` with every blocked entry replaced by ``-inf``: the one mask application, unchecked.
 
-    ``mask`` (checked at the caller's boundary: ``infra/checks.check_mask``) is boolean, True = may
+    ``mask`` (checked at the caller's boundary: ``infra/attention_checks.check_mask``) is boolean, True = may
     attend: ``where(mask, scores, -inf)``; or an additive float mask: ``-inf`` where it is ``-inf``, the
     score plus the mask elsewhere; or None (nothing blocked). A blocked score becomes ``-inf`` whatever
     it was, NaN and inf included. A new array; ``scores`` is not modified.

@@ -11,8 +11,9 @@ Legend: B batch, T new tokens, S cached tokens, d_c latent, d_r rope, d_I indexe
 
 from __future__ import annotations
 
+from .infra.attention_checks import check_cache_entries
 from .infra.backend import get_namespace
-from .infra.checks import check_cache_entries, check_positive_int
+from .infra.checks import check_positive_int
 from .kv_cache import TokenBuffer
 from .mla_config import MLAConfig
 

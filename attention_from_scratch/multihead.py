@@ -22,15 +22,9 @@ Legend: B batch, H heads (H_kv key/value heads), T new (query) tokens, S keys, d
 from __future__ import annotations
 
 from .attention import scaled_dot_product_attention
+from .infra.attention_checks import check_heads, check_mask
 from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
-from .infra.checks import (
-    check_flag,
-    check_float_dtype,
-    check_heads,
-    check_mask,
-    check_param,
-    check_same_place,
-)
+from .infra.checks import check_flag, check_float_dtype, check_param, check_same_place
 from .kv_cache import KVCache
 
 __all__ = ["MultiHeadAttention", "group_heads", "merge_heads", "split_heads", "ungroup_heads"]

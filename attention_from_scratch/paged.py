@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 
 from .flash import empty_state, finish_state, online_softmax_update
+from .infra.attention_checks import check_cache_entries
 from .infra.backend import as_common_float, check_namespace, device_of, get_namespace, narrow, widen
-from .infra.checks import check_cache_entries, check_float_dtype, check_positive_int, check_real, check_same_place
+from .infra.checks import check_float_dtype, check_positive_int, check_real, check_same_place
 from .masking import masked_scores
 
 __all__ = ["PagedKVCache", "contiguous_slots", "paged_attention", "paged_slots"]

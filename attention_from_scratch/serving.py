@@ -33,9 +33,10 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 from .flash import empty_state, finish_state, key_spans, online_softmax_merge, online_softmax_update, tile_mask
+from .infra.attention_checks import check_attention
 from .infra.backend import device_of, get_namespace, narrow
 from .infra.blas import limit_worker_thread, one_blas_thread
-from .infra.checks import broadcast_shapes, check_attention, check_flag, check_positive_int
+from .infra.checks import broadcast_shapes, check_flag, check_positive_int
 from .masking import masked_scores
 
 __all__ = ["flash_decode", "merge_partials", "ring_attention", "ring_work"]

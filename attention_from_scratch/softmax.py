@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 
+from .infra.attention_checks import check_scores
 from .infra.backend import as_common_float, get_namespace, narrow, widen
-from .infra.checks import check_flag, check_scores
+from .infra.checks import check_flag
 
 __all__ = ["log_softmax", "logsumexp", "naive_softmax", "safe_shift", "softmax", "softmax_backward"]
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 
+from .infra.attention_checks import check_cache_entries, check_window
 from .infra.backend import check_namespace, device_of, get_namespace
-from .infra.checks import check_cache_entries, check_positive_int, check_window
+from .infra.checks import check_positive_int
 from .softmax import softmax
 
 __all__ = ["RollingKVCache", "sliding_window_mask", "softmax_with_sink", "window_band"]
@@ -66,7 +67,7 @@ def softmax_with_sink(scores, sink):
 
     The sink is one more column of the softmax (its probability, the row's ``share`` p_sink, computed directly:
     no ``1 - Σ weights``, which cancels when p_sink is tiny); a row whose keys are all masked (``-inf``) gives
-    weights 0 and p_sink = 1. Inputs checked by the caller (``infra/checks.check_sink_logits``).
+    weights 0 and p_sink = 1. Inputs checked by the caller (``infra/attention_checks.check_sink_logits``).
     """
     xp = get_namespace(scores, sink)
     column = xp.broadcast_to(sink, (*scores.shape[:-1], 1))  # (..., T, 1): the sink's logit in every row

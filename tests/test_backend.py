@@ -325,7 +325,8 @@ def test_matrix_and_masked_arrays_are_refused_with_what_is_expected():
 
 
 def test_each_check_is_defined_once():
-    """The shared checks live in infra/checks.py: no module keeps a second copy under the same name."""
+    """The shared checks live in infra/checks.py (values, arrays) and infra/attention_checks.py (attention's inputs): no
+    module keeps a second copy under the same name."""
     import importlib
     import inspect
     import pkgutil
@@ -342,3 +343,4 @@ def test_each_check_is_defined_once():
     assert {"check_same_place", "check_param", "check_float_dtype", "check_real"} <= set(where)
     assert all(len(modules) == 1 for modules in where.values()), where
     assert where["check_param"] == {"attention_from_scratch.infra.checks"}
+    assert where["check_attention"] == where["check_cache_entries"] == {"attention_from_scratch.infra.attention_checks"}

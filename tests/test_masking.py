@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention_from_scratch.infra.checks import check_mask
+from attention_from_scratch.infra.attention_checks import check_mask
 from attention_from_scratch.masking import apply_mask, causal_mask, combine_masks, masked_scores, padding_mask
 
 

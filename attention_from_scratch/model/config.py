@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..infra.checks import check_flag, check_heads, check_positive_int
+from ..infra.attention_checks import check_heads
+from ..infra.checks import check_flag, check_positive_int
 
 __all__ = ["TransformerConfig"]
 
