@@ -31,8 +31,8 @@ __all__ = [
 
 
 # numbers per block of draws (random_normal_rows): 2 MiB of float64, so that a run of 20,000 pairs at d_k = 1024
-# holds a few MiB instead of two 160 MiB arrays (fresh memory is slow to touch on a virtual machine: the cell of
-# notebook 03 that runs it took 1.2-6 s with whole arrays)
+# holds about 8 MiB (two blocks of q and k) instead of two arrays of 156 MiB; fresh memory was slow to touch on
+# the course's CI machine (a virtual one), where the cell of notebook 03 that runs it took 1.2-6 s with whole arrays
 DRAW_BLOCK = 2**18
 
 
@@ -42,7 +42,8 @@ def _check_dk(d_k):
 
 def _pairs(q_shape, k_shape, seed, xp):
     """Blocks ``(q, k)`` of the same rows of ``random_normal(q_shape, seed=seed)`` and ``random_normal(k_shape,
-    seed=seed + 1)``, about DRAW_BLOCK numbers of k each: the draws of a whole run, without holding them all."""
+    seed=seed + 1)``: as many rows as DRAW_BLOCK numbers of k hold (at least one): the draws of a whole run, without
+    holding them all."""
     rows = max(1, DRAW_BLOCK // math.prod(k_shape[1:]))
     qs, ks = (random_normal_rows(shape, seed=seed + i, rows=rows, xp=xp) for i, shape in enumerate((q_shape, k_shape)))
     return zip(qs, ks, strict=True)

@@ -94,18 +94,27 @@ def test_random_normal_is_the_host_draw_moved(xp):
     )
 
 
-@pytest.mark.parametrize(("shape", "rows"), [((10, 3), 4), ((7, 2, 5), 3), ((5,), 5), ((5,), 1), ((4, 2), 9)])
-def test_random_normal_rows_are_random_normal_in_blocks(xp, shape, rows):
-    blocks = [to_numpy(b) for b in random_normal_rows(shape, seed=11, rows=rows, xp=xp.ns, device=xp.device)]
-    assert [len(b) for b in blocks] == [min(rows, shape[0] - i) for i in range(0, shape[0], rows)]
+@pytest.mark.parametrize(("shape", "rows", "lengths"), [
+    ((10, 3), 4, [4, 4, 2]), ((7, 2, 5), 3, [3, 3, 1]), ((5,), 5, [5]), (5, 1, [1] * 5), ((4, 2), 9, [4]),
+    ((0, 3), 2, [0]),
+])
+def test_random_normal_rows_are_random_normal_in_blocks(xp, shape, rows, lengths):
+    blocks = list(random_normal_rows(shape, seed=11, rows=rows, xp=xp.ns, device=xp.device))
+    if xp.device is not None:  # placed where asked, as random_normal's draws are
+        assert all(array_api_compat.device(b) == xp.device for b in blocks)
+    blocks = [to_numpy(b) for b in blocks]
+    assert [len(b) for b in blocks] == lengths
     # the same numbers as one draw of the whole shape, by NumPy's generator directly
     np.testing.assert_array_equal(np.concatenate(blocks), np.random.default_rng(11).standard_normal(shape))
 
 
-@pytest.mark.parametrize("rows", [0, -2, 2.5, True])
-def test_random_normal_rows_refuses_a_bad_block_size_before_drawing(rows):
-    with pytest.raises((TypeError, ValueError), match="rows"):
-        random_normal_rows((4, 2), seed=0, rows=rows)  # refused by the call, not at the first block
+@pytest.mark.parametrize(("shape", "rows", "error"), [
+    ((4, 2), 0, "rows"), ((4, 2), -2, "rows"), ((4, 2), 2.5, "rows"), ((4, 2), True, "rows"),
+    ((), 2, "shape must have at least one axis"), ((-2, 3), 2, r"shape\[0\]"), ((2.5, 3), 2, r"shape\[0\]"),
+])
+def test_random_normal_rows_refuses_bad_arguments_before_drawing(shape, rows, error):
+    with pytest.raises((TypeError, ValueError), match=error):
+        random_normal_rows(shape, seed=0, rows=rows)  # refused by the call, not at the first block
 
 
 def test_namespace_for():

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attention_from_scratch import scaling
+from attention_from_scratch.infra.timing import peak_memory
 from attention_from_scratch.scaling import dot_product_variance, saturation_stats, softmax_jacobian
 from attention_from_scratch.softmax import softmax
 
@@ -86,7 +87,14 @@ def test_variance_is_the_sample_variance_of_the_whole_draw(monkeypatch, block):
     assert dot_product_variance(d_k, n_samples=n, seed=seed, scaled=True) == pytest.approx(expected / d_k, rel=1e-12)
 
 
-@pytest.mark.parametrize("block", [scaling.DRAW_BLOCK, 80, 1])  # one block; blocks of 2 rows; of one row
+def test_a_long_run_holds_a_few_blocks_not_every_draw():
+    # 20,000 pairs at d_k = 256: q and k whole are 2 · 39 MiB (78 MiB measured drawn whole; 17 MiB in blocks);
+    # saturation's k alone is 62.5 MiB (68 MiB measured whole; 13 MiB in blocks)
+    assert peak_memory(lambda: dot_product_variance(256)) < 20_000 * 256 * 8
+    assert peak_memory(lambda: saturation_stats(256, n_rows=2000, n_keys=16)) < 2000 * 16 * 256 * 8 / 2
+
+
+@pytest.mark.parametrize("block", [scaling.DRAW_BLOCK, 120, 1])  # one block; blocks of 3 rows (50 = 16·3 + 2); of one
 def test_saturation_jacobian_norm_matches_explicit_jacobian(monkeypatch, block):
     # redo the experiment by hand: the same host draws, explicit (S, S) Jacobians, Frobenius norms
     monkeypatch.setattr(scaling, "DRAW_BLOCK", block)

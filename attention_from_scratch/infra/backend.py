@@ -219,14 +219,18 @@ def random_normal(shape, *, seed: int = 0, xp=None, dtype=None, scale: float = 1
 def random_normal_rows(shape, *, seed: int = 0, rows: int, xp=None, device=None):
     """``random_normal(shape, seed=seed)`` ``rows`` rows (its first axis) at a time, as an iterator: the same
     numbers, since a generator fills its output in order, without holding all of them at once (a Monte Carlo
-    run of millions of draws then needs a few MiB, not hundreds). The arguments are checked here, not at the
-    first block."""
+    run of millions of draws then needs a few MiB, not hundreds). ``shape`` an int or a tuple of at least one
+    axis; an empty first axis gives one empty block. The arguments are checked here, not at the first block."""
     from .checks import check_positive_int  # checks imports this module
 
     xp = get_namespace() if xp is None else check_namespace(xp)
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if not shape:
+        raise ValueError("shape must have at least one axis (the rows to draw in blocks), got ()")
+    n = check_positive_int(shape[0], "shape[0] (the number of rows)", minimum=0)
     rows = check_positive_int(rows, "rows")
     rng = np.random.default_rng(seed)
-    blocks = ((min(rows, shape[0] - start), *shape[1:]) for start in range(0, shape[0], rows))
+    blocks = ((min(rows, n - start), *shape[1:]) for start in range(0, n, rows) or [0])
     return (to_device(rng.standard_normal(block), xp, device) for block in blocks)
 
 
