@@ -193,8 +193,14 @@ def torch_step(model, tokens, targets, threads):
     return step, None
 
 
+def rounds(repeat: int) -> int:
+    """Rounds of BURST timed steps for at least ``repeat`` timed steps per variant (``repeat`` rounded up)."""
+    return -(-repeat // BURST)
+
+
 def run(configs, threads=(1, 2), repeat=25):
-    """Rows of the table: one per (configuration, thread count)."""
+    """Rows of the table: one per (configuration, thread count), each a median of ``repeat`` steps or a few more
+    (whole rounds of BURST: :func:`rounds`)."""
     rows = []
     for label, (config, batch, t) in configs.items():
         step, model, tokens, targets = make_step(config, batch, t)
@@ -206,7 +212,7 @@ def run(configs, threads=(1, 2), repeat=25):
             if twin is not None:
                 fns[("torch", n)] = twin
             notes.add(note)
-        med = median_times(fns, -(-repeat // BURST), warmup=3, threads={name: name[1] for name in fns}, burst=BURST)
+        med = median_times(fns, rounds(repeat), warmup=3, threads={name: name[1] for name in fns}, burst=BURST)
         for n in threads:
             s, f = med[("step", n)], med[("floor", n)]
             torch_time = med.get(("torch", n))
@@ -237,7 +243,7 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
     if only is not None:
         configs = dict([list(every.items())[only]])
     repeat = repeat or (20 if quick else 25)
-    timed = -(-repeat // BURST) * BURST
+    timed = rounds(repeat) * BURST
     print(f"{_load()}; {'quick run: ' if quick else ''}medians over {timed} steps per variant, in interleaved rounds "
           f"of {BURST} after one untimed")
     allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}

@@ -36,7 +36,7 @@ class FakeClock:
 
 @pytest.fixture
 def no_gc(monkeypatch):
-    """The timer collects garbage before each call (outside the timed interval): a second each in a full
+    """The timer collects garbage before each turn (outside the timed interval): a second each in a full
     suite's large heap, so the fake-clock tests skip it."""
     monkeypatch.setattr(timing.gc, "collect", lambda: 0)
 
@@ -67,6 +67,17 @@ def test_median_times_in_bursts_times_all_but_the_first_call_of_each_turn(no_gc)
     med = median_times(fns, repeat=2, burst=2, clock=clock)
     assert med == {"a": 2.5, "b": 5.5}  # medians of [1, 2, 3, 9] and [5, 6, 8, 4], by hand
     assert log == ["a", "b"] + ["a"] * 3 + ["b"] * 3 + ["b"] * 3 + ["a"] * 3  # turns rotate, each in a row
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ({"repeat": 3, "burst": 0}, "burst"), ({"repeat": 3, "burst": 2.0}, "burst"), ({"repeat": 0}, "repeat"),
+    ({"repeat": 3, "warmup": -1}, "warmup"),
+])
+def test_median_times_refuses_bad_counts_before_any_call(args, error):
+    log = []
+    with pytest.raises((TypeError, ValueError), match=error):
+        median_times({"f": lambda: log.append(1)}, **args)
+    assert log == []  # not even a warm-up call
 
 
 def test_peak_memory_sees_a_numpy_buffer():
