@@ -31,13 +31,6 @@ from pathlib import Path
 
 import pytest
 
-# Bytecode caches are written even where PYTHONDONTWRITEBYTECODE is set (as on CI's machine): without them every
-# xdist worker compiles the package and rewrites the test modules again, and every notebook kernel and subprocess
-# compiles the modules it imports (`pytest --collect-only`: 4.3-4.5 s without caches, 2.0 s with them). The kernels
-# and subprocesses keep the variable, and read the caches the workers wrote; a tree that cannot be written to is
-# left as it is (Python skips a cache it cannot write).
-sys.dont_write_bytecode = False
-
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # pytest -n auto: each worker has a core of its own, so it and the notebook kernels and subprocesses it starts
     # get one BLAS thread each (two workers at two BLAS threads each ran four threads on two cores: 152 s against
