@@ -6,8 +6,9 @@ a wrong value or shape, ``TypeError`` for a wrong kind); nothing is computed, wr
 before the check has passed. The inner steps of the concept modules check nothing again.
 
 * scalars: :func:`check_real`, :func:`check_positive_int`, :func:`check_flag`;
-* arrays: :func:`check_param` (a layer's parameter), :func:`check_float_dtype`, :func:`check_same_place`,
-  :func:`broadcast_shapes` (with an error naming the arguments);
+* arrays: :func:`check_param` (a layer's parameter), :func:`check_layout` (parameters that must agree on their
+  sizes), :func:`check_float_dtype`, :func:`check_same_place`, :func:`broadcast_shapes` (with an error naming
+  the arguments);
 * optimiser and position settings: :func:`check_adam`, :func:`check_betas`.
 
 The checks of attention's own inputs (scores, masks, q, k and v, sink logits, windows, heads, cache entries)
