@@ -2,8 +2,9 @@
 
 * notebooks: every catalog in translations/zh/ covers every markdown cell of its English notebook with
   a translation of the *current* English (by hash); the committed notebooks/zh/ files equal a fresh
-  build; code cells, outputs, ids and metadata are the English ones; an edited English cell fails the
-  check, naming the notebook and the cell; README.zh.md lists exactly the notebooks not yet translated;
+  build; code cells, outputs, ids and metadata are the English ones, but the check cells' outputs, which are
+  the Chinese notebook's own replies (in Chinese, recorded for the current English cell); an edited English
+  cell fails the check, naming the notebook and the cell; README.zh.md lists exactly the notebooks not yet translated;
   no catalog uses a rendering the glossary rules out.
 * the messages of the quiz, the exercise checkers, the short answers and the tour: every English
   template the code can emit has a Chinese entry in translations/zh/messages/ with the same fields, and
@@ -59,14 +60,39 @@ def test_code_outputs_and_metadata_are_the_english(stem):
     zh = bt.load(REPO / "notebooks" / "zh" / f"{stem}.ipynb")
     assert zh["metadata"] == en["metadata"] and zh["nbformat"] == en["nbformat"]
     assert [c["id"] for c in zh["cells"]] == [c["id"] for c in en["cells"]]
+    checks = {c["id"] for c in bt.check_cells(en)}
     for e, z in zip(en["cells"], zh["cells"], strict=True):
-        if e["cell_type"] == "code":
+        if e["id"] in checks:  # the same cell, but its replies are the Chinese notebook's, in Chinese
+            assert {k: v for k, v in z.items() if k != "outputs"} == {k: v for k, v in e.items() if k != "outputs"}
+            assert [(o["output_type"], o.get("name")) for o in z["outputs"]] == [
+                (o["output_type"], o.get("name")) for o in e["outputs"]], f"{stem}: check cell {e['id']}'s outputs"
+            text, english = ("".join("".join(o.get("text", "")) for o in c["outputs"]) for c in (z, e))
+            assert not english_sentences(text) and (re.search(r"[\u4e00-\u9fff]", text) or not english_sentences(
+                english)), f"{stem}: check cell {e['id']} does not reply in Chinese: {text[:200]!r}"
+        elif e["cell_type"] == "code":
             assert z == e, f"{stem}: code cell {e['id']} differs from the English"
         else:
             assert {k: v for k, v in z.items() if k != "source"} == {k: v for k, v in e.items() if k != "source"}
             assert re.search(r"[\u4e00-\u9fff]", bt.cell_source(z)) or not re.search(r"[A-Za-z]{4,}",
                                                                                    bt.cell_source(e)), \
                 f"{stem}: markdown cell {e['id']} has no Chinese"
+
+
+def test_every_check_cell_is_found_and_a_changed_one_needs_a_new_reply():
+    """The check cells are the cells that call a checker (99 when written); one whose English source or outputs
+    change is reported by notebook and cell until its Chinese reply is recorded again."""
+    cells = {stem: bt.check_cells(bt.load(REPO / "notebooks" / f"{stem}.ipynb")) for stem in TRANSLATED}
+    assert sum(map(len, cells.values())) >= 90
+    stem = next(s for s in TRANSLATED if cells[s])
+    nb = bt.load(REPO / "notebooks" / f"{stem}.ipynb")
+    replies, report = bt.load_replies(stem), bt.Report(f"{stem}.ipynb")
+    bt.check_replies(nb, replies, report)
+    assert report.ok
+    cell = bt.check_cells(nb)[0]
+    cell["outputs"][0]["text"] = ["a reply the checker no longer gives\n"]
+    bt.check_replies(nb, replies, report)
+    assert report.replies == [cell["id"]] and not report.ok
+    assert f"{stem}.ipynb: check cell {cell['id']} has no Chinese reply" in "\n".join(report.lines())
 
 
 def test_an_edited_english_cell_is_reported_stale_by_notebook_and_cell():
@@ -387,7 +413,7 @@ def test_cli_takes_lang():
 
 # --- the Chinese notebooks reply in Chinese, without the learner asking ----------------------------------
 
-_CHECK_CALL = re.compile(r"check_answer\(|exercises\.check\(|quiz\.check\(")
+_CHECK_CALL = bt.CHECK_CALL  # a cell that calls a checker
 _ENGLISH_WORD = re.compile(r"^\(?[A-Za-z][a-z]+[,.;:!?)]?$")  # "the", "Token": not NumPy, MLA, [qkv], d_k, nan
 _NOT_WORDS = {"nan", "inf", "True", "False", "None"}  # array values and Python literals
 _CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"

@@ -3,6 +3,7 @@
     python tools/build_translations.py            # build notebooks/zh/*.ipynb; list missing/stale cells
     python tools/build_translations.py --check    # build nothing; exit 1 if a built notebook would change
     python tools/build_translations.py --update 03_scaling_by_sqrt_dk   # refresh that catalog (see below)
+    python tools/build_translations.py --replies 04_softmax   # record its check cells' Chinese replies
 
 English is the source of truth. ``translations/zh/NN_topic.md`` is the catalog of notebook
 ``notebooks/NN_topic.ipynb``: one section per markdown cell, headed by a comment that names the cell's
@@ -13,7 +14,12 @@ nbformat id and the SHA-256 (first 16 hex digits) of the English source it trans
 
 A catalog covers a notebook completely or it is wrong: the notebook ``notebooks/zh/NN_topic.ipynb`` is
 the English notebook with each markdown cell's source replaced by its Chinese text -- code cells, their
-outputs, every cell's id and metadata and the notebook's metadata are copied unchanged. A markdown cell
+outputs, every cell's id and metadata and the notebook's metadata are copied unchanged, but for the
+outputs of the check cells (:data:`CHECK_CALL`: the exercises' checkers, the short answers, the quiz),
+whose replies the learner reads: those are the Chinese notebook's own, recorded by running it where its
+kernel speaks Chinese (``--replies``, below) in ``translations/zh/replies/NN_topic.json``, each with the
+hash of the English cell (source and outputs) it answers for. A check cell whose English changed since its
+reply was recorded is reported like a stale translation. A markdown cell
 is *missing* when no section of the catalog carries its English hash, and *stale* when the section
 with its id translates an older English text (or is flagged ``todo``/``stale``). Any missing or stale
 cell stops the build of that notebook and is reported by notebook and cell id; tests/test_translations.py
@@ -29,6 +35,10 @@ notebook ``notebooks/zh/next/topic.ipynb``.
 Relative links are rewritten for the folder one level deeper: ``../x`` becomes ``../../x``, a link to a
 notebook that has a Chinese edition points to it, one that has none points to the English
 (``../NN_x.ipynb``), and ``README.md`` becomes ``README.zh.md``.
+
+After changing a check cell or what its checker says, run ``--replies NN_topic`` (or ``--replies all``): the
+built Chinese notebook is executed top to bottom in ``notebooks/zh/`` (its kernel replies in Chinese there:
+``course/i18n.py``), and its check cells' outputs are recorded.
 
 After editing an English markdown cell, run ``--update NN_topic``: every changed cell's section is
 flagged ``stale`` under its new hash, with the English diff (old -> new, read from git history)
@@ -53,6 +63,8 @@ REPO = Path(__file__).resolve().parents[1]
 LANGS = ("zh",)
 _HEADER = re.compile(r"^<!-- cell (\S+) en:([0-9a-f]{16})(?: (todo|stale))? -->[ \t]*$", re.MULTILINE)
 _LINK = re.compile(r"(\]\(|(?:src|href)=\")([^)\s\"]+)")
+# a code cell whose outputs are a checker's reply to the learner: recorded in the Chinese notebook's own run
+CHECK_CALL = re.compile(r"check_answer\(|exercises\.check\(|quiz\.check\(")
 
 
 def english_hash(source: str) -> str:
@@ -81,14 +93,18 @@ class Report:
     missing: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)  # check cells without a current Chinese reply
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.stale)
+        return not (self.missing or self.stale or self.replies)
 
     def lines(self) -> list[str]:
         out = [f"{self.notebook}: cell {c} has no translation (missing)" for c in self.missing]
         out += [f"{self.notebook}: cell {c}'s translation is stale (its English changed)" for c in self.stale]
+        out += [f"{self.notebook}: check cell {c} has no Chinese reply for its current English (run "
+                f"python tools/build_translations.py --replies {self.notebook.removesuffix('.ipynb')})"
+                for c in self.replies]
         out += [f"{self.notebook}: catalog section {c} translates no current cell (unused)" for c in self.unused]
         return out
 
@@ -169,6 +185,31 @@ def check_catalog(stem: str, nb: dict, sections: list[Section]) -> Report:
     return report
 
 
+def check_cells(nb: dict) -> list[dict]:
+    """The code cells whose outputs are a checker's reply (:data:`CHECK_CALL`)."""
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and CHECK_CALL.search(cell_source(c))]
+
+
+def reply_key(cell: dict) -> str:
+    """What a recorded reply answers for: the English check cell's source and outputs (16 hex digits)."""
+    return english_hash(cell_source(cell) + json.dumps(cell.get("outputs", []), sort_keys=True, ensure_ascii=False))
+
+
+def replies_path(stem: str, lang: str = "zh") -> Path:
+    return REPO / "translations" / lang / "replies" / f"{stem}.json"
+
+
+def load_replies(stem: str, lang: str = "zh") -> dict:
+    """cell id -> {"en": reply_key of the English cell, "outputs": the Chinese run's outputs} ({} if none)."""
+    path = replies_path(stem, lang)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def check_replies(nb: dict, replies: dict, report: Report) -> None:
+    """Add to ``report`` every check cell of ``nb`` without a reply recorded for its current English."""
+    report.replies = [c["id"] for c in check_cells(nb) if replies.get(c["id"], {}).get("en") != reply_key(c)]
+
+
 def _fix_links(text: str, translated: set[str], folder: str = "") -> str:
     """Links of a notebook in ``notebooks/<folder>``, rewritten for its Chinese edition in ``notebooks/zh/<folder>``."""
     here, there = posixpath.join("notebooks", folder), posixpath.join("notebooks", "zh", folder)
@@ -191,15 +232,20 @@ def _fix_links(text: str, translated: set[str], folder: str = "") -> str:
     return _LINK.sub(fix, text)
 
 
-def build_notebook(nb: dict, sections: list[Section], translated: set[str], folder: str = "") -> dict:
-    """The Chinese notebook: ``nb`` with each markdown cell's source replaced (everything else copied);
-    ``folder``: where it sits below ``notebooks/`` (``""`` or ``"next"``), for its links."""
+def build_notebook(nb: dict, sections: list[Section], translated: set[str], folder: str = "",
+                   replies: dict | None = None) -> dict:
+    """The Chinese notebook: ``nb`` with each markdown cell's source replaced and each check cell's outputs
+    replaced by its recorded Chinese reply where ``replies`` has one (everything else copied); ``folder``:
+    where it sits below ``notebooks/`` (``""`` or ``"next"``), for its links."""
     text = {s.en: s.text for s in sections if not s.flag}
     out = json.loads(json.dumps(nb))
     for cell in out["cells"]:
         if cell["cell_type"] == "markdown":
             zh = _fix_links(text[english_hash(cell_source(cell))], translated, folder)
             cell["source"] = zh.splitlines(keepends=True)
+    for cell in check_cells(out):
+        if cell["id"] in (replies or {}):
+            cell["outputs"] = json.loads(json.dumps(replies[cell["id"]]["outputs"]))
     return out
 
 
@@ -223,11 +269,12 @@ def build_all(lang: str = "zh", write: bool = True):
             continue
         nb = load(english)
         sections = parse_catalog(catalog_path(stem, lang).read_text(encoding="utf-8"))
-        report = check_catalog(stem, nb, sections)
+        report, replies = check_catalog(stem, nb, sections), load_replies(stem, lang)
+        check_replies(nb, replies, report)
         reports.append(report)
         if not report.ok:
             continue
-        built[stem] = dumps(build_notebook(nb, sections, translated, posixpath.dirname(stem)))
+        built[stem] = dumps(build_notebook(nb, sections, translated, posixpath.dirname(stem), replies))
         target = REPO / "notebooks" / lang / f"{stem}.ipynb"
         if not target.exists() or target.read_text(encoding="utf-8") != built[stem]:
             changed.append(stem)
@@ -235,6 +282,32 @@ def build_all(lang: str = "zh", write: bool = True):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(built[stem], encoding="utf-8")
     return reports, built, changed
+
+
+def record_replies(stem: str, lang: str = "zh") -> int:
+    """Run the built ``lang`` notebook of ``stem`` top to bottom beside the others of its language (where its
+    kernel replies in ``lang``) and record its check cells' outputs, keyed by the English cells they answer
+    for, in :func:`replies_path`. Returns how many were recorded."""
+    from execute_notebooks import execute  # tools/; nbclient and a kernel are needed only here
+
+    nb = load(REPO / "notebooks" / f"{stem}.ipynb")
+    sections = parse_catalog(catalog_path(stem, lang).read_text(encoding="utf-8"))
+    report = check_catalog(stem, nb, sections)
+    if not report.ok:
+        raise SystemExit("\n".join(report.lines()) + "\nfix the translation before recording its replies")
+    run = REPO / "notebooks" / lang / posixpath.dirname(stem) / f".replies-{posixpath.basename(stem)}.ipynb"
+    run.write_text(dumps(build_notebook(nb, sections, set(translated_stems(lang)), posixpath.dirname(stem))),
+                   encoding="utf-8")
+    try:
+        execute(run)
+        ran = {c["id"]: c for c in load(run)["cells"]}
+    finally:
+        run.unlink(missing_ok=True)
+    replies = {c["id"]: {"en": reply_key(c), "outputs": ran[c["id"]]["outputs"]} for c in check_cells(nb)}
+    path = replies_path(stem, lang)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(replies, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return len(replies)
 
 
 def readme_text(text: str, built: dict[str, str], lang: str = "zh") -> str:
@@ -316,8 +389,13 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; fail if a built notebook differs")
     parser.add_argument("--update", nargs="+", metavar="NN_topic",
                         help="refresh these catalogs (03_scaling_by_sqrt_dk, 11_transformer_block; see --help)")
+    parser.add_argument("--replies", nargs="+", metavar="NN_topic",
+                        help="run these Chinese notebooks (or 'all') and record their check cells' replies, then build")
     parser.add_argument("--lang", default="zh", choices=LANGS)
     args = parser.parse_args(argv)
+    for stem in (translated_stems(args.lang) if args.replies == ["all"] else args.replies or []):
+        stem = stem.removeprefix("notebooks/").removesuffix(".ipynb")
+        print(f"{stem}: {record_replies(stem, args.lang)} check cells' replies recorded", flush=True)
     if args.update:
         for stem in args.update:
             for note in update_catalog(stem.removeprefix("notebooks/").removesuffix(".ipynb"), args.lang):
