@@ -7,7 +7,8 @@ repository into the package, under ``attention_from_scratch/course/data/`` (wher
 * ``notebooks/**/*.ipynb`` without their outputs and execution counts (``student`` clears them anyway;
   the executed notebooks stay in the repository, its sdist and the website), so that
   ``python -m attention_from_scratch student DIR [--lang zh]`` works from the wheel;
-* ``translations/*/messages/*.json``, the message catalogs behind ``--lang zh``.
+* ``translations/*/messages/*.json``, the message catalogs behind ``--lang zh``, and ``translations/*/parts.json``,
+  the course's parts and notebook titles in that language.
 
 An editable install (``pip install -e .``) copies nothing: the package reads the checkout's folders.
 Everything else is in pyproject.toml.
@@ -42,7 +43,8 @@ class BuildWithCourseFiles(build_py):
             dest = data / src.relative_to(ROOT)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(notebook_without_outputs(src.read_text(encoding="utf-8")), encoding="utf-8")
-        for src in sorted((ROOT / "translations").glob("*/messages/*.json")):
+        translations = ROOT / "translations"
+        for src in sorted([*translations.glob("*/messages/*.json"), *translations.glob("*/parts.json")]):
             dest = data / src.relative_to(ROOT)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(src.read_bytes())

@@ -206,6 +206,7 @@ def test_catalogs_follow_the_glossary():
     texts = {bt.catalog_path(stem).name: bt.catalog_path(stem).read_text(encoding="utf-8") for stem in TRANSLATED}
     texts["README.zh.md"] = (REPO / "README.zh.md").read_text(encoding="utf-8")
     texts["messages/*.json"] = json.dumps(catalog("zh"), ensure_ascii=False)
+    texts["parts.json"] = (REPO / "translations" / "zh" / "parts.json").read_text(encoding="utf-8")
     bad = [f"{name}: {word!r} (the glossary says {avoid[word]})" for name, t in texts.items() for word in avoid
            if word in t]
     assert not bad, "\n".join(bad)
@@ -234,9 +235,40 @@ def _literal_templates() -> set[str]:
     return out
 
 
+def _control_labels() -> list[str]:
+    """The label of every control of the interactive figures (``slider/choice/steps(name, "label", ...)``)."""
+    out = []
+    for path in (REPO / "attention_from_scratch" / "course" / "interactive").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("slider", "choice", "steps")
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+                out.append(node.args[1].value)
+    return out
+
+
+def test_every_control_label_is_found_and_shown_in_chinese():
+    labels = _control_labels()
+    assert len(set(labels)) >= 15 and {"top-k", "mask", "token"} <= set(labels)
+    from attention_from_scratch.course.interactive.player import chinese_label, slider
+
+    assert all(chinese_label(label) for label in labels)
+    assert slider("k", "top-k", [1, 2]).zh == catalog("zh")["top-k"] and chinese_label("no such label") == ""
+
+
+def test_the_parts_and_titles_in_chinese_are_complete():
+    from attention_from_scratch.course import parts
+
+    data = json.loads((REPO / "translations" / "zh" / "parts.json").read_text(encoding="utf-8"))
+    assert [en for en, _ in parts.PARTS] == list(data["parts"]) and data["more"]
+    assert set(data["titles"]) == {nb.stem for nb in parts.COURSE} == set(parts.TITLES_ZH)
+    assert all(re.search(r"[\u4e00-\u9fff]", zh) or zh in ("Softmax", "FlashAttention")
+               for zh in [*data["parts"].values(), *data["titles"].values()])
+
+
 def _data_texts() -> list:
-    """Every text that is data: exercise titles, case labels and hints, quiz texts, answer hints, tour titles."""
-    out = [title for title, _ in tour.TOUR_SECTIONS] + [a.why for a in answers.ANSWERS.values()]
+    """Every text that is data: exercise titles, case labels and hints, quiz texts, answer hints, tour titles, the
+    interactive figures' control labels."""
+    out = [title for title, _ in tour.TOUR_SECTIONS] + [a.why for a in answers.ANSWERS.values()] + _control_labels()
     out += examples.CAT_EATS_FISH["tokens"]  # the tour's table labels
     for ex in EXERCISES.values():
         out += [ex.title, *(c.label for c in ex.cases()), *(h for h, _ in ex.mistakes)]
@@ -256,11 +288,15 @@ def test_every_template_has_a_chinese_entry_and_every_entry_a_template():
     assert not unused, "entries of translations/zh/messages/ that no template uses:\n" + "\n".join(unused)
 
 
+_KEPT_IN_ENGLISH = {"Token"}  # translations/zh/GLOSSARY.md keeps these terms in English (a control's label alone)
+
+
 def test_each_chinese_entry_has_the_fields_of_its_english():
     for en, zh in catalog("zh").items():
         assert sorted(fields(en)) == sorted(fields(zh)), f"{en!r} -> {zh!r}: other fields"
         words = re.findall(r"\b[a-z]{4,}\b(?!\()", re.sub(r"\{[^}]*\}|`[^`]*`", "", en))  # "float32 (3, 5)": none
-        assert re.search(r"[\u4e00-\u9fff]", zh) or not words, f"{en!r} has no Chinese: {zh!r}"
+        assert re.search(r"[\u4e00-\u9fff]", zh) or not words or zh in _KEPT_IN_ENGLISH, \
+            f"{en!r} has no Chinese: {zh!r}"
     for text in _data_texts():  # a plain text is a template without fields: a brace would be read as one
         assert isinstance(text, Message) or ("{" not in text and "}" not in text), text
 

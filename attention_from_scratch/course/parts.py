@@ -7,7 +7,7 @@ Each row of :data:`COURSE` is ``(source, stem, part, title, minutes)``:
              ``next/transformer_block`` for a notebook written under notebooks/next/), relative to notebooks/
     stem     its file name in teaching order (``15_kv_cache``): the two-digit prefix is its place
     part     the index into :data:`PARTS`
-    title    its title in English (the Chinese one is in :data:`TITLES_ZH`)
+    title    its title in English (the Chinese one is in :data:`TITLES_ZH`, read from translations/zh/parts.json)
     minutes  a beginner's time for it, reading and running every cell and doing the exercises
 
 :func:`path` finds a notebook under either name, so what reads this table is right before and after
@@ -16,22 +16,35 @@ Each row of :data:`COURSE` is ``(source, stem, part, title, minutes)``:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import NamedTuple
 
+from .files import course_folder
+
 __all__ = ["COURSE", "PARTS", "TITLES_ZH", "Notebook", "by_part", "next_of", "path", "track"]
 
-# (English caption, Chinese caption)
-PARTS = (
-    ("Start here", "从这里开始"),
-    ("Part 1 · Foundations", "第一部分 · 基础"),
-    ("Part 2 · A Transformer that learns", "第二部分 · 会学习的 Transformer"),
-    ("Part 3 · Efficient inference", "第三部分 · 高效推理"),
-    ("Part 4 · The frontier", "第四部分 · 前沿"),
-    ("Part 5 · Applications", "第五部分 · 应用"),
-    ("Part 6 · The GPU", "第六部分 · GPU"),
-    ("Appendix", "附录"),
+# the parts' captions in English; each with its Chinese from translations/zh/parts.json (data, as every Chinese
+# text of the course is): ``PARTS[i] = (English caption, Chinese caption)``
+_CAPTIONS = (
+    "Start here",
+    "Part 1 · Foundations",
+    "Part 2 · A Transformer that learns",
+    "Part 3 · Efficient inference",
+    "Part 4 · The frontier",
+    "Part 5 · Applications",
+    "Part 6 · The GPU",
+    "Appendix",
 )
+
+
+def _chinese() -> dict:
+    """``translations/zh/parts.json``: the parts' captions and the notebooks' titles in Chinese."""
+    return json.loads((course_folder("translations") / "zh" / "parts.json").read_text(encoding="utf-8"))
+
+
+_ZH = _chinese()
+PARTS = tuple((caption, _ZH["parts"][caption]) for caption in _CAPTIONS)
 
 
 class Notebook(NamedTuple):
@@ -77,35 +90,7 @@ COURSE = tuple(Notebook(*row) for row in (
     ("next/notation", "26_notation_and_glossary", 7, "Notation and glossary", 15),
 ))
 
-TITLES_ZH = {
-    "00_start_here": "从这里开始",
-    "01_dot_product": "点积",
-    "02_similarity_measures": "相似度度量",
-    "03_scaling_by_sqrt_dk": "为什么除以 √d_k",
-    "04_softmax": "Softmax",
-    "05_from_averaging_to_attention": "从平均到注意力",
-    "06_scaled_dot_product_attention": "缩放点积注意力",
-    "07_masking": "掩码",
-    "08_multi_head_attention": "多头注意力",
-    "09_misconceptions_and_quiz": "常见误区与测验",
-    "10_learning_from_data": "从数据中学习",
-    "11_transformer_block": "Transformer 块",
-    "12_backpropagation": "注意力的反向传播",
-    "13_training": "用 NumPy 训练 Transformer",
-    "14_real_text": "真实文本",
-    "15_kv_cache": "键值缓存",
-    "16_rope": "旋转位置编码（RoPE）",
-    "17_mla": "多头潜在注意力（MLA）",
-    "18_flash_attention": "FlashAttention",
-    "19_windows_and_sinks": "滑动窗口、汇点与滚动缓存",
-    "20_serving_at_scale": "大规模服务：分页缓存、Split-KV、环形注意力",
-    "21_sparse_attention": "DeepSeek-V3.2：稀疏注意力",
-    "22_deepseek_v4": "DeepSeek-V4：压缩注意力",
-    "23_linear_attention": "线性注意力",
-    "24_applications": "应用",
-    "25_gpu": "在 GPU 上运行同一份代码",
-    "26_notation_and_glossary": "符号与术语表",
-}
+TITLES_ZH = dict(_ZH["titles"])  # stem -> the notebook's title in Chinese (translations/zh/parts.json)
 
 # what each notebook builds on (new stems): the concept map of notebook 00 is drawn from these edges
 REQUIRES = {
@@ -173,4 +158,4 @@ def group(stems: list[str]) -> list[tuple[tuple[str, str], list[str]]]:
     groups = [(caption, sorted((s for s in stems if s in where and where[s][0] == p), key=lambda s: where[s][1]))
               for p, caption in enumerate(PARTS)]
     rest = sorted(s for s in stems if s not in where)
-    return [g for g in groups if g[1]] + ([(("More", "更多"), rest)] if rest else [])
+    return [g for g in groups if g[1]] + ([(("More", _ZH["more"]), rest)] if rest else [])

@@ -77,8 +77,8 @@ def rope_dials() -> InteractiveFigure:
               panel_title(350, 222, "each pair's share of q·k", 11),
               *x_ticks(base + 66, [(380 + 40 * i, f"pair {i}") for i in range(ROPE_D // 2)], 9),
               Line(((360, base), (530, base)), GREY, 1)]
-    controls = [slider("shift", "shift both positions by", range(ROPE_SHIFTS), 0, zh="两个位置一起平移"),
-                slider("delta", "distance m − n", range(ROPE_DISTANCES), 2, zh="距离")]
+    controls = [slider("shift", "shift both positions by", range(ROPE_SHIFTS), 0),
+                slider("delta", "distance m − n", range(ROPE_DISTANCES), 2)]
     return InteractiveFigure("rope_dials", "RoPE turns each pair of q and k by its position: q·k depends on m − n",
                              controls, lambda s, d: draw(s, d).layered(static), width=680, height=365,
                              png="16_interactive_rope.png", twin=[(0, 2), (7, 2)])
@@ -180,8 +180,8 @@ def online_softmax_steps() -> InteractiveFigure:
         Rect(gx, 300, 24, 12, "none", RED, 3), Text(gx + 32, 310, "the tile just read", 10),
         Text(px - half, py + half + 16, "rings: the exact outputs", 10, fill="#444"),
     ]
-    controls = [choice("block", "key tile size", FLASH_BLOCKS, 1, zh="键分块大小"),
-                steps("step", "tiles read", range(n_steps), 0, zh="已读分块")]
+    controls = [choice("block", "key tile size", FLASH_BLOCKS, 1),
+                steps("step", "tiles read", range(n_steps), 0)]
     return InteractiveFigure("online_softmax_steps", "The online softmax: one query block, one key tile at a time",
                              controls, lambda b, s: draw(b, s).layered(static), width=640, height=330,
                              png="18_interactive_online_softmax.png", twin=[(1, 2), (1, 4)],
@@ -253,8 +253,8 @@ def kv_cache_steps() -> InteractiveFigure:
     ]
     grid = [Lines(tuple((cx, cy + row_h * r, cx + 2 * row_h, cy + row_h * r) for r in range(n + 1))
                   + tuple((cx + row_h * c, cy, cx + row_h * c, cy + row_h * n) for c in range(3)), "#999", 1)]
-    controls = [choice("mode", "decoding", ("with a KV cache", "no cache: recompute the prefix"), 0, zh="解码方式"),
-                steps("t", "token", range(n), 0, zh="Token")]
+    controls = [choice("mode", "decoding", ("with a KV cache", "no cache: recompute the prefix"), 0),
+                steps("t", "token", range(n), 0)]
     return InteractiveFigure("kv_cache_steps", "The KV cache during decoding: one new row per token",
                              controls, lambda a, b: draw(a, b).layered(static, grid), width=640, height=370,
                              png="15_interactive_kv_cache.png", twin=[(0, 5), (1, 5)])

@@ -28,10 +28,11 @@ from itertools import product
 from typing import NamedTuple
 from urllib.parse import quote
 
+from ..i18n import catalog
 from .browser import PLAYER_CSS, PLAYER_JS
 from .scene import SVG_DEFAULTS, hatch_defs
 
-__all__ = ["Control", "Frame", "InteractiveFigure", "choice", "slider", "steps"]
+__all__ = ["Control", "Frame", "InteractiveFigure", "chinese_label", "choice", "slider", "steps"]
 
 
 @dataclass(frozen=True)
@@ -53,16 +54,25 @@ class Control:
             raise ValueError(f"control {self.name!r}: default {self.default} is not a position of {len(self.values)}")
 
 
-def slider(name, label, values, default=0, zh=""):
-    return Control(name, label, tuple(str(v) for v in values), default, "slider", zh)
+def chinese_label(label: str) -> str:
+    """A control's label in Chinese, from the message catalog (``translations/zh/messages/interactive.json``), or
+    "" where there is none (an install without the catalogs shows the English label alone)."""
+    try:
+        return catalog("zh").get(label, "")
+    except FileNotFoundError:
+        return ""
 
 
-def choice(name, label, values, default=0, zh=""):
-    return Control(name, label, tuple(str(v) for v in values), default, "choice", zh)
+def slider(name, label, values, default=0):
+    return Control(name, label, tuple(str(v) for v in values), default, "slider", chinese_label(label))
 
 
-def steps(name, label, values, default=0, zh=""):
-    return Control(name, label, tuple(str(v) for v in values), default, "steps", zh)
+def choice(name, label, values, default=0):
+    return Control(name, label, tuple(str(v) for v in values), default, "choice", chinese_label(label))
+
+
+def steps(name, label, values, default=0):
+    return Control(name, label, tuple(str(v) for v in values), default, "steps", chinese_label(label))
 
 
 class Frame(NamedTuple):

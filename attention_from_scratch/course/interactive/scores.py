@@ -99,9 +99,9 @@ def softmax_sliders() -> InteractiveFigure:
 
 
     controls = [
-        slider("d_k", "d_k", D_KS, 3, zh="维度"),
-        choice("scaled", "divide by √d_k", ("no", "yes"), 1, zh="除以 √d_k"),
-        slider("T", "temperature T", [f"{t:g}" for t in TEMPERATURES], 2, zh="温度"),
+        slider("d_k", "d_k", D_KS, 3),
+        choice("scaled", "divide by √d_k", ("no", "yes"), 1),
+        slider("T", "temperature T", [f"{t:g}" for t in TEMPERATURES], 2),
     ]
     return InteractiveFigure("softmax_sliders", "Softmax saturates as d_k grows, unless the scores are divided by √d_k",
                              controls, lambda a, b, c: draw(a, b, c).layered(static), width=640, height=380,
@@ -183,8 +183,8 @@ def mask_explorer() -> InteractiveFigure:
                                          ("kept sink", "#9ecae1", "#08519c"), ("no query here", PALE, None)], gap=None),
     ]
 
-    controls = [choice("kind", "mask", KINDS, 2, zh="掩码"), slider("size", "size", SIZES, 3, zh="大小"),
-                slider("query", "query position p", range(N), 9, zh="查询位置")]
+    controls = [choice("kind", "mask", KINDS, 2), slider("size", "size", SIZES, 3),
+                slider("query", "query position p", range(N), 9)]
     return InteractiveFigure("mask_explorer", "Which keys each query sees: causal, padding, sliding window, top-k",
                              controls, lambda kind, s, p: draw(kind, s, p).layered([*static, *grid]), width=560,
                              height=380, png="07_interactive_masks.png",

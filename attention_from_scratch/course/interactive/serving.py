@@ -116,7 +116,7 @@ def paged_cache_steps() -> InteractiveFigure:
     frames = [Rect(*corner(b), bw, bh, "none", "#666", 1) for b in range(N_BLOCKS)]
     static += legend(330, 250, [(f"s{s}", SEQUENCE[s], None) for s in range(4)], gap=40)
     static += legend(330, 272, [("shared by two sequences", SEQUENCE[0], "#fff")])
-    controls = [steps("step", "request", range(len(SCRIPT)), 0, zh="请求")]
+    controls = [steps("step", "request", range(len(SCRIPT)), 0)]
     return InteractiveFigure(
         "paged_cache_steps", "A paged KV cache: block tables, copy on write and freed blocks", controls,
         lambda step: draw(step).layered(static, frames),
@@ -242,9 +242,9 @@ def ring_steps() -> InteractiveFigure:
               *legend(gx - 40, 280, [("computed this round (framed)", SEQUENCE[0], None),
                                      ("skipped (future)", PALE, GREY)]),
               *ring_arrows, Text(420, 154, "K, V pass on", 10, "middle", GREY)]
-    controls = [choice("causal", "mask", ("none", "causal"), 1, zh="掩码"),
-                choice("zigzag", "placement", ("contiguous", "zigzag"), 0, zh="分配"),
-                steps("step", "round", range(RING_DEVICES + 1), 0, zh="轮")]
+    controls = [choice("causal", "mask", ("none", "causal"), 1),
+                choice("zigzag", "placement", ("contiguous", "zigzag"), 0),
+                steps("step", "round", range(RING_DEVICES + 1), 0)]
     return InteractiveFigure(
         "ring_steps", f"Ring attention over {RING_DEVICES} devices, round by round", controls,
         lambda c, z, s: draw(c, z, s).layered(static),

@@ -117,8 +117,8 @@ def indexer_topk(stored=None, orders=None) -> InteractiveFigure:
         Line(((rx + 130, ry + rh + 54), (rx + 150, ry + rh + 54)), "#222", 1.5, dash=True),
         Text(rx + 155, ry + rh + 58, "oracle", 10),
     ]
-    controls = [choice("indexer", "indexer", ("trained", "random", "oracle (dense top-k)"), 0, zh="索引器"),
-                slider("k", "top-k", INDEXER_KS, 3, zh="保留的键数")]
+    controls = [choice("indexer", "indexer", ("trained", "random", "oracle (dense top-k)"), 0),
+                slider("k", "top-k", INDEXER_KS, 3)]
     return InteractiveFigure("indexer_topk", "DeepSeek-V3.2's indexer: which keys survive the top-k, and their share "
                              "of the attention", controls, lambda i, c: draw(i, c).layered(static), width=660,
                              height=360, png="21_interactive_indexer.png", twin=[(0, 3), (1, 3)])
