@@ -46,7 +46,7 @@ from ..infra.backend import to_numpy
 from ..infra.checks import check_real
 from .checking import Verdict, verdict, within
 from .i18n import language, msg, render, using_language
-from .quiz_notes import _show
+from .quiz_notes import show_value
 from .quiz_questions import QUESTIONS, Question
 
 __all__ = ["QUESTIONS", "Question", "Verdict", "answer", "ask", "check", "question_ids"]
@@ -186,7 +186,7 @@ def _check(q: Question, given, lang: str) -> Verdict:
         return verdict(question_id, False, msg("Not answered yet: replace None with your answer ({how}) and run the "
                                                "cell again.", how=how), lang, answered=False)
     expected = q.expected()
-    wrong = msg("Not quite: the answer is {answer}.", answer=_show(expected))
+    wrong = msg("Not quite: the answer is {answer}.", answer=show_value(expected))
     if q.kind in ("choice", "multi"):
         chosen, key = _letters(given, q), set(expected)
         if chosen == key:

@@ -13,7 +13,8 @@ from ..infra.backend import random_normal, to_numpy
 from .i18n import msg
 
 
-def _show(x) -> str:
+def show_value(x) -> str:
+    """An answer as a note shows it: text as it is, numbers to 6 significant digits, a list's to 4."""
     if isinstance(x, str):
         return x
     if isinstance(x, (list, tuple)):
@@ -153,7 +154,7 @@ def _explain_softmax():
     p = _softmax_123()
     return (
         msg("exp(1), exp(2), exp(3) = 2.718, 7.389, 20.09, sum 30.19; divided by the sum: {show}. "
-            "Differences of 1 give ratios of e: the largest score wins, but not outright.", show=_show(p))
+            "Differences of 1 give ratios of e: the largest score wins, but not outright.", show=show_value(p))
     )
 
 
