@@ -270,7 +270,7 @@ _QUIZ_INTRO = {
 def quiz_page(lang: str = "en") -> str:
     from attention_from_scratch.course import quiz
     from attention_from_scratch.course.i18n import msg, render
-    from attention_from_scratch.course.quiz import _show  # the answers as the quiz itself prints them
+    from attention_from_scratch.course.quiz_notes import show_value  # the answers as the quiz itself prints them
 
     title, intro, arg, answer = _QUIZ_INTRO[lang]
     parts = [
@@ -295,7 +295,7 @@ def quiz_page(lang: str = "en") -> str:
             body = f"<p>{'<br>'.join(map(html.escape, lines))}</p>"
         parts.append(
             f"<details><summary>{answer}</summary>\n"
-            f"<p><strong>{html.escape(_show(expected))}</strong></p>\n{body}\n</details>\n"
+            f"<p><strong>{html.escape(show_value(expected))}</strong></p>\n{body}\n</details>\n"
         )
     return "\n".join(parts)
 
