@@ -78,9 +78,10 @@ def test_code_outputs_and_metadata_are_the_english(stem):
                 f"{stem}: markdown cell {e['id']} has no Chinese"
 
 
-def test_every_check_cell_is_found_and_a_changed_one_needs_a_new_reply():
+def test_every_check_cell_is_found_and_a_changed_one_needs_a_new_reply(monkeypatch):
     """The check cells are the cells that call a checker (99 when written); one whose English source or outputs
-    change is reported by notebook and cell until its Chinese reply is recorded again."""
+    change, or every one when the Chinese message catalogs change, is reported by notebook and cell until its
+    Chinese reply is recorded again; a reply whose cell is gone is reported unused."""
     cells = {stem: bt.check_cells(bt.load(REPO / "notebooks" / f"{stem}.ipynb")) for stem in TRANSLATED}
     assert sum(map(len, cells.values())) >= 90
     stem = next(s for s in TRANSLATED if cells[s])
@@ -93,6 +94,13 @@ def test_every_check_cell_is_found_and_a_changed_one_needs_a_new_reply():
     bt.check_replies(nb, replies, report)
     assert report.replies == [cell["id"]] and not report.ok
     assert f"{stem}.ipynb: check cell {cell['id']} has no Chinese reply" in "\n".join(report.lines())
+    bt.check_replies(bt.load(REPO / "notebooks" / f"{stem}.ipynb"), {**replies, "gone": {}}, report)
+    assert report.ok and report.unused_replies == ["gone"] and "cell gone answers no current" in "\n".join(
+        report.lines())
+    monkeypatch.setattr(bt, "catalog_digest", lambda lang="zh": "a reworded catalog")
+    bt.check_replies(bt.load(REPO / "notebooks" / f"{stem}.ipynb"), replies, report)
+    assert report.replies == [c["id"] for c in cells[stem]]
+    assert bt.LANG_VARIABLE == i18n.ENV_VAR  # the tool tells the kernel the language by the package's own variable
 
 
 def test_an_edited_english_cell_is_reported_stale_by_notebook_and_cell():

@@ -52,6 +52,7 @@ import argparse
 import difflib
 import hashlib
 import json
+import os
 import posixpath
 import re
 import subprocess
@@ -61,6 +62,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LANGS = ("zh",)
+LANG_VARIABLE = "ATTENTION_FROM_SCRATCH_LANG"  # course/i18n.py's ENV_VAR: the course-wide language
 _HEADER = re.compile(r"^<!-- cell (\S+) en:([0-9a-f]{16})(?: (todo|stale))? -->[ \t]*$", re.MULTILINE)
 _LINK = re.compile(r"(\]\(|(?:src|href)=\")([^)\s\"]+)")
 # a code cell whose outputs are a checker's reply to the learner: recorded in the Chinese notebook's own run
@@ -94,6 +96,7 @@ class Report:
     stale: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     replies: list[str] = field(default_factory=list)  # check cells without a current Chinese reply
+    unused_replies: list[str] = field(default_factory=list)  # recorded replies of cells that are gone
 
     @property
     def ok(self) -> bool:
@@ -105,6 +108,8 @@ class Report:
         out += [f"{self.notebook}: check cell {c} has no Chinese reply for its current English (run "
                 f"python tools/build_translations.py --replies {self.notebook.removesuffix('.ipynb')})"
                 for c in self.replies]
+        out += [f"{self.notebook}: the recorded reply of cell {c} answers no current check cell (unused)"
+                for c in self.unused_replies]
         out += [f"{self.notebook}: catalog section {c} translates no current cell (unused)" for c in self.unused]
         return out
 
@@ -190,9 +195,24 @@ def check_cells(nb: dict) -> list[dict]:
     return [c for c in nb["cells"] if c["cell_type"] == "code" and CHECK_CALL.search(cell_source(c))]
 
 
-def reply_key(cell: dict) -> str:
-    """What a recorded reply answers for: the English check cell's source and outputs (16 hex digits)."""
-    return english_hash(cell_source(cell) + json.dumps(cell.get("outputs", []), sort_keys=True, ensure_ascii=False))
+def _output_text(output: dict) -> str:
+    """An output's text: a stream's, or the plain-text form of a result or a display."""
+    text = output.get("text") if "text" in output else output.get("data", {}).get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else text or ""
+
+
+def catalog_digest(lang: str = "zh") -> str:
+    """A hash of ``lang``'s message catalogs (``translations/<lang>/messages/*.json``), which replies render from."""
+    files = sorted((REPO / "translations" / lang / "messages").glob("*.json"))
+    return english_hash("".join(f"{p.name}\n{p.read_text(encoding='utf-8')}" for p in files))
+
+
+def reply_key(cell: dict, lang: str = "zh") -> str:
+    """What a recorded reply answers for (16 hex digits): the English check cell's source, the kind and text of
+    its outputs (not their execution counts or metadata), and the message catalogs the reply was rendered from:
+    a changed checker message makes every reply stale, to be recorded again."""
+    outputs = [(o.get("output_type"), o.get("name"), _output_text(o)) for o in cell.get("outputs", [])]
+    return english_hash(json.dumps([cell_source(cell), outputs, catalog_digest(lang)], ensure_ascii=False))
 
 
 def replies_path(stem: str, lang: str = "zh") -> Path:
@@ -205,9 +225,12 @@ def load_replies(stem: str, lang: str = "zh") -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def check_replies(nb: dict, replies: dict, report: Report) -> None:
-    """Add to ``report`` every check cell of ``nb`` without a reply recorded for its current English."""
-    report.replies = [c["id"] for c in check_cells(nb) if replies.get(c["id"], {}).get("en") != reply_key(c)]
+def check_replies(nb: dict, replies: dict, report: Report, lang: str = "zh") -> None:
+    """Add to ``report`` every check cell of ``nb`` without a reply recorded for its current English (and
+    catalogs), and every recorded reply whose cell is no longer a check cell of ``nb``."""
+    cells = check_cells(nb)
+    report.replies = [c["id"] for c in cells if replies.get(c["id"], {}).get("en") != reply_key(c, lang)]
+    report.unused_replies = sorted(set(replies) - {c["id"] for c in cells})
 
 
 def _fix_links(text: str, translated: set[str], folder: str = "") -> str:
@@ -270,7 +293,7 @@ def build_all(lang: str = "zh", write: bool = True):
         nb = load(english)
         sections = parse_catalog(catalog_path(stem, lang).read_text(encoding="utf-8"))
         report, replies = check_catalog(stem, nb, sections), load_replies(stem, lang)
-        check_replies(nb, replies, report)
+        check_replies(nb, replies, report, lang)
         reports.append(report)
         if not report.ok:
             continue
@@ -296,14 +319,21 @@ def record_replies(stem: str, lang: str = "zh") -> int:
     if not report.ok:
         raise SystemExit("\n".join(report.lines()) + "\nfix the translation before recording its replies")
     run = REPO / "notebooks" / lang / posixpath.dirname(stem) / f".replies-{posixpath.basename(stem)}.ipynb"
+    run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text(dumps(build_notebook(nb, sections, set(translated_stems(lang)), posixpath.dirname(stem))),
                    encoding="utf-8")
+    chosen = os.environ.get(LANG_VARIABLE)
+    os.environ[LANG_VARIABLE] = lang  # the kernel inherits it: the language, whatever the folder or the shell says
     try:
         execute(run)
         ran = {c["id"]: c for c in load(run)["cells"]}
     finally:
         run.unlink(missing_ok=True)
-    replies = {c["id"]: {"en": reply_key(c), "outputs": ran[c["id"]]["outputs"]} for c in check_cells(nb)}
+        if chosen is None:
+            del os.environ[LANG_VARIABLE]
+        else:
+            os.environ[LANG_VARIABLE] = chosen
+    replies = {c["id"]: {"en": reply_key(c, lang), "outputs": ran[c["id"]]["outputs"]} for c in check_cells(nb)}
     path = replies_path(stem, lang)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(replies, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -393,6 +423,8 @@ def main(argv=None) -> int:
                         help="run these Chinese notebooks (or 'all') and record their check cells' replies, then build")
     parser.add_argument("--lang", default="zh", choices=LANGS)
     args = parser.parse_args(argv)
+    if args.replies and args.check:
+        parser.error("--replies writes the replies it records: it cannot be combined with --check")
     for stem in (translated_stems(args.lang) if args.replies == ["all"] else args.replies or []):
         stem = stem.removeprefix("notebooks/").removesuffix(".ipynb")
         print(f"{stem}: {record_replies(stem, args.lang)} check cells' replies recorded", flush=True)
