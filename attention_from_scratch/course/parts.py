@@ -39,12 +39,16 @@ _CAPTIONS = (
 
 
 def _chinese() -> dict:
-    """``translations/zh/parts.json``: the parts' captions and the notebooks' titles in Chinese."""
-    return json.loads((course_folder("translations") / "zh" / "parts.json").read_text(encoding="utf-8"))
+    """``translations/zh/parts.json``: the parts' captions and the notebooks' titles in Chinese (an install
+    without the translations gets none, and shows the English ones in their place)."""
+    path = course_folder("translations") / "zh" / "parts.json"
+    if not path.is_file():
+        return {"parts": {}, "more": "More", "titles": {}}
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 _ZH = _chinese()
-PARTS = tuple((caption, _ZH["parts"][caption]) for caption in _CAPTIONS)
+PARTS = tuple((caption, _ZH["parts"].get(caption, caption)) for caption in _CAPTIONS)
 
 
 class Notebook(NamedTuple):
