@@ -50,7 +50,7 @@ COMMANDS = {
                  "--lang": {**_LANG, "help": "en or zh: the Chinese notebooks, notebooks/zh/, and the language of "
                             "their checks and of this command's messages (default: the course-wide one)"}},
                 "course.student:main"),
-    "train": ("train a Transformer on real text (Tang poems, Song lyrics, The Devil's Dictionary, any UTF-8 "
+    "train": ("train a Transformer on real text (Tang poems, Song poems, The Devil's Dictionary, any UTF-8 "
               "file), keep the best checkpoint by held-out loss, compare with n-gram baselines",
               _TRAIN_OPTIONS, "text.train_cli:run"),
 }

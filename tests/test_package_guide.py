@@ -35,9 +35,12 @@ def _module(path: str):
 
 
 def _names(module) -> set[str]:
-    """What a row may name of ``module``: its attributes, the members and fields of its classes, the parameters
-    of its functions and classes, the keys of its dicts (``__main__``'s sub-commands), and Python's builtins."""
-    names = set(dir(module)) | set(dir(builtins))
+    """What a row may name of ``module``: its attributes (a function or a class only in the module that defines
+    it, not where it is imported), the members and fields of its classes, the parameters of its functions and
+    classes, the keys of its dicts (``__main__``'s sub-commands), and Python's builtins."""
+    names = {name for name, value in vars(module).items()  # a function or class only where it is defined
+             if not (inspect.isfunction(value) or inspect.isclass(value)) or value.__module__ == module.__name__}
+    names |= set(dir(builtins))
     for value in vars(module).values():
         if isinstance(value, dict):
             names |= {k for k in value if isinstance(k, str)}

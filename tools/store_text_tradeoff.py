@@ -2,7 +2,7 @@
 
     python tools/store_text_tradeoff.py
 
-For each corpus (tang with the Song lyrics on the training side, as its checkpoint; devil) and each
+For each corpus (tang with the Song poems on the training side, as its checkpoint; devil) and each
 tokenizer (characters; byte-level BPE with 512 and 1,024 tokens): vocabulary size, characters per token,
 and a Kneser-Ney 3-gram's held-out loss per character (``text.data.tokenizer_tradeoff``). Training a BPE
 takes seconds to minutes in pure Python, too slow for the notebook, which recomputes the character rows
