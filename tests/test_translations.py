@@ -296,15 +296,11 @@ def test_every_template_has_a_chinese_entry_and_every_entry_a_template():
     assert not unused, "entries of translations/zh/messages/ that no template uses:\n" + "\n".join(unused)
 
 
-_KEPT_IN_ENGLISH = {"Token"}  # translations/zh/GLOSSARY.md keeps these terms in English (a control's label alone)
-
-
 def test_each_chinese_entry_has_the_fields_of_its_english():
     for en, zh in catalog("zh").items():
         assert sorted(fields(en)) == sorted(fields(zh)), f"{en!r} -> {zh!r}: other fields"
         words = re.findall(r"\b[a-z]{4,}\b(?!\()", re.sub(r"\{[^}]*\}|`[^`]*`", "", en))  # "float32 (3, 5)": none
-        assert re.search(r"[\u4e00-\u9fff]", zh) or not words or zh in _KEPT_IN_ENGLISH, \
-            f"{en!r} has no Chinese: {zh!r}"
+        assert re.search(r"[\u4e00-\u9fff]", zh) or not words, f"{en!r} has no Chinese: {zh!r}"
     for text in _data_texts():  # a plain text is a template without fields: a brace would be read as one
         assert isinstance(text, Message) or ("{" not in text and "}" not in text), text
 
@@ -433,7 +429,7 @@ def test_short_answers_reply_in_chinese(capsys):
             assert re.search(r"[\u4e00-\u9fff]", str(answers.judge(key, given, "zh")))
     assert not i18n.MISSES, sorted(i18n.MISSES)
     answers.check_answer("00.2", None, lang="zh")
-    assert capsys.readouterr().out == "还没有作答：把 None 换成你的答案，再运行这个单元格\n"
+    assert capsys.readouterr().out == "还没有作答：把 None 换成你的答案，再运行这个单元格。\n"
 
 
 def test_tour_in_chinese_translates_every_line():
