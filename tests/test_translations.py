@@ -100,7 +100,7 @@ def test_every_check_cell_is_found_and_a_changed_one_needs_a_new_reply(monkeypat
     monkeypatch.setattr(bt, "catalog_digest", lambda lang="zh": "a reworded catalog")
     bt.check_replies(bt.load(REPO / "notebooks" / f"{stem}.ipynb"), replies, report)
     assert report.replies == [c["id"] for c in cells[stem]]
-    assert bt.LANG_VARIABLE == i18n.ENV_VAR  # the tool tells the kernel the language by the package's own variable
+    assert bt.ENV_VAR == i18n.ENV_VAR  # the tool tells the kernel the language by the package's own variable
 
 
 def test_an_edited_english_cell_is_reported_stale_by_notebook_and_cell():

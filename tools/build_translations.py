@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -59,10 +60,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
+
+from attention_from_scratch.course.i18n import ENV_VAR  # the course-wide language, which a kernel inherits
 
 REPO = Path(__file__).resolve().parents[1]
 LANGS = ("zh",)
-LANG_VARIABLE = "ATTENTION_FROM_SCRATCH_LANG"  # course/i18n.py's ENV_VAR: the course-wide language
 _HEADER = re.compile(r"^<!-- cell (\S+) en:([0-9a-f]{16})(?: (todo|stale))? -->[ \t]*$", re.MULTILINE)
 _LINK = re.compile(r"(\]\(|(?:src|href)=\")([^)\s\"]+)")
 # a code cell whose outputs are a checker's reply to the learner: recorded in the Chinese notebook's own run
@@ -201,6 +204,7 @@ def _output_text(output: dict) -> str:
     return "".join(text) if isinstance(text, list) else text or ""
 
 
+@functools.cache  # read once per run: every check cell's key needs it
 def catalog_digest(lang: str = "zh") -> str:
     """A hash of ``lang``'s message catalogs (``translations/<lang>/messages/*.json``), which replies render from."""
     files = sorted((REPO / "translations" / lang / "messages").glob("*.json"))
@@ -322,17 +326,12 @@ def record_replies(stem: str, lang: str = "zh") -> int:
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text(dumps(build_notebook(nb, sections, set(translated_stems(lang)), posixpath.dirname(stem))),
                    encoding="utf-8")
-    chosen = os.environ.get(LANG_VARIABLE)
-    os.environ[LANG_VARIABLE] = lang  # the kernel inherits it: the language, whatever the folder or the shell says
-    try:
-        execute(run)
+    try:  # the kernel inherits the language, whatever the folder or the shell says
+        with mock.patch.dict(os.environ, {ENV_VAR: lang}):
+            execute(run)
         ran = {c["id"]: c for c in load(run)["cells"]}
     finally:
         run.unlink(missing_ok=True)
-        if chosen is None:
-            del os.environ[LANG_VARIABLE]
-        else:
-            os.environ[LANG_VARIABLE] = chosen
     replies = {c["id"]: {"en": reply_key(c, lang), "outputs": ran[c["id"]]["outputs"]} for c in check_cells(nb)}
     path = replies_path(stem, lang)
     path.parent.mkdir(parents=True, exist_ok=True)
