@@ -6,7 +6,10 @@
     python benchmarks/bench_training.py --text    # the real-text configurations only (the tang and devil checkpoints)
 
 A step is ``loss_and_grads`` + one Adam update, float32, on fixed random tokens. For each
-configuration and BLAS thread count it prints the median step time, tokens per second and two ratios:
+configuration and BLAS thread count it prints the median step time, tokens per second and two ratios;
+for each count above one, a second row "N (parts)" times the step with the batch cut in N parts computed
+at the same time on N threads, one BLAS thread each (``model/data_parallel.BatchParts``, the text
+trainer's ``workers``), against the same floor and the same PyTorch row:
 
 * **step / floor**. The floor is the step's matrix products alone: every matmul of the forward pass
   (the projections, attention's ``q kᵀ`` and ``P v``, the MLP, the unembedding) and the two of the
@@ -47,8 +50,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import print_table, verdict
 
+from attention_from_scratch.infra.allocator import keep_freed_memory
 from attention_from_scratch.infra.blas import blas_threads
 from attention_from_scratch.infra.timing import median_times
+from attention_from_scratch.model.data_parallel import BatchParts
 from attention_from_scratch.model.tiled_attention import attention_tiles
 from attention_from_scratch.model.training import Adam, blas_threads_for
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
@@ -100,6 +105,17 @@ def make_step(config, batch, t, seed=0):
         optimizer.step(model.loss_and_grads(tokens, targets)[1])
 
     return step, model, tokens, targets
+
+
+def parts_step(model, tokens, targets, workers):
+    """One step of ``model`` on the batch cut in ``workers`` parts computed at once (``BatchParts``: one BLAS
+    thread each), with an Adam update of its own: make_step's step, its batch shared by threads."""
+    parts, optimizer = BatchParts(model, workers), Adam(model.params, lr=1e-3)
+
+    def step():
+        optimizer.step(parts.loss_and_grads(tokens, targets)[1])
+
+    return step
 
 
 def matmul_shapes(config, batch, t):
@@ -199,30 +215,34 @@ def rounds(repeat: int) -> int:
 
 
 def run(configs, threads=(1, 2), repeat=25):
-    """Rows of the table: one per (configuration, thread count), each a median of ``repeat`` steps or a few more
-    (whole rounds of BURST: :func:`rounds`)."""
+    """Rows of the table: one per (configuration, thread count) and, for more than one thread, one more for
+    the batch cut in that many parts (:class:`~attention_from_scratch.model.data_parallel.BatchParts`, one BLAS
+    thread each); each a median of ``repeat`` steps or a few more (whole rounds of BURST: :func:`rounds`)."""
     rows = []
     for label, (config, batch, t) in configs.items():
         step, model, tokens, targets = make_step(config, batch, t)
         floor, flops = make_floor(matmul_shapes(config, batch, t))
-        fns, notes = {}, set()
+        fns, notes, ways = {}, set(), [(n, "BLAS") for n in threads] + [(n, "parts") for n in threads if n > 1]
+        for n, way in ways:
+            fns[("step", n, way)] = step if way == "BLAS" else parts_step(model, tokens, targets, n)
         for n in threads:
-            fns[("step", n)], fns[("floor", n)] = step, floor
+            fns[("floor", n, "BLAS")] = floor
             twin, note = torch_step(model, tokens, targets, n)
             if twin is not None:
-                fns[("torch", n)] = twin
+                fns[("torch", n, "BLAS")] = twin
             notes.add(note)
-        med = median_times(fns, rounds(repeat), warmup=3, threads={name: name[1] for name in fns}, burst=BURST)
-        for n in threads:
-            s, f = med[("step", n)], med[("floor", n)]
-            torch_time = med.get(("torch", n))
+        blas = {name: 1 if name[2] == "parts" else name[1] for name in fns}  # parts: one BLAS thread each
+        med = median_times(fns, rounds(repeat), warmup=3, threads=blas, burst=BURST)
+        for n, way in ways:
+            s, f = med[("step", n, way)], med[("floor", n, "BLAS")]
+            torch_time = med.get(("torch", n, "BLAS"))
             rows.append([
-                label, str(n), f"{s * 1e3:.1f}", f"{batch * t / s:,.0f}", f"{flops / f / 1e9:.1f}",
-                f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
+                label, f"{n}" if way == "BLAS" else f"{n} (parts)", f"{s * 1e3:.1f}", f"{batch * t / s:,.0f}",
+                f"{flops / f / 1e9:.1f}", f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
                 "-" if torch_time is None else f"{torch_time / f:.2f}",
             ])
         peak = f"{peak_step_bytes(step) / 2**20:.1f}"
-        for row in rows[-len(threads):]:
+        for row in rows[-len(ways):]:
             row += [str(blas_threads_for(config, batch * t) or "all"), peak]
         for note in notes - {None}:
             print(f"note ({label}): {note}")
@@ -236,7 +256,7 @@ def _load() -> str:
         return "load average: unknown"
 
 
-def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool = False) -> None:
+def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool = False, kept_memory=False) -> None:
     every = {**CONFIGS, **TEXT_CONFIGS}
     configs = dict(list(CONFIGS.items())[:1]) if quick else TEXT_CONFIGS if text else every
     threads = threads or ((1,) if quick else (1, 2))
@@ -247,12 +267,14 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
     print(f"{_load()}; {'quick run: ' if quick else ''}medians over {timed} steps per variant, in interleaved rounds "
           f"of {BURST} after one untimed")
     allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}
-    print(f"glibc allocator settings: {allocator or 'the defaults'} (docs/guide/benchmarks.md, 'The training step')")
+    kept = "freed memory kept for reuse (keep_freed_memory, as the train command does)" if kept_memory else None
+    print(f"glibc allocator settings: {kept or allocator or 'the defaults'} (docs/guide/benchmarks.md, "
+          "'The training step')")
     if not blas_threads():  # without threadpoolctl the "BLAS threads" column would be BLAS's default, every row
         print("note: threadpoolctl is not installed (in the dev extra): the BLAS thread counts cannot be "
               "set, so the NumPy rows run on BLAS's default count and fight PyTorch's threads: install it first")
     rows = run(configs, threads=threads, repeat=repeat)
-    headers = ["configuration", "BLAS threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
+    headers = ["configuration", "threads", "step (ms)", "tokens/s", "matmul GFLOP/s",
                "step / floor", "step / PyTorch", "PyTorch / floor", "train() threads", "peak MiB (NumPy)"]
     print_table(headers, rows)
     print(_load())
@@ -260,7 +282,8 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
         if row[1] == "1" and row[0] in TARGETS:
             verdict(f"{row[0]}, one BLAS thread: step / floor", float(row[5]), TARGETS[row[0]])
         if row[0] in TEXT_CONFIGS and row[6] != "-":
-            verdict(f"{row[0]}, {row[1]} BLAS thread(s): step / PyTorch", float(row[6]), TORCH_TARGET)
+            way = "thread(s), the batch in parts" if "parts" in row[1] else "BLAS thread(s)"
+            verdict(f"{row[0]}, {row[1].split()[0]} {way}: step / PyTorch", float(row[6]), TORCH_TARGET)
     if any(row[0] in TEXT_CONFIGS and row[6] == "-" for row in rows):
         print(f"target: real-text step / PyTorch <= {TORCH_TARGET:g}x: not measured (PyTorch is not installed)")
 
@@ -275,4 +298,5 @@ if __name__ == "__main__":
     parser.add_argument("--text", action="store_true", help="the real-text configurations only (2 and 3)")
     args = parser.parse_args()
     threads = tuple(int(n) for n in args.threads.split(",")) if args.threads else None
-    main(args.quick, threads, args.repeat, args.config, args.text)
+    kept_memory = keep_freed_memory()  # for every variant of this process, PyTorch's too (infra/allocator.py)
+    main(args.quick, threads, args.repeat, args.config, args.text, kept_memory)

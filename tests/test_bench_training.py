@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attention_from_scratch.model.transformer import TransformerConfig
@@ -48,6 +49,17 @@ def test_a_tiny_run_prints_ratios_and_skips_pytorch_when_absent(capsys):
         import torch  # noqa: F401
     except ImportError:
         assert "PyTorch is not installed" in capsys.readouterr().out and rows[0][6] == "-"
+
+
+def test_two_threads_add_a_row_of_the_batch_in_parts():
+    bench = importlib.import_module("bench_training")
+    rows = bench.run({"tiny": (TransformerConfig(7, 8, 2, 1, 12, 6), 4, 6)}, threads=(1, 2), repeat=1)
+    assert [row[1] for row in rows] == ["1", "2", "2 (parts)"]
+    assert rows[1][4] == rows[2][4]  # the parts row is measured against the two-thread floor
+    _, model, tokens, targets = bench.make_step(TransformerConfig(7, 8, 2, 1, 12, 6), 4, 6)
+    before = {k: v.copy() for k, v in model.params.items()}
+    bench.parts_step(model, tokens, targets, 2)()
+    assert all(not np.array_equal(model.params[k], before[k]) for k in ("0.w_q", "unembed"))  # it steps the model
 
 
 def test_the_real_text_rows_are_the_committed_checkpoints_and_print_the_pytorch_target(capsys, monkeypatch):

@@ -108,6 +108,32 @@ def test_an_interrupted_run_resumes_to_the_same_parameters(tmp_path):
                       resume=True)
 
 
+def test_batch_parts_train_as_the_whole_batch_does_and_resume_to_the_same_bits(tmp_path):
+    """workers=2 (two parts of each batch on two threads): the same losses as one worker up to rounding
+    (float64), and an interrupted run resumes to the very same parameters as a straight one."""
+    train_ids, held = streams()
+    parts = TrainOptions(**{**TINY.__dict__, "workers": 2})
+    plain, straight = (train_on_text(train_ids, held, TOK, o, tmp_path / d) for o, d in ((TINY, "a"), (parts, "b")))
+    np.testing.assert_allclose(straight.history["held_out"], plain.history["held_out"], rtol=1e-9)
+    a, b = (load_checkpoint(tmp_path / d / "last")[0].params for d in "ab")
+    assert not all(np.array_equal(a[k], b[k]) for k in a)  # the parts' sums round differently: they did run
+
+    def interrupt(step, state):
+        if step == 8:
+            raise KeyboardInterrupt
+
+    train_on_text(train_ids, held, TOK, parts, tmp_path / "c", callback=interrupt, log=lambda _: None)
+    resumed = train_on_text(train_ids, held, TOK, parts, tmp_path / "c", resume=True)
+    assert resumed.history["held_out"] == straight.history["held_out"]
+    b, c = (load_checkpoint(tmp_path / d / "last")[0].params for d in "bc")
+    assert all(np.array_equal(b[k], c[k]) for k in b)
+    with pytest.raises(ValueError, match="threads must be 1, got 2"):
+        train_on_text(train_ids, held, TOK, TrainOptions(**{**parts.__dict__, "threads": 2}), tmp_path / "d")
+    with pytest.raises(ValueError, match="workers"):
+        train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "workers": 0}), tmp_path / "e")
+    assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()  # refused before anything is written
+
+
 def test_the_saved_model_is_the_moving_average_of_the_parameters(tmp_path):
     train_ids, held = streams()
     options = {**TINY.__dict__, "ema": 0.5, "warmup": 5}  # the first steps' lr does not depend on steps
@@ -156,22 +182,34 @@ def test_progress_prints_one_line_per_evaluation_off_a_terminal():
     assert clock(75.2) == "1:15" and clock(3725) == "1:02:05" and math.isnan(Progress(5).train)
 
 
-def test_the_command_trains_on_a_text_file_and_prints_the_comparison(tmp_path, capsys):
+@pytest.fixture
+def kept(monkeypatch):
+    """The command's call of ``keep_freed_memory``, recorded instead of made: it would change this whole
+    test process's allocator (tests/test_allocator.py runs it in a child process)."""
+    from attention_from_scratch.text import train_cli
+
+    calls = []
+    monkeypatch.setattr(train_cli, "keep_freed_memory", lambda: calls.append(1) or True)
+    return calls
+
+
+def test_the_command_trains_on_a_text_file_and_prints_the_comparison(tmp_path, capsys, kept):
     path = tmp_path / "poems.txt"
     path.write_text("\n\n".join(POEMS[:4]), encoding="utf-8")
     (tmp_path / "more.txt").write_text("\n\n".join(p[::-1] for p in POEMS[:4]), encoding="utf-8")
     args = ["--corpus", str(path), "--extra", str(tmp_path / "more.txt"), "--held-out", "0.25", "--d-model", "16",
             "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--context", "16", "--batch-size", "4", "--steps",
-            "6", "--eval-every", "3", "--out", str(tmp_path / "out")]
-    assert main(args) == 0
+            "6", "--eval-every", "3", "--workers", "2", "--out", str(tmp_path / "out")]
+    assert main(args) == 0 and kept == [1]
     out = capsys.readouterr().out
     assert "unigram (add-1)" in out and "Kneser-Ney" in out and "Transformer (best, step" in out and "nats" in out
     _, _tok, meta = load_checkpoint(tmp_path / "out" / "best")
+    assert meta["options"]["workers"] == 2  # the batch in two parts (model/data_parallel.py)
     assert meta["command"] == "python -m attention_from_scratch train " + " ".join(args[:2] + args[-2:] + args[2:-2])
     assert all(name in out for name in meta["baselines"])
 
 
-def test_the_package_command_trains_in_seconds_and_writes_only_into_out(tmp_path, capsys):
+def test_the_package_command_trains_in_seconds_and_writes_only_into_out(tmp_path, capsys, kept):
     """``python -m attention_from_scratch train``: the same options, the run in --out, nothing else written."""
     from attention_from_scratch import __main__ as cli
 

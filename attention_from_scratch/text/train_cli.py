@@ -5,7 +5,8 @@ baselines on the rest, trains a Transformer (``trainer.train_on_text``: progress
 evaluations, the best checkpoint in ``--out``, Ctrl-C then ``--resume``), and ends with a table of
 held-out loss per character, nats and bits, of every model. Each named corpus has a preset
 (:data:`PRESETS`, the settings that trained the committed checkpoints); any option given on the command
-line replaces the preset's value.
+line replaces the preset's value. The command owns its process, so it keeps the memory each step frees for
+the next one (``infra/allocator.keep_freed_memory``: glibc's malloc would hand it back to the system).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import shlex
 import sys
 import time
 
+from ..infra.allocator import keep_freed_memory
 from .data import baselines, prepare_text
 from .evaluate import bits
 from .trainer import TrainOptions, train_on_text
@@ -90,6 +92,7 @@ def run(namespace: argparse.Namespace) -> int:
     """Train with the parsed options (``python -m attention_from_scratch train`` calls this); 2 if the corpus
     cannot be read (the message names the Debian package to install)."""
     args = vars(namespace)
+    keep_freed_memory()  # for every step of this process (the module docstring)
     preset = PRESETS.get(args["corpus"], {})
     chosen = {k: v for k, v in args.items() if v is not None and k in {o[2:].replace("-", "_") for o in OPTIONS}}
     data_options = {k: chosen.get(k, preset.get(k, v)) for k, v in DATA_OPTIONS.items()}

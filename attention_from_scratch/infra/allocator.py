@@ -1,0 +1,37 @@
+"""Keep the memory a training step frees in the process, for the next step (glibc's malloc).
+
+A NumPy training step allocates its activations and gradients anew and frees them at its end. glibc's
+malloc hands large freed blocks back to the operating system: a block above ``M_MMAP_THRESHOLD`` is
+unmapped, and a heap's free top above ``M_TRIM_THRESHOLD`` is trimmed. The next step then faults the
+same memory in again, page by page (6,000-28,000 page faults a step on the capstone's large model,
+``docs/guide/benchmarks.md``), and with the batch in parts on threads (``model/data_parallel.py``) one
+thread's unmapping stalls the other's page faults, since they share the process's memory map.
+:func:`keep_freed_memory` raises both thresholds with ``mallopt`` (what the environment variables
+``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` set at start-up), so that freed blocks stay
+in the process and are reused.
+
+It changes the whole process, so only a program that owns its process calls it: the ``train`` command and
+``benchmarks/bench_training.py`` (for every variant it times, PyTorch's too); the package's functions never
+do. Where the C library is not glibc it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory"]
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (glibc's <malloc.h>)
+MMAP_THRESHOLD = 32 * 2**20  # glibc's largest on 64-bit: only blocks above 32 MiB are still mapped and unmapped
+TRIM_THRESHOLD = 512 * 2**20  # free memory a heap may keep at its top before it is handed back
+
+
+def keep_freed_memory() -> bool:
+    """Set glibc's thresholds so freed blocks stay in the process (see the module docstring). Returns
+    whether they were set: False where the C library is not glibc."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
