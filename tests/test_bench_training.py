@@ -53,13 +53,19 @@ def test_a_tiny_run_prints_ratios_and_skips_pytorch_when_absent(capsys):
 
 def test_two_threads_add_a_row_of_the_batch_in_parts():
     bench = importlib.import_module("bench_training")
-    rows = bench.run({"tiny": (TransformerConfig(7, 8, 2, 1, 12, 6), 4, 6)}, threads=(1, 2), repeat=1)
+    config = TransformerConfig(7, 8, 2, 1, 12, 6)
+    rows = bench.run({"tiny": (config, 4, 6)}, threads=(1, 2), repeat=1)
     assert [row[1] for row in rows] == ["1", "2", "2 (parts)"]
-    assert rows[1][4] == rows[2][4]  # the parts row is measured against the two-thread floor
-    _, model, tokens, targets = bench.make_step(TransformerConfig(7, 8, 2, 1, 12, 6), 4, 6)
-    before = {k: v.copy() for k, v in model.params.items()}
-    bench.parts_step(model, tokens, targets, 2)()
-    assert all(not np.array_equal(model.params[k], before[k]) for k in ("0.w_q", "unembed"))  # it steps the model
+    plain, model, tokens, targets = bench.make_step(config, 4, 6)  # float32, as the benchmark's steps
+    _, twin, _, _ = bench.make_step(config, 4, 6)
+    plain()
+    bench.parts_step(twin, tokens, targets, 2)()  # the same step from the same start, the batch in two parts
+    start = bench.make_step(config, 4, 6)[1].params
+    # both moved, to the same place: Adam's first step is about lr · sign(g) whatever |g|, so a gradient within
+    # rounding of 0 may step the other way in the parts' sums; all but such rare entries agree to rounding
+    assert all(not np.array_equal(w, start[name]) for name, w in model.params.items())
+    agree = [np.isclose(twin.params[n], w, rtol=1e-4, atol=1e-6).ravel() for n, w in model.params.items()]
+    assert np.concatenate(agree).mean() > 0.99
 
 
 def test_the_real_text_rows_are_the_committed_checkpoints_and_print_the_pytorch_target(capsys, monkeypatch):

@@ -3,10 +3,13 @@ the parts' means), on every backend; its errors, and the one-thread BLAS hold wh
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
-from attention_from_scratch.infra.blas import blas_threads
+from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads
 from attention_from_scratch.model.data_parallel import BatchParts
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
@@ -87,34 +90,83 @@ def test_parts_equal_the_whole_batch_on_every_backend(xp):
         xp.assert_close(grads[name], whole[name])
 
 
-def test_the_parts_run_at_once_with_blas_held_to_one_thread():
+@pytest.mark.skipif(not blas_threads(), reason="threadpoolctl (the dev extra) sets and reads BLAS's thread count")
+def test_the_parts_run_at_the_same_time_with_blas_held_to_one_thread():
+    """Both parts wait for each other at a barrier (so they overlap in time), each seeing one BLAS thread, inside a
+    caller's count of two that is back once the call returns."""
     model = Transformer(CONFIG, seed=8)
-    seen, plain = [], model.loss_and_grads
+    meet, seen, plain = threading.Barrier(2, timeout=10), [], model.loss_and_grads
 
     def spy(tokens, targets=None):
-        import threading
-
+        meet.wait()  # a BrokenBarrierError after 10 s if the other part never runs at the same time
         seen.append((threading.get_ident(), tuple(blas_threads())))
         return plain(tokens, targets)
 
     model.loss_and_grads = spy
-    with BatchParts(model, 2) as parts:
+    with blas_thread_limit(2), BatchParts(model, 2) as parts:
+        assert all(n == 2 for n in blas_threads())
         parts.loss_and_grads(TOKENS)
-    assert len(seen) == 2 and seen[0][0] != seen[1][0]  # two parts, two threads
-    assert all(n == 1 for _, counts in seen for n in counts)  # [] without threadpoolctl: nothing to hold
+        assert all(n == 2 for n in blas_threads())
+    assert len({ident for ident, _ in seen}) == 2 and all(n == 1 for _, counts in seen for n in counts)
+
+
+def test_a_part_that_fails_on_a_worker_raises_after_every_part_has_ended():
+    """Three parts, the middle one (a worker's) refused: the caller gets its error, and only once the other parts
+    have ended (none is left running outside the one-thread hold)."""
+    model = Transformer(CONFIG, seed=9)
+    ended, plain = [], model.loss_and_grads
+
+    def spy(tokens, targets=None):
+        try:
+            if tokens.shape[0] == 2 and int(tokens[0, 0]) == -5:
+                raise ValueError("the middle part is refused")
+            time.sleep(0.05)
+            return plain(tokens, targets)
+        finally:
+            ended.append(tokens.shape[0])
+
+    model.loss_and_grads = spy
+    tokens = TOKENS.copy()
+    tokens[1, 0] = -5  # rows 1-2 form the middle part of three (rows 0, 1-2, 3-4); checked whole, -5 is refused...
+    with BatchParts(model, 3) as parts, pytest.raises(ValueError, match="vocab_size"):
+        parts.loss_and_grads(tokens)  # ...so the spy is never reached: the whole batch is checked first
+    assert ended == []
+    model.check_tokens = lambda t, *a, **k: np.asarray(t)  # let the batch through: the part itself refuses it
+    with BatchParts(model, 3) as parts, pytest.raises(ValueError, match="the middle part is refused"):
+        parts.loss_and_grads(tokens)
+    assert sorted(ended) == [1, 2, 2]  # every part ended before the error reached the caller
+
+
+def test_close_ends_the_pool_and_a_later_call_makes_a_new_one():
+    def pool_threads():
+        return sum(t.name.startswith("ThreadPoolExecutor") for t in threading.enumerate())
+
+    model, before = Transformer(CONFIG, seed=10), pool_threads()
+    parts = BatchParts(model, 3)
+    first = parts.loss_and_grads(TOKENS)
+    assert before < pool_threads() <= before + 2  # the pool's threads (it starts one per part only when needed)
+    parts.close()
+    assert pool_threads() == before
+    again = parts.loss_and_grads(TOKENS)
+    assert again[0] == first[0]
+    parts.close()
 
 
 def test_bad_inputs_are_refused_with_clear_messages():
-    model = Transformer(CONFIG, seed=9)
+    """The whole batch is checked before it is cut: the messages name the caller's shapes and values."""
+    model = Transformer(CONFIG, seed=11)
     with pytest.raises(ValueError, match="workers"):
         BatchParts(model, 0)
-    parts = BatchParts(model, 2)
-    with pytest.raises(ValueError, match=r"tokens must be a \(B, T\) array .* shape \(9,\)"):
-        parts.loss_and_grads(TOKENS[0])
-    with pytest.raises(ValueError, match=r"targets must have the tokens' shape \(5, 8\), got \(5, 7\)"):
-        parts.loss_and_grads(TOKENS[:, :-1], TOKENS[:, 2:])
-    with pytest.raises(ValueError, match="vocab_size"):  # a part's own check, raised in the caller's thread
-        parts.loss_and_grads(TOKENS + 7)
-    with pytest.raises(ValueError, match="at least one position"):  # no part counts anything
-        parts.loss_and_grads(TOKENS[:, :-1], np.full((5, 8), -1))
-    parts.close()
+    with BatchParts(model, 2) as parts:
+        with pytest.raises(ValueError, match=r"tokens must be a non-empty \(B, T\) integer array, got int64 \(9,\)"):
+            parts.loss_and_grads(TOKENS[0])
+        with pytest.raises(ValueError, match=r"non-empty .* got float64 \(5, 9\)"):
+            parts.loss_and_grads(TOKENS.astype(float))
+        with pytest.raises(ValueError, match=r"non-empty .* \(0, 9\)"):  # an empty batch: no part to cut
+            parts.loss_and_grads(TOKENS[:0])
+        with pytest.raises(ValueError, match=r"targets must have the tokens' shape \(5, 8\), got \(5, 7\)"):
+            parts.loss_and_grads(TOKENS[:, :-1], TOKENS[:, 2:])
+        with pytest.raises(ValueError, match=r"lie in 0..vocab_size-1 = 6, got 0..13"):  # the whole batch's range
+            parts.loss_and_grads(TOKENS + 7 * (np.arange(5)[:, None] == 4))
+        with pytest.raises(ValueError, match="at least one position"):  # no part counts anything
+            parts.loss_and_grads(TOKENS[:, :-1], np.full((5, 8), -1))

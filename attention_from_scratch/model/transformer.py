@@ -69,7 +69,7 @@ class Transformer:
         self._rope_cache = None  # (max_len, cos, sin, -sin), built by _rope when first needed
 
     # -- inputs -------------------------------------------------------------------------------------
-    def _tokens(self, tokens, name="tokens", allow_negative=False, extra=0):
+    def check_tokens(self, tokens, name="tokens", allow_negative=False, extra=0):
         """``tokens`` as a (B, T) integer array (T <= max_len + extra) of the model's backend and device."""
         xp = self.xp
         if isinstance(tokens, list | tuple) or array_api_compat.is_numpy_array(tokens):
@@ -207,7 +207,7 @@ class Transformer:
 
     def logits(self, tokens):
         """tokens ``(B, T)`` integers -> logits ``(B, T, V)``: position t scores the token at t + 1."""
-        return self._forward(self._tokens(tokens))[0]
+        return self._forward(self.check_tokens(tokens))[0]
 
     def loss_and_grads(self, tokens, targets=None):
         """Mean cross-entropy and its gradient for every parameter: ``(loss: float, grads: dict)``.
@@ -216,17 +216,7 @@ class Transformer:
         next token, i.e. run on ``tokens[:, :-1]`` with targets ``tokens[:, 1:]``.
         """
         xp, p, c = self.xp, self.params, self.config
-        tokens = self._tokens(tokens, extra=int(targets is None))  # the model reads only tokens[:, :-1] then
-        if targets is None:
-            tokens, targets = tokens[:, :-1], tokens[:, 1:]
-            if tokens.shape[1] == 0:
-                raise ValueError("tokens must have T >= 2 to predict next tokens")
-        else:
-            targets = self._tokens(targets, "targets", allow_negative=True)
-            if targets.shape != tokens.shape:
-                raise ValueError(
-                    f"targets must have the tokens' shape {tuple(tokens.shape)}, got {tuple(targets.shape)}"
-                )
+        tokens, targets = self.inputs_and_targets(tokens, targets)  # (B, T) each
         logits, (tokens, blocks, norm_f, h) = self._forward(tokens)
         loss, ce = L.cross_entropy_forward(logits, targets, xp)
         # backward, the forward in reverse
@@ -243,9 +233,25 @@ class Transformer:
         grads["embed"] = L.embedding_backward(tokens, dx, c.vocab_size, xp)  # (V, d_model), scatter-added
         return loss, {name: grads[name] for name in p}
 
+    def inputs_and_targets(self, tokens, targets=None):
+        """The ``(tokens, targets)`` that :meth:`loss_and_grads` trains on, checked, ``(B, T)`` each: targets None
+        predicts each next token (the model reads ``tokens[:, :-1]``, the targets are ``tokens[:, 1:]``)."""
+        tokens = self.check_tokens(tokens, extra=int(targets is None))  # the model reads only tokens[:, :-1] then
+        if targets is None:
+            tokens, targets = tokens[:, :-1], tokens[:, 1:]
+            if tokens.shape[1] == 0:
+                raise ValueError("tokens must have T >= 2 to predict next tokens")
+        else:
+            targets = self.check_tokens(targets, "targets", allow_negative=True)
+            if targets.shape != tokens.shape:
+                raise ValueError(
+                    f"targets must have the tokens' shape {tuple(tokens.shape)}, got {tuple(targets.shape)}"
+                )
+        return tokens, targets
+
     def attention_weights(self, tokens):
         """The attention weights of every layer, ``[(B, H, T, T)] * n_layers`` (sdpa's; recomputed for flash)."""
-        blocks = self._forward(self._tokens(tokens))[1][1]
+        blocks = self._forward(self.check_tokens(tokens))[1][1]
         maps = []
         for _, (_, q, k, v, _, _, w, _), *_ in blocks:  # q (B, H_kv, g, T, d_k), k and v (B, H_kv, 1, S, d_k)
             if self.config.attention == "flash":  # w is the log-sum-exp: run sdpa for the weights
@@ -264,7 +270,7 @@ class Transformer:
         cache and the full pass is re-run.
         """
         xp, c = self.xp, self.config
-        tokens = self._tokens(prompt, "prompt")
+        tokens = self.check_tokens(prompt, "prompt")
         n_new = check_positive_int(n_new, "n_new", minimum=0)
         if tokens.shape[1] + n_new > self.config.max_len:
             raise ValueError(f"prompt length {tokens.shape[1]} + n_new={n_new} exceeds max_len={self.config.max_len}")

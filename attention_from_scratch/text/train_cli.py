@@ -90,7 +90,9 @@ def main(argv=None) -> int:
 
 def run(namespace: argparse.Namespace) -> int:
     """Train with the parsed options (``python -m attention_from_scratch train`` calls this); 2 if the corpus
-    cannot be read (the message names the Debian package to install)."""
+    cannot be read (the message names the Debian package to install). It sets the process's allocator
+    (``keep_freed_memory``), as the command that owns its process: a program that calls it in-process
+    (``tools/train_text_checkpoints.py``) gets that setting too."""
     args = vars(namespace)
     keep_freed_memory()  # for every step of this process (the module docstring)
     preset = PRESETS.get(args["corpus"], {})

@@ -28,9 +28,9 @@ random places of the training stream (``default_rng(seed)``). Around it:
 * ``workers`` (default 1): each batch is computed as that many parts of its rows at the same time, each on
   its own thread with one BLAS thread (``model/data_parallel.py``: data parallelism, the parts' gradients
   averaged by the positions they count). It uses every core for the elementwise work too, which BLAS
-  threads do not: on 2 cores the Devil model's step took 0.73-0.81x the time of two BLAS threads, and 100
-  steps of ``train --corpus devil`` 15 s against 24-25 s with one worker. The numbers equal one worker's up to
-  rounding, and the same ``workers`` gives the same bits on any load.
+  threads do not: on 2 cores (an AMD EPYC virtual machine) the Devil model's step took 0.73-0.81x the time
+  of two BLAS threads, and 200 steps of ``train --corpus devil`` 0.78-0.81x (``docs/guide/numbers.md``). The
+  numbers equal one worker's up to rounding, and the same ``workers`` gives the same bits on any load.
 """
 
 from __future__ import annotations
