@@ -16,7 +16,7 @@ core. Parts on threads, each thread with a one-thread BLAS, put all of that work
 releases Python's GIL inside its loops). Measured with ``benchmarks/bench_training.py --text`` on 2 cores
 of an AMD EPYC virtual machine, with the freed memory kept (``infra/allocator.keep_freed_memory``, which
 the benchmark and the ``train`` command set): two parts took 0.73-0.81x the time of the whole batch on
-two BLAS threads for the Devil model's step, 0.85-0.92x for the smaller Tang model's; without that setting
+two BLAS threads for the Devil model's step, 0.85-0.99x for the smaller Tang model's; without that setting
 0.90-0.97x and 1.15-1.33x (``docs/guide/benchmarks.md``, "The batch in parts"). On a GPU backend the parts
 would only take turns on one device: use one worker there.
 
