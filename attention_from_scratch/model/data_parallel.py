@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from ..infra.backend import get_namespace
 from ..infra.blas import limit_worker_thread, one_blas_thread
 from ..infra.checks import check_positive_int
+from .layers import count_targets
 
 __all__ = ["BatchParts", "weighted_sum"]
 
@@ -72,10 +73,10 @@ class BatchParts:
         """
         tokens, targets = self.model.inputs_and_targets(tokens, targets)  # (B, T) each, targets counted where >= 0
         rows = tokens.shape[0]
-        cuts = [rows * p // min(self.workers, rows) for p in range(min(self.workers, rows) + 1)]
+        n_parts = min(self.workers, rows)  # P: at most one part per row
+        cuts = [rows * p // n_parts for p in range(n_parts + 1)]
         parts = [(tokens[a:b, ...], targets[a:b, ...]) for a, b in itertools.pairwise(cuts)]  # (B_p, T) each
-        xp = get_namespace(targets)
-        counts = [int(xp.sum(xp.astype(y >= 0, xp.int64))) for _, y in parts]  # n_p
+        counts = [count_targets(y, get_namespace(y)) for _, y in parts]  # n_p, as the loss counts them
         kept = [(part, n_p) for part, n_p in zip(parts, counts, strict=True) if n_p]  # a part counting nothing adds 0
         if len(kept) < 2:  # one part (or none: the model's own error) is the plain call
             return self.model.loss_and_grads(tokens, targets)

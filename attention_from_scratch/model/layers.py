@@ -36,6 +36,7 @@ from ..rope import rope_tables
 from ..softmax import safe_shift
 
 __all__ = [
+    "count_targets",
     "cross_entropy_backward",
     "cross_entropy_forward",
     "embedding_backward",
@@ -199,6 +200,11 @@ def gelu_backward(cache, dy, xp):
     return dy * cache
 
 
+def count_targets(targets, xp) -> int:
+    """How many positions the loss counts: those whose target is ``>= 0`` (a negative one is ignored)."""
+    return int(xp.sum(xp.astype(targets >= 0, xp.int64)))
+
+
 def cross_entropy_forward(logits, targets, xp):
     """Mean softmax cross-entropy over the positions with ``targets >= 0`` -> ``(loss, cache)``.
 
@@ -209,7 +215,7 @@ def cross_entropy_forward(logits, targets, xp):
     (the same numbers ``softmax(z)`` computes, not recomputed). ``z_t[y_t]`` is a gather.
     """
     counted = targets >= 0  # (B, T)
-    n = int(xp.sum(xp.astype(counted, xp.int64)))
+    n = count_targets(targets, xp)
     if n == 0:
         raise ValueError("targets must have at least one position >= 0 (negative targets are ignored)")
     wide = widen(logits, xp)  # half precision: float32 sums

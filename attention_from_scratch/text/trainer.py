@@ -44,7 +44,6 @@ from pathlib import Path
 import numpy as np
 
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_positive_int
 from ..model.data_parallel import BatchParts
 from ..model.training import Adam
 from ..model.transformer import Transformer, TransformerConfig
@@ -126,13 +125,13 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
     """
     train_ids, out = np.asarray(train_ids, dtype=np.int64), Path(out)
     o = options
-    check_positive_int(o.workers, "workers (threads computing parts of each batch)")
     if o.workers > 1 and o.threads != 1:
         raise ValueError(f"workers={o.workers} runs each part on one BLAS thread, so threads must be 1, got "
                          f"{o.threads}: choose one way of using the cores")
     if len(train_ids) <= o.context + 1:
         raise ValueError(f"the training stream has {len(train_ids)} tokens; context={o.context} needs more")
     model = Transformer(o.model_config(tokenizer.vocab_size), seed=o.seed, dtype=getattr(np, o.dtype))
+    parts = BatchParts(model, o.workers)  # checks workers before anything is written; its pool starts with a batch
     optimizer, rng = Adam(model.params, lr=o.lr), np.random.default_rng(o.seed)
     averaged = Transformer(model.config, seed=o.seed, dtype=getattr(np, o.dtype)) if o.ema else None
     state = {"step": 0, "best_loss": math.inf, "best_step": -1, "seconds": 0.0,
@@ -146,7 +145,7 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
     meta = {**(meta or {}), "options": dataclasses.asdict(o)}
     progress = Progress(o.steps, o.time_budget, start_step=state["step"], start_seconds=state["seconds"])
     window_losses, stopped = [], ""
-    with blas_thread_limit(o.threads), BatchParts(model, o.workers) as parts:
+    with blas_thread_limit(o.threads), parts:
         try:
             while not stopped:
                 step = state["step"]
