@@ -241,9 +241,11 @@ def run(configs, threads=(1, 2), repeat=25):
                 f"{flops / f / 1e9:.1f}", f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
                 "-" if torch_time is None else f"{torch_time / f:.2f}",
             ])
-        peak = f"{peak_step_bytes(step) / 2**20:.1f}"
-        for row in rows[-len(ways):]:
-            row += [str(blas_threads_for(config, batch * t) or "all"), peak]
+        peaks = {}  # step function -> MiB: the BLAS rows share one step; a parts step counts every thread's arrays
+        for row, (n, way) in zip(rows[-len(ways):], ways, strict=True):
+            fn = fns[("step", n, way)]
+            peaks[fn] = peaks.get(fn) or f"{peak_step_bytes(fn) / 2**20:.1f}"
+            row += [str(blas_threads_for(config, batch * t) or "all"), peaks[fn]]
         for note in notes - {None}:
             print(f"note ({label}): {note}")
     return rows
