@@ -8,8 +8,9 @@
 A step is ``loss_and_grads`` + one Adam update, float32, on fixed random tokens. For each
 configuration and BLAS thread count it prints the median step time, tokens per second and two ratios;
 for each count above one, a second row "N (parts)" times the step with the batch cut in N parts computed
-at the same time on N threads, one BLAS thread each (``model/data_parallel.BatchParts``, the text
-trainer's ``workers``), against the same floor and the same PyTorch row:
+at the same time, one in this process and the others in worker processes, one BLAS thread each
+(``model/data_parallel.BatchParts``, the text trainer's ``workers``), against the same floor and the same
+PyTorch row:
 
 * **step / floor**. The floor is the step's matrix products alone: every matmul of the forward pass
   (the projections, attention's ``q kᵀ`` and ``P v``, the MLP, the unembedding) and the two of the
@@ -25,7 +26,8 @@ trainer's ``workers``), against the same floor and the same PyTorch row:
 The real-text rows are the configurations of the committed checkpoints (``text/checkpoints/{tang,devil}.json``:
 model, batch size, context), on random tokens of their vocabulary: the issue's target there is
 **step / PyTorch <= 1.0** at 1 and 2 threads, printed as met / not met when PyTorch is present. The
-last column is the peak memory one NumPy step allocates (``tracemalloc``, which sees NumPy's arrays).
+last column is the peak memory one NumPy step allocates (``tracemalloc``, which sees NumPy's arrays); for a
+parts row, in this process only (its part and the combined gradients): each worker process holds its own part's.
 
 Every number is a median over the steps of one run, the variants interleaved round by round (a burst
 of load on a shared machine hits all of them alike). In each round a variant runs BURST + 1 steps in a row
@@ -108,13 +110,14 @@ def make_step(config, batch, t, seed=0):
 
 
 def parts_step(model, tokens, targets, workers):
-    """One step of ``model`` on the batch cut in ``workers`` parts computed at once (``BatchParts``: one BLAS
-    thread each), with an Adam update of its own: make_step's step, its batch shared by threads."""
+    """One step of ``model`` on the batch cut in ``workers`` parts computed at once (``BatchParts``: worker
+    processes, one BLAS thread each), with an Adam update of its own: make_step's step on the same batch."""
     parts, optimizer = BatchParts(model, workers), Adam(model.params, lr=1e-3)
 
     def step():
         optimizer.step(parts.loss_and_grads(tokens, targets)[1])
 
+    step.close = parts.close  # ends the worker processes
     return step
 
 
@@ -241,11 +244,13 @@ def run(configs, threads=(1, 2), repeat=25):
                 f"{flops / f / 1e9:.1f}", f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
                 "-" if torch_time is None else f"{torch_time / f:.2f}",
             ])
-        peaks = {}  # step function -> MiB: the BLAS rows share one step; a parts step counts every thread's arrays
+        peaks = {}  # step function -> MiB: the BLAS rows share one step; a parts step counts this process's arrays
         for row, (n, way) in zip(rows[-len(ways):], ways, strict=True):
             fn = fns[("step", n, way)]
-            peaks[fn] = peaks.get(fn) or f"{peak_step_bytes(fn) / 2**20:.1f}"
+            peaks[fn] = peaks.get(fn) or f"{peak_step_bytes(fn) / 2**20:.1f}" + (" (caller)" if way == "parts" else "")
             row += [str(blas_threads_for(config, batch * t) or "all"), peaks[fn]]
+            if way == "parts":
+                fn.close()
         for note in notes - {None}:
             print(f"note ({label}): {note}")
     return rows
@@ -284,7 +289,7 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
         if row[1] == "1" and row[0] in TARGETS:
             verdict(f"{row[0]}, one BLAS thread: step / floor", float(row[5]), TARGETS[row[0]])
         if row[0] in TEXT_CONFIGS and row[6] != "-":
-            way = "thread(s), the batch in parts" if "parts" in row[1] else "BLAS thread(s)"
+            way = "parts at once (one BLAS thread each)" if "parts" in row[1] else "BLAS thread(s)"
             verdict(f"{row[0]}, {row[1].split()[0]} {way}: step / PyTorch", float(row[6]), TORCH_TARGET)
     if any(row[0] in TEXT_CONFIGS and row[6] == "-" for row in rows):
         print(f"target: real-text step / PyTorch <= {TORCH_TARGET:g}x: not measured (PyTorch is not installed)")

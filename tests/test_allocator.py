@@ -14,7 +14,7 @@ import pytest
 HEAP = """
 import ctypes, sys
 import numpy as np
-from attention_from_scratch.infra.allocator import keep_freed_memory
+from attention_from_scratch.infra.allocator import freed_memory_kept, keep_freed_memory
 
 class Mallinfo2(ctypes.Structure):  # glibc >= 2.33: the heap's account, in bytes
     _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
@@ -22,7 +22,9 @@ class Mallinfo2(ctypes.Structure):  # glibc >= 2.33: the heap's account, in byte
 
 mallinfo2 = ctypes.CDLL(None).mallinfo2
 mallinfo2.restype = Mallinfo2
+assert not freed_memory_kept()
 kept = keep_freed_memory() if sys.argv[1] == "keep" else None
+assert freed_memory_kept() is (kept is True)  # what a BatchParts' worker processes take from their caller
 before = mallinfo2().arena
 np.ones(4 * 2**20, dtype=np.float32)  # 16 MiB freed: glibc's mmap threshold rises to it, its trim one to 32 MiB
 arrays = [np.ones(4 * 2**20, dtype=np.float32) for _ in range(3)]  # 48 MiB on the heap, as a step's activations
@@ -57,3 +59,4 @@ def test_elsewhere_it_does_nothing(monkeypatch):
 
     monkeypatch.setattr(allocator.platform, "libc_ver", lambda: ("", ""))
     assert allocator.keep_freed_memory() is False
+    assert allocator.freed_memory_kept() is False

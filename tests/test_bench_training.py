@@ -6,6 +6,7 @@ in ``python -m attention_from_scratch bench``)."""
 from __future__ import annotations
 
 import importlib
+import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -53,13 +54,17 @@ def test_a_tiny_run_prints_ratios_and_skips_pytorch_when_absent(capsys):
 
 def test_two_threads_add_a_row_of_the_batch_in_parts():
     bench = importlib.import_module("bench_training")
-    config = TransformerConfig(7, 8, 2, 1, 12, 6)
+    config, before = TransformerConfig(7, 8, 2, 1, 12, 6), set(multiprocessing.active_children())
     rows = bench.run({"tiny": (config, 4, 6)}, threads=(1, 2), repeat=1)
     assert [row[1] for row in rows] == ["1", "2", "2 (parts)"]
+    assert rows[2][-1].endswith(" (caller)")  # the parts row's peak: this process's share
+    assert set(multiprocessing.active_children()) <= before  # the parts' worker processes were ended
     plain, model, tokens, targets = bench.make_step(config, 4, 6)  # float32, as the benchmark's steps
     _, twin, _, _ = bench.make_step(config, 4, 6)
     plain()
-    bench.parts_step(twin, tokens, targets, 2)()  # the same step from the same start, the batch in two parts
+    step = bench.parts_step(twin, tokens, targets, 2)
+    step()  # the same step from the same start, the batch in two parts
+    step.close()
     start = bench.make_step(config, 4, 6)[1].params
     # both moved, to the same place: Adam's first step is about lr · sign(g) whatever |g|, so a gradient within
     # rounding of 0 may step the other way in the parts' sums; all but such rare entries agree to rounding

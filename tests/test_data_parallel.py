@@ -1,15 +1,22 @@
 """BatchParts: a batch's loss and gradients from parts of its rows equal the whole batch's (the weighted mean of
-the parts' means), on every backend; its errors, and the one-thread BLAS hold while the parts run."""
+the parts' means), on every backend; on NumPy the parts run at the same time in worker processes, with BLAS held
+to one thread; its errors, and the processes' end."""
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
+import os
+import signal
 import time
+from multiprocessing.shared_memory import SharedMemory
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from attention_from_scratch.infra.allocator import freed_memory_kept
 from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads
+from attention_from_scratch.model import part_processes
 from attention_from_scratch.model.data_parallel import BatchParts
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
@@ -30,7 +37,7 @@ def assert_same(a, b, rtol):
         np.testing.assert_allclose(grads_b[name], grads_a[name], rtol=rtol, atol=rtol * 1e-2)
 
 
-@pytest.mark.parametrize("workers", [2, 3, 8])
+@pytest.mark.parametrize("workers", [2, 8])
 def test_parts_give_the_whole_batch_loss_and_gradients(workers):
     """Next-token targets (targets=None): every row counts T - 1 positions; 8 workers on 5 rows: one row each."""
     assert_same(*whole_and_parts(Transformer(CONFIG, seed=2), workers, TOKENS), rtol=1e-12)
@@ -90,66 +97,119 @@ def test_parts_equal_the_whole_batch_on_every_backend(xp):
         xp.assert_close(grads[name], whole[name])
 
 
+class Spy(Transformer):
+    """A Transformer whose every part leaves a note in the folder ``$SPY_DIR`` (the environment reaches the worker
+    processes; a monkeypatched method would not): ``arrived-PID-N`` with the BLAS thread counts it saw and whether
+    the process keeps freed memory (``infra/allocator.py``), then what
+    ``$SPY_DIR/mode`` says ("meet": wait until two processes have arrived; "caller fails": the caller's part raises
+    while the workers' parts sleep; "worker fails": a worker's part raises), then ``ended-PID-N``."""
+
+    def loss_and_grads(self, tokens, targets=None):
+        folder, pid = Path(os.environ["SPY_DIR"]), os.getpid()
+        note = f"{pid}-{len(list(folder.glob(f'arrived-{pid}-*')))}"
+        (folder / f"arrived-{note}").write_text(" ".join(map(str, blas_threads())) + f"; {freed_memory_kept()}")
+        mode, in_caller = (folder / "mode").read_text(), pid == int(os.environ["SPY_CALLER"])
+        try:
+            if mode == "meet":
+                deadline = time.monotonic() + 20
+                while len({f.name.split("-")[1] for f in folder.glob("arrived-*")}) < 2:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the other part never ran at the same time")
+                    time.sleep(0.005)
+            elif mode == "caller fails" and in_caller:
+                raise ValueError("the caller's part is refused")
+            elif mode == "caller fails":
+                time.sleep(0.5)  # the caller's error is ready long before this part ends
+            elif mode == "worker fails" and not in_caller:
+                raise ValueError("a worker's part is refused")
+            return super().loss_and_grads(tokens, targets)
+        finally:
+            (folder / f"ended-{note}").write_text("")
+
+
+@pytest.fixture
+def spy_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPY_DIR", str(tmp_path))
+    monkeypatch.setenv("SPY_CALLER", str(os.getpid()))
+    return tmp_path
+
+
+def notes(folder, kind):
+    """``{pid: [text of each note of that kind]}`` left by Spy's parts."""
+    found = {}
+    for f in sorted(folder.glob(f"{kind}-*")):
+        found.setdefault(int(f.name.split("-")[1]), []).append(f.read_text())
+    return found
+
+
 @pytest.mark.skipif(not blas_threads(), reason="threadpoolctl (the dev extra) sets and reads BLAS's thread count")
-def test_the_parts_run_at_the_same_time_with_blas_held_to_one_thread():
-    """Both parts wait for each other at a barrier (so they overlap in time), each seeing one BLAS thread, inside a
-    caller's count of two that is back once the call returns."""
-    model = Transformer(CONFIG, seed=8)
-    meet, seen, plain = threading.Barrier(2, timeout=10), [], model.loss_and_grads
-
-    def spy(tokens, targets=None):
-        meet.wait()  # a BrokenBarrierError after 10 s if the other part never runs at the same time
-        seen.append((threading.get_ident(), tuple(blas_threads())))
-        return plain(tokens, targets)
-
-    model.loss_and_grads = spy
+def test_the_parts_run_at_the_same_time_in_processes_with_blas_held_to_one_thread(spy_dir, monkeypatch):
+    """Each part waits until the other has arrived (so they overlap in time; a part alone would time out), the
+    worker's in another process; each sees one BLAS thread, inside a caller's count of two that is back after.
+    The worker takes the caller's allocator setting (here said to be set, without changing pytest's process)."""
+    (spy_dir / "mode").write_text("meet")
+    monkeypatch.setattr(part_processes, "freed_memory_kept", lambda: True)
+    model = Spy(CONFIG, seed=8)
     with blas_thread_limit(2), BatchParts(model, 2) as parts:
         assert all(n == 2 for n in blas_threads())
-        parts.loss_and_grads(TOKENS)
+        loss, grads = parts.loss_and_grads(TOKENS)
         assert all(n == 2 for n in blas_threads())
-    assert len({ident for ident, _ in seen}) == 2 and all(n == 1 for _, counts in seen for n in counts)
+    arrived = notes(spy_dir, "arrived")
+    assert len(arrived) == 2 and os.getpid() in arrived  # the caller and one worker process
+    assert all(set(text.split(";")[0].split()) == {"1"} for texts in arrived.values() for text in texts)
+    assert [text.split("; ")[1] for text in arrived[os.getpid()]] == ["False"]  # pytest's own allocator, untouched
+    assert [text.split("; ")[1] for pid in arrived if pid != os.getpid() for text in arrived[pid]] == ["True"]
+    assert_same((loss, grads), Transformer.loss_and_grads(model, TOKENS), rtol=1e-12)
 
 
-def test_a_part_that_fails_on_a_worker_raises_after_every_part_has_ended():
-    """Three parts, the middle one (a worker's) refused: the caller gets its error, and only once the other parts
-    have ended (none is left running outside the one-thread hold)."""
-    model = Transformer(CONFIG, seed=9)
-    ended, plain = [], model.loss_and_grads
-
-    def spy(tokens, targets=None):
-        try:
-            if tokens.shape[0] == 2 and int(tokens[0, 0]) == -5:
-                raise ValueError("the middle part is refused")
-            time.sleep(0.05)
-            return plain(tokens, targets)
-        finally:
-            ended.append(tokens.shape[0])
-
-    model.loss_and_grads = spy
-    tokens = TOKENS.copy()
-    tokens[1, 0] = -5  # rows 1-2 form the middle part of three (rows 0, 1-2, 3-4); checked whole, -5 is refused...
-    with BatchParts(model, 3) as parts, pytest.raises(ValueError, match="vocab_size"):
-        parts.loss_and_grads(tokens)  # ...so the spy is never reached: the whole batch is checked first
-    assert ended == []
-    model.check_tokens = lambda t, *a, **k: np.asarray(t)  # let the batch through: the part itself refuses it
-    with BatchParts(model, 3) as parts, pytest.raises(ValueError, match="the middle part is refused"):
-        parts.loss_and_grads(tokens)
-    assert sorted(ended) == [1, 2, 2]  # every part ended before the error reached the caller
+def test_an_error_in_any_part_is_raised_after_every_part_has_ended(spy_dir):
+    """Three parts (the caller's and two workers'). The caller's part fails at once while the workers' sleep: the
+    error reaches the caller only once both have ended (nothing left running). Then a worker's part fails: its
+    error, raised in the caller; the processes still serve the next batch."""
+    model = Spy(CONFIG, seed=9)
+    with BatchParts(model, 3) as parts:
+        (spy_dir / "mode").write_text("caller fails")
+        with pytest.raises(ValueError, match="the caller's part is refused"):
+            parts.loss_and_grads(TOKENS)
+        ended = notes(spy_dir, "ended")
+        assert len(ended) == 3 and sum(map(len, ended.values())) == 3  # every part, each in its own process
+        (spy_dir / "mode").write_text("worker fails")
+        with pytest.raises(ValueError, match="a worker's part is refused"):
+            parts.loss_and_grads(TOKENS)
+        (spy_dir / "mode").write_text("")
+        assert_same(parts.loss_and_grads(TOKENS), Transformer.loss_and_grads(model, TOKENS), rtol=1e-12)
 
 
-def test_close_ends_the_pool_and_a_later_call_makes_a_new_one():
-    def pool_threads():
-        return sum(t.name.startswith("ThreadPoolExecutor") for t in threading.enumerate())
-
-    model, before = Transformer(CONFIG, seed=10), pool_threads()
-    parts = BatchParts(model, 3)
+def test_close_ends_the_processes_and_frees_the_memory_and_a_later_call_starts_new_ones():
+    model = Transformer(CONFIG, seed=10)
+    parts, before = BatchParts(model, 3), set(multiprocessing.active_children())
     first = parts.loss_and_grads(TOKENS)
-    assert before < pool_threads() <= before + 2  # the pool's threads (it starts one per part only when needed)
+    workers = set(multiprocessing.active_children()) - before
+    assert len(workers) == 2  # parts 1 and 2 (the caller computes part 0)
+    for process in workers:  # Ctrl-C reaches a terminal's whole process group: the workers leave it to the caller
+        os.kill(process.pid, signal.SIGINT)
+    again = parts.loss_and_grads(TOKENS)
+    assert again[0] == first[0] and all(np.array_equal(again[1][k], first[1][k]) for k in first[1])
+    names = parts._processes.block_names  # the shared-memory blocks: the parameters, parts 1 and 2's gradients
+    assert len(names) == 3
     parts.close()
-    assert pool_threads() == before
+    assert not any(p.is_alive() for p in workers) and set(multiprocessing.active_children()) <= before
+    for name in names:
+        with pytest.raises(FileNotFoundError):
+            SharedMemory(name=name)
+    parts.close()  # a second close does nothing
     again = parts.loss_and_grads(TOKENS)
     assert again[0] == first[0]
     parts.close()
+
+
+def test_the_workers_read_the_callers_parameters_at_every_call():
+    """An optimizer replaces the caller's parameters between batches: the next call's parts see the new ones."""
+    model = Transformer(CONFIG, seed=12)
+    with BatchParts(model, 2) as parts:
+        parts.loss_and_grads(TOKENS)
+        model.params = {name: p * 0.5 for name, p in model.params.items()}
+        assert_same(parts.loss_and_grads(TOKENS), model.loss_and_grads(TOKENS), rtol=1e-12)
 
 
 def test_bad_inputs_are_refused_with_clear_messages():

@@ -15,8 +15,9 @@ allocates), so the process's resident size stays at its peak.
 
 It changes the whole process, so only a program that owns its process calls it: the ``train`` command and
 ``benchmarks/bench_training.py`` (for every variant it times, PyTorch's too); the package's functions never
-do. Where the C library is not glibc it does nothing (and under a preloaded other malloc, such as jemalloc,
-glibc's settings have no effect).
+do, except in the worker processes a caller's ``BatchParts`` starts (``model/part_processes.py``), which
+take the caller's setting (:func:`freed_memory_kept`). Where the C library is not glibc it does nothing
+(and under a preloaded other malloc, such as jemalloc, glibc's settings have no effect).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from __future__ import annotations
 import ctypes
 import platform
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory"]
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "freed_memory_kept", "keep_freed_memory"]
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (glibc's <malloc.h>)
 MMAP_THRESHOLD = 32 * 2**20  # glibc's largest on 64-bit: only blocks above 32 MiB are still mapped and unmapped
 TRIM_THRESHOLD = 512 * 2**20  # free memory a heap may keep at its top before it is handed back
+_kept = False  # whether keep_freed_memory() set both thresholds in this process
 
 
 def keep_freed_memory() -> bool:
@@ -41,4 +43,11 @@ def keep_freed_memory() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     mapped = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1  # 1 = accepted
     trimmed = mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    global _kept
+    _kept = _kept or (mapped and trimmed)
     return mapped and trimmed
+
+
+def freed_memory_kept() -> bool:
+    """Whether :func:`keep_freed_memory` has set its thresholds in this process."""
+    return _kept

@@ -18,7 +18,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["blas_thread_limit", "blas_threads", "limit_worker_thread", "one_blas_thread"]
+__all__ = ["blas_thread_limit", "blas_threads", "limit_worker_process", "limit_worker_thread", "one_blas_thread"]
 
 _lock = threading.Lock()
 _holders = 0  # callers inside one_blas_thread() right now
@@ -138,6 +138,15 @@ def limit_worker_thread():
     per_thread, _ = _blas_by_scope()
     if per_thread is not None:
         per_thread.limit(limits=1, user_api="blas")  # not restored: the worker ends with its pool
+
+
+def limit_worker_process():
+    """A worker process's BLAS at one thread for the process's life, every library, process-wide or per thread
+    (a no-op without the optional threadpoolctl): the initializer of processes that compute beside one another
+    (``model/part_processes.py``)."""
+    controller = _controller()
+    if controller is not None:
+        controller.limit(limits=1, user_api="blas")  # not restored: the process ends with its pool
 
 
 @contextlib.contextmanager

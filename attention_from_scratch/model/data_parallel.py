@@ -7,18 +7,21 @@ parts' means, and so is its gradient (the gradient of a sum is the sum of the gr
 
 with ``L_p`` and ``∇L_p`` what ``model.loss_and_grads`` returns for part p (a slice of the batch's rows)
 and ``n_p`` the positions that part counts. This is how a batch is trained on many GPUs: each computes
-its own part's gradients and an all-reduce adds them up (Li et al. 2020, "PyTorch Distributed"). Here
-each part runs on a thread of the CPU.
+its own part's gradients in a process of its own, and an all-reduce adds them up (Li et al. 2020, "PyTorch
+Distributed"). Here each part runs on a core of the CPU.
 
-Why threads help a NumPy step on a CPU: a multi-threaded BLAS speeds up the matrix products only; NumPy
-runs the elementwise passes (GELU, softmax, the norms, RoPE) and attention's many small products on one
-core. Parts on threads, each thread with a one-thread BLAS, put all of that work on every core (NumPy
-releases Python's GIL inside its loops). Measured with ``benchmarks/bench_training.py --text`` on 2 cores
-of an AMD EPYC virtual machine, with the freed memory kept (``infra/allocator.keep_freed_memory``, which
-the benchmark and the ``train`` command set): two parts took 0.73-0.81x the time of the whole batch on
-two BLAS threads for the Devil model's step, 0.85-0.99x for the smaller Tang model's; without that setting
-0.90-0.97x and 1.15-1.33x (``docs/guide/benchmarks.md``, "The batch in parts"). On a GPU backend the parts
-would only take turns on one device: use one worker there.
+Why parts help a NumPy step on a CPU: a multi-threaded BLAS speeds up the matrix products only; NumPy runs
+the elementwise passes (GELU, softmax, the norms, RoPE) and attention's many small products on one core.
+Parts computed at the same time, each with a one-thread BLAS, put all of that work on every core. On NumPy
+each part beyond the first runs in a worker process (:mod:`.part_processes`; threads would wait for one
+another at Python's interpreter lock). Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an
+AMD EPYC virtual machine (``docs/guide/benchmarks.md``, "The batch in parts, in processes"), two parts took
+0.77-0.83x the time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.75x for the
+Devil model's, with the freed memory kept (``infra/allocator.keep_freed_memory``, which the benchmark and the
+``train`` command set and the workers take from their caller). A part costs a round trip to its process (about
+0.65 ms here), so parts pay only for steps of tens of milliseconds and more. On any other backend the parts take
+turns in the caller (the same numbers): on a GPU they would only take turns on one device anyway, so use one
+worker there.
 
 The result equals the whole batch's up to rounding (sums in another order), not bit for bit; a given
 number of parts always gives the same bits (the parts are combined in a fixed order).
@@ -27,13 +30,12 @@ number of parts always gives the same bits (the parts are combined in a fixed or
 from __future__ import annotations
 
 import itertools
-import weakref
-from concurrent.futures import ThreadPoolExecutor, wait
 
-from ..infra.backend import get_namespace
-from ..infra.blas import limit_worker_thread, one_blas_thread
+from ..infra.backend import backend_name, get_namespace
+from ..infra.blas import one_blas_thread
 from ..infra.checks import check_positive_int
 from .layers import count_targets
+from .part_processes import PartProcesses
 
 __all__ = ["BatchParts", "weighted_sum"]
 
@@ -41,15 +43,16 @@ __all__ = ["BatchParts", "weighted_sum"]
 class BatchParts:
     """``model.loss_and_grads`` of a batch computed as ``workers`` parts of its rows at the same time.
 
-    The calling thread computes the first part, ``workers - 1`` threads of this object's pool the others,
-    all with BLAS held to one thread; one worker is the plain call. The pool ends with ``close()``, the
-    ``with`` block, or when the object is collected. One object serves one caller at a time.
+    The caller computes the first part, ``workers - 1`` worker processes the others (on NumPy; elsewhere they take
+    turns in the caller), all with BLAS held to one thread; one worker is the plain call. The processes start with
+    the first batch that has more than one part and end with ``close()``, the ``with`` block, or when the object
+    is collected. One object serves one caller at a time.
     """
 
     def __init__(self, model, workers: int):
         self.model = model
-        self.workers = check_positive_int(workers, "workers (threads computing parts of each batch)")
-        self._pool = None  # made when a batch first has more than one part
+        self.workers = check_positive_int(workers, "workers (parts of each batch computed at the same time)")
+        self._processes = None  # PartProcesses, made when a batch first has more than one part
 
     def __enter__(self):
         return self
@@ -58,10 +61,10 @@ class BatchParts:
         self.close()
 
     def close(self):
-        """End the pool's threads (a later call makes a new pool)."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        """End the worker processes (a later call starts new ones)."""
+        if self._processes is not None:
+            self._processes.close()
+            self._processes = None
 
     def loss_and_grads(self, tokens, targets=None):
         """``(loss, grads)`` of the whole batch, as ``model.loss_and_grads(tokens, targets)`` returns them:
@@ -87,18 +90,16 @@ class BatchParts:
         return loss, {name: weighted_sum(weights, [g[name] for g in part_grads]) for name in part_grads[0]}
 
     def _run(self, parts):
-        """``[model.loss_and_grads(*part)]`` in the parts' order: the first here, the rest on the pool; every part
-        ends inside the one-thread hold, whichever part raised."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers - 1, initializer=limit_worker_thread)
-            weakref.finalize(self, self._pool.shutdown, wait=False)  # no threads left behind by a forgotten object
+        """``[model.loss_and_grads(*part)]`` in the parts' order, BLAS held to one thread: on NumPy the first part
+        here and the others in the worker processes at the same time (every part has ended when this returns
+        or raises), on other backends one after the other."""
+        model = self.model
         with one_blas_thread():
-            futures = [self._pool.submit(self.model.loss_and_grads, *part) for part in parts[1:]]
-            try:
-                first = self.model.loss_and_grads(*parts[0])
-            finally:
-                wait(futures)
-            return [first, *(f.result() for f in futures)]  # a part's error is raised here, in the caller's thread
+            if backend_name(model.xp) != "numpy":
+                return [model.loss_and_grads(*part) for part in parts]
+            if self._processes is None:
+                self._processes = PartProcesses(model, self.workers)
+            return self._processes.run(model, parts)
 
 
 def weighted_sum(weights, values):

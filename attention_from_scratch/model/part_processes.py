@@ -1,0 +1,134 @@
+"""Worker processes for :class:`~.data_parallel.BatchParts`: each computes its part of a batch in its own Python.
+
+Why processes, not threads. Threads share one interpreter lock: NumPy lets go of it inside a long loop,
+but a training step makes thousands of short calls, and each time a thread wants the lock back while the
+other holds it, it sleeps and has to be woken. On a virtual machine a wake-up costs 120-180 µs. Measured on
+2 cores of an AMD EPYC virtual machine (the Tang model's step, one BLAS thread each): one half-batch took
+30 ms alone, two at once took 54 ms on two threads and 30 ms each in two processes. A GPU cluster does the
+same: one process per device (PyTorch's DistributedDataParallel).
+
+The arrays travel through shared memory, the small messages through the pool's pipes:
+
+* block 0, the parameters: the caller copies ``model.params`` into it before each batch; every worker's
+  model reads its parameters from there (views, never written by a worker);
+* block p (p = 1 .. workers - 1), part p's gradients, written by the worker that computed that part and
+  read by the caller;
+* a part's tokens and targets (a few KiB) go with its task, its loss (a float) comes back with the result.
+
+Each worker builds ``type(model)(model.config, dtype=model.dtype)`` once (so a subclass must keep that
+constructor and live in an importable module), holds BLAS to one thread (with the optional threadpoolctl,
+as :func:`~attention_from_scratch.infra.blas.one_blas_thread` does for the caller's part) and ignores Ctrl-C:
+the caller handles it and ends the pool. Processes start with "spawn" (a fresh interpreter, on every
+platform), about half a second each, once per :class:`PartProcesses`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import multiprocessing
+import signal
+import weakref
+from concurrent.futures import ProcessPoolExecutor, wait
+from multiprocessing.shared_memory import SharedMemory
+
+import numpy as np
+
+from ..infra.allocator import freed_memory_kept, keep_freed_memory
+from ..infra.blas import limit_worker_process
+
+__all__ = ["PartProcesses"]
+
+
+def _layout(params: dict) -> dict:
+    """name -> (shape, byte offset) of each parameter packed one after another in a block."""
+    layout, offset = {}, 0
+    for name, p in params.items():
+        layout[name] = (tuple(p.shape), offset)
+        offset += math.prod(p.shape) * p.dtype.itemsize
+    return layout
+
+
+def _views(block, layout: dict, dtype) -> dict:
+    """name -> an array of the parameter's shape inside ``block`` (shared memory: no copy)."""
+    return {name: np.ndarray(shape, dtype=dtype, buffer=block.buf, offset=offset)
+            for name, (shape, offset) in layout.items()}
+
+
+class PartProcesses:
+    """``workers - 1`` processes computing ``model.loss_and_grads`` on parts 1 .. P-1 of a batch (P <= workers).
+
+    ``run(parts)`` computes part 0 in the calling process and returns ``[(loss_p, grads_p)]`` in the parts'
+    order; the gradients of parts 1 .. P-1 are views of shared memory, valid until the next ``run``. ``close()``
+    ends the processes and frees the memory (also done when the object is collected).
+    """
+
+    def __init__(self, model, workers: int):
+        dtype = np.dtype(model.dtype)
+        layout = _layout(model.params)
+        size = max(1, sum(math.prod(shape) for shape, _ in layout.values()) * dtype.itemsize)
+        blocks = [SharedMemory(create=True, size=size) for _ in range(workers)]  # 0: parameters, p: part p's grads
+        self.block_names = [b.name for b in blocks]  # block 0 the parameters, block p part p's gradients
+        self._views = [_views(b, layout, dtype) for b in blocks]
+        self._pool = ProcessPoolExecutor(
+            workers - 1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+            initargs=(type(model), model.config, dtype, layout, self.block_names, freed_memory_kept()))
+        self._end = weakref.finalize(self, _end, self._pool, self._views, blocks)
+
+    def close(self):
+        """End the worker processes and free the shared memory (a second call does nothing)."""
+        self._end()
+
+    def run(self, model, parts):
+        """``[model.loss_and_grads(*part) for part in parts]``: part 0 here, the others on the workers at the same
+        time. Every part has ended when this returns or raises (a worker's error is raised in the caller)."""
+        params = self._views[0]
+        for name, view in params.items():
+            view[...] = model.params[name]  # the workers read the caller's current parameters
+        futures = [self._pool.submit(_part_in_worker, p, *part) for p, part in enumerate(parts[1:], start=1)]
+        try:
+            first = model.loss_and_grads(*parts[0])
+        finally:
+            wait(futures)
+        return [first, *((f.result(), self._views[p]) for p, f in enumerate(futures, start=1))]
+
+
+def _end(pool, views, blocks):
+    """Stop the pool, drop the arrays that point into the blocks, then free the blocks."""
+    pool.shutdown(wait=True, cancel_futures=True)
+    views.clear()
+    for block in blocks:
+        block.close()
+        block.unlink()
+
+
+# -- inside a worker process ----------------------------------------------------------------------------
+_worker = {}  # this process's model, views and blocks (set once by _start_worker)
+
+
+def _start_worker(cls, config, dtype, layout, names, keep_memory):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    limit_worker_process()
+    if keep_memory:  # the caller's allocator setting (infra/allocator.py): the parts' steps cost alike
+        keep_freed_memory()
+    blocks = [SharedMemory(name=name) for name in names]
+    views = [_views(b, layout, dtype) for b in blocks]
+    model = cls(config, dtype=dtype.type)
+    model.params = views[0]  # read only: the caller writes it between batches
+    _worker.update(model=model, views=views, blocks=blocks)
+    atexit.register(_end_worker)
+
+
+def _part_in_worker(p, tokens, targets):
+    """Part p's loss; its gradients written into block p."""
+    loss, grads = _worker["model"].loss_and_grads(tokens, targets)
+    for name, view in _worker["views"][p].items():
+        view[...] = grads[name]
+    return loss
+
+
+def _end_worker():
+    blocks = _worker.pop("blocks")
+    _worker.clear()  # the model and the views go first: a block cannot close while an array points into it
+    for block in blocks:
+        block.close()
