@@ -109,9 +109,9 @@ def test_an_interrupted_run_resumes_to_the_same_parameters(tmp_path):
 
 
 def test_batch_parts_train_as_the_whole_batch_does_and_resume_to_the_same_bits(tmp_path, monkeypatch):
-    """workers=2 (two parts of each batch on two threads): every step goes through BatchParts with two workers,
-    the same losses as one worker up to rounding (float64), and an interrupted run resumes to the very same
-    parameters as a straight one."""
+    """workers=2 (two parts of each batch, the second in a worker process): every step goes through BatchParts
+    with two workers, the same losses as one worker up to rounding (float64), and an interrupted run resumes to
+    the very same parameters as a straight one."""
     from attention_from_scratch.model.data_parallel import BatchParts
     from attention_from_scratch.text import trainer
 
@@ -146,6 +146,50 @@ def test_batch_parts_train_as_the_whole_batch_does_and_resume_to_the_same_bits(t
     with pytest.raises(ValueError, match="workers"):
         train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "workers": 0}), tmp_path / "e")
     assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()  # refused before anything is written
+
+
+def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monkeypatch):
+    """A real SIGINT while a step's gradients are computed (step 6: that batch is drawn again on resume) and one
+    while Adam is half-way through its parameters (step 9: the update ends first, then the run stops). Each
+    resumed run, with its training losses since the last evaluation, ends where a straight run ends, bit for bit."""
+    import signal
+
+    from attention_from_scratch.model.transformer import Transformer as Plain
+    from attention_from_scratch.text import trainer
+
+    train_ids, held = streams()
+    straight = train_on_text(train_ids, held, TOK, TINY, tmp_path / "a")
+    calls, ends = [0], {}
+
+    class Interrupted(Plain):
+        def loss_and_grads(self, tokens, targets=None):
+            calls[0] += 1
+            if calls[0] == 6:
+                signal.raise_signal(signal.SIGINT)  # Python's handler: KeyboardInterrupt, here
+            return super().loss_and_grads(tokens, targets)
+
+    class HalfWay(trainer.Adam):
+        def step(self, grads):
+            first, *rest = grads.items()
+            super().step(dict([first]))
+            self.t -= 1  # one step, in two calls
+            if self.t == 8:
+                signal.raise_signal(signal.SIGINT)  # held until the step is whole
+            super().step(dict(rest))
+
+    for name, patch in (("gradients", ("Transformer", Interrupted)), ("update", ("Adam", HalfWay))):
+        calls[0] = 0
+        with monkeypatch.context() as m:
+            m.setattr(trainer, *patch)
+            first = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, log=lambda _: None)
+        assert first.stopped == "interrupted"
+        ends[name] = json.loads((tmp_path / name / "last.json").read_text())["meta"]["state"]["step"]
+        resumed = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, resume=True)
+        for key in ("step", "train", "held_out"):  # the training losses' means too (not the seconds)
+            assert resumed.history[key] == straight.history[key], key
+        a, b = (load_checkpoint(tmp_path / d / "last")[0].params for d in ("a", name))
+        assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert ends == {"gradients": 5, "update": 9}  # stopped before step 6's update; after step 9's
 
 
 def test_the_saved_model_is_the_moving_average_of_the_parameters(tmp_path):

@@ -20,24 +20,29 @@ random places of the training stream (``default_rng(seed)``). Around it:
   best, and the best checkpoint is the result, not the last);
 * ``OUT/last`` holds everything needed to continue (parameters, Adam's moments, the step, the batch
   generator's state, the history): written at every evaluation and on Ctrl-C, read by ``resume=True``;
-  a resumed run draws the same batches as one that was never interrupted;
+  a resumed run draws the same batches as one that was never interrupted (Ctrl-C during a step's update or an
+  evaluation takes effect when it ends; a batch whose gradients it cut short is drawn again), and ends where
+  that run ends, bit for bit;
 * ``time_budget`` (seconds) ends the run at the first evaluation past it;
 * ``threads`` BLAS threads (default 1): fixed by the caller, never picked from the machine's load, so a
   run does the same arithmetic on a busy machine and an idle one (the committed checkpoints used 1; on
   an idle machine with spare cores, more may be faster for the larger models: measure before choosing);
-* ``workers`` (default 1): each batch is computed as that many parts of its rows at the same time, each on
-  its own thread with one BLAS thread (``model/data_parallel.py``: data parallelism, the parts' gradients
-  averaged by the positions they count). It uses every core for the elementwise work too, which BLAS
-  threads do not: on 2 cores (an AMD EPYC virtual machine) the Devil model's step took 0.73-0.81x the time
-  of two BLAS threads, and 200 steps of ``train --corpus devil`` 0.78-0.81x (``docs/guide/numbers.md``). The
-  numbers equal one worker's up to rounding, and the same ``workers`` gives the same bits on any load.
+* ``workers`` (default 1): each batch is computed as that many parts of its rows at the same time, the first
+  in this process and the others in worker processes, each with one BLAS thread (``model/data_parallel.py``:
+  data parallelism, the parts' gradients averaged by the positions they count). It uses every core for the
+  elementwise work too, which BLAS threads do not: on 2 cores (an AMD EPYC virtual machine) 200 steps of
+  ``train --corpus devil`` took 0.70-0.78x the time of ``--threads 2`` (``docs/guide/numbers.md``). The numbers equal
+  one worker's up to rounding, and the same ``workers`` gives the same bits on any load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
+import signal
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,7 +81,7 @@ class TrainOptions:
     time_budget: float | None = None  # seconds; None = no limit
     seed: int = 0  # model initialisation and batches
     threads: int = 1  # BLAS threads (see the module docstring)
-    workers: int = 1  # threads computing parts of each batch, one BLAS thread each (see the module docstring)
+    workers: int = 1  # parts of each batch computed at the same time, one BLAS thread each (the module docstring)
     dtype: str = "float32"
 
     def model_config(self, vocab_size: int) -> TransformerConfig:
@@ -144,42 +149,73 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
     out.mkdir(parents=True, exist_ok=True)
     meta = {**(meta or {}), "options": dataclasses.asdict(o)}
     progress = Progress(o.steps, o.time_budget, start_step=state["step"], start_seconds=state["seconds"])
-    window_losses, stopped = [], ""
+    window_losses = state.setdefault("window", [])  # the training losses since the last evaluation (saved in last)
+    stopped, drawn = "", None
     with blas_thread_limit(o.threads), parts:
         try:
             while not stopped:
                 step = state["step"]
+                drawn = rng.bit_generator.state  # Ctrl-C before this batch is trained on: it is drawn again on resume
                 loss, grads = parts.loss_and_grads(*make_batch(train_ids, rng, o))  # model.loss_and_grads's
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the loss became {loss} at step {step}; try a smaller lr")
-                optimizer.lr = learning_rate(step, o)
-                optimizer.step(grads)
-                if o.weight_decay:
-                    for name, p in model.params.items():
-                        if p.ndim == 2:
-                            model.params[name] = p * (1 - optimizer.lr * o.weight_decay)
-                if averaged is not None:
-                    beta = min(o.ema, (1 + step) / (10 + step))
-                    for name, p in model.params.items():
-                        averaged.params[name] = beta * averaged.params[name] + (1 - beta) * p
-                state["step"] = step = step + 1
-                window_losses.append(loss / chars_per_token)
-                progress.step(step, o.batch_size * o.context, train=window_losses[-1])
+                with _whole_step():  # the update and its bookkeeping: Ctrl-C waits for their end
+                    drawn = None
+                    _update(model, optimizer, averaged, grads, step, o)
+                    state["step"] = step = step + 1
+                    window_losses.append(loss / chars_per_token)
+                    progress.step(step, o.batch_size * o.context, train=window_losses[-1])
                 if step % o.eval_every == 0 or step == o.steps:
-                    scored = model if averaged is None else averaged  # the average, when there is one
-                    stopped = _evaluate(scored, held, tokenizer, o, state, window_losses, progress, out, meta)
-                    window_losses = []
-                    _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
+                    with _whole_step():  # a second or two: the history, the best checkpoint and last stay whole
+                        scored = model if averaged is None else averaged  # the average, when there is one
+                        stopped = _evaluate(scored, held, tokenizer, o, state, window_losses, progress, out, meta)
+                        state["window"] = window_losses = []
+                        _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
                     if callback is not None:
                         callback(step, state)
         except KeyboardInterrupt:
-            _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
+            if drawn is not None:
+                rng.bit_generator.state = drawn
+            with _whole_step():
+                _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
             progress.close()
             log(f"interrupted at step {state['step']}: saved {last}.npz; run again with resume to continue")
             stopped = "interrupted"
     progress.close()
     best = load_checkpoint(out / "best")[0] if checkpoint_paths(out / "best")[0].exists() else model
     return TextRun(best, state["best_loss"], state["best_step"], state["history"], stopped, out)
+
+
+def _update(model, optimizer, averaged, grads, step, o):
+    """One step's change of the parameters: Adam from ``grads``, then weight decay, then the running average."""
+    optimizer.lr = learning_rate(step, o)
+    optimizer.step(grads)
+    if o.weight_decay:
+        for name, p in model.params.items():
+            if p.ndim == 2:
+                model.params[name] = p * (1 - optimizer.lr * o.weight_decay)
+    if averaged is not None:
+        beta = min(o.ema, (1 + step) / (10 + step))
+        for name, p in model.params.items():
+            averaged.params[name] = beta * averaged.params[name] + (1 - beta) * p
+
+
+@contextlib.contextmanager
+def _whole_step():
+    """Ctrl-C (SIGINT) inside the block waits until the block has ended, then acts as it would have: a step's update,
+    its bookkeeping or a checkpoint's files are never left half done. Only the main thread can hold a signal;
+    elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # now the previous handler's (Python's: KeyboardInterrupt)
 
 
 def _evaluate(model, held, tokenizer, o, state, window_losses, progress, out, meta) -> str:
