@@ -203,6 +203,28 @@ def test_close_ends_the_processes_and_frees_the_memory_and_a_later_call_starts_n
     parts.close()
 
 
+def test_a_refused_shared_memory_block_leaves_none_behind(monkeypatch):
+    """The third block cannot be made (as when /dev/shm is full): the two made before it are freed, no process has
+    started, and the error is the system's."""
+    made, real = [], part_processes.SharedMemory
+
+    def third_refused(*args, create=False, **kwargs):
+        if create and len(made) == 2:
+            raise OSError("No space left on device: /dev/shm")
+        block = real(*args, create=create, **kwargs)
+        made.append(block.name)
+        return block
+
+    monkeypatch.setattr(part_processes, "SharedMemory", third_refused)
+    before = set(multiprocessing.active_children())
+    with BatchParts(Transformer(CONFIG, seed=13), 3) as parts, pytest.raises(OSError, match="No space left"):
+        parts.loss_and_grads(TOKENS)
+    assert len(made) == 2 and set(multiprocessing.active_children()) <= before
+    for name in made:
+        with pytest.raises(FileNotFoundError):
+            SharedMemory(name=name)
+
+
 def test_the_workers_read_the_callers_parameters_at_every_call():
     """An optimizer replaces the caller's parameters between batches: the next call's parts see the new ones."""
     model = Transformer(CONFIG, seed=12)

@@ -177,19 +177,29 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
                 signal.raise_signal(signal.SIGINT)  # held until the step is whole
             super().step(dict(rest))
 
-    for name, patch in (("gradients", ("Transformer", Interrupted)), ("update", ("Adam", HalfWay))):
-        calls[0] = 0
-        with monkeypatch.context() as m:
-            m.setattr(trainer, *patch)
-            first = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, log=lambda _: None)
-        assert first.stopped == "interrupted"
-        ends[name] = json.loads((tmp_path / name / "last.json").read_text())["meta"]["state"]["step"]
-        resumed = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, resume=True)
-        for key in ("step", "train", "held_out"):  # the training losses' means too (not the seconds)
-            assert resumed.history[key] == straight.history[key], key
-        a, b = (load_checkpoint(tmp_path / d / "last")[0].params for d in ("a", name))
-        assert all(np.array_equal(a[k], b[k]) for k in a)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C (a test runner's
+    try:  # worker may ignore SIGINT: older pytest-xdist's do)
+        for name, patch in (("gradients", ("Transformer", Interrupted)), ("update", ("Adam", HalfWay))):
+            calls[0] = 0
+            with monkeypatch.context() as m:
+                m.setattr(trainer, *patch)
+                first = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, log=lambda _: None)
+            ends[name] = _resume_and_compare(first, name, train_ids, held, straight, tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert ends == {"gradients": 5, "update": 9}  # stopped before step 6's update; after step 9's
+
+
+def _resume_and_compare(first, name, train_ids, held, straight, tmp_path):
+    """The step where the interrupted run stopped, after checking that its resumed run ends as ``straight`` did."""
+    assert first.stopped == "interrupted"
+    end = json.loads((tmp_path / name / "last.json").read_text())["meta"]["state"]["step"]
+    resumed = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, resume=True)
+    for key in ("step", "train", "held_out"):  # the training losses' means too (not the seconds)
+        assert resumed.history[key] == straight.history[key], key
+    a, b = (load_checkpoint(tmp_path / d / "last")[0].params for d in ("a", name))
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    return end
 
 
 def test_the_saved_model_is_the_moving_average_of_the_parameters(tmp_path):

@@ -46,7 +46,8 @@ class BatchParts:
     The caller computes the first part, ``workers - 1`` worker processes the others (on NumPy; elsewhere they take
     turns in the caller), all with BLAS held to one thread; one worker is the plain call. The processes start with
     the first batch that has more than one part and end with ``close()``, the ``with`` block, or when the object
-    is collected. One object serves one caller at a time.
+    is collected (a script keeps its work under ``if __name__ == "__main__":``, :mod:`.part_processes`). One
+    object serves one caller at a time.
     """
 
     def __init__(self, model, workers: int):

@@ -19,7 +19,9 @@ Each worker builds ``type(model)(model.config, dtype=model.dtype)`` once (so a s
 constructor and live in an importable module), holds BLAS to one thread (with the optional threadpoolctl,
 as :func:`~attention_from_scratch.infra.blas.one_blas_thread` does for the caller's part) and ignores Ctrl-C:
 the caller handles it and ends the pool. Processes start with "spawn" (a fresh interpreter, on every
-platform), about half a second each, once per :class:`PartProcesses`.
+platform), about half a second each, once per :class:`PartProcesses`. As with any "spawn" process, a worker
+imports the caller's main script again, so a script that uses workers keeps its own work under
+``if __name__ == "__main__":``; notebooks and ``python -m attention_from_scratch train`` need nothing.
 """
 
 from __future__ import annotations
@@ -67,7 +69,13 @@ class PartProcesses:
         dtype = np.dtype(model.dtype)
         layout = _layout(model.params)
         size = max(1, sum(math.prod(shape) for shape, _ in layout.values()) * dtype.itemsize)
-        blocks = [SharedMemory(create=True, size=size) for _ in range(workers)]  # 0: parameters, p: part p's grads
+        blocks = []  # 0: the parameters, p: part p's gradients
+        try:
+            for _ in range(workers):
+                blocks.append(SharedMemory(create=True, size=size))
+        except BaseException:  # e.g. /dev/shm full: free the blocks made so far, then raise
+            _end(None, [], blocks)
+            raise
         self.block_names = [b.name for b in blocks]  # block 0 the parameters, block p part p's gradients
         self._views = [_views(b, layout, dtype) for b in blocks]
         self._pool = ProcessPoolExecutor(
@@ -95,7 +103,8 @@ class PartProcesses:
 
 def _end(pool, views, blocks):
     """Stop the pool, drop the arrays that point into the blocks, then free the blocks."""
-    pool.shutdown(wait=True, cancel_futures=True)
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
     views.clear()
     for block in blocks:
         block.close()
