@@ -43,8 +43,8 @@ __all__ = ["BatchParts", "weighted_sum"]
 class BatchParts:
     """``model.loss_and_grads`` of a batch computed as ``workers`` parts of its rows at the same time.
 
-    The caller computes the first part, ``workers - 1`` worker processes the others (on NumPy; elsewhere they take
-    turns in the caller), all with BLAS held to one thread; one worker is the plain call. The processes start with
+    On NumPy the caller computes the first part and ``workers - 1`` worker processes the others, all with BLAS held
+    to one thread; elsewhere the parts take turns in the caller. One worker is the plain call. The processes start with
     the first batch that has more than one part and end with ``close()``, the ``with`` block, or when the object
     is collected (a script keeps its work under ``if __name__ == "__main__":``, :mod:`.part_processes`). One
     object serves one caller at a time.
@@ -91,15 +91,15 @@ class BatchParts:
         return loss, {name: weighted_sum(weights, [g[name] for g in part_grads]) for name in part_grads[0]}
 
     def _run(self, parts):
-        """``[model.loss_and_grads(*part)]`` in the parts' order, BLAS held to one thread: on NumPy the first part
-        here and the others in the worker processes at the same time (every part has ended when this returns
-        or raises), on other backends one after the other."""
+        """``[model.loss_and_grads(*part)]`` in the parts' order: on NumPy the first part here and the others in
+        the worker processes at the same time, BLAS held to one thread in each (every part has ended when this
+        returns or raises); on other backends one after the other, as they are."""
         model = self.model
-        with one_blas_thread():
-            if backend_name(model.xp) != "numpy":
-                return [model.loss_and_grads(*part) for part in parts]
-            if self._processes is None:
-                self._processes = PartProcesses(model, self.workers)
+        if backend_name(model.xp) != "numpy":
+            return [model.loss_and_grads(*part) for part in parts]
+        if self._processes is None:
+            self._processes = PartProcesses(model, self.workers)
+        with one_blas_thread():  # the caller's part; the workers hold their own (part_processes.py)
             return self._processes.run(model, parts)
 
 

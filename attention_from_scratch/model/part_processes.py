@@ -60,7 +60,7 @@ def _views(block, layout: dict, dtype) -> dict:
 class PartProcesses:
     """``workers - 1`` processes computing ``model.loss_and_grads`` on parts 1 .. P-1 of a batch (P <= workers).
 
-    ``run(parts)`` computes part 0 in the calling process and returns ``[(loss_p, grads_p)]`` in the parts'
+    ``run(model, parts)`` computes part 0 in the calling process and returns ``[(loss_p, grads_p)]`` in the parts'
     order; the gradients of parts 1 .. P-1 are views of shared memory, valid until the next ``run``. ``close()``
     ends the processes and frees the memory (also done when the object is collected).
     """
