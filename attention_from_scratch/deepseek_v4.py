@@ -35,7 +35,7 @@ pass, token-by-token decoding and uneven chunks agree to 1e-10 (``tests/test_dee
 Legend: B batch, T new tokens, H heads, d head_dim, r rope width, m compression rate, E entries,
 W sliding_window, k index_topk, n keys read per query. Config: ``deepseek_v4_config.py``; compressor:
 ``deepseek_v4_compressor.py``; cache: ``deepseek_v4_cache.py``; multiply-adds: ``deepseek_v4_costs.py``;
-cache bytes: ``kv_cache.py``.
+cache bytes: ``cache_costs.py``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """What DeepSeek-V4 computes (and keeps) per decoded token, beside V3 (MLA) and V3.2 (MLA + indexer).
 
-Cache bytes (V3, V3.2 and V4, BF16 and FP8 as each model stores them) are ``kv_cache.py``'s
-(:func:`kv_cache.cache_bytes`); this module counts the arithmetic, and tabulates both.
+Cache bytes (V3, V3.2 and V4, BF16 and FP8 as each model stores them) are ``cache_costs.py``'s
+(:func:`cache_costs.cache_bytes`); this module counts the arithmetic, and tabulates both.
 With those bytes, V4-Flash holds 7.3% and V4-Pro 10.5% of V3.2's cache at 1M tokens -- the model card's
 "7%" and "10%".
 
 Multiply-adds per decoded token (the n-th; attention over the cache only -- projections of the new
-token do not grow with n, as in ``kv_cache.decode_flops``, which counts 2 FLOPs per multiply-add):
+token do not grow with n, as in ``cache_costs.decode_flops``, which counts 2 FLOPs per multiply-add):
 
     V3     L · H(2d_c + d_r) · n                                  absorbed MLA over every latent
     V3.2   L · [H_I(d_I + 1) · n + H(2d_c + d_r) · min(k, n)]     the indexer scores every key
@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import math
 
+from .cache_costs import STORAGES, cache_bytes, check_mla_config, mla_row_bytes, v4_entry_bytes, v4_index_key_bytes
 from .deepseek_v4_config import CSA, HCA, SLIDING, DeepSeekV4Config
 from .infra.checks import check_positive_int
-from .kv_cache import STORAGES, cache_bytes, check_mla_config, mla_row_bytes, v4_entry_bytes, v4_index_key_bytes
 from .mla_config import MLAConfig
 
 __all__ = ["decode_macs", "decode_macs_crossovers", "decode_macs_terms", "deepseek_v4_cost_table",

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import print_table, verdict
 
 from attention_from_scratch import flash_attention, gated_delta_rule, l2_normalize, scaled_dot_product_attention
+from attention_from_scratch.cache_costs import hybrid_cache_bytes
 from attention_from_scratch.infra.timing import median_times
-from attention_from_scratch.kv_cache import hybrid_cache_bytes
 
 N_HEADS, D = 4, 64
 CHUNK = 64  # the chunk of GatedDeltaNetConfig (transformers' default)

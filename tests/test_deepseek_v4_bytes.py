@@ -1,4 +1,4 @@
-"""Cache bytes of V3, V3.2 and DeepSeek-V4 (``kv_cache.py``), against closed forms written out here by hand.
+"""Cache bytes of V3, V3.2 and DeepSeek-V4 (``cache_costs.py``), against closed forms written out here by hand.
 
 Every expected number is arithmetic on the released configurations' widths (d = 512, r = 64, d_I = 128,
 W = 128, m = 4, m' = 128, V3's d_c = 512, d_r = 64, 61 layers), not a call to the code under test.
@@ -9,16 +9,15 @@ from __future__ import annotations
 import pytest
 
 from attention_from_scratch import DeepSeekV4Config, MLAConfig
-from attention_from_scratch.kv_cache import (
-    bytes_per_token,
+from attention_from_scratch.cache_costs import (
     cache_bytes,
-    indexer_bytes_per_token,
     mla_row_bytes,
     v4_compressor_state_bytes,
     v4_entry_bytes,
     v4_index_key_bytes,
     v4_layer_cache_bytes,
 )
+from attention_from_scratch.kv_cache import bytes_per_token, indexer_bytes_per_token
 
 FLASH, PRO = DeepSeekV4Config(), DeepSeekV4Config.deepseek_v4_pro()
 V3, V32 = MLAConfig(), MLAConfig.deepseek_v32()

@@ -1,8 +1,8 @@
-"""DeepSeek-V4's decode multiply-adds, against hand arithmetic, kv_cache.py and counting (its bytes: test_kv_cache.py).
+"""DeepSeek-V4's decode multiply-adds, against hand arithmetic, cache_costs.py and counting.
 
 The multiply-adds of one V4 layer are counted by running the layer (a spy on the attention and the
 indexer records how many keys each new token reads and how many entries it scores); the crossovers
-in closed form are checked against a scan of the exact counts.
+in closed form are checked against a scan of the exact counts. (The cache bytes: test_deepseek_v4_bytes.py.)
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 import attention_from_scratch.deepseek_v4 as v4_module
 from attention_from_scratch import DeepSeekV4Attention, DeepSeekV4Config, MLAConfig
+from attention_from_scratch.cache_costs import cache_bytes, decode_flops
 from attention_from_scratch.deepseek_v4_costs import (
     decode_macs,
     decode_macs_crossovers,
@@ -19,14 +20,13 @@ from attention_from_scratch.deepseek_v4_costs import (
     deepseek_v4_cost_table,
     v4_layer_decode_macs,
 )
-from attention_from_scratch.kv_cache import cache_bytes, decode_flops
 
 FLASH, PRO = DeepSeekV4Config(), DeepSeekV4Config.deepseek_v4_pro()
 V3, V32 = MLAConfig(), MLAConfig.deepseek_v32()
 SLIDING, CSA, HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
 
 
-def test_decode_macs_of_v3_and_v32_are_kv_cache_decode_flops_halved():
+def test_decode_macs_of_v3_and_v32_are_cache_costs_decode_flops_halved():
     for n in (1, 100, 2048, 2049, 131072):
         assert 2 * decode_macs(V3, n) == decode_flops(V3, "mla", n)
         assert 2 * decode_macs(V32, n) == decode_flops(V32, "dsa", n)

@@ -5,13 +5,12 @@ import math
 import numpy as np
 import pytest
 
+from attention_from_scratch import cache_costs, kv_cache
+from attention_from_scratch.cache_costs import arithmetic_intensity, decode_bytes_read, decode_flops
 from attention_from_scratch.infra.backend import random_normal
 from attention_from_scratch.kv_cache import (
     KVCache,
-    arithmetic_intensity,
     bytes_per_token,
-    decode_bytes_read,
-    decode_flops,
     deepseek_v3_numbers,
     gqa_values_per_token,
     mha_values_per_token,
@@ -258,3 +257,16 @@ def test_decode_bytes_read_with_fp8_latents_closed_form():
     assert crossing == 2048 * 656 // (656 - 132) + 1  # S · 132 + 2048 · 656 < S · 656
     with pytest.raises(ValueError, match="fp8_latents"):
         decode_bytes_read(v32, "mha", 8, fp8_latents=True)
+
+
+def test_the_costs_that_moved_to_cache_costs_still_import_from_kv_cache():
+    # code written before the split (2026-12-04) imports them from kv_cache: the same objects, and every one of them
+    moved = [name for name in cache_costs.__all__ if name not in kv_cache.__all__]
+    assert set(moved) == kv_cache._MOVED
+    for name in moved:
+        assert getattr(kv_cache, name) is getattr(cache_costs, name)
+    from attention_from_scratch.kv_cache import decode_flops as old_path
+
+    assert old_path is decode_flops
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        kv_cache.no_such_name  # noqa: B018

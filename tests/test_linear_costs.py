@@ -1,4 +1,4 @@
-"""``kv_cache.hybrid_cache_bytes``: a hybrid 3:1 stack (Gated DeltaNet + full attention) vs all full attention.
+"""``cache_costs.hybrid_cache_bytes``: a hybrid 3:1 stack (Gated DeltaNet + full attention) vs all full attention.
 
 Expected values are written out here from the architecture (Qwen3-Next-80B-A3B's config.json: hidden 2048,
 16 key and 32 value heads of 128, conv kernel 4; 48 layers, every 4th full attention with 2 KV heads of
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_from_scratch import GatedDeltaNetConfig, hybrid_cache_bytes
-from attention_from_scratch.kv_cache import hybrid_cache_bytes as from_kv_cache
+from attention_from_scratch.cache_costs import hybrid_cache_bytes as from_cache_costs
 
 
 def closed_form(t, *, layers, every, kv_heads, head_dim, n_k, n_v, d_k, d_v, kernel, elem=2, state_elem=4):
@@ -25,7 +25,7 @@ def closed_form(t, *, layers, every, kv_heads, head_dim, n_k, n_v, d_k, d_v, ker
 
 
 def test_it_lives_in_kv_cache():
-    assert hybrid_cache_bytes is from_kv_cache
+    assert hybrid_cache_bytes is from_cache_costs
 
 
 def test_qwen3_next_numbers():

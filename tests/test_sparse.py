@@ -364,7 +364,7 @@ def test_v32_cache_bytes_reconcile_with_v3():
 
 
 def test_dsa_decode_cost_counts_every_indexer_key_and_only_k_latents():
-    from attention_from_scratch.kv_cache import arithmetic_intensity, decode_bytes_read, decode_flops
+    from attention_from_scratch.cache_costs import arithmetic_intensity, decode_bytes_read, decode_flops
 
     v32 = MLAConfig.deepseek_v32()
     s = 131072

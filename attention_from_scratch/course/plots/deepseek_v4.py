@@ -4,7 +4,7 @@ entries each query may see, and what V4 keeps and computes per token beside V3 a
 Each function draws on a new figure and returns it, from the package's functions: the compressor
 (:func:`~attention_from_scratch.deepseek_v4_compressor.compress_windows`) pooling one-hot tokens, the
 visibility rule (:func:`~attention_from_scratch.deepseek_v4_compressor.visible_entries`), the cache bytes
-of ``kv_cache.py`` and the multiply-adds of ``deepseek_v4_costs.py``.
+of ``cache_costs.py`` and the multiply-adds of ``deepseek_v4_costs.py``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ...cache_costs import cache_bytes
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...deepseek_v4_config import DeepSeekV4Config
 from ...deepseek_v4_costs import decode_macs, decode_macs_crossovers
-from ...kv_cache import cache_bytes
 from ...mla_config import MLAConfig
 
 __all__ = [

@@ -10,14 +10,14 @@
 The recall panels draw :func:`attention_from_scratch.recall.associative_recall` and ``overwrite_recall``
 (seeded, d = 32, eight trials: a tenth of a second); the time panel draws :data:`BENCH_LINEAR`, medians
 measured once and written down here (a figure that timed itself would differ on every run), the bytes
-panel :func:`attention_from_scratch.kv_cache.hybrid_cache_bytes`.
+panel :func:`attention_from_scratch.cache_costs.hybrid_cache_bytes`.
 """
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ...kv_cache import hybrid_cache_bytes
+from ...cache_costs import hybrid_cache_bytes
 from ...recall import associative_recall, overwrite_recall
 
 __all__ = ["BENCH_LINEAR", "FIGURES", "plot_costs", "plot_recall"]

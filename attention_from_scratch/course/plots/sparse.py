@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ...kv_cache import decode_bytes_read, decode_flops
+from ...cache_costs import decode_bytes_read, decode_flops
 from ...mla import MLAConfig
 from ..examples import RECALL_KS
 from ..results import load

@@ -76,7 +76,8 @@ def _tour_kv_cache(xp):
 
 @section("DeepSeek-V3.2's sparse attention: an indexer keeps each query's top-k keys")
 def _tour_sparse(xp):
-    from ...kv_cache import decode_flops, deepseek_v32_numbers
+    from ...cache_costs import decode_flops
+    from ...kv_cache import deepseek_v32_numbers
     from ...mla import MLAConfig
     from ...sparse import index_scores, topk_mask
 
@@ -106,9 +107,9 @@ def _tour_sparse(xp):
 def _v4_line(xp):
     """DeepSeek-V4 (notebooks/22_deepseek_v4): compress, then select -- its cost at 1M tokens, and a tiny
     CSA layer whose token-by-token decoding equals its full pass."""
+    from ...cache_costs import cache_bytes
     from ...deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Config
     from ...deepseek_v4_costs import decode_macs
-    from ...kv_cache import cache_bytes
     from ...mla import MLAConfig
 
     flash, v32, n = DeepSeekV4Config(), MLAConfig.deepseek_v32(), 1 << 20
