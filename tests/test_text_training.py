@@ -149,9 +149,11 @@ def test_batch_parts_train_as_the_whole_batch_does_and_resume_to_the_same_bits(t
 
 
 def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monkeypatch):
-    """A real SIGINT while a step's gradients are computed (step 6: that batch is drawn again on resume) and one
-    while Adam is half-way through its parameters (step 9: the update ends first, then the run stops). Each
-    resumed run, with its training losses since the last evaluation, ends where a straight run ends, bit for bit."""
+    """A real SIGINT while a step's gradients are computed (step 6: that batch is drawn again on resume) and while
+    Adam is half-way through its parameters: at step 9 (the update ends first, then the run stops), at step 8 (an
+    evaluation is due: it runs, and is saved, before the run stops) and at step 12, the last (the resumed run
+    trains no further). Each resumed run, with its training losses since the last evaluation, ends where a straight
+    run ends, bit for bit. A second Ctrl-C during the interrupted run's save waits for the save, then is dropped."""
     import signal
 
     from attention_from_scratch.model.transformer import Transformer as Plain
@@ -159,7 +161,7 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
 
     train_ids, held = streams()
     straight = train_on_text(train_ids, held, TOK, TINY, tmp_path / "a")
-    calls, ends = [0], {}
+    calls, ends, at = [0], {}, [0]
 
     class Interrupted(Plain):
         def loss_and_grads(self, tokens, targets=None):
@@ -173,21 +175,36 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
             first, *rest = grads.items()
             super().step(dict([first]))
             self.t -= 1  # one step, in two calls
-            if self.t == 8:
+            if self.t + 1 == at[0]:
                 signal.raise_signal(signal.SIGINT)  # held until the step is whole
             super().step(dict(rest))
 
+    saves = {}
+
+    def save_twice_interrupted(*args):  # trainer._save_last, recording the steps it saves
+        saves.setdefault(name, []).append(args[5]["step"])
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # the interrupted run's save: a second Ctrl-C
+            signal.raise_signal(signal.SIGINT)
+        real_save(*args)
+
+    real_save = trainer._save_last
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C (a test runner's
     try:  # worker may ignore SIGINT: older pytest-xdist's do)
-        for name, patch in (("gradients", ("Transformer", Interrupted)), ("update", ("Adam", HalfWay))):
-            calls[0] = 0
+        for name, update, patch in (("gradients", 0, ("Transformer", Interrupted)), ("update", 9, ("Adam", HalfWay)),
+                                    ("evaluation", 8, ("Adam", HalfWay)), ("last", 12, ("Adam", HalfWay))):
+            calls[0], at[0] = 0, update
             with monkeypatch.context() as m:
                 m.setattr(trainer, *patch)
-                first = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, log=lambda _: None)
+                m.setattr(trainer, "_save_last", save_twice_interrupted)
+                try:
+                    first = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, log=lambda _: None)
+                except KeyboardInterrupt:
+                    pytest.fail(f"{name}: the second Ctrl-C escaped train_on_text")
             ends[name] = _resume_and_compare(first, name, train_ids, held, straight, tmp_path)
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert ends == {"gradients": 5, "update": 9}  # stopped before step 6's update; after step 9's
+    assert ends == {"gradients": 5, "update": 9, "evaluation": 8, "last": 12}
+    assert saves == {"gradients": [4, 5], "update": [4, 8, 9], "evaluation": [4, 8, 8], "last": [4, 8, 12, 12]}
 
 
 def _resume_and_compare(first, name, train_ids, held, straight, tmp_path):

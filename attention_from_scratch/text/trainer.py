@@ -20,9 +20,10 @@ random places of the training stream (``default_rng(seed)``). Around it:
   best, and the best checkpoint is the result, not the last);
 * ``OUT/last`` holds everything needed to continue (parameters, Adam's moments, the step, the batch
   generator's state, the history): written at every evaluation and on Ctrl-C, read by ``resume=True``;
-  a resumed run draws the same batches as one that was never interrupted (Ctrl-C during a step's update or an
-  evaluation takes effect when it ends; a batch whose gradients it cut short is drawn again), and ends where
-  that run ends, bit for bit;
+  a resumed run draws the same batches as one that was never interrupted (Ctrl-C during a step's update takes
+  effect when the update, and the evaluation that step is due for, have ended; a batch whose gradients it cut
+  short is drawn again), and ends where that run ends, bit for bit; resuming a run that reached ``steps``
+  trains no further;
 * ``time_budget`` (seconds) ends the run at the first evaluation past it;
 * ``threads`` BLAS threads (default 1): fixed by the caller, never picked from the machine's load, so a
   run does the same arithmetic on a busy machine and an idle one (the committed checkpoints used 1; on
@@ -150,7 +151,8 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
     meta = {**(meta or {}), "options": dataclasses.asdict(o)}
     progress = Progress(o.steps, o.time_budget, start_step=state["step"], start_seconds=state["seconds"])
     window_losses = state.setdefault("window", [])  # the training losses since the last evaluation (saved in last)
-    stopped, drawn = "", None
+    stopped = "" if state["step"] < o.steps else f"reached steps={o.steps}"  # a resumed run that had finished
+    drawn = None
     with blas_thread_limit(o.threads), parts:
         try:
             while not stopped:
@@ -159,24 +161,24 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
                 loss, grads = parts.loss_and_grads(*make_batch(train_ids, rng, o))  # model.loss_and_grads's
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"the loss became {loss} at step {step}; try a smaller lr")
-                with _whole_step():  # the update and its bookkeeping: Ctrl-C waits for their end
+                with _whole_step():  # the update, its bookkeeping and a due evaluation: Ctrl-C waits for their end
                     drawn = None
                     _update(model, optimizer, averaged, grads, step, o)
                     state["step"] = step = step + 1
                     window_losses.append(loss / chars_per_token)
                     progress.step(step, o.batch_size * o.context, train=window_losses[-1])
-                if step % o.eval_every == 0 or step == o.steps:
-                    with _whole_step():  # a second or two: the history, the best checkpoint and last stay whole
+                    due = step % o.eval_every == 0 or step == o.steps
+                    if due:  # a second or two: the history, the best checkpoint and last stay whole
                         scored = model if averaged is None else averaged  # the average, when there is one
                         stopped = _evaluate(scored, held, tokenizer, o, state, window_losses, progress, out, meta)
                         state["window"] = window_losses = []
                         _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
-                    if callback is not None:
-                        callback(step, state)
+                if due and callback is not None:
+                    callback(step, state)
         except KeyboardInterrupt:
             if drawn is not None:
                 rng.bit_generator.state = drawn
-            with _whole_step():
+            with contextlib.suppress(KeyboardInterrupt), _whole_step():  # a second Ctrl-C: the save ends first
                 _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
             progress.close()
             log(f"interrupted at step {state['step']}: saved {last}.npz; run again with resume to continue")
