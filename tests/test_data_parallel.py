@@ -7,6 +7,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 from multiprocessing.shared_memory import SharedMemory
 from pathlib import Path
@@ -18,6 +21,7 @@ from attention_from_scratch.infra.allocator import freed_memory_kept
 from attention_from_scratch.infra.blas import blas_thread_limit, blas_threads
 from attention_from_scratch.model import part_processes
 from attention_from_scratch.model.data_parallel import BatchParts
+from attention_from_scratch.model.part_processes import PartProcesses
 from attention_from_scratch.model.transformer import Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(vocab_size=7, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=10)
@@ -122,6 +126,10 @@ class Spy(Transformer):
                 time.sleep(0.5)  # the caller's error is ready long before this part ends
             elif mode == "worker fails" and not in_caller:
                 raise ValueError("a worker's part is refused")
+            elif mode == "ctrl-c while waiting" and in_caller:  # a Ctrl-C once the caller waits for the worker
+                threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+            elif mode == "ctrl-c while waiting":
+                time.sleep(1.0)
             return super().loss_and_grads(tokens, targets)
         finally:
             (folder / f"ended-{note}").write_text("")
@@ -252,3 +260,141 @@ def test_bad_inputs_are_refused_with_clear_messages():
             parts.loss_and_grads(TOKENS + 7 * (np.arange(5)[:, None] == 4))
         with pytest.raises(ValueError, match="at least one position"):  # no part counts anything
             parts.loss_and_grads(TOKENS[:, :-1], np.full((5, 8), -1))
+
+
+def test_the_returned_gradients_are_the_callers_own_arrays():
+    """They outlive the shared memory they were computed in (views of it would point at freed memory once the
+    processes are closed or collected) and the next call, which reuses that memory."""
+    model = Transformer(CONFIG, seed=14)
+    tokens, targets = model.inputs_and_targets(TOKENS)
+    processes = PartProcesses(model, 2)
+    first = processes.run(model, [(tokens[:2], targets[:2]), (tokens[2:], targets[2:])])
+    processes.run(model, [(tokens[:3], targets[:3]), (tokens[3:], targets[3:])])  # writes part 1's block again
+    processes.close()
+    for got, part in zip(first, [(tokens[:2], targets[:2]), (tokens[2:], targets[2:])], strict=True):
+        assert_same(got, model.loss_and_grads(*part), rtol=1e-12)
+
+
+def test_part_processes_refuse_bad_arguments_before_making_anything(monkeypatch):
+    made = []
+    monkeypatch.setattr(part_processes, "SharedMemory", lambda *a, **k: made.append(1))
+    model = Transformer(CONFIG, seed=15)
+    for workers in (0, 1, 2.5, "2", True):
+        with pytest.raises(ValueError, match=rf"workers \(the caller's .*\) must be an integer >= 2, got {workers!r}"):
+            PartProcesses(model, workers)
+    for params, seen in ((None, "params None"), ({"w": [1.0, 2.0]}, r"params of types \['list'\]"), ({}, "params {}")):
+        model.params = params
+        with pytest.raises(TypeError, match=rf"model.params, a dict of NumPy arrays .* got Transformer with {seen}"):
+            PartProcesses(model, 2)
+    assert made == []
+
+
+def test_run_refuses_parameters_that_changed_shape_or_dtype_before_writing_any():
+    """The blocks were laid out for the parameters' dtype and shapes: a float64 or reshaped parameter is refused
+    (a silent cast would run the parts at two precisions), and the shared parameters are left as they were."""
+    model = Transformer(CONFIG, seed=16, dtype=np.float32)
+    tokens, targets = model.inputs_and_targets(TOKENS)
+    parts = [(tokens[:2], targets[:2]), (tokens[2:], targets[2:])]
+    processes = PartProcesses(model, 2)
+    try:
+        processes.run(model, parts)
+        shared = {name: view.copy() for name, view in processes._views[0].items()}
+        good = dict(model.params)
+        for name, bad, seen in (("unembed", good["unembed"].astype(np.float64), r"float64 \(8, 7\)"),
+                                ("0.w_1", good["0.w_1"][:, :6], r"float32 \(8, 6\)"),
+                                ("embed", None, "'NoneType'")):
+            model.params = {**{k: v * 2 for k, v in good.items()}, name: bad}  # every other parameter changed
+            with pytest.raises(ValueError, match=rf"model.params\['{name}'\] must stay a float32 array of shape "
+                                                 rf"\(.*\) \(as when these processes were made\), got {seen}"):
+                processes.run(model, parts)
+            assert all(np.array_equal(processes._views[0][k], shared[k]) for k in shared)
+        model.params = good
+        assert not processes.closed
+        assert_same(processes.run(model, parts)[1], model.loss_and_grads(*parts[1]), rtol=1e-6)
+    finally:
+        processes.close()
+
+
+def test_ctrl_c_while_parts_run_ends_the_processes_and_the_next_call_starts_new_ones(spy_dir):
+    """SIGINT reaches the caller while it waits for a worker's part: the KeyboardInterrupt comes out of the call
+    only once that part has ended and its processes are closed (a part left running would write into the next
+    call's gradients); the next call starts new processes and gives the whole batch's numbers."""
+    model = Spy(CONFIG, seed=17)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (older pytest-xdist workers ignore it)
+    try:
+        with BatchParts(model, 2) as parts:
+            (spy_dir / "mode").write_text("ctrl-c while waiting")
+            with pytest.raises(KeyboardInterrupt):
+                parts.loss_and_grads(TOKENS)
+            cut = parts._processes
+            assert cut.closed and len(notes(spy_dir, "ended")) == 2  # the worker's part had ended
+            for name in cut.block_names:
+                with pytest.raises(FileNotFoundError):
+                    SharedMemory(name=name)
+            (spy_dir / "mode").write_text("")
+            assert_same(parts.loss_and_grads(TOKENS), Transformer.loss_and_grads(model, TOKENS), rtol=1e-12)
+            assert parts._processes is not cut
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class OtherConstructor(Transformer):
+    """A subclass the workers cannot rebuild as ``cls(config, dtype=...)``."""
+
+    def __init__(self, config, scale, dtype=np.float64):
+        super().__init__(config, seed=18, dtype=dtype)
+        self.scale = scale
+
+
+def test_a_dead_worker_gives_a_clear_error_and_the_next_call_starts_new_processes():
+    """A worker killed between calls (as by the kernel when memory runs out), and workers that cannot rebuild the
+    model: a RuntimeError that says what happened (not concurrent.futures' BrokenProcessPool on every later call),
+    the processes closed, and the next call starts new ones."""
+    model = Transformer(CONFIG, seed=19)
+    with BatchParts(model, 2) as parts:
+        first = parts.loss_and_grads(TOKENS)
+        (worker,) = parts._processes._pool._processes.values()
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(10)
+        with pytest.raises(RuntimeError, match=r"a worker process ended before its part was done .* closed"):
+            parts.loss_and_grads(TOKENS)
+        assert parts._processes.closed
+        again = parts.loss_and_grads(TOKENS)
+        assert again[0] == first[0]
+    with BatchParts(OtherConstructor(CONFIG, 2.0), 2) as parts:
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match=r"rebuild the model as OtherConstructor\(config, dtype=...\)"):
+                parts.loss_and_grads(TOKENS)
+
+
+CALLER_KILLED = """
+import os, signal
+import numpy as np
+from attention_from_scratch.model.data_parallel import BatchParts
+from attention_from_scratch.model.transformer import Transformer, TransformerConfig
+
+parts = BatchParts(Transformer(TransformerConfig(7, 8, 2, 1, 12, 10), seed=1), 3)
+parts.loss_and_grads(np.random.default_rng(1).integers(0, 7, (4, 9)))
+workers = [p.pid for p in parts._processes._pool._processes.values()]
+print(" ".join(map(str, workers)), " ".join(parts._processes.block_names), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no cleanup can run: the workers must notice on their own
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and /dev/shm")
+def test_workers_end_and_their_memory_is_freed_when_the_caller_is_killed():
+    run = subprocess.run([sys.executable, "-c", CALLER_KILLED], capture_output=True, text=True, timeout=60)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    words = run.stdout.split()
+    pids, names = [int(w) for w in words[:2]], words[2:]
+    assert len(names) == 3
+
+    def gone():
+        alive = [pid for pid in pids if Path(f"/proc/{pid}/stat").exists()
+                 and Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"]  # a zombie has ended
+        return not alive and not any(Path("/dev/shm", name.lstrip("/")).exists() for name in names)
+
+    deadline = time.monotonic() + 20
+    while not gone() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone()

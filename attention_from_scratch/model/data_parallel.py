@@ -46,7 +46,8 @@ class BatchParts:
     On NumPy the caller computes the first part and ``workers - 1`` worker processes the others, all with BLAS held
     to one thread; elsewhere the parts take turns in the caller. One worker is the plain call. The processes start with
     the first batch that has more than one part and end with ``close()``, the ``with`` block, or when the object
-    is collected (a script keeps its work under ``if __name__ == "__main__":``, :mod:`.part_processes`). One
+    is collected (a script keeps its work under ``if __name__ == "__main__":``, :mod:`.part_processes`); a call cut
+    short while parts run (Ctrl-C) or a worker's death ends them too, and the next call starts new ones. One
     object serves one caller at a time.
     """
 
@@ -97,7 +98,7 @@ class BatchParts:
         model = self.model
         if backend_name(model.xp) != "numpy":
             return [model.loss_and_grads(*part) for part in parts]
-        if self._processes is None:
+        if self._processes is None or self._processes.closed:  # closed by a cut-short call or a worker's death
             self._processes = PartProcesses(model, self.workers)
         with one_blas_thread():  # the caller's part; the workers hold their own (part_processes.py)
             return self._processes.run(model, parts)
