@@ -323,6 +323,10 @@ def test_ctrl_c_while_parts_run_ends_the_processes_and_the_next_call_starts_new_
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (older pytest-xdist workers ignore it)
     try:
         with BatchParts(model, 2) as parts:
+            (spy_dir / "mode").write_text("")
+            parts.loss_and_grads(TOKENS)  # the worker process is up: its part starts at once
+            for note in spy_dir.glob("*ed-*"):
+                note.unlink()
             (spy_dir / "mode").write_text("ctrl-c while waiting")
             with pytest.raises(KeyboardInterrupt):
                 parts.loss_and_grads(TOKENS)
