@@ -161,7 +161,7 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
 
     train_ids, held = streams()
     straight = train_on_text(train_ids, held, TOK, TINY, tmp_path / "a")
-    calls, ends, at = [0], {}, [0]
+    calls, ends = [0], {}
 
     class Interrupted(Plain):
         def loss_and_grads(self, tokens, targets=None):
@@ -169,15 +169,6 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
             if calls[0] == 6:
                 signal.raise_signal(signal.SIGINT)  # Python's handler: KeyboardInterrupt, here
             return super().loss_and_grads(tokens, targets)
-
-    class HalfWay(trainer.Adam):
-        def step(self, grads):
-            first, *rest = grads.items()
-            super().step(dict([first]))
-            self.t -= 1  # one step, in two calls
-            if self.t + 1 == at[0]:
-                signal.raise_signal(signal.SIGINT)  # held until the step is whole
-            super().step(dict(rest))
 
     saves = {}
 
@@ -190,9 +181,9 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
     real_save = trainer._save_last
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C (a test runner's
     try:  # worker may ignore SIGINT: older pytest-xdist's do)
-        for name, update, patch in (("gradients", 0, ("Transformer", Interrupted)), ("update", 9, ("Adam", HalfWay)),
-                                    ("evaluation", 8, ("Adam", HalfWay)), ("last", 12, ("Adam", HalfWay))):
-            calls[0], at[0] = 0, update
+        for name, patch in (("gradients", ("Transformer", Interrupted)), ("update", ("Adam", _adam_cut_at(9))),
+                            ("evaluation", ("Adam", _adam_cut_at(8))), ("last", ("Adam", _adam_cut_at(12)))):
+            calls[0] = 0
             with monkeypatch.context() as m:
                 m.setattr(trainer, *patch)
                 m.setattr(trainer, "_save_last", save_twice_interrupted)
@@ -200,23 +191,67 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monke
                     first = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, log=lambda _: None)
                 except KeyboardInterrupt:
                     pytest.fail(f"{name}: the second Ctrl-C escaped train_on_text")
-            ends[name] = _resume_and_compare(first, name, train_ids, held, straight, tmp_path)
+            ends[name] = _resume_and_compare(first, name, train_ids, held, straight, tmp_path, TINY)
     finally:
         signal.signal(signal.SIGINT, previous)
     assert ends == {"gradients": 5, "update": 9, "evaluation": 8, "last": 12}
     assert saves == {"gradients": [4, 5], "update": [4, 8, 9], "evaluation": [4, 8, 8], "last": [4, 8, 12, 12]}
 
 
-def _resume_and_compare(first, name, train_ids, held, straight, tmp_path):
-    """The step where the interrupted run stopped, after checking that its resumed run ends as ``straight`` did."""
-    assert first.stopped == "interrupted"
+def _adam_cut_at(update):
+    """Adam whose ``update``-th step is split in two calls with a real SIGINT between them (held until it is whole)."""
+    import signal
+
+    from attention_from_scratch.text import trainer
+
+    class HalfWay(trainer.Adam):
+        def step(self, grads):
+            first, *rest = grads.items()
+            super().step(dict([first]))
+            self.t -= 1  # one step, in two calls
+            if self.t + 1 == update:
+                signal.raise_signal(signal.SIGINT)
+            super().step(dict(rest))
+
+    return HalfWay
+
+
+def _resume_and_compare(first, name, train_ids, held, straight, tmp_path, options):
+    """The step where the interrupted run stopped, after checking that its resumed run ends as ``straight`` did
+    (where, with the same training losses and held-out losses, the same parameters and the same reason)."""
     end = json.loads((tmp_path / name / "last.json").read_text())["meta"]["state"]["step"]
-    resumed = train_on_text(train_ids, held, TOK, TINY, tmp_path / name, resume=True)
+    assert first.stopped == ("interrupted" if end < straight.history["step"][-1] else straight.stopped)
+    resumed = train_on_text(train_ids, held, TOK, options, tmp_path / name, resume=True)
     for key in ("step", "train", "held_out"):  # the training losses' means too (not the seconds)
         assert resumed.history[key] == straight.history[key], key
     a, b = (load_checkpoint(tmp_path / d / "last")[0].params for d in ("a", name))
     assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert resumed.stopped == straight.stopped
     return end
+
+
+@pytest.mark.parametrize("rule", ["early stopping", "time budget"])
+def test_ctrl_c_in_the_update_of_the_step_that_ends_the_run_resumes_to_that_end(tmp_path, monkeypatch, rule):
+    """The run ends at an evaluation (no new best for ``patience`` evaluations, or the time budget spent); a Ctrl-C
+    held during that step's update: the evaluation runs, ends the run (its reason kept), and the resumed run, at
+    the same options, trains no further."""
+    import signal
+
+    from attention_from_scratch.text import trainer
+
+    options = TrainOptions(**{**TINY.__dict__, **({"lr": 0.5, "patience": 1, "steps": 40} if rule == "early stopping"
+                                                    else {"time_budget": 0.0})})
+    train_ids, held = streams()
+    straight = train_on_text(train_ids, held, TOK, options, tmp_path / "a")
+    assert rule in straight.stopped and straight.history["step"][-1] < options.steps
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(trainer, "Adam", _adam_cut_at(straight.history["step"][-1]))
+            first = train_on_text(train_ids, held, TOK, options, tmp_path / "b", log=lambda _: None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert _resume_and_compare(first, "b", train_ids, held, straight, tmp_path, options) == straight.history["step"][-1]
 
 
 def test_the_saved_model_is_the_moving_average_of_the_parameters(tmp_path):

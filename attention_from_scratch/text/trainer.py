@@ -22,8 +22,8 @@ random places of the training stream (``default_rng(seed)``). Around it:
   generator's state, the history): written at every evaluation and on Ctrl-C, read by ``resume=True``;
   a resumed run draws the same batches as one that was never interrupted (Ctrl-C during a step's update takes
   effect when the update, and the evaluation that step is due for, have ended; a batch whose gradients it cut
-  short is drawn again), and ends where that run ends, bit for bit; resuming a run that reached ``steps``
-  trains no further;
+  short is drawn again), and ends where that run ends, bit for bit; a run resumed where it had ended (its
+  steps, patience or time budget: the options it is resumed with) trains no further;
 * ``time_budget`` (seconds) ends the run at the first evaluation past it;
 * ``threads`` BLAS threads (default 1): fixed by the caller, never picked from the machine's load, so a
   run does the same arithmetic on a busy machine and an idle one (the committed checkpoints used 1; on
@@ -151,7 +151,8 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
     meta = {**(meta or {}), "options": dataclasses.asdict(o)}
     progress = Progress(o.steps, o.time_budget, start_step=state["step"], start_seconds=state["seconds"])
     window_losses = state.setdefault("window", [])  # the training losses since the last evaluation (saved in last)
-    stopped = "" if state["step"] < o.steps else f"reached steps={o.steps}"  # a resumed run that had finished
+    evaluated = state["history"]["step"][-1:] == [state["step"]]  # at an evaluation: where a run may have ended
+    stopped = _stop_reason(state, o) if evaluated else ""  # a resumed run that had ended ends at once
     drawn = None
     with blas_thread_limit(o.threads), parts:
         try:
@@ -181,8 +182,9 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
             with contextlib.suppress(KeyboardInterrupt), _whole_step():  # a second Ctrl-C: the save ends first
                 _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged)
             progress.close()
-            log(f"interrupted at step {state['step']}: saved {last}.npz; run again with resume to continue")
-            stopped = "interrupted"
+            if not stopped:  # (a Ctrl-C held until the evaluation that ended the run: the run had ended)
+                log(f"interrupted at step {state['step']}: saved {last}.npz; run again with resume to continue")
+                stopped = "interrupted"
     progress.close()
     best = load_checkpoint(out / "best")[0] if checkpoint_paths(out / "best")[0].exists() else model
     return TextRun(best, state["best_loss"], state["best_step"], state["history"], stopped, out)
@@ -233,12 +235,18 @@ def _evaluate(model, held, tokenizer, o, state, window_losses, progress, out, me
         save_checkpoint(out / "best", model, tokenizer, {**meta, "step": step, "held_out_nats_per_char": loss,
                                                           "history": h})
     progress.evaluated(step, loss, state["best_loss"], state["best_step"])
-    since_best = sum(1 for s in h["step"] if s > state["best_step"])
-    if step >= o.steps:
+    return _stop_reason(state, o)
+
+
+def _stop_reason(state, o) -> str:
+    """Why the run ends at its last evaluation ('' to go on): the schedule's end, early stopping, the time budget."""
+    seconds = state["history"]["seconds"][-1]  # when it was measured (a resumed run asks again: the same answer)
+    since_best = sum(1 for s in state["history"]["step"] if s > state["best_step"])
+    if state["step"] >= o.steps:
         return f"reached steps={o.steps}"
     if o.patience and since_best >= o.patience:
         return f"no new best held-out loss in {o.patience} evaluations (early stopping)"
-    if o.time_budget is not None and progress.seconds >= o.time_budget:
+    if o.time_budget is not None and seconds >= o.time_budget:
         return f"time budget of {o.time_budget:g} s spent"
     return ""
 
