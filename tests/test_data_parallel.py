@@ -106,7 +106,9 @@ class Spy(Transformer):
     processes; a monkeypatched method would not): ``arrived-PID-N`` with the BLAS thread counts it saw and whether
     the process keeps freed memory (``infra/allocator.py``), then what
     ``$SPY_DIR/mode`` says ("meet": wait until two processes have arrived; "caller fails": the caller's part raises
-    while the workers' parts sleep; "worker fails": a worker's part raises), then ``ended-PID-N``."""
+    while the workers' parts sleep; "worker fails": a worker's part raises; "ctrl-c": the workers' parts sleep
+    and the caller is sent SIGINT once it waits for them, "ctrl-c, ctrl-c" a second one while it closes them;
+    "worker dies, caller fails": the worker process exits, the caller's part raises), then ``ended-PID-N``."""
 
     def loss_and_grads(self, tokens, targets=None):
         folder, pid = Path(os.environ["SPY_DIR"]), os.getpid()
@@ -126,10 +128,16 @@ class Spy(Transformer):
                 time.sleep(0.5)  # the caller's error is ready long before this part ends
             elif mode == "worker fails" and not in_caller:
                 raise ValueError("a worker's part is refused")
-            elif mode == "ctrl-c while waiting" and in_caller:  # a Ctrl-C once the caller waits for the worker
-                threading.Timer(0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
-            elif mode == "ctrl-c while waiting":
+            elif mode.startswith("ctrl-c") and in_caller:  # a Ctrl-C once the caller waits for the worker
+                for seconds in (0.2, 0.5)[:mode.count("ctrl-c")]:  # "ctrl-c, ctrl-c": the second while it closes
+                    ctrl_c = (threading.main_thread().ident, signal.SIGINT)
+                    threading.Timer(seconds, signal.pthread_kill, ctrl_c).start()
+            elif mode.startswith("ctrl-c"):
                 time.sleep(1.0)
+            elif mode == "worker dies, caller fails" and in_caller:
+                raise ValueError("the caller's part is refused")
+            elif mode == "worker dies, caller fails":
+                os._exit(1)  # as the kernel's out-of-memory killer would end it
             return super().loss_and_grads(tokens, targets)
         finally:
             (folder / f"ended-{note}").write_text("")
@@ -282,16 +290,21 @@ def test_part_processes_refuse_bad_arguments_before_making_anything(monkeypatch)
     for workers in (0, 1, 2.5, "2", True):
         with pytest.raises(ValueError, match=rf"workers \(the caller's .*\) must be an integer >= 2, got {workers!r}"):
             PartProcesses(model, workers)
+    good = model.params
     for params, seen in ((None, "params None"), ({"w": [1.0, 2.0]}, r"params of types \['list'\]"), ({}, "params {}")):
         model.params = params
         with pytest.raises(TypeError, match=rf"model.params, a dict of NumPy arrays .* got Transformer with {seen}"):
             PartProcesses(model, 2)
+    model.params = {**good, "embed": good["embed"].astype(np.float32)}  # the blocks hold one dtype: model.dtype
+    with pytest.raises(TypeError, match=r"must all be model.dtype = float64 .* got float32 for \['embed'\]"):
+        PartProcesses(model, 2)
     assert made == []
 
 
 def test_run_refuses_parameters_that_changed_shape_or_dtype_before_writing_any():
-    """The blocks were laid out for the parameters' dtype and shapes: a float64 or reshaped parameter is refused
-    (a silent cast would run the parts at two precisions), and the shared parameters are left as they were."""
+    """The blocks were laid out for the parameters' names, dtype and shapes: a float64 or reshaped parameter, or one
+    added, is refused (a silent cast would run the parts at two precisions), and the shared parameters are left as
+    they were."""
     model = Transformer(CONFIG, seed=16, dtype=np.float32)
     tokens, targets = model.inputs_and_targets(TOKENS)
     parts = [(tokens[:2], targets[:2]), (tokens[2:], targets[2:])]
@@ -302,10 +315,11 @@ def test_run_refuses_parameters_that_changed_shape_or_dtype_before_writing_any()
         good = dict(model.params)
         for name, bad, seen in (("unembed", good["unembed"].astype(np.float64), r"float64 \(8, 7\)"),
                                 ("0.w_1", good["0.w_1"][:, :6], r"float32 \(8, 6\)"),
-                                ("embed", None, "'NoneType'")):
+                                ("embed", None, "'NoneType'"), ("extra", np.zeros(3, np.float32), None)):
             model.params = {**{k: v * 2 for k, v in good.items()}, name: bad}  # every other parameter changed
-            with pytest.raises(ValueError, match=rf"model.params\['{name}'\] must stay a float32 array of shape "
-                                                 rf"\(.*\) \(as when these processes were made\), got {seen}"):
+            message = (rf"model.params\['{name}'\] must stay a float32 array of shape \(.*\) \(as when these "
+                       rf"processes were made\), got {seen}" if seen else r"must keep the names .* \['extra'\] added")
+            with pytest.raises(ValueError, match=message):
                 processes.run(model, parts)
             assert all(np.array_equal(processes._views[0][k], shared[k]) for k in shared)
         model.params = good
@@ -315,31 +329,65 @@ def test_run_refuses_parameters_that_changed_shape_or_dtype_before_writing_any()
         processes.close()
 
 
-def test_ctrl_c_while_parts_run_ends_the_processes_and_the_next_call_starts_new_ones(spy_dir):
+@pytest.mark.parametrize("presses", ["ctrl-c", "ctrl-c, ctrl-c"])
+def test_ctrl_c_while_parts_run_ends_the_processes_and_the_next_call_starts_new_ones(spy_dir, presses):
     """SIGINT reaches the caller while it waits for a worker's part: the KeyboardInterrupt comes out of the call
     only once that part has ended and its processes are closed (a part left running would write into the next
-    call's gradients); the next call starts new processes and gives the whole batch's numbers."""
+    call's gradients); the next call starts new processes and gives the whole batch's numbers. A second SIGINT
+    while the call closes the processes (waiting for the part) cuts the wait short, but the shared memory is freed
+    all the same, and the worker ends once its part has."""
     model = Spy(CONFIG, seed=17)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # (older pytest-xdist workers ignore it)
     try:
         with BatchParts(model, 2) as parts:
             (spy_dir / "mode").write_text("")
             parts.loss_and_grads(TOKENS)  # the worker process is up: its part starts at once
+            (worker,) = parts._processes._pool._processes.values()
             for note in spy_dir.glob("*ed-*"):
                 note.unlink()
-            (spy_dir / "mode").write_text("ctrl-c while waiting")
+            (spy_dir / "mode").write_text(presses)
             with pytest.raises(KeyboardInterrupt):
                 parts.loss_and_grads(TOKENS)
             cut = parts._processes
-            assert cut.closed and len(notes(spy_dir, "ended")) == 2  # the worker's part had ended
+            assert cut.closed
             for name in cut.block_names:
                 with pytest.raises(FileNotFoundError):
                     SharedMemory(name=name)
+            if presses == "ctrl-c":
+                assert len(notes(spy_dir, "ended")) == 2 and not worker.is_alive()  # the worker's part had ended
+            else:
+                assert len(notes(spy_dir, "ended")) == 1  # the caller's only: the wait for the worker was cut short
+                worker.join(20)
+                assert len(notes(spy_dir, "ended")) == 2 and not worker.is_alive()
             (spy_dir / "mode").write_text("")
             assert_same(parts.loss_and_grads(TOKENS), Transformer.loss_and_grads(model, TOKENS), rtol=1e-12)
             assert parts._processes is not cut
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_as_a_part_is_handed_to_a_worker_ends_the_processes(monkeypatch):
+    """The KeyboardInterrupt comes out of the pool's submit after the part was queued (the moment SIGINT lands on
+    the statement after the put): the call knows fewer parts than run, so it closes the processes (waiting for
+    that part) rather than leave it to write into the next call's gradients."""
+    model = Transformer(CONFIG, seed=20)
+    tokens, targets = model.inputs_and_targets(TOKENS)
+    processes = PartProcesses(model, 3)
+    parts = [(tokens[:1], targets[:1]), (tokens[1:3], targets[1:3]), (tokens[3:], targets[3:])]
+    processes.run(model, parts)
+    workers = list(processes._pool._processes.values())
+    real = processes._pool.submit
+
+    def queued_then_interrupted(*args):
+        real(*args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(processes._pool, "submit", queued_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        processes.run(model, parts)
+    assert processes.closed and not any(w.is_alive() for w in workers)
+    with pytest.raises(RuntimeError, match="these worker processes are closed: make a new PartProcesses"):
+        processes.run(model, parts)
 
 
 class OtherConstructor(Transformer):
@@ -350,11 +398,12 @@ class OtherConstructor(Transformer):
         self.scale = scale
 
 
-def test_a_dead_worker_gives_a_clear_error_and_the_next_call_starts_new_processes():
+def test_a_dead_worker_gives_a_clear_error_and_the_next_call_starts_new_processes(spy_dir):
     """A worker killed between calls (as by the kernel when memory runs out), and workers that cannot rebuild the
     model: a RuntimeError that says what happened (not concurrent.futures' BrokenProcessPool on every later call),
     the processes closed, and the next call starts new ones."""
-    model = Transformer(CONFIG, seed=19)
+    model = Spy(CONFIG, seed=19)
+    (spy_dir / "mode").write_text("")  # as a Transformer, until told otherwise
     with BatchParts(model, 2) as parts:
         first = parts.loss_and_grads(TOKENS)
         (worker,) = parts._processes._pool._processes.values()
@@ -365,6 +414,14 @@ def test_a_dead_worker_gives_a_clear_error_and_the_next_call_starts_new_processe
         assert parts._processes.closed
         again = parts.loss_and_grads(TOKENS)
         assert again[0] == first[0]
+    with BatchParts(model, 2) as parts:  # the worker dies during a call whose own part fails: closed too
+        parts.loss_and_grads(TOKENS)
+        (spy_dir / "mode").write_text("worker dies, caller fails")
+        with pytest.raises(RuntimeError, match="a worker process ended before its part was done"):
+            parts.loss_and_grads(TOKENS)
+        assert parts._processes.closed
+        (spy_dir / "mode").write_text("")
+        assert parts.loss_and_grads(TOKENS)[0] == first[0]
     with BatchParts(OtherConstructor(CONFIG, 2.0), 2) as parts:
         for _ in range(2):
             with pytest.raises(RuntimeError, match=r"rebuild the model as OtherConstructor\(config, dtype=...\)"):

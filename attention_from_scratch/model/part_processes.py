@@ -83,6 +83,9 @@ class PartProcesses:
                             f"processes share NumPy memory only), got {type(model).__name__} with "
                             f"{'params of types ' + str(kinds) if kinds else 'params ' + repr(params)}")
         dtype = np.dtype(model.dtype)
+        if others := sorted(name for name, p in params.items() if p.dtype != dtype):
+            raise TypeError(f"model.params must all be model.dtype = {dtype} (the shared memory holds one dtype), "
+                            f"got {params[others[0]].dtype} for {others}")
         layout = _layout(params)
         size = max(1, sum(math.prod(shape) for shape, _ in layout.values()) * dtype.itemsize)
         blocks, views = [], []  # 0: the parameters, p: part p's gradients
@@ -118,8 +121,11 @@ class PartProcesses:
         if self.closed:
             raise RuntimeError("these worker processes are closed: make a new PartProcesses")
         shared = self._views[0]
+        if set(model.params) != set(shared):
+            raise ValueError(f"model.params must keep the names it had when these processes were made: "
+                             f"{sorted(set(model.params) ^ set(shared))} added or removed")
         for name, view in shared.items():  # all checked before any is written
-            p = model.params.get(name)
+            p = model.params[name]
             if getattr(p, "shape", None) != view.shape or getattr(p, "dtype", None) != view.dtype:
                 got = f"{p.dtype} {p.shape}" if isinstance(p, np.ndarray) else repr(type(p).__name__)
                 raise ValueError(f"model.params[{name!r}] must stay a {view.dtype} array of shape {view.shape} (as "
@@ -135,28 +141,33 @@ class PartProcesses:
             finally:
                 wait(futures)
             losses = [f.result() for f in futures]
-        except BrokenProcessPool as error:
-            self.close()
-            raise RuntimeError("a worker process ended before its part was done (killed, out of memory, or it could "
-                               f"not rebuild the model as {type(model).__name__}(config, dtype=...) from an importable "
-                               "module: its own error is printed above); these processes are closed, and a new "
-                               "PartProcesses (BatchParts's next call) starts new ones") from error
-        except BaseException:
-            if not all(f.done() for f in futures):  # cut short (Ctrl-C while waiting): parts are still running
-                self.close()  # waits for them, so nothing writes into the blocks after this
+        except BaseException as error:  # a part's error, Ctrl-C (anywhere in here), a worker's death
+            died = isinstance(error, BrokenProcessPool) or any(
+                f.done() and not f.cancelled() and isinstance(f.exception(), BrokenProcessPool) for f in futures)
+            if died or len(futures) < len(parts) - 1 or not all(f.done() for f in futures):  # a part may still run
+                self.close()  # waits for the parts, so nothing writes into the blocks after this
+            if died:
+                raise RuntimeError(
+                    "a worker process ended before its part was done (killed, out of memory, or it could not rebuild "
+                    f"the model as {type(model).__name__}(config, dtype=...) from an importable module: its own error "
+                    "is printed above); these processes are closed, and a new PartProcesses (BatchParts's next call) "
+                    "starts new ones") from error
             raise
         return [first, *((loss, {name: g.copy() for name, g in self._views[p].items()})  # copies: the blocks are reused
                          for p, loss in enumerate(losses, start=1))]
 
 
 def _end(pool, views, blocks):
-    """Stop the pool, drop the arrays that point into the blocks, then free the blocks."""
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
-    views.clear()
-    for block in blocks:
-        block.close()
-        block.unlink()
+    """Stop the pool, drop the arrays that point into the blocks, then free the blocks: these even when the wait for
+    the pool is cut short (a second Ctrl-C; a worker still mapping a block keeps its memory until it exits)."""
+    try:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        views.clear()
+        for block in blocks:
+            block.close()
+            block.unlink()
 
 
 # -- inside a worker process ----------------------------------------------------------------------------
