@@ -323,6 +323,9 @@ def test_run_refuses_parameters_that_changed_shape_or_dtype_before_writing_any()
                 processes.run(model, parts)
             assert all(np.array_equal(processes._views[0][k], shared[k]) for k in shared)
         model.params = good
+        for wrong in ([], parts * 2):
+            with pytest.raises(ValueError, match=rf"parts must be 1 to 2 \(tokens, targets\) .* got {len(wrong)}"):
+                processes.run(model, wrong)
         assert not processes.closed
         assert_same(processes.run(model, parts)[1], model.loss_and_grads(*parts[1]), rtol=1e-6)
     finally:

@@ -120,6 +120,9 @@ class PartProcesses:
         would write its gradients over the next call's."""
         if self.closed:
             raise RuntimeError("these worker processes are closed: make a new PartProcesses")
+        if not 1 <= len(parts) <= len(self._views):
+            raise ValueError(f"parts must be 1 to {len(self._views)} (tokens, targets) pairs, one per process, "
+                             f"got {len(parts)}")
         shared = self._views[0]
         if set(model.params) != set(shared):
             raise ValueError(f"model.params must keep the names it had when these processes were made: "
