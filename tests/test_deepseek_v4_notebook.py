@@ -27,10 +27,11 @@ def test_pooling_weights_are_the_windows_by_hand():
 
 def test_the_v4_figures_are_the_same_bytes_every_run(tmp_path):
     """Under the matplotlib that drew figures/, each v4 figure drawn here (another process, another hash seed) is the
-    committed PNG: byte for byte on a CPU like the one that drew them (an Intel one, AVX-512); elsewhere a curve's
-    anti-aliasing may differ by a few levels at a few pixels, since NumPy's log10 for the log-scale axes rounds its
-    last bit by the CPU's vector unit (83 pixels, 3 levels at most, on an AMD CPU with AVX2). Under another
-    matplotlib, two drawings in this process are the same bytes."""
+    committed PNG: byte for byte on a CPU like the one that drew them (an AMD one, AVX2); elsewhere a curve's
+    anti-aliasing may differ by a few levels at a few pixels. Their log-scale axes no longer use NumPy's log10, which
+    rounds its last bit by the CPU's vector unit (drawn on an Intel CPU with AVX-512, they differed here at 83
+    pixels, by 3 levels at most), but the C library's; what else an x86 CPU of another kind may round otherwise is
+    not known here. Under another matplotlib, two drawings in this process are the same bytes."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -9,8 +9,11 @@ of ``cache_costs.py`` and the multiply-adds of ``deepseek_v4_costs.py``.
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.scale import InvertedLogTransform, LogScale, LogTransform
 
 from ...cache_costs import cache_bytes
 from ...deepseek_v4_compressor import compress_windows, visible_entries
@@ -84,13 +87,70 @@ def plot_v4_visibility(n_tokens=16, rate=4, window=5):
 LENGTHS = np.unique(np.round(np.logspace(0, 20, 121, base=2)).astype(int))  # 1 .. 1M tokens
 
 
+class _Log10(LogTransform):
+    """matplotlib's base-10 log axis, each number through the C library's ``log10``: NumPy's is vectorised for the
+    CPU's vector unit (AVX-512 or AVX2) and may round its last bit otherwise, which moved a curve's anti-aliasing at
+    a few pixels of these figures from one CPU to another (the figures command promises the same bytes)."""
+
+    def __init__(self):
+        super().__init__(10, nonpositive="clip")
+
+    def transform_non_affine(self, values):
+        v = np.asarray(values, dtype=np.float64)
+        out = np.full(v.shape, -1000.0)  # LogTransform's value for numbers <= 0
+        kept = ~(v <= 0)  # NaN too: math.log10(nan) is nan
+        out[kept] = [math.log10(x) for x in v[kept]]
+        return out
+
+    def inverted(self):
+        return _Pow10()
+
+
+class _Pow10(InvertedLogTransform):
+    """The inverse, ``10 ** x``, by the C library's ``pow`` (NumPy's, like its log10, depends on the CPU)."""
+
+    def __init__(self):
+        super().__init__(10)
+
+    def transform_non_affine(self, values):
+        v = np.asarray(values, dtype=np.float64)
+        return np.reshape([_pow10(x) for x in v.ravel()], v.shape)
+
+    def inverted(self):
+        return _Log10()
+
+
+def _pow10(x: float) -> float:
+    try:
+        return math.pow(10.0, x)
+    except OverflowError:
+        return math.inf
+
+
+class _Log10Scale(LogScale):
+    """A base-10 log scale (its ticks and labels matplotlib's) whose transform is :class:`_Log10`."""
+
+    def __init__(self, axis):
+        super().__init__(axis, base=10)
+
+    def get_transform(self):
+        return _Log10()
+
+
+def _log_log(ax):
+    """Both axes of ``ax`` on :class:`_Log10Scale`: ``loglog``'s look, the same bytes on every CPU."""
+    ax.set_xscale(_Log10Scale(ax.xaxis))
+    ax.set_yscale(_Log10Scale(ax.yaxis))
+
+
 def plot_v4_cache_bytes():
     """The whole model's cache against context (FP8 as each model stores it; BF16 dashed), 128k and 1M marked."""
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
     for (name, cfg), colour in zip(released_models().items(), ("C0", "C1", "C2", "C3"), strict=True):
         for storage, style in (("fp8", "-"), ("bf16", "--")) if name != "V3" else (("bf16", "-"),):  # V3: BF16 only
             gib = [cache_bytes(cfg, int(n), storage) / 2**30 for n in LENGTHS]
-            ax.loglog(LENGTHS, gib, style, color=colour, label=f"{name} ({storage.upper()})")
+            ax.plot(LENGTHS, gib, style, color=colour, label=f"{name} ({storage.upper()})")
+    _log_log(ax)
     for n, label in ((131072, "128k"), (1048576, "1M")):
         ax.axvline(n, color="0.5", lw=0.8, ls=":")
         ax.text(n, 2e-4, label, ha="right", va="bottom", fontsize=8)
@@ -107,7 +167,8 @@ def plot_v4_decode_macs():
     models = released_models()
     fig, ax = plt.subplots(figsize=(7.2, 4.4))
     for name, cfg in models.items():
-        ax.loglog(LENGTHS, [decode_macs(cfg, int(n)) for n in LENGTHS], label=name)
+        ax.plot(LENGTHS, [decode_macs(cfg, int(n)) for n in LENGTHS], label=name)
+    _log_log(ax)
     for (a, b), shift in ((("V3.2", "V3"), (8, -24)), (("V4-Pro", "V3"), (-150, 12)), (("V4-Pro", "V3.2"), (8, -30))):
         for root in decode_macs_crossovers(models[a], models[b]):
             at = (root, decode_macs(models[b], round(root)))
