@@ -335,13 +335,15 @@ def test_the_package_command_trains_in_seconds_and_writes_only_into_out(tmp_path
 
     root = Path(__file__).resolve().parents[1]
     before = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
-    path = tmp_path / "poems.txt"
+    path, extra = tmp_path / "poems.txt", tmp_path / "more.txt"
     path.write_text("\n\n".join(POEMS), encoding="utf-8")
-    args = ["train", "--corpus", str(path), "--out", str(tmp_path / "run"), "--d-model", "16", "--n-heads", "2",
-            "--n-layers", "1", "--d-ff", "32", "--context", "16", "--batch-size", "4", "--steps", "4",
+    extra.write_text("\n\n".join(POEMS[:2]), encoding="utf-8")
+    args = ["train", "--corpus", str(path), "--out", str(tmp_path / "run"), "--extra", str(extra), "--d-model", "16",
+            "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--context", "16", "--batch-size", "4", "--steps", "4",
             "--eval-every", "2"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
+    assert out.startswith(f"{path} + {extra}: ")  # what the training side holds, the added text named
     assert "Transformer (best, step" in out and "bigram (Kneser-Ney)" in out
     _, _, meta = load_checkpoint(tmp_path / "run" / "best")
     assert meta["command"] == "python -m attention_from_scratch " + " ".join(args)

@@ -24,7 +24,7 @@ from .trainer import TrainOptions, train_on_text
 
 __all__ = ["OPTIONS", "PRESETS", "command_line", "main", "parser", "report", "run"]
 
-# Per corpus: the data options and the training options of its committed checkpoint (README, "Real text").
+# Per corpus: the data options and the training options of its committed checkpoint (docs/guide/numbers.md).
 PRESETS = {
     # 300 poems overfit within a few hundred steps (issue 32): a small model, the Song poems added to the
     # training side, unigram input noise, strong weight decay and the moving average hold it back
@@ -108,7 +108,8 @@ def run(namespace: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     base = baselines(data)
-    print(f"{args['corpus']}: {len(data.train)} training documents ({len(data.train.text):,} characters), "
+    extra = "".join(f" + {name}" for name in data_options["extra"])  # added to the training side only
+    print(f"{args['corpus']}{extra}: {len(data.train)} training documents ({len(data.train.text):,} characters), "
           f"{len(data.held)} held out ({data.held_out.n_chars:,} characters); {data.tokenizer}, "
           f"{data.chars_per_token:.2f} characters per token; prepared in {time.perf_counter() - t0:.1f} s")
     meta = {"command": command_line(args), "corpus": args["corpus"], "data": data_options, "baselines": base,
