@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 from _timing import print_table, verdict
@@ -107,4 +107,6 @@ def main(quick=False):
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, a few seconds")
+    main(quick=parser.parse_args().quick)

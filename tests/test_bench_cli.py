@@ -74,3 +74,13 @@ def test_sparse_benchmark_crossover_and_figure_from_rows():
     assert sparse.crossover([{**r, "sparse_ms": 100.0} for r in rows]) is None  # never crosses
     fig = sparse.plot(rows, sparse.crossover(rows))
     assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 4  # dense, sparse, indexer, the crossover line
+
+
+def test_every_benchmark_script_reads_its_arguments_with_argparse():
+    """``python benchmarks/bench_X.py --help`` prints the options and runs nothing (one script ignored --help and
+    started its full minute-long run); read from the sources, so that no script is run here."""
+    scripts = sorted(BENCH_DIR.glob("bench_*.py"))
+    assert len(scripts) >= len(BENCHMARKS)
+    plain = [p.name for p in scripts if "ArgumentParser(" not in p.read_text(encoding="utf-8")
+             or "sys.argv" in p.read_text(encoding="utf-8")]
+    assert not plain, f"scripts that read sys.argv themselves: {plain}"
