@@ -6,6 +6,9 @@ Question: what does moving the *unchanged* code to a GPU buy? Every concept modu
 (``synchronize``) so they measure the computation, not the launch. Without a usable GPU the script
 says so and measures only the NumPy column.
 
+On a GPU the script also sweeps flash attention's block size on CuPy at (B, H, n, d) = (1, 8, 4096, 64): the
+measurement behind ``flash.GPU_BLOCK_SIZE``, the tile that ``block_size=None`` means there.
+
 MLA decoding (``attention_from_scratch.mla``, DeepSeek-V3's multi-head latent attention) is timed
 per generated token against a latent cache; it is skipped with a note if the module is absent.
 
@@ -24,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import add_figure_option, not_measured, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
-from attention_from_scratch.flash import flash_attention
+from attention_from_scratch.flash import GPU_BLOCK_SIZE, flash_attention
 from attention_from_scratch.infra.backend import gpu_available, namespace_for, to_device
 from attention_from_scratch.infra.timing import median_times
 
@@ -65,6 +68,14 @@ def attention_rows(backends, sizes, n_heads, repeat):
                 row[f"{variant} {name}"] = t
         rows.append(row)
     return rows
+
+
+def block_rows(xp, n, n_heads, blocks, repeat):
+    """Median seconds of flash attention on backend ``xp`` per block size, at (1, n_heads, n, 64), float32."""
+    rngs = [np.random.default_rng(s) for s in range(3)]
+    q, k, v = (to_device(rng.standard_normal((1, n_heads, n, D_K), dtype=np.float32), xp) for rng in rngs)
+    fns = {b: _timed(xp, lambda b=b: flash_attention(q, k, v, block_size=b)) for b in blocks}
+    return median_times(fns, repeat=repeat)
 
 
 def _mla_module():
@@ -170,6 +181,13 @@ def main(quick: bool = False, figures_dir=None):
         table.append(line)
     print("\nPlain and flash attention, median seconds (float32, d = 64)")
     print_table(headers, table)
+    if "cupy" in backends:
+        blocks, n = ((128, 512), 1024) if quick else ((128, 256, 512, 1024, 2048), 4096)
+        times = block_rows(backends["cupy"], n, 8, blocks, repeat=3)
+        best = min(times, key=times.get)
+        print(f"\nFlash attention's block size on CuPy, H = 8, n = {n}, float32 (default: {GPU_BLOCK_SIZE})")
+        print_table(["block_size", "median s", f"time / time at {best}"],
+                    [[b, f"{t:.4f}", f"{t / times[best]:.2f}x"] for b, t in times.items()])
     decode_rows = mla_rows(backends, prompt=64 if quick else 512, steps=8 if quick else 32, repeat=3)
     if decode_rows:
         print("\nMLA decoding: median ms per token (prompt + tokens through the latent cache)")

@@ -84,3 +84,24 @@ def test_every_benchmark_script_reads_its_arguments_with_argparse():
     plain = [p.name for p in scripts if "ArgumentParser(" not in p.read_text(encoding="utf-8")
              or "sys.argv" in p.read_text(encoding="utf-8")]
     assert not plain, f"scripts that read sys.argv themselves: {plain}"
+
+
+@pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not in this checkout")
+def test_block_size_sweep_times_each_block_on_the_backend_it_is_given():
+    from attention_from_scratch.infra.backend import namespace_for
+
+    times = _load("bench_backends").block_rows(namespace_for("numpy"), 8, 2, (2, 4, 8), repeat=1)
+    assert list(times) == [2, 4, 8] and all(t > 0 for t in times.values())
+
+
+def test_the_gpu_check_script_parses_and_runs_every_stage():
+    script = BENCH_DIR.parent / "tools" / "gpu_check.sh"
+    if not script.is_file():
+        pytest.skip("tools/ not in this checkout")
+    import subprocess
+
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    text = script.read_text()
+    for stage in ("env", "tour", "backend", "notebook", "bench", "tests"):
+        assert f"\nstage {stage} " in text, stage
+    assert "-m gpu tests" in text and "notebooks/zh/25_gpu.ipynb" in text
