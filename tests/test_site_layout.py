@@ -7,7 +7,9 @@ alt text that says what it shows and links to the full-size image. And what a re
 shows no error, every image loaded, every formula is typeset by MathJax with no TeX error, no raw ``$$`` or reST
 directive shows as text, nothing is asked of the internet; a notebook's page shows at least as many figures as its
 notebook's outputs hold, a page of the Chinese site holds Chinese, and each index's sidebar links every notebook of
-its language. Where ``$SITE_SCREENSHOTS`` names a folder, each page opened is photographed into it, to be looked at.
+its language; on the two indexes, the site's name (the title above the sidebar and the sidebar's first entry) is
+whole on one line and not cut off at every width where the sidebar's layout changes, from 320 to 1920 px. Where
+``$SITE_SCREENSHOTS`` names a folder, each page opened is photographed into it, to be looked at.
 
 The pages are checked in the site's parts (``GROUPS``: the two halves of the API reference, the Chinese site, the
 English notebooks, the other pages), one test each, so that ``pytest -n auto`` spreads them over the cores.
@@ -136,6 +138,41 @@ Promise.all([window.frameOfThisPage, text(url)]).then(([own, html]) => {
 }, () => done(null));
 """.replace("CUT", _CUT)
 _NAV = "return [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map((a) => a.href);"
+# the site's name, one word of 22 characters, as the title above the sidebar and as the sidebar's first entry (the
+# home page): for each, the number of lines the word takes (1: whole; 0: not laid out) and whether the element's
+# text overflows it
+_NAME = """
+return ['.navbar-brand .logo__title', '.bd-sidenav__home-link a.reference'].map((selector) => {
+  const el = document.querySelector(selector);
+  if (!el) return [selector, -1, false];
+  const text = [...el.childNodes].find((node) => node.nodeType === 3 && node.data.includes('attention_from_scratch'));
+  if (!text) return [selector, -1, false];
+  const range = document.createRange(), at = text.data.indexOf('attention_from_scratch');
+  range.setStart(text, at);
+  range.setEnd(text, at + 22);
+  const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size;
+  return [selector, lines, el.scrollWidth > el.clientWidth + 1];
+});
+"""
+# the window widths where the sidebar's layout changes (a drawer below 960 px; 960-991; a fifth of the window from
+# 992) and the usual screens'
+NAME_WIDTHS = (320, 360, 480, 959, 960, 975, 991, 992, 1000, 1100, 1199, 1280, 1440, 1920)
+
+
+def _name_whole(browser, path: str) -> list[str]:
+    """Problems with the site's name at each of ``NAME_WIDTHS`` on the open page: broken mid-word, or cut off."""
+    problems = []
+    for width in NAME_WIDTHS:
+        browser.set_window_size(width, 800)
+        for selector, lines, overflows in browser.execute_script(_NAME):
+            if lines != 1 or overflows:
+                what = [{-1: "missing", 0: "not shown"}.get(lines, f"on {lines} lines")] if lines != 1 else []
+                what += ["cut off"] if overflows else []
+                problems.append(f"{path} at {width} px: the site's name in {selector} is {' and '.join(what)}")
+    browser.set_window_size(1280, 1000)
+    return problems
+
+
 # every element of the article's box, rounded to the pixel: a page's layout, to compare two ways of reaching it
 _BOXES = """
 const article = document.querySelector('article.bd-article');
@@ -293,6 +330,7 @@ def test_every_page_fits_1280_px_with_text_titles_and_linked_figures(group, site
                 folder = REPO / "notebooks" / ("zh" if path.startswith("zh/") else "")
                 problems += [f"{path}: the navigation does not link {nb.name}" for nb in sorted(folder.glob("*.ipynb"))
                              if f"{base_url}{path.removesuffix('index.html')}notebooks/{nb.stem}.html" not in nav]
+                problems += _name_whole(browser, path)
         else:
             frames[path], sizes[path] = frame, facts["elements"]
             # no script, no formula: nothing to typeset; the console's errors so far came with this page's column
