@@ -57,19 +57,20 @@ __all__ = [
     "tile_mask",
 ]
 
-# block_size=None picks the measured best tile for the inputs' backend (default_block_size):
+# block_size=None picks a measured tile for the inputs' backend (default_block_size):
 # - CPU (NumPy, array-api-strict, anything not on a GPU): 512. NumPy pays Python's per-tile overhead
 #   (~20 array calls per tile), so large tiles win while a tile of scores still fits in cache (512 x 512
 #   float32 = 1 MiB). Measured with benchmarks/bench_flash.py at (B, H, T, d) = (1, 8, 2048, 64), float32,
 #   workers=2, 2 cores: 128 takes ~2x the time of 512, 1024 is within noise of 512, 2048 is slower; with
 #   512, flash takes 0.2-0.5x plain attention's time (README's block-size table).
-# - GPU (CuPy, PyTorch CUDA): 2048. Here each array operation is a kernel of its own, so a tile costs
-#   about 0.3 ms of Python and kernel launches whatever its size, and the time is that cost times the number
-#   of tiles: measured with bench_backends.py on an NVIDIA H200 (CuPy 14.2, (1, 8, 4096, 64), float32),
-#   block 128 took 142x the time of 2048, 512 took 9.9x, 1024 2.8x. Larger tiles were faster still (4096:
-#   a third of 2048's time at n = 8192), but 2048 keeps one tile of float32 scores at 16 MiB per head.
-#   (FlashAttention's own 128-wide tiles are sized for on-chip memory, inside ONE fused kernel: array code
-#   cannot fuse, so on a GPU these tiles save memory, not time.)
+# - GPU (CuPy; PyTorch CUDA too, not measured): 2048. CuPy runs each array operation as its own kernel(s),
+#   nothing fused, so a tile costs about 0.3 ms of Python and launches whatever its size, and the time is
+#   about that cost times the number of tiles: measured with bench_backends.py on an NVIDIA H200 (CuPy 14.2,
+#   (1, 8, 4096, 64), float32, two runs), block 128 took 142-154x the time of 2048, 512 9.9-11x, 1024
+#   2.8-3.1x. Larger tiles were faster still (4096: a third of 2048's time at n = 8192), but 2048 keeps one
+#   tile of float32 scores at 16 MiB per head. (FlashAttention's own 128-wide tiles are sized for on-chip
+#   memory, inside ONE fused kernel; this array code fuses nothing, so on a GPU its tiles save memory, not
+#   time.)
 CPU_BLOCK_SIZE = 512
 GPU_BLOCK_SIZE = 2048
 
@@ -268,7 +269,7 @@ def flash_attention(
     broadcast. ``mask`` (boolean, True = may attend, or additive float) broadcasts to ``(..., T, S)``
     and is sliced per tile; ``causal=True`` is bottom-right aligned and skips future key blocks.
     ``block_size`` is an int or ``(block_q, block_k)``; any size works, including ones that do not
-    divide T or S. None (the default) is the measured best for the inputs' backend,
+    divide T or S. None (the default) is a measured size for the inputs' backend,
     :func:`default_block_size`: 512 on a CPU, 2048 on a GPU. Only ``(block_q, block_k)`` scores exist
     at a time, never ``(T, S)``. A row with nothing to attend to gives 0. ``workers=N`` runs the
     (batch·head, query block) tiles on N threads; with or without workers, BLAS is held to one thread

@@ -13,8 +13,8 @@
 #   tests     pytest -m gpu: every test of the xp fixture on CuPy float64 and float32 (the NumPy and
 #             array-api-strict cases run in CI)
 #   backend   tests/test_backend.py and tests/test_main.py whole: what they expect depends on whether a GPU is usable
-#   notebook  notebook 25 (the same code on a GPU), English and Chinese, under nbval: its stored outputs,
-#             made without a GPU, must still match, but for the cells marked NBVAL_IGNORE_OUTPUT
+#   notebook  notebook 25 (the same code on a GPU), English and Chinese, under nbval: its stored outputs must
+#             match on any machine, but for the cells marked NBVAL_IGNORE_OUTPUT (the device, the timings)
 #   bench     benchmarks/bench_backends.py: NumPy against CuPy, with its figure in OUT_DIR
 set -u
 OUT=${1:-gpu-check}
