@@ -23,16 +23,16 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
                  clock=time.perf_counter) -> dict:
     """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
 
-    ``warmup`` calls each first; then in each of ``repeat`` rounds every function takes a turn, and the
-    order rotates from round to round so that no function always runs right after the same neighbour
-    (caches, memory freed by the previous call). A turn is one timed call, or with ``burst=k > 1`` one
-    untimed call and then k timed ones in a row (both at once: a burst starts with the switch's call): the
-    untimed call pays for the switch from the previous function (OpenBLAS's threads, measured here, spin for
-    up to about 0.1 s after their last call, taking a core from the next function's threads), and the
-    timed ones run back to back, as a training loop's steps do. ``threads`` (name -> BLAS threads, None:
-    BLAS's own choice) sets a function's thread count around its turn, outside the timed interval, with the
-    package's ``blas.blas_thread_limit`` (so that tiled code inside can still hold BLAS to one thread).
-    ``clock``: a function returning seconds (a fake one in tests). The counts are checked before any call.
+    ``warmup`` calls each first; then in each of ``repeat`` rounds every function takes a turn, and the order
+    rotates from round to round, so that no function always runs first (a rotation does not change which function
+    follows which: that is what ``burst`` is for). A turn is one timed call, or with ``burst=k > 1`` one untimed
+    call and then k timed ones in a row (both at once: a burst starts with the switch's call): the untimed call pays
+    for the switch from the previous function (OpenBLAS's threads, measured here, spin for up to about 0.1 s after
+    their last call, taking a core from the next function's threads), and the timed ones run back to back, as a
+    training loop's steps do. ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets a function's thread
+    count around its turn, outside the timed interval, with the package's ``blas.blas_thread_limit`` (so that tiled
+    code inside can still hold BLAS to one thread). ``clock``: a function returning seconds (a fake one in tests).
+    The counts are checked before any call.
     """
     repeat, warmup = check_positive_int(repeat, "repeat (rounds)"), check_positive_int(warmup, "warmup", minimum=0)
     burst = check_positive_int(burst, "burst (timed calls per turn)")
