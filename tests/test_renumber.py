@@ -140,6 +140,29 @@ def test_course_table_is_consistent():
         assert found is None or found.stem in (nb.stem, nb.source.split("/")[-1])
 
 
+# "Before this: ..." names earlier notebooks only; "notebook 15 showed" in notebook 14 uses what is not yet taught
+BEFORE = re.compile(r"\*\*Before this(?: notebook)?:?\*\*:?(.*?)(?:\n\n|$)", re.DOTALL)
+SHOWED = re.compile(r"\b[Nn]otebook (\d\d) (?:showed|shows how we|built|derived|explained|taught|introduced)\b")
+
+
+@pytest.mark.parametrize("nb", [nb for nb in parts.COURSE if (REPO / "notebooks" / f"{nb.stem}.ipynb").exists()],
+                         ids=lambda nb: nb.stem)
+def test_a_notebook_leans_only_on_earlier_ones(nb):
+    number = int(nb.stem[:2])
+    cells = json.loads((REPO / "notebooks" / f"{nb.stem}.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    before = [int(n) for m in BEFORE.finditer(text) for n in re.findall(r"\b\d\d\b", m.group(1))]
+    assert all(n < number for n in before), f"{nb.stem}: 'Before this' names notebooks {before}"
+    later = [int(m.group(1)) for m in SHOWED.finditer(text) if int(m.group(1)) > number]
+    assert not later, f"{nb.stem}: speaks of notebooks {later} as already read"
+
+
+def test_the_order_check_catches_the_slips_it_is_for():
+    slips = ("**Before this:** 09 (KV cache), 18 (backpropagation).", "Notebook 15 showed that caching")
+    assert BEFORE.search(slips[0]) and re.findall(r"\b\d\d\b", BEFORE.search(slips[0]).group(1)) == ["09", "18"]
+    assert SHOWED.search(slips[1]).group(1) == "15"
+
+
 def test_readme_course_map_is_the_tables():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     found = re.search(re.escape(renumber.MAP_START) + ".*?" + re.escape(renumber.MAP_END), text, re.DOTALL)
