@@ -74,11 +74,20 @@ def _jieba():
 
 
 def chinese_words(text: str) -> list[str]:
-    """The words jieba's search mode finds in ``text``'s Chinese runs (whole compounds and their parts)."""
+    """The words jieba's search mode finds in ``text``'s Chinese runs (whole compounds and their parts), and
+    the glossary's terms inside them (:func:`course_terms_within`)."""
     jieba = _jieba()
     if jieba is None:
         raise RuntimeError("the site's Chinese search needs jieba: pip install -e \".[docs]\"")
-    return [w for run in re.findall(r"[\u4e00-\u9fff]+", text) for w in jieba.cut_for_search(run) if len(w) > 1]
+    runs = re.findall(r"[\u4e00-\u9fff]+", text)
+    return [w for run in runs for w in jieba.cut_for_search(run) if len(w) > 1] + course_terms_within(runs)
+
+
+def course_terms_within(runs: list[str]) -> list[str]:
+    """The glossary's terms that sit inside a longer run of Han characters: jieba's search mode splits a
+    compound into its words of two and three characters only, so 分页键值缓存 (paged KV cache) would otherwise
+    not be found by a search for 键值缓存 (KV cache), a word of four."""
+    return [word for run in runs for word in course_words() if len(word) < len(run) and word in run]
 
 
 def identifier_parts(text: str) -> list[str]:
@@ -100,7 +109,8 @@ class SearchChineseCourse(SearchChinese):
 
     def split(self, input: str) -> list[str]:
         _jieba()
-        return super().split(input) + identifier_parts(input)
+        runs = re.findall(r"[\u4e00-\u9fff]+", input)
+        return super().split(input) + course_terms_within(runs) + identifier_parts(input)
 
 
 def use_search_languages() -> None:

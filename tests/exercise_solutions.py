@@ -129,7 +129,7 @@ def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
 
 
 def my_index_scores(q, k, w):
-    """DeepSeek-V3.2's index scores I(t, s) = Σ_h w[t, h] · ReLU(q[h, t] · k[s] / √d_I), −∞ on the future.
+    """DeepSeek-V3.2's index scores I(t, s) = Σ_j w[t, j] · ReLU(q[j, t] · k[s] / √d_I), −∞ on the future.
 
     q (B, H_I, T, d_I), k (B, S, d_I) (one key per token, shared by the heads), w (B, T, H_I) -> (B, T, S).
     """

@@ -1,4 +1,4 @@
-"""The data and runs of the notebooks "Learning before backpropagation" and "The Transformer block".
+"""The data and runs of notebooks 10 ("Learning from data") and 11 ("The Transformer block").
 
 One source per demo: a notebook works each run out by hand, asserts that it equals the function here,
 and passes the result to a figure (``course/plots/learning.py``, ``course/plots/block.py``), which only

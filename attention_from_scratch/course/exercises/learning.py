@@ -1,4 +1,4 @@
-"""Exercises of the notebook "Learning before backpropagation": a gradient by central differences, and the
+"""Exercises of notebook 10, "Learning from data": a gradient by central differences, and the
 bigram model's loss and gradient.
 
 Their cases, references and the classic mistakes with their hints. The numerical gradient's reference is

@@ -1,4 +1,4 @@
-"""Exercise: DeepSeek-V3.2's index scores, I(t, s) = Σ_h w_{t,h} ReLU(q_{t,h} · k_s / √d_I), causal.
+"""Exercise: DeepSeek-V3.2's index scores, I(t, s) = Σ_h w_{t,j} ReLU(q_{t,j} · k_s / √d_I), causal.
 
 Its cases, the package's reference, and the classic mistakes with their hints.
 """
@@ -172,13 +172,13 @@ INDEX_SCORES = Exercise(
     fallbacks=[lambda case, e, g: _off_by_one(case, g), _finite_future],
     title="the lightning indexer's scores",
     task="""Write `my_index_scores(q, k, w)`: DeepSeek-V3.2's index scores
-$I(t, s) = \\sum_h w_{t,h}\\,\\mathrm{ReLU}(q_{t,h}\\cdot k_s / \\sqrt{d_I})$ for every query $t$ and key $s$, and
+$I(t, s) = \\sum_j w_{t,j}\\,\\mathrm{ReLU}(q_{t,j}\\cdot k_s / \\sqrt{d_I})$ for every query $t$ and key $s$, and
 $-\\infty$ where $s$ is in $t$'s future. Shapes: `q` `(B, H_I, T, d_I)` (the indexer's query heads), `k`
 `(B, S, d_I)` (**one** key per token, shared by the heads), `w` `(B, T, H_I)` (a weight per query and head,
 already divided by $\\sqrt{H_I}$); return `(B, T, S)` in the inputs' dtype. The T queries are the last T of
 the S tokens: query $i$ sits at position $S - T + i$ and sees keys $0 .. S - T + i$. Do not change the
 inputs. The checker compares with `attention_from_scratch.index_scores`.""",
     stub='''def my_index_scores(q, k, w):
-    """Index scores (B, T, S): Σ_h w[b, t, h] · ReLU(q[b, h, t] · k[b, s] / √d_I), −∞ on the future."""
+    """Index scores (B, T, S): Σ_j w[b, t, j] · ReLU(q[b, j, t] · k[b, s] / √d_I), −∞ on the future."""
     raise NotImplementedError  # delete this line and write your code''',
 )

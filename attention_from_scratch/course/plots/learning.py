@@ -1,4 +1,4 @@
-"""Figures of the notebook "Learning before backpropagation": gradient descent, the learning rate,
+"""Figures of notebook 10, "Learning from data": gradient descent, the learning rate,
 momentum and Adam.
 
     learning_rate.png       one parameter: the loss curve with the first steps at three learning rates,
