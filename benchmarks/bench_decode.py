@@ -20,7 +20,7 @@ decoded several times and the median step time is reported:
 (c) MLA absorbed: W_UK folded into the query, W_UV applied after the weighted sum of latents; attention
     runs over the cached 288-value rows directly.
 
-(b) and (c) share the same cache (bytes = S · 288 · 4); (a) holds S · 09 · 160 · 4 bytes, 8.9× more.
+(b) and (c) share the same cache (bytes = S · 288 · 4); (a) holds S · 16 · 160 · 4 bytes, 8.9× more.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 
 Reduced layers, float32, batch 1, width 1024, keeping the released models' ratios of work per cached key:
 
-* V3: bench_sparse.py's MLA (16 heads, latent 256 + rope 32): 09 · (2·256 + 32) = 8,704 multiply-adds per
+* V3: bench_sparse.py's MLA (16 heads, latent 256 + rope 32): 16 · (2·256 + 32) = 8,704 multiply-adds per
   key (V3: 128 · 1088 = 139,264); V3.2: plus an indexer of 8 heads of 64 keeping 2048 keys (1 : 17 as
   V3.2's 64 · 128 beside 139,264);
 * V4: 8 heads of 256 (rope 32) over one shared K=V: 2 · 8 · 256 = 4,096 per key (V4-Flash: 65,536, the

@@ -83,6 +83,22 @@ def tp_float32(logits, p):
     return exercise_solutions.my_top_p(logits.astype(np.float32), p)
 
 
+def tp_keeps_one_more_at_p(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    probs = _softmax(z)
+    return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs <= p, z, -np.inf))  # <=: not the fewest
+
+
+def tp_one_max_for_the_batch(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    e = np.exp(z - z.max())  # one maximum for every row
+    with np.errstate(invalid="ignore"):
+        probs = e / e.sum(axis=-1, keepdims=True)
+        return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs < p, z, -np.inf))
+
+
 # --- top_p: right ----------------------------------------------------------------------------------------------
 
 
@@ -192,6 +208,33 @@ def bm_pair_as_floats(ids, new_id):
     return pair.astype(float), merged
 
 
+def bm_ties_by_first_id_only(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q[0]))  # equal first ids: whichever was seen first
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_merged_in_a_string(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    text = " ".join(map(str, ids.tolist())).replace(f"{pair[0]} {pair[1]}", str(new_id))  # "11 2" holds "1 2"
+    return np.array(pair), np.array([int(s) for s in text.split()])
+
+
+def bm_pairs_packed_in_base_1000(ids, new_id):
+    packed = ids[:-1] * 1000 + ids[1:]  # one number per pair: fine while every id is below 1000
+    values, counts = np.unique(packed, return_counts=True)
+    best = values[np.argmax(counts)]
+    pair = (int(best // 1000), int(best % 1000))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_spaces_skipped(ids, new_id):
+    counts = Counter(q for q in itertools.pairwise(ids.tolist()) if 32 not in q)  # "words" only
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
 # --- bpe_merge_step: right -------------------------------------------------------------------------------------
 
 
@@ -235,6 +278,8 @@ BATTERIES = {
             (tp_whole_batch, "each row of a batch is its own distribution"),
             (tp_large_negative_for_removed, "a removed token's logit is −∞ exactly"),
             (tp_float32, None),
+            (tp_keeps_one_more_at_p, "the nucleus is the FEWEST tokens"),
+            (tp_one_max_for_the_batch, "its own maximum"),
         ],
         "right": [tp_row_loop, tp_threshold],
     },
@@ -253,6 +298,10 @@ BATTERIES = {
             (bm_ties_by_second_id, "first id first"),
             (bm_merged_as_floats, "keep the result an integer array"),
             (bm_pair_as_floats, "expected integers (int64), got an array of dtype float64"),
+            (bm_ties_by_first_id_only, "compared as tuples"),
+            (bm_merged_in_a_string, None),
+            (bm_pairs_packed_in_base_1000, None),
+            (bm_spaces_skipped, None),
         ],
         "right": [bm_sorted_counts, bm_numpy_pairs],
     },

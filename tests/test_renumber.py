@@ -186,6 +186,8 @@ def test_notation_notebook_says_what_the_page_says():
     ("Notebook 02's figures, notebook 01.", "Notebook 01's figures, notebook 02."),
     ('FIGURES["01_a_fig.png"], names.startswith("01_a")', 'FIGURES["02_a_fig.png"], names.startswith("02_a")'),
     ("$17/(\\sqrt{30}\\sqrt{14})$ in notebook 01", "$17/(\\sqrt{30}\\sqrt{14})$ in notebook 02"),  # maths is not
+    ("01 · Ay and 02 · 乙; 01 · (96 + 64) and 02 · 160 · 4 are products",
+     "02 · Ay and 01 · 乙; 01 · (96 + 64) and 02 · 160 · 4 are products"),  # a title follows, or a factor
     ("a word c stays; next/c and c.ipynb move; [a](docs/c.md) stays",
      "a word c stays; 03_c and 03_c.ipynb move; [a](docs/c.md) stays"),
 ])

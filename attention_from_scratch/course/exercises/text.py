@@ -27,11 +27,15 @@ def _top_p_cases():
         Case("one row of 6 logits, p = 0.9", (draw(41, (6,)) * 2.0, 0.9)),
         Case("probabilities 0.5, 0.3, 0.15, 0.05 (as log-probabilities), p = 0.6: the token that crosses p is kept",
              (np.log(np.array([0.15, 0.5, 0.05, 0.3])), 0.6)),
-        Case("p = 1 keeps every token", (draw(42, (5,)), 1.0)),
+        Case("p = 1 keeps every token of these logits", (draw(42, (5,)), 1.0)),
+        Case("p = 1, logits 0 and −1000: the second token's probability underflows to exactly 0, so the first "
+             "already holds all of p and the nucleus is complete without the second", (np.array([0.0, -1000.0]), 1.0)),
         Case("a small p keeps only the most probable token", (draw(43, (7,)) * 3.0, 0.01)),
         Case("a batch of 3 rows of 8 logits, p = 0.7: each row its own nucleus", (draw(44, (3, 8)) * 2.0, 0.7)),
         Case("large logits (around 1000), p = 0.8", (1000.0 + draw(45, (6,)), 0.8)),
         Case("a (2, 2, 5) batch, p = 0.5", (draw(46, (2, 2, 5)) * 2.0, 0.5)),
+        Case("two rows 1000 apart, p = 0.8: each row's softmax subtracts its own maximum",
+             (np.stack([draw(47, (6,)), draw(47, (6,)) - 1000.0]), 0.8)),
         _fresh_top_p(fresh_seed()),
     ]
 
@@ -42,11 +46,11 @@ def _fresh_top_p(seed):
     return Case(FRESH, (draw(seed, shape, scale=float(rng.uniform(0.5, 4.0))), float(rng.uniform(0.05, 0.95))))
 
 
-def _kept_sorted(logits, p, *, keep, order=-1):
+def _kept_sorted(logits, p, *, keep, order=-1, probs=None):
     """The nucleus with one detail changeable: the mistakes are this."""
     z = np.asarray(logits, dtype=np.float64)
     ranks = np.argsort(order * z, axis=-1, kind="stable")
-    probs = np.take_along_axis(softmax(z, axis=-1), ranks, axis=-1)
+    probs = np.take_along_axis(softmax(z, axis=-1) if probs is None else probs, ranks, axis=-1)
     kept = keep(np.cumsum(probs, axis=-1), probs, p)
     mask = np.empty_like(kept)
     np.put_along_axis(mask, ranks, kept, axis=-1)
@@ -55,6 +59,17 @@ def _kept_sorted(logits, p, *, keep, order=-1):
 
 def _crossing_dropped(logits, p):
     return _kept_sorted(logits, p, keep=lambda c, q, p: c < p)
+
+
+def _one_more_at_p(logits, p):
+    return _kept_sorted(logits, p, keep=lambda c, q, p: c - q <= p)
+
+
+def _one_max_for_the_batch(logits, p):
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max())  # one maximum for the whole batch: a row far below it underflows to 0 / 0
+    with np.errstate(invalid="ignore"):
+        return _kept_sorted(z, p, keep=lambda c, q, p: c - q < p, probs=e / e.sum(axis=-1, keepdims=True))
 
 
 def _ascending(logits, p):
@@ -112,6 +127,10 @@ TOP_P = Exercise(
     mistakes=[
         ("keep the token that crosses p: a token stays while the tokens ranked ABOVE it hold less than p (the "
          "cumulative sum before it, not including it), so the kept probability is at least p", _crossing_dropped),
+        ("the nucleus is the FEWEST tokens: a token stays while the tokens ranked above it hold LESS than p "
+         "(<, not <=); once they hold p, the nucleus is complete and the next token is removed", _one_more_at_p),
+        ("softmax each row with its own maximum (max over axis −1, keepdims=True): one maximum for the whole "
+         "batch makes exp underflow to 0 / 0 = nan in a row far below it", _one_max_for_the_batch),
         ("rank the tokens from the most probable down (argsort of −logits): ascending order keeps the least "
          "probable ones", _ascending),
         ("a removed token's logit is −∞, not 0: a logit of 0 still has probability e⁰ / Σ after softmax",
@@ -161,6 +180,13 @@ def _bpe_cases():
              (_ids("aaabcbc"), 256)),
         Case("a tie between (1, 9) and (2, 3), twice each: tuples compare their first ids first",
              (np.array([1, 9, 5, 2, 3, 8, 1, 9, 7, 2, 3]), 260)),
+        Case("a tie of (a, c), (c, a) and (a, b), twice each: (a, c) comes first, but the second id breaks the "
+             "tie of the first: (a, b) wins", (_ids("acacabab"), 256)),
+        Case("ids of different lengths: (1, 2) twice, and 11 followed by 2 is not (1, 2)",
+             (np.array([1, 2, 1, 2, 11, 2]), 260)),
+        Case("ids of 1000 and above, and the new id 1001", (np.array([5, 1000, 5, 1000, 7, 999]), 1001)),
+        Case("spaces are bytes like any other: (32, 32) is the most frequent pair of 'a  b  c  d'",
+             (_ids("a  b  c  d"), 256)),
         _fresh_bpe(fresh_seed()),
     ]
 
