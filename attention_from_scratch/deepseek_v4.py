@@ -47,7 +47,7 @@ from .deepseek_v4_cache import DeepSeekV4Cache
 from .deepseek_v4_compressor import compress_windows, visible_entries
 from .deepseek_v4_config import CSA, SLIDING, DeepSeekV4Config, deepseek_v4_weight_shapes
 from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
-from .infra.checks import check_param
+from .infra.checks import check_float_dtype, check_param
 from .norms import rms_norm
 from .rope import apply_rope
 from .sparse import index_scores, indexer_weights, select_topk
@@ -132,6 +132,8 @@ class DeepSeekV4Attention:
 
     def to(self, xp, device=None, *, dtype=None):
         """Move every weight and the RoPE frequencies to backend ``xp`` on ``device`` (and ``dtype``); returns self."""
+        if dtype is not None:
+            check_float_dtype(dtype, xp)  # before any weight moves: an integer dtype would truncate them to zeros
         for name, w in self.weights.items():
             w = to_device(w, xp, device) if get_namespace(w) is not xp or device_of(w) != device else w
             self.weights[name] = w if dtype is None else xp.astype(w, dtype)

@@ -249,7 +249,8 @@ def _forward_substitution(lower, rhs, xp):
 
 
 def _check_delta_rule(q, k, v, beta, g, state, chunk_size, scale, xp):
-    """The one boundary check of :func:`gated_delta_rule`: shapes, dtypes, g ≤ 0, chunk_size, scale.
+    """The one boundary check of :func:`gated_delta_rule`: shapes, dtypes, finite g ≤ 0, beta in [0, 2], chunk_size,
+    scale > 0.
 
     Returns the arrays in one floating dtype, g as ``(B, H, T, 1 or d_k)`` (zeros when None), the state
     (zeros when None) in the computing dtype, chunk_size (None or int) and scale (a float).
@@ -267,9 +268,15 @@ def _check_delta_rule(q, k, v, beta, g, state, chunk_size, scale, xp):
         if tuple(x.shape) != shape or 0 in x.shape:
             raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {shape} for q of shape {(b, h, t, d_k)}"
                              + (" (or (B, H, T) per head)" if name == "g" else ""))
+    if g_ and not bool(xp.all(xp.isfinite(g_[0]))):
+        raise ValueError("g is a log-decay: every entry must be finite (no NaN; for a full reset use a very negative "
+                         "finite number such as -30, not -inf, which the chunked form cannot subtract)")
     if g_ and bool(xp.any(g_[0] > 0)):
         raise ValueError("g is a log-decay, exp(g) in (0, 1]: every entry must be <= 0, "
                          f"got a maximum of {float(xp.max(g_[0]))}")
+    if not bool(xp.all((beta >= 0) & (beta <= 2))):  # NaN fails both comparisons
+        raise ValueError("beta is the write strength: every entry must lie in [0, 2] (for a unit key the error "
+                         "shrinks by |1 - beta|; Gated DeltaNet's sigmoid gives (0, 1)), got entries outside")
     g = g_[0] if g_ else xp.zeros((b, h, t), dtype=q.dtype, device=device_of(q))
     g = g[..., None] if g.ndim == 3 else g  # (B, H, T, 1 or d_k)
     work = widen(q, xp).dtype
@@ -283,5 +290,6 @@ def _check_delta_rule(q, k, v, beta, g, state, chunk_size, scale, xp):
         state = xp.astype(state, work)
     if chunk_size is not None:
         chunk_size = check_positive_int(chunk_size, "chunk_size (None: token by token)")
-    scale = 1 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", hint=" (None means 1/sqrt(d_k))")
+    scale = 1 / math.sqrt(d_k) if scale is None else check_real(scale, "scale", above=0,
+                                                                   hint=" (None means 1/sqrt(d_k))")
     return q, k, v, beta, g, state, chunk_size, scale

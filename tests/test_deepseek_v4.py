@@ -409,3 +409,15 @@ def test_state_dict_errors_name_the_weight():
         DeepSeekV4Attention.from_state_dict(TINY, state | {"sinks": np.zeros(3)}, layer_idx=1)
     with pytest.raises(ValueError, match="layer_idx must be < num_hidden_layers=3"):
         DeepSeekV4Attention(TINY, layer_idx=3)
+
+
+def test_the_layer_refuses_a_dtype_that_is_not_real_floating():
+    layer = DeepSeekV4Attention(TINY, layer_idx=1, dtype=np.float32)
+    before = {name: w.copy() for name, w in layer.weights.items()}
+    for bad in (np.int32, np.complex128, np.bool_):  # an integer dtype truncated N(0, 1/fan_in) weights to zeros
+        with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+            DeepSeekV4Attention(TINY, layer_idx=1, dtype=bad)
+        with pytest.raises(TypeError, match="dtype must be a real floating dtype"):
+            layer.to(np, dtype=bad)
+    assert all(np.array_equal(layer.weights[name], w) and layer.weights[name].dtype == w.dtype
+               for name, w in before.items())

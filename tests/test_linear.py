@@ -214,6 +214,17 @@ def test_gated_delta_rule_errors_name_the_argument_and_what_was_expected():
             gated_delta_rule(q, k, v, beta, chunk_size=bad)
     with pytest.raises(ValueError, match="scale must be a finite real number"):
         gated_delta_rule(q, k, v, beta, scale=math.nan)
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="scale must be a finite real number > 0"):
+            gated_delta_rule(q, k, v, beta, scale=bad)
+    for bad in (math.nan, -math.inf):  # -inf: the chunked form would compute -inf - (-inf) = NaN
+        with pytest.raises(ValueError, match="g is a log-decay: every entry must be finite"):
+            gated_delta_rule(q, k, v, beta, np.full((1, 2, 5), bad), chunk_size=2)
+    for bad in (math.nan, -0.5, 5.0):
+        with pytest.raises(ValueError, match=r"beta is the write strength: every entry must lie in \[0, 2\]"):
+            gated_delta_rule(q, k, v, np.full_like(beta, bad))
+    assert np.isfinite(gated_delta_rule(q, k, v, np.full_like(beta, 2.0), np.full((1, 2, 5), -30.0),
+                                        chunk_size=2)[0]).all()  # the bounds themselves pass
     with pytest.raises(TypeError, match="different backends"):
         import array_api_strict
 

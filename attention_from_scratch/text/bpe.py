@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import numbers
 import re
 from collections import Counter, defaultdict
 
@@ -40,6 +41,16 @@ __all__ = ["CHUNK_PATTERN", "BPETokenizer", "learn_merges", "merge_pair", "pair_
 # GPT-2's pattern in Python's re: contractions | letters | digits | other symbols (each with an optional
 # leading space) | white space not followed by a non-space | white space. [^\W\d_] is "a letter".
 CHUNK_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
+
+
+def _check_pattern(pattern):
+    """The chunk pattern as a str (None: GPT-2's), the form a tokenizer's JSON file can hold."""
+    if pattern is None:
+        return CHUNK_PATTERN
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a regular expression as a str (saved with the tokenizer), "
+                        f"got {type(pattern).__name__}")
+    return pattern
 
 
 def split_chunks(text: str, pattern: str = CHUNK_PATTERN) -> list[str]:
@@ -78,8 +89,8 @@ class BPETokenizer(Tokenizer):
     kind = "bpe"
 
     def __init__(self, merges, *, pattern: str | None = None):
+        self.pattern = _check_pattern(pattern)
         self.merges = [(int(a), int(b)) for a, b in merges]
-        self.pattern = CHUNK_PATTERN if pattern is None else pattern
         token_bytes = list(BYTES)
         for r, (a, b) in enumerate(self.merges):
             if not (0 <= a < 256 + r and 0 <= b < 256 + r):
@@ -96,13 +107,16 @@ class BPETokenizer(Tokenizer):
         Stops early when no pair occurs twice (merging a pair seen once only memorises it), so the
         vocabulary may come out smaller than ``vocab_size``.
         """
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 256:
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral) or vocab_size < 256:
             raise ValueError(f"vocab_size must be an integer >= 256 (the bytes), got {vocab_size!r}")
-        pattern = CHUNK_PATTERN if pattern is None else pattern
+        pattern = _check_pattern(pattern)
         documents = [text] if isinstance(text, str) else list(text)
+        if not all(isinstance(doc, str) for doc in documents):
+            kinds = sorted({type(doc).__name__ for doc in documents if not isinstance(doc, str)})
+            raise TypeError(f"text must be a str or a list of str (documents), got documents of type {kinds}")
         chunks = Counter(c for doc in documents for c in split_chunks(doc, pattern))  # chunk -> how often
         words, freqs = [list(utf8(c)) for c in chunks], list(chunks.values())
-        return cls(learn_merges(words, freqs, vocab_size - 256), pattern=pattern)
+        return cls(learn_merges(words, freqs, int(vocab_size) - 256), pattern=pattern)
 
     def encode(self, text: str) -> list[int]:
         """``text`` -> ids: each chunk's bytes, merged by rank (the earliest learned merge first)."""

@@ -37,22 +37,43 @@ def checkpoint_paths(path) -> tuple[Path, Path]:
 
 
 def write_json(path, data) -> None:
-    """``data`` as JSON at ``path``, atomically (a temporary file renamed)."""
+    """``data`` as JSON at ``path``, atomically (a temporary file renamed); data that JSON cannot hold is refused
+    before anything is written."""
+    text = json.dumps(data, indent=1, ensure_ascii=False)
     tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
+def check_vocabularies(tokenizer, config, where: str) -> None:
+    """A tokenizer's ids must have rows in the model's embedding: ``tokenizer.vocab_size <= config.vocab_size``."""
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ValueError(f"{where}: the tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
+                         f"{config.vocab_size}: ids {config.vocab_size} and above have no embedding row")
+
+
 def save_checkpoint(path, model, tokenizer, meta: dict | None = None, *, dtype=None, arrays=None) -> Path:
-    """Write ``NAME.npz`` (the parameters in ``dtype``, default their own; plus any extra ``arrays``), ``NAME.json``."""
+    """Write ``NAME.npz`` (the parameters in ``dtype``, default their own; plus any extra ``arrays``), ``NAME.json``.
+
+    Everything is checked and serialised before the first file is written (a tokenizer that fits the model,
+    ``meta`` that JSON can hold), and both files go to temporary names first: a refused call changes nothing.
+    """
     npz, js = checkpoint_paths(path)
-    npz.parent.mkdir(parents=True, exist_ok=True)
+    if not hasattr(tokenizer, "to_dict") or not hasattr(tokenizer, "vocab_size"):
+        raise TypeError(f"tokenizer must be one of the package's tokenizers, got {type(tokenizer).__name__}")
+    check_vocabularies(tokenizer, model.config, "save_checkpoint")
+    try:
+        text = json.dumps({"format": FORMAT, "config": dataclasses.asdict(model.config),
+                           "tokenizer": tokenizer.to_dict(), "meta": meta or {}}, indent=1, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"meta must hold only what JSON can (str, numbers, bools, None, lists, dicts): {e}") from None
     params = {name: to_numpy(p).astype(dtype or to_numpy(p).dtype) for name, p in model.params.items()}
-    tmp = npz.with_name(npz.name + ".tmp.npz")
-    np.savez_compressed(tmp, **params, **(arrays or {}))
-    os.replace(tmp, npz)
-    write_json(js, {"format": FORMAT, "config": dataclasses.asdict(model.config),
-                    "tokenizer": tokenizer.to_dict(), "meta": meta or {}})
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    tmp_npz, tmp_js = npz.with_name(npz.name + ".tmp.npz"), Path(f"{js}.tmp")
+    np.savez_compressed(tmp_npz, **params, **(arrays or {}))
+    tmp_js.write_text(text, encoding="utf-8")
+    os.replace(tmp_npz, npz)
+    os.replace(tmp_js, js)
     return npz
 
 
@@ -74,4 +95,6 @@ def load_checkpoint(path, *, dtype=None):
             seen = arrays[name].shape if name in arrays else "missing"
             raise ValueError(f"{npz}: parameter {name!r} should be {tuple(p.shape)}, got {seen}")
         model.params[name] = arrays[name].astype(p.dtype)
-    return model, tokenizer_from_dict(info["tokenizer"]), info["meta"]
+    tokenizer = tokenizer_from_dict(info["tokenizer"])
+    check_vocabularies(tokenizer, config, str(js))
+    return model, tokenizer, info["meta"]

@@ -68,7 +68,10 @@ class Decoder:
         """New tokens ``(B, T)`` -> their logits ``(B, T, V)``; appends to ``weights`` each layer's
         attention weights ``(B, H, T, S)`` when a list is given."""
         xp, p, c = self.xp, self.model.params, self.model.config
-        tokens = xp.asarray(tokens, dtype=xp.int64)
+        tokens = self.model.check_tokens(tokens)  # (B, T) integers in 0..vocab_size-1, before any cache grows
+        if weights is not None and not isinstance(weights, list):
+            raise TypeError(f"weights must be a list (to append each layer's weights to) or None, "
+                            f"got {type(weights).__name__}")
         b, t = tokens.shape
         start = len(self)
         if start + t > c.max_len:

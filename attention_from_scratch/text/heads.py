@@ -44,6 +44,8 @@ class HeadScores:
 
     def best(self, pattern: str) -> tuple[int, int, float]:
         """``(layer, head, score)`` of the head that scores highest on ``pattern``."""
+        if pattern not in self.scores:
+            raise ValueError(f"pattern must be one of {sorted(self.scores)}, got {pattern!r}")
         s = self.scores[pattern]
         layer, head = np.unravel_index(int(np.argmax(s)), s.shape)
         return int(layer), int(head), float(s[layer, head])
@@ -81,6 +83,8 @@ def _key_masks(tokenizer, ids) -> dict[str, np.ndarray]:
 def head_scores(model, tokenizer, texts) -> HeadScores:
     """Mean score of every head on each pattern over ``texts`` (a str or a list, e.g. held-out poems)."""
     texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts or not all(isinstance(text, str) and text for text in texts):
+        raise ValueError(f"texts must be a non-empty str or a non-empty list of non-empty str, got {texts!r:.80}")
     totals = {p: [] for p in PATTERNS}
     uniform = {p: [] for p in PATTERNS}
     for text in texts:
@@ -92,6 +96,7 @@ def head_scores(model, tokenizer, texts) -> HeadScores:
             if rows.any():
                 totals[p].append(np.sum(w * mask, axis=-1)[..., rows])  # (L, H, queries)
                 uniform[p].append(np.sum(flat * mask, axis=-1)[rows])
-    scores = {p: np.mean(np.concatenate(v, axis=-1), axis=-1) if v else np.full(w.shape[:2], np.nan)
+    heads = (model.config.n_layers, model.config.n_heads)
+    scores = {p: np.mean(np.concatenate(v, axis=-1), axis=-1) if v else np.full(heads, np.nan)
               for p, v in totals.items()}
     return HeadScores(scores, {p: float(np.mean(np.concatenate(v))) if v else np.nan for p, v in uniform.items()})

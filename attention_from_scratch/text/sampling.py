@@ -51,9 +51,25 @@ def top_p_filter(logits, p: float):
 
 
 def sample_next(logits, rng, *, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None):
-    """One token id per row of ``logits`` ``(..., V)``: an int for one row ``(V,)``, else an array ``(...)``."""
-    z = np.asarray(to_numpy(logits), dtype=np.float64)
+    """One token id per row of ``logits`` ``(..., V)``: an int for one row ``(V,)``, else an array ``(...)``.
+
+    Every argument is checked whatever the temperature (greedy too), before ``rng`` is drawn from: real logits
+    with at least one entry, none NaN and none +∞, and at least one finite entry per row.
+    """
+    given = to_numpy(logits)
+    if given.ndim == 0 or given.shape[-1] == 0 or given.dtype == bool or given.dtype.kind not in "iuf":
+        raise ValueError(f"logits must be a real array (..., V) with V >= 1, got {given.dtype} {given.shape}")
+    z = np.asarray(given, dtype=np.float64)
+    if np.isnan(z).any() or np.isposinf(z).any() or not np.isfinite(z).any(axis=-1).all():
+        raise ValueError("logits must hold no NaN and no +inf, and at least one finite entry per row "
+                         "(-inf marks a removed token)")
     temperature = check_real(temperature, "temperature", at_least=0)
+    if top_k is not None:
+        top_k = check_positive_int(top_k, "top_k")
+    if top_p is not None and not 0 < check_real(top_p, "top_p", above=0) <= 1:
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
+    if not hasattr(rng, "random"):
+        raise TypeError(f"rng must be a NumPy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
     if temperature == 0:  # greedy
         ids = np.argmax(z, axis=-1)
     else:

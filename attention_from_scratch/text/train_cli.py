@@ -89,22 +89,22 @@ def main(argv=None) -> int:
 
 
 def run(namespace: argparse.Namespace) -> int:
-    """Train with the parsed options (``python -m attention_from_scratch train`` calls this); 2 if the corpus
-    cannot be read (the message names the Debian package to install). It sets the process's allocator
-    (``keep_freed_memory``), as the command that owns its process: a program that calls it in-process
-    (``tools/train_text_checkpoints.py``) gets that setting too."""
+    """Train with the parsed options (``python -m attention_from_scratch train`` calls this); 2 if an option is
+    refused or the corpus cannot be read (the message names the Debian package to install). It sets the
+    process's allocator (``keep_freed_memory``), as the command that owns its process: a program that calls it
+    in-process (``tools/train_text_checkpoints.py``) gets that setting too."""
     args = vars(namespace)
     keep_freed_memory()  # for every step of this process (the module docstring)
     preset = PRESETS.get(args["corpus"], {})
     chosen = {k: v for k, v in args.items() if v is not None and k in {o[2:].replace("-", "_") for o in OPTIONS}}
     data_options = {k: chosen.get(k, preset.get(k, v)) for k, v in DATA_OPTIONS.items()}
     train_fields = {f.name for f in dataclasses.fields(TrainOptions)}
-    options = TrainOptions(**{k: v for k, v in {**preset, **chosen}.items() if k in train_fields})
     out = args["out"] or f"runs/{args['corpus']}"
     t0 = time.perf_counter()
-    try:
+    try:  # every option checked first (TrainOptions), then the text read: a refusal creates no folder
+        options = TrainOptions(**{k: v for k, v in {**preset, **chosen}.items() if k in train_fields})
         data = prepare_text(args["corpus"], **data_options)
-    except FileNotFoundError as e:  # CorpusNotFoundError included: its message says what to install
+    except (FileNotFoundError, ValueError, TypeError) as e:  # CorpusNotFoundError: says what to install
         print(f"error: {e}", file=sys.stderr)
         return 2
     base = baselines(data)

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from ..infra.blas import blas_thread_limit
+from ..infra.checks import check_positive_int, check_real
 from ..model.data_parallel import BatchParts
 from ..model.training import Adam
 from ..model.transformer import Transformer, TransformerConfig
@@ -84,6 +85,24 @@ class TrainOptions:
     threads: int = 1  # BLAS threads (see the module docstring)
     workers: int = 1  # parts of each batch computed at the same time, one BLAS thread each (the module docstring)
     dtype: str = "float32"
+
+    def __post_init__(self):
+        """Every option checked when the options are made, before a folder is created or a step is run."""
+        for name in ("d_model", "n_heads", "n_layers", "d_ff", "context", "batch_size", "steps", "eval_every",
+                     "threads", "workers"):
+            check_positive_int(getattr(self, name), name)
+        for name in ("warmup", "patience", "seed"):
+            check_positive_int(getattr(self, name), name, minimum=0)
+        check_real(self.lr, "lr", above=0)
+        check_real(self.weight_decay, "weight_decay", at_least=0)
+        for name in ("min_lr_ratio", "input_noise", "ema"):
+            value = check_real(getattr(self, name), name, at_least=0)
+            if value > 1 or (value == 1 and name != "min_lr_ratio"):
+                raise ValueError(f"{name} must lie in [0, 1{']' if name == 'min_lr_ratio' else ')'}, got {value!r}")
+        if self.time_budget is not None:
+            check_real(self.time_budget, "time_budget", at_least=0, hint=" (seconds; None for no limit)")
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
 
     def model_config(self, vocab_size: int) -> TransformerConfig:
         return TransformerConfig(vocab_size, self.d_model, self.n_heads, self.n_layers, self.d_ff, self.context)

@@ -1,0 +1,143 @@
+"""Refused calls of the real-text API: a clear error naming the argument, and nothing changed by the refusal
+(a checkpoint pair, a tokenizer file, a decoder's caches, an output folder)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from attention_from_scratch import Transformer, TransformerConfig
+from attention_from_scratch.text import BPETokenizer, CharTokenizer, TextModel
+from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkpoint
+from attention_from_scratch.text.decoding import Decoder
+from attention_from_scratch.text.generation import generate_ids
+from attention_from_scratch.text.heads import head_scores
+from attention_from_scratch.text.sampling import sample_next
+from attention_from_scratch.text.tokenizers import load_tokenizer
+from attention_from_scratch.text.train_cli import main
+from attention_from_scratch.text.trainer import TrainOptions
+
+TOK = CharTokenizer.train("床前明月光，疑是地上霜。举头望明月，低头思故乡。")
+
+
+def model(vocab=None, d=8, layers=2):
+    return Transformer(TransformerConfig(vocab or TOK.vocab_size, d, 2, layers, 16, 16), seed=0, dtype=np.float32)
+
+
+def test_a_refused_save_leaves_the_checkpoint_as_it_was(tmp_path):
+    save_checkpoint(tmp_path / "a", model(), TOK, {"step": 1})
+    before = [(tmp_path / f"a.{ext}").read_bytes() for ext in ("npz", "json")]
+    with pytest.raises(TypeError, match="meta must hold only what JSON can"):
+        save_checkpoint(tmp_path / "a", model(d=16), TOK, {"x": object()})
+    with pytest.raises(TypeError, match="tokenizer must be one of the package's tokenizers, got NoneType"):
+        save_checkpoint(tmp_path / "a", model(d=16), None)
+    with pytest.raises(ValueError, match=r"has \d+ tokens but the model's vocab_size is 4"):
+        save_checkpoint(tmp_path / "a", model(vocab=4), TOK)
+    assert [(tmp_path / f"a.{ext}").read_bytes() for ext in ("npz", "json")] == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a.npz"]  # no temporary file left
+    assert load_checkpoint(tmp_path / "a")[2] == {"step": 1}
+
+
+def test_a_checkpoint_whose_tokenizer_outgrows_its_model_is_refused_on_load(tmp_path):
+    save_checkpoint(tmp_path / "a", model(), TOK)
+    info = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    info["tokenizer"] = CharTokenizer.train("".join(chr(0x4E00 + i) for i in range(40))).to_dict()  # 296 > 275 rows
+    (tmp_path / "a.json").write_text(json.dumps(info), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"ids .* have no embedding row"):
+        load_checkpoint(tmp_path / "a")
+
+
+def test_a_refused_tokenizer_save_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "tok.json"
+    TOK.save(path)
+    before = path.read_bytes()
+    bpe = BPETokenizer.train("low lower lowest " * 4, 260)
+    bpe.pattern = re.compile(r"\w+|\W+")  # set after construction, which refuses it
+    with pytest.raises(TypeError):
+        bpe.save(path)
+    assert path.read_bytes() == before and load_tokenizer(path) == TOK
+    with pytest.raises(TypeError, match="pattern must be a regular expression as a str"):
+        BPETokenizer.train("low lower", 260, pattern=re.compile(r"\w+"))
+    with pytest.raises(TypeError, match="text must be a str or a list of str"):
+        BPETokenizer.train([b"low lower"], 260)
+    assert BPETokenizer.train("low low", np.int64(258)).vocab_size <= 258
+
+
+def test_a_refused_decoder_step_leaves_every_cache_as_it_was():
+    decoder = Decoder(model())
+    decoder.step(np.array([[1, 2]]))
+    for bad, error, words in (({"weights": "x"}, TypeError, "weights must be a list"),
+                              ({"tokens": [[1, 999]]}, ValueError, "tokens must lie in 0..vocab_size-1"),
+                              ({"tokens": [[-1]]}, ValueError, "tokens must lie in 0..vocab_size-1"),
+                              ({"tokens": [1, 2]}, ValueError, r"non-empty \(B, T\) integer array"),
+                              ({"tokens": [[1.5]]}, ValueError, r"non-empty \(B, T\) integer array")):
+        call = {"tokens": np.array([[3]]), **bad}
+        with pytest.raises(error, match=words):
+            decoder.step(call.pop("tokens"), **call)
+        assert [len(c) for c in decoder.caches] == [2, 2]
+    assert decoder.step(np.array([[3]])).shape == (1, 1, TOK.vocab_size)
+
+
+@pytest.mark.parametrize("ids", [[[1.5]], "12", [1.5], [True], 7])
+def test_generate_ids_takes_a_list_of_integer_ids(ids):
+    with pytest.raises(TypeError, match="ids must be a 1-D list or array of integer token ids"):
+        generate_ids(model(), ids, 2)
+
+
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("steps", 0, "steps must be a positive integer"), ("eval_every", 0, "eval_every must be a positive integer"),
+    ("batch_size", 0, "batch_size must be"), ("patience", -1, "patience must be an integer >= 0"),
+    ("threads", 0, "threads must be"), ("lr", -1.0, "lr must be a finite real number > 0"),
+    ("lr", float("nan"), "lr must be"), ("weight_decay", -100.0, "weight_decay must be"),
+    ("input_noise", 2.0, r"input_noise must lie in \[0, 1\)"), ("ema", 1.5, r"ema must lie in \[0, 1\)"),
+    ("min_lr_ratio", 5.0, r"min_lr_ratio must lie in \[0, 1\]"), ("time_budget", -1.0, "time_budget must be"),
+    ("dtype", "foo", "dtype must be 'float32' or 'float64'"), ("context", 2.5, "context must be a positive integer"),
+])
+def test_train_options_are_checked_when_made(option, value, words):
+    with pytest.raises((ValueError, TypeError), match=words):
+        TrainOptions(**{option: value})
+
+
+def test_the_command_refuses_a_bad_option_before_making_its_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["--corpus", str(tmp_path / "none.txt"), "--out", str(out), "--steps", "0"]) == 2
+    assert "steps must be a positive integer, got 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_the_committed_models_still_generate():
+    devil = TextModel.load("devil")
+    assert len(generate_ids(devil.model, devil.tokenizer.encode("\n\n"), 3)) == 3
+
+
+@pytest.mark.parametrize(("logits", "options", "words"), [
+    ([1.0, np.nan, 5.0], {}, "no NaN"), ([-np.inf, -np.inf], {}, "at least one finite entry per row"),
+    ([1.0, np.inf], {"temperature": 0}, "no NaN and no \\+inf"), ([], {}, "V >= 1"), (3.0, {}, "V >= 1"),
+    ([1j, 2], {}, "a real array"), ([True, False], {}, "a real array"),
+    ([1.0, 2.0], {"temperature": 0, "top_p": 5}, r"top_p must lie in \(0, 1\]"),
+    ([1.0, 2.0], {"temperature": 0, "top_k": 0}, "top_k must be a positive integer"),
+])
+def test_sample_next_checks_every_argument_greedy_or_not(logits, options, words):
+    with pytest.raises(ValueError, match=words):
+        sample_next(np.array(logits), np.random.default_rng(0), **options)
+
+
+def test_sample_next_needs_a_generator_and_skips_removed_tokens():
+    with pytest.raises(TypeError, match="rng must be a NumPy Generator"):
+        sample_next(np.array([1.0, 2.0]), None)
+    draws = [sample_next(np.array([1.0, -np.inf, 5.0]), np.random.default_rng(s)) for s in range(50)]
+    assert set(draws) <= {0, 2} and 2 in draws
+
+
+def test_head_scores_refuses_empty_texts_and_unknown_patterns():
+    devil = TextModel.load("devil")
+    for texts in ([], "", ["ok", ""]):
+        with pytest.raises(ValueError, match="texts must be a non-empty str"):
+            head_scores(devil.model, devil.tokenizer, texts)
+    scores = head_scores(devil.model, devil.tokenizer, "ABSURDITY, n. A statement or belief.")
+    with pytest.raises(ValueError, match="pattern must be one of"):
+        scores.best("nope")
+    assert scores.best("previous")[2] > 0
