@@ -15,6 +15,7 @@ from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkp
 from attention_from_scratch.text.decoding import Decoder
 from attention_from_scratch.text.generation import generate_ids
 from attention_from_scratch.text.heads import head_scores
+from attention_from_scratch.text.ngrams import AddK
 from attention_from_scratch.text.sampling import sample_next
 from attention_from_scratch.text.tokenizers import load_tokenizer
 from attention_from_scratch.text.train_cli import main
@@ -141,3 +142,31 @@ def test_head_scores_refuses_empty_texts_and_unknown_patterns():
     with pytest.raises(ValueError, match="pattern must be one of"):
         scores.best("nope")
     assert scores.best("previous")[2] > 0
+
+
+def test_ngram_models_check_their_sizes_and_contexts():
+    for bad in (0, -3, "3", 2.7, True):
+        with pytest.raises(ValueError, match="vocab_size must be a positive integer"):
+            AddK(3, bad)
+    assert AddK(np.int64(2), np.int64(5)).order == 2
+    model = AddK(3, 3)
+    with pytest.raises(ValueError, match="fit the model on training ids first"):
+        model.next_probs([0, 1])
+    model.fit([0, 1, 2, 0, 1, 2, 1])
+    assert model.next_probs([0, 1]).argmax() == 2 and np.isclose(model.next_probs([1, 2]).sum(), 1)
+    for context, words in (([0, 7], r"context must lie in 0\.\.2"), ([-1, 2], r"context must lie in 0\.\.2"),
+                           ([0.5, 1], "context must be a 1-D sequence of integer token ids"),
+                           ([[0, 1]], "context must be a 1-D sequence")):
+        with pytest.raises(ValueError, match=words):
+            model.next_probs(context)
+    with pytest.raises(ValueError, match="ids must be a 1-D sequence of integer token ids"):
+        AddK(2, 3).fit([0.5, 1.0])
+
+
+def test_char_tokenizer_training_takes_a_str_and_a_positive_count():
+    for bad in (None, b"bytes", ["a list"]):
+        with pytest.raises(TypeError, match="text must be a str"):
+            CharTokenizer.train(bad)
+    for bad in (0, -5, 1.5, "2", True):
+        with pytest.raises(ValueError, match="min_count must be a positive integer"):
+            CharTokenizer.train("春眠不觉晓", min_count=bad)

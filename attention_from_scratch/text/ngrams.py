@@ -30,6 +30,8 @@ well under a second. :meth:`NGramModel.next_probs` gives the whole next-token di
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 __all__ = ["AddK", "KneserNey", "NGramModel"]
@@ -53,8 +55,11 @@ class NGramModel:
     """An order-``order`` model over ``vocab_size`` tokens; :meth:`fit` counts, :meth:`probs` predicts."""
 
     def __init__(self, order: int, vocab_size: int):
-        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+        if isinstance(order, bool) or not isinstance(order, numbers.Integral) or order < 1:
             raise ValueError(f"order must be an integer >= 1 (1: unigram, 2: bigram), got {order!r}")
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral) or vocab_size < 1:
+            raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        order, vocab_size = int(order), int(vocab_size)
         if float(vocab_size) ** order >= 2.0**62:
             raise ValueError(f"vocab_size ** order = {vocab_size}^{order} does not fit the int64 n-gram codes")
         self.order, self.vocab_size = order, int(vocab_size)
@@ -89,8 +94,10 @@ class NGramModel:
 
     def next_probs(self, context) -> np.ndarray:
         """The distribution ``(V,)`` of the token after ``context`` (its last order - 1 tokens are used)."""
+        if self.tables is None:
+            raise ValueError("fit the model on training ids first")
         k = self.order - 1
-        context = [-1] * k + [int(t) for t in context]
+        context = [-1] * k + self._ids(context, "context").tolist()  # ids in 0..V-1: -1 means "before the start"
         rows = np.tile(np.asarray(context[len(context) - k :], dtype=np.int64), (self.vocab_size, 1))
         return self.probs(rows, np.arange(self.vocab_size))
 
@@ -104,7 +111,10 @@ class NGramModel:
 
     # -- shared machinery ---------------------------------------------------------------------------
     def _ids(self, ids, name):
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        given = np.asarray(ids)
+        if given.ndim > 1 or (given.size and (given.dtype == bool or given.dtype.kind not in "iu")):
+            raise ValueError(f"{name} must be a 1-D sequence of integer token ids, got {given.dtype} {given.shape}")
+        ids = given.astype(np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"{name} must lie in 0..{self.vocab_size - 1}, got {ids.min()}..{ids.max()}")
         return ids

@@ -111,6 +111,10 @@ class CharTokenizer(Tokenizer):
     @classmethod
     def train(cls, text: str, *, min_count: int = 1) -> CharTokenizer:
         """The characters of ``text`` with ``count >= min_count`` (ties: by code point) as tokens above the bytes."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+            raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
         counts = Counter(text)
         chars = sorted((c for c, n in counts.items() if n >= min_count and len(utf8(c)) > 1),
                        key=lambda c: (-counts[c], c))
