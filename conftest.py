@@ -84,10 +84,11 @@ LONG_UNIT_FILES = ("test_plotting.py", "test_translations.py")
 NEEDS_CORPORA = {"14_real_text.ipynb": ("tang", "song", "devil")}
 
 
-def _missing_corpora(names) -> list[str]:
+def _missing_corpora(names) -> str:
+    """The Debian packages that would install the corpora ``names`` not found here ('' when all are)."""
     from attention_from_scratch.text.corpora import CORPORA
 
-    return [name for name in names if not any(os.path.isfile(p) for p in CORPORA[name].paths)]
+    return " ".join(sorted({CORPORA[name].package for name in names if CORPORA[name].installed() is None}))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -95,13 +96,13 @@ def pytest_collection_modifyitems(config, items):
     """The browser tests first, then the notebooks, then the rest (see the docstring above); stable within each.
     A notebook of ``NEEDS_CORPORA`` is skipped where its corpora are not installed (and REQUIRE_CORPORA is not 1)."""
     if os.environ.get("REQUIRE_CORPORA") != "1":
+        missing = {name: _missing_corpora(names) for name, names in NEEDS_CORPORA.items()
+                   if any(item.path.name == name for item in items)}
         for item in items:
-            names = NEEDS_CORPORA.get(item.path.name) if item.path.suffix == ".ipynb" else None
-            missing = _missing_corpora(names) if names else []
-            if missing:
+            if missing.get(item.path.name):
                 item.add_marker(pytest.mark.skip(
-                    reason=f"the corpora {', '.join(missing)} are not installed (Debian/Ubuntu: sudo apt install "
-                           "fortunes-zh dict-devil; REQUIRE_CORPORA=1 makes this a failure)"))
+                    reason=f"its corpora are not installed (Debian/Ubuntu: sudo apt install "
+                           f"{missing[item.path.name]}; REQUIRE_CORPORA=1 makes this a failure)"))
 
     def rank(item):
         name = item.path.name

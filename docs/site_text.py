@@ -79,7 +79,7 @@ def chinese_words(text: str) -> list[str]:
     jieba = _jieba()
     if jieba is None:
         raise RuntimeError("the site's Chinese search needs jieba: pip install -e \".[docs]\"")
-    runs = re.findall(r"[\u4e00-\u9fff]+", text)
+    runs = _HAN_RUN.findall(text)  # a run of one character holds no word of two
     return [w for run in runs for w in jieba.cut_for_search(run) if len(w) > 1] + course_terms_within(runs)
 
 
@@ -109,8 +109,7 @@ class SearchChineseCourse(SearchChinese):
 
     def split(self, input: str) -> list[str]:
         _jieba()
-        runs = re.findall(r"[\u4e00-\u9fff]+", input)
-        return super().split(input) + course_terms_within(runs) + identifier_parts(input)
+        return super().split(input) + course_terms_within(_HAN_RUN.findall(input)) + identifier_parts(input)
 
 
 def use_search_languages() -> None:

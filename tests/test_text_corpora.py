@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 
 import pytest
 
@@ -19,7 +18,7 @@ FORTUNE = (
 
 
 def installed(name):
-    return any(os.path.isfile(p) for p in CORPORA[name].paths)
+    return CORPORA[name].installed() is not None
 
 
 def test_fortunes_reader_strips_colours_titles_headings_and_blank_lines(tmp_path):

@@ -154,12 +154,13 @@ def test_ngram_models_check_their_sizes_and_contexts():
         model.next_probs([0, 1])
     model.fit([0, 1, 2, 0, 1, 2, 1])
     assert model.next_probs([0, 1]).argmax() == 2 and np.isclose(model.next_probs([1, 2]).sum(), 1)
-    for context, words in (([0, 7], r"context must lie in 0\.\.2"), ([-1, 2], r"context must lie in 0\.\.2"),
-                           ([0.5, 1], "context must be a 1-D sequence of integer token ids"),
-                           ([[0, 1]], "context must be a 1-D sequence")):
-        with pytest.raises(ValueError, match=words):
+    for context in ([0, 7], [-1, 2]):
+        with pytest.raises(ValueError, match=r"context must lie in 0\.\.2"):
             model.next_probs(context)
-    with pytest.raises(ValueError, match="ids must be a 1-D sequence of integer token ids"):
+    for context in ([0.5, 1], [[0, 1]], "01"):  # the one check of token ids (infra.checks.check_token_ids)
+        with pytest.raises(TypeError, match="context must be a 1-D list or array of integer token ids"):
+            model.next_probs(context)
+    with pytest.raises(TypeError, match="ids must be a 1-D list or array of integer token ids"):
         AddK(2, 3).fit([0.5, 1.0])
 
 

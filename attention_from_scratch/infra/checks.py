@@ -28,7 +28,7 @@ from .backend import as_float, backend_name, device_of, get_namespace, to_numpy
 
 __all__ = [
     "broadcast_shapes", "check_adam", "check_betas", "check_flag", "check_float_dtype", "check_layout", "check_param",
-    "check_positive_int", "check_real", "check_same_place",
+    "check_positive_int", "check_real", "check_same_place", "check_token_ids",
 ]
 
 
@@ -62,6 +62,17 @@ def check_adam(lr, betas, eps) -> tuple[float, tuple[float, float], float]:
     if max(betas) >= 1:
         raise ValueError(f"betas must lie in [0, 1) (the averages' decay; 1 - beta^t divides), got {betas}")
     return check_real(lr, "lr", above=0), betas, check_real(eps, "eps", above=0)
+
+
+def check_token_ids(ids, name: str) -> np.ndarray:
+    """``ids`` (a list, tuple or NumPy array of integers, 1-D, possibly empty) as an int64 array, or a
+    ``TypeError`` naming ``name``: a str ("12" is not the ids 1 and 2), floats (1.5 is not an id), booleans and
+    nested lists are refused. The range of the ids is the caller's to check (it knows the vocabulary)."""
+    given = np.asarray(ids) if isinstance(ids, list | tuple | np.ndarray) else None
+    if given is None or given.ndim != 1 or (given.size and (given.dtype == bool or given.dtype.kind not in "iu")):
+        what = type(ids).__name__ if given is None else f"{given.dtype} of shape {given.shape}"
+        raise TypeError(f"{name} must be a 1-D list or array of integer token ids, got {what}")
+    return given.astype(np.int64)
 
 
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:

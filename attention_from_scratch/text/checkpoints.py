@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..infra.backend import to_numpy
+from ..infra.files import write_text_atomically
 from ..model.transformer import Transformer, TransformerConfig
 from .tokenizers import tokenizer_from_dict
 
@@ -39,10 +40,7 @@ def checkpoint_paths(path) -> tuple[Path, Path]:
 def write_json(path, data) -> None:
     """``data`` as JSON at ``path``, atomically (a temporary file renamed); data that JSON cannot hold is refused
     before anything is written."""
-    text = json.dumps(data, indent=1, ensure_ascii=False)
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=1, ensure_ascii=False))
 
 
 def check_vocabularies(tokenizer, config, where: str) -> None:
@@ -69,11 +67,10 @@ def save_checkpoint(path, model, tokenizer, meta: dict | None = None, *, dtype=N
         raise TypeError(f"meta must hold only what JSON can (str, numbers, bools, None, lists, dicts): {e}") from None
     params = {name: to_numpy(p).astype(dtype or to_numpy(p).dtype) for name, p in model.params.items()}
     npz.parent.mkdir(parents=True, exist_ok=True)
-    tmp_npz, tmp_js = npz.with_name(npz.name + ".tmp.npz"), Path(f"{js}.tmp")
+    tmp_npz = npz.with_name(npz.name + ".tmp.npz")
     np.savez_compressed(tmp_npz, **params, **(arrays or {}))
-    tmp_js.write_text(text, encoding="utf-8")
     os.replace(tmp_npz, npz)
-    os.replace(tmp_js, js)
+    write_text_atomically(js, text)  # already serialised: it cannot fail on the data now
     return npz
 
 

@@ -92,6 +92,10 @@ class NamedCorpus:
     package: str
     reader: str  # "fortunes" or "dictd"
 
+    def installed(self) -> str | None:
+        """The first of :attr:`paths` that is a file (where the package put it), or None."""
+        return next((p for p in self.paths if os.path.isfile(p)), None)
+
 
 CORPORA = {
     "tang": NamedCorpus("300 Tang poems", ("/usr/share/games/fortunes/tang300.u8",
@@ -117,7 +121,7 @@ def load_corpus(name_or_path: str | os.PathLike, *, path: str | os.PathLike | No
         return Corpus(os.path.basename(key), _unique(_paragraphs(_read_utf8(key))), key)
     spec = CORPORA[key]
     candidates = spec.paths if path is None else (os.fspath(path),)
-    found = next((p for p in candidates if os.path.isfile(p)), None)
+    found = spec.installed() if path is None else (candidates[0] if os.path.isfile(candidates[0]) else None)
     if found is None:
         raise CorpusNotFoundError(
             f"corpus {key!r} ({spec.description}) is not installed: no file at {', '.join(candidates)}. "

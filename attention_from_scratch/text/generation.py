@@ -22,7 +22,7 @@ import numpy as np
 
 from ..infra.backend import to_numpy
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_positive_int
+from ..infra.checks import check_positive_int, check_token_ids
 from .checkpoints import load_checkpoint
 from .decoding import Decoder
 from .evaluate import THREADS, held_out_stream, model_log_probs
@@ -37,11 +37,7 @@ def generate_ids(model, ids, n_new: int, *, seed: int = 0, cache: bool = True, t
                  **sampling) -> list[int]:
     """``n_new`` token ids following ``ids`` (a non-empty list); ``sampling``: :func:`sample_next`'s options;
     ``threads``: BLAS threads (``evaluate.THREADS``)."""
-    given = np.asarray(ids) if isinstance(ids, (list, tuple, np.ndarray)) else None
-    if given is None or given.ndim != 1 or (given.size and (given.dtype == bool or given.dtype.kind not in "iu")):
-        what = type(ids).__name__ if given is None else f"{given.dtype} of shape {given.shape}"
-        raise TypeError(f"ids must be a 1-D list or array of integer token ids, got {what}")
-    ids, n_new = [int(i) for i in given], check_positive_int(n_new, "n_new", minimum=0)
+    ids, n_new = check_token_ids(ids, "ids").tolist(), check_positive_int(n_new, "n_new", minimum=0)
     if not ids:
         raise ValueError("ids must hold at least one token (e.g. the separator's)")
     rng, max_len, new = np.random.default_rng(seed), model.config.max_len, []

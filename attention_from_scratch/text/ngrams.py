@@ -34,6 +34,8 @@ import numbers
 
 import numpy as np
 
+from ..infra.checks import check_token_ids
+
 __all__ = ["AddK", "KneserNey", "NGramModel"]
 
 
@@ -111,10 +113,7 @@ class NGramModel:
 
     # -- shared machinery ---------------------------------------------------------------------------
     def _ids(self, ids, name):
-        given = np.asarray(ids)
-        if given.ndim > 1 or (given.size and (given.dtype == bool or given.dtype.kind not in "iu")):
-            raise ValueError(f"{name} must be a 1-D sequence of integer token ids, got {given.dtype} {given.shape}")
-        ids = given.astype(np.int64).reshape(-1)
+        ids = check_token_ids(ids, name)
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"{name} must lie in 0..{self.vocab_size - 1}, got {ids.min()}..{ids.max()}")
         return ids

@@ -35,12 +35,18 @@ def top_k_filter(logits, k: int):
     return np.where(z >= kth, z, -np.inf)
 
 
-def top_p_filter(logits, p: float):
-    """``logits`` keeping, per row, the fewest most probable tokens whose probabilities sum to >= p."""
-    z = np.asarray(to_numpy(logits), dtype=np.float64)
+def _check_top_p(p) -> float:
+    """top_p as a float in (0, 1]: the probability the nucleus must hold."""
     p = check_real(p, "top_p", above=0)
     if p > 1:
         raise ValueError(f"top_p must lie in (0, 1], got {p}")
+    return p
+
+
+def top_p_filter(logits, p: float):
+    """``logits`` keeping, per row, the fewest most probable tokens whose probabilities sum to >= p."""
+    z = np.asarray(to_numpy(logits), dtype=np.float64)
+    p = _check_top_p(p)
     order = np.argsort(-z, axis=-1, kind="stable")  # (..., V): most probable first
     probs = np.take_along_axis(softmax(z, axis=-1), order, axis=-1)
     before = np.cumsum(probs, axis=-1) - probs  # probability of the tokens ranked above each one
@@ -66,8 +72,8 @@ def sample_next(logits, rng, *, temperature: float = 1.0, top_k: int | None = No
     temperature = check_real(temperature, "temperature", at_least=0)
     if top_k is not None:
         top_k = check_positive_int(top_k, "top_k")
-    if top_p is not None and not 0 < check_real(top_p, "top_p", above=0) <= 1:
-        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
+    if top_p is not None:
+        _check_top_p(top_p)
     if not hasattr(rng, "random"):
         raise TypeError(f"rng must be a NumPy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
     if temperature == 0:  # greedy

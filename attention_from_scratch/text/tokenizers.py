@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 from collections import Counter
+
+from ..infra.files import write_text_atomically
 
 __all__ = ["BYTES", "CharTokenizer", "Tokenizer", "load_tokenizer", "tokenizer_from_dict", "utf8"]
 
@@ -78,11 +79,7 @@ class Tokenizer:
 
     def save(self, path) -> None:
         """Write the tokenizer as JSON (read back by :func:`load_tokenizer`)."""
-        text = json.dumps(self.to_dict(), ensure_ascii=True)  # serialised first: a refusal leaves the file as it was
-        tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        write_text_atomically(path, json.dumps(self.to_dict(), ensure_ascii=True))  # serialised before the file opens
 
     def __eq__(self, other) -> bool:
         return type(self) is type(other) and self.token_bytes == other.token_bytes

@@ -95,10 +95,10 @@ class TrainOptions:
             check_positive_int(getattr(self, name), name, minimum=0)
         check_real(self.lr, "lr", above=0)
         check_real(self.weight_decay, "weight_decay", at_least=0)
-        for name in ("min_lr_ratio", "input_noise", "ema"):
+        for name, closed in (("min_lr_ratio", True), ("input_noise", False), ("ema", False)):  # fractions
             value = check_real(getattr(self, name), name, at_least=0)
-            if value > 1 or (value == 1 and name != "min_lr_ratio"):
-                raise ValueError(f"{name} must lie in [0, 1{']' if name == 'min_lr_ratio' else ')'}, got {value!r}")
+            if value > 1 or (value == 1 and not closed):
+                raise ValueError(f"{name} must lie in [0, 1{']' if closed else ')'}, got {value!r}")
         if self.time_budget is not None:
             check_real(self.time_budget, "time_budget", at_least=0, hint=" (seconds; None for no limit)")
         if self.dtype not in ("float32", "float64"):

@@ -1,4 +1,4 @@
-"""Exercise: DeepSeek-V3.2's index scores, I(t, s) = Σ_h w_{t,j} ReLU(q_{t,j} · k_s / √d_I), causal.
+"""Exercise: DeepSeek-V3.2's index scores, I(t, s) = Σ_j w_{t,j} ReLU(q_{t,j} · k_s / √d_I), causal.
 
 Its cases, the package's reference, and the classic mistakes with their hints.
 """
