@@ -171,3 +171,49 @@ def test_char_tokenizer_training_takes_a_str_and_a_positive_count():
     for bad in (0, -5, 1.5, "2", True):
         with pytest.raises(ValueError, match="min_count must be a positive integer"):
             CharTokenizer.train("春眠不觉晓", min_count=bad)
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    ([1, 2], r"must be an object with keys \['kind'\], got a list"), ("char", "must be an object"),
+    ({"chars": "明月"}, "lacks 'kind'"), ({"kind": ["char"]}, r"'kind' must be a str, got \['char'\]"),
+    ({"kind": "words"}, "unknown tokenizer kind 'words'"), ({"kind": "char"}, "lacks 'chars'"),
+    ({"kind": "char", "chars": 5}, "'chars' must be a str, got 5"), ({"kind": "bpe"}, "lacks 'merges'"),
+    ({"kind": "bpe", "merges": 5}, "'merges' must be a list, got 5"),
+    ({"kind": "bpe", "merges": [[97]]}, r"merges must be a list of pairs \[a, b\] of integer token ids"),
+    ({"kind": "bpe", "merges": [["a", "b"]]}, "integer token ids"),
+    ({"kind": "bpe", "merges": [[97.5, 98]]}, "integer token ids"),  # int() had truncated it to 97
+    ({"kind": "bpe", "merges": [], "pattern": 5}, "'pattern' must be a str or None, got 5"),
+])
+def test_a_malformed_tokenizer_file_is_refused_naming_the_file(tmp_path, data, words):
+    path = tmp_path / "tok.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ".*" + words):
+        load_tokenizer(path)
+
+
+def test_a_tokenizer_file_that_is_not_json_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "tok.json"
+    path.write_text("{'kind': 'char'}", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(str(path)) + " is not JSON"):
+        load_tokenizer(path)
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    (lambda info: [info], r"must be an object with keys \['config', 'format', 'meta', 'tokenizer'\], got a list"),
+    (lambda info: info.pop("config"), "lacks 'config'"),
+    (lambda info: info.update(config=[8, 2]), "'config' must be a dict"),
+    (lambda info: info["config"].pop("d_model"), r": config .*lacks 'd_model'"),
+    (lambda info: info["config"].update(bogus=1), r": config .*has unknown 'bogus'"),
+    (lambda info: info["config"].update(d_model="8"), ": config: d_model must be a positive integer, got '8'"),
+    (lambda info: info.update(tokenizer=[1]), "'tokenizer' must be a dict"),
+    (lambda info: info["tokenizer"].pop("chars"), r": tokenizer .*lacks 'chars'"),
+    (lambda info: info.update(format=2), "has checkpoint format 2; this package reads format 1"),
+])
+def test_a_malformed_checkpoint_file_is_refused_naming_the_file(tmp_path, change, words):
+    save_checkpoint(tmp_path / "a", model(), TOK)
+    info = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    changed = change(info)
+    info = changed if isinstance(changed, list) else info  # the one change that replaces the whole file
+    (tmp_path / "a.json").write_text(json.dumps(info), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(str(tmp_path / "a.json")) + ".*" + words):
+        load_checkpoint(tmp_path / "a")

@@ -9,7 +9,8 @@ before the check has passed. The inner steps of the concept modules check nothin
 * arrays: :func:`check_param` (a layer's parameter), :func:`check_layout` (parameters that must agree on their
   sizes), :func:`check_float_dtype`, :func:`check_same_place`, :func:`broadcast_shapes` (with an error naming
   the arguments);
-* optimiser and position settings: :func:`check_adam`, :func:`check_betas`.
+* optimiser and position settings: :func:`check_adam`, :func:`check_betas`;
+* what a file holds (a tokenizer's or a checkpoint's JSON): :func:`check_fields`.
 
 The checks of attention's own inputs (scores, masks, q, k and v, sink logits, windows, heads, cache entries)
 are :mod:`.attention_checks`, built on these.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import reprlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,8 +29,8 @@ import numpy as np
 from .backend import as_float, backend_name, device_of, get_namespace, to_numpy
 
 __all__ = [
-    "broadcast_shapes", "check_adam", "check_betas", "check_flag", "check_float_dtype", "check_layout", "check_param",
-    "check_positive_int", "check_real", "check_same_place", "check_token_ids",
+    "broadcast_shapes", "check_adam", "check_betas", "check_fields", "check_flag", "check_float_dtype", "check_layout",
+    "check_param", "check_positive_int", "check_real", "check_same_place", "check_token_ids",
 ]
 
 
@@ -73,6 +75,29 @@ def check_token_ids(ids, name: str) -> np.ndarray:
         what = type(ids).__name__ if given is None else f"{given.dtype} of shape {given.shape}"
         raise TypeError(f"{name} must be a 1-D list or array of integer token ids, got {what}")
     return given.astype(np.int64)
+
+
+def check_fields(data, where: str, types: dict, *, optional: Sequence[str] = (), exact: bool = False) -> dict:
+    """``data`` read from a file as a ``dict`` holding each key of ``types`` with a value of that type (``object``:
+    any), or a ``ValueError`` naming ``where`` (the file and the part), the keys missing or unknown, or the value seen.
+
+    ``optional`` keys may be absent; ``exact`` refuses keys not in ``types``. A malformed file is refused here,
+    before anything is built from it (not a bare ``KeyError`` from deep inside).
+    """
+    expected = f"an object with keys {sorted(types)}"
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be {expected}, got a {type(data).__name__}")
+    missing = [repr(key) for key in types if key not in data and key not in optional]
+    unknown = [repr(key) for key in sorted(set(data) - set(types))] if exact else []
+    if missing or unknown:
+        wrong = ", ".join(([f"lacks {', '.join(missing)}"] if missing else []) +
+                          ([f"has unknown {', '.join(unknown)}"] if unknown else []))
+        raise ValueError(f"{where} must be {expected}: it {wrong}")
+    for key, kind in types.items():
+        if key in data and not isinstance(data[key], kind):
+            kinds = " or ".join("None" if k is type(None) else k.__name__ for k in getattr(kind, "__args__", (kind,)))
+            raise ValueError(f"{where}: {key!r} must be a {kinds}, got {reprlib.repr(data[key])}")
+    return data
 
 
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:

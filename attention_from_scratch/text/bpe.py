@@ -32,8 +32,10 @@ import heapq
 import itertools
 import numbers
 import re
+import reprlib
 from collections import Counter, defaultdict
 
+from ..infra.checks import check_token_ids
 from .tokenizers import BYTES, Tokenizer, utf8
 
 __all__ = ["CHUNK_PATTERN", "BPETokenizer", "learn_merges", "merge_pair", "pair_counts", "split_chunks"]
@@ -51,6 +53,14 @@ def _check_pattern(pattern):
         raise TypeError(f"pattern must be a regular expression as a str (saved with the tokenizer), "
                         f"got {type(pattern).__name__}")
     return pattern
+
+
+def _check_merges(merges) -> list[tuple[int, int]]:
+    """The merges as pairs of Python ints (a float id is refused: ``int(97.5)`` would read it as 97)."""
+    if not isinstance(merges, list | tuple) or not all(isinstance(m, list | tuple) and len(m) == 2 for m in merges):
+        raise TypeError(f"merges must be a list of pairs [a, b] of integer token ids, got {reprlib.repr(merges)}")
+    ids = check_token_ids([i for m in merges for i in m], "merges (flattened)")
+    return [(a, b) for a, b in ids.reshape(-1, 2).tolist()]
 
 
 def split_chunks(text: str, pattern: str = CHUNK_PATTERN) -> list[str]:
@@ -90,7 +100,7 @@ class BPETokenizer(Tokenizer):
 
     def __init__(self, merges, *, pattern: str | None = None):
         self.pattern = _check_pattern(pattern)
-        self.merges = [(int(a), int(b)) for a, b in merges]
+        self.merges = _check_merges(merges)
         token_bytes = list(BYTES)
         for r, (a, b) in enumerate(self.merges):
             if not (0 <= a < 256 + r and 0 <= b < 256 + r):

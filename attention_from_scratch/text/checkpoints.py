@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ..infra.backend import to_numpy
-from ..infra.files import write_text_atomically
+from ..infra.checks import check_fields
+from ..infra.files import read_json, write_text_atomically
 from ..model.transformer import Transformer, TransformerConfig
 from .tokenizers import tokenizer_from_dict
 
@@ -48,6 +49,18 @@ def check_vocabularies(tokenizer, config, where: str) -> None:
     if tokenizer.vocab_size > config.vocab_size:
         raise ValueError(f"{where}: the tokenizer has {tokenizer.vocab_size} tokens but the model's vocab_size is "
                          f"{config.vocab_size}: ids {config.vocab_size} and above have no embedding row")
+
+
+def _config_from_dict(d: dict, where: str) -> TransformerConfig:
+    """``TransformerConfig(**d)``, its fields checked first (a field with a default may be absent), its refusals
+    said of the file ``where``."""
+    fields = dataclasses.fields(TransformerConfig)
+    optional = [f.name for f in fields if f.default is not dataclasses.MISSING]
+    check_fields(d, where, {f.name: object for f in fields}, optional=optional, exact=True)
+    try:
+        return TransformerConfig(**d)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: {e}") from None
 
 
 def save_checkpoint(path, model, tokenizer, meta: dict | None = None, *, dtype=None, arrays=None) -> Path:
@@ -80,10 +93,11 @@ def load_checkpoint(path, *, dtype=None):
     for f in (npz, js):
         if not f.is_file():
             raise FileNotFoundError(f"no checkpoint file {f} (a checkpoint is NAME.npz beside NAME.json)")
-    info = json.loads(js.read_text(encoding="utf-8"))
-    if info.get("format") != FORMAT:
-        raise ValueError(f"{js} has checkpoint format {info.get('format')!r}; this package reads format {FORMAT}")
-    config = TransformerConfig(**info["config"])
+    info = check_fields(read_json(js), str(js), {"config": dict, "format": int, "meta": dict, "tokenizer": dict})
+    if info["format"] != FORMAT:
+        raise ValueError(f"{js} has checkpoint format {info['format']!r}; this package reads format {FORMAT}")
+    config = _config_from_dict(info["config"], f"{js}: config")
+    tokenizer = tokenizer_from_dict(info["tokenizer"], f"{js}: tokenizer")
     with np.load(npz) as stored:
         arrays = {name: stored[name] for name in stored.files}
     model = Transformer(config, seed=0, dtype=dtype or arrays["embed"].dtype.type)
@@ -92,6 +106,5 @@ def load_checkpoint(path, *, dtype=None):
             seen = arrays[name].shape if name in arrays else "missing"
             raise ValueError(f"{npz}: parameter {name!r} should be {tuple(p.shape)}, got {seen}")
         model.params[name] = arrays[name].astype(p.dtype)
-    tokenizer = tokenizer_from_dict(info["tokenizer"])
     check_vocabularies(tokenizer, config, str(js))
     return model, tokenizer, info["meta"]

@@ -21,7 +21,8 @@ import codecs
 import json
 from collections import Counter
 
-from ..infra.files import write_text_atomically
+from ..infra.checks import check_fields
+from ..infra.files import read_json, write_text_atomically
 
 __all__ = ["BYTES", "CharTokenizer", "Tokenizer", "load_tokenizer", "tokenizer_from_dict", "utf8"]
 
@@ -134,18 +135,24 @@ class CharTokenizer(Tokenizer):
         return {"kind": self.kind, "chars": "".join(self.chars)}
 
 
-def tokenizer_from_dict(d: dict) -> Tokenizer:
-    """A tokenizer from its ``to_dict()`` (what :meth:`Tokenizer.save` writes)."""
+def tokenizer_from_dict(d: dict, where: str = "the tokenizer's dict") -> Tokenizer:
+    """A tokenizer from its ``to_dict()`` (what :meth:`Tokenizer.save` writes); a malformed one is a ``ValueError``
+    naming ``where`` (its file) and what is missing or wrong."""
     from .bpe import BPETokenizer  # bpe builds on this module
 
-    kinds = {CharTokenizer.kind: lambda: CharTokenizer(list(d["chars"])),
-             BPETokenizer.kind: lambda: BPETokenizer([tuple(m) for m in d["merges"]], pattern=d.get("pattern"))}
-    if d.get("kind") not in kinds:
-        raise ValueError(f"unknown tokenizer kind {d.get('kind')!r}; expected one of {sorted(kinds)}")
-    return kinds[d["kind"]]()
+    fields = {CharTokenizer.kind: {"chars": str}, BPETokenizer.kind: {"merges": list, "pattern": str | None}}
+    kind = check_fields(d, where, {"kind": str})["kind"]
+    if kind not in fields:
+        raise ValueError(f"{where}: unknown tokenizer kind {kind!r}; expected one of {sorted(fields)}")
+    check_fields(d, where, {"kind": str} | fields[kind], optional=["pattern"])  # None: GPT-2's pattern
+    try:
+        if kind == CharTokenizer.kind:
+            return CharTokenizer(list(d["chars"]))
+        return BPETokenizer(d["merges"], pattern=d.get("pattern"))
+    except (TypeError, ValueError) as e:  # what the tokenizer refuses, said of the file
+        raise ValueError(f"{where}: {e}") from None
 
 
 def load_tokenizer(path) -> Tokenizer:
     """The tokenizer :meth:`Tokenizer.save` wrote to ``path``."""
-    with open(path, encoding="utf-8") as f:
-        return tokenizer_from_dict(json.load(f))
+    return tokenizer_from_dict(read_json(path), str(path))
