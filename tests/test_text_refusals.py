@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 
@@ -12,6 +13,7 @@ import pytest
 from attention_from_scratch import Transformer, TransformerConfig
 from attention_from_scratch.text import BPETokenizer, CharTokenizer, TextModel
 from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkpoint
+from attention_from_scratch.text.corpora import load_corpus
 from attention_from_scratch.text.decoding import Decoder
 from attention_from_scratch.text.generation import generate_ids
 from attention_from_scratch.text.heads import head_scores
@@ -217,3 +219,30 @@ def test_a_malformed_checkpoint_file_is_refused_naming_the_file(tmp_path, change
     (tmp_path / "a.json").write_text(json.dumps(info), encoding="utf-8")
     with pytest.raises(ValueError, match=re.escape(str(tmp_path / "a.json")) + ".*" + words):
         load_checkpoint(tmp_path / "a")
+
+
+@pytest.mark.parametrize("name", ["tang", "song", "devil"])
+@pytest.mark.parametrize("text", ["Hello world, this is text.\nSecond line.\n\nAnother paragraph here.\nMore.\n",
+                                  "just words\nno punctuation\n", ""])
+def test_a_named_corpus_refuses_a_file_in_another_format(tmp_path, name, text):
+    path = tmp_path / "plain.txt"  # a plain text file: tang had read it as 1 poem (lines 1-2 as title and author) or 0
+    path.write_text(text, encoding="utf-8")
+    expected = "a dictd dictionary" if name == "devil" else "a fortune file"
+    with pytest.raises(ValueError, match=re.escape(repr(str(path))) + f".*expected {expected}"):
+        load_corpus(name, path=path)
+
+
+def test_a_corpus_with_no_document_is_refused_and_valid_files_still_load(tmp_path):
+    (tmp_path / "blank.txt").write_text("\n  \n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no document: expected UTF-8 text, documents separated by blank lines"):
+        load_corpus(tmp_path / "blank.txt")
+    (tmp_path / "poems").write_text("\x1b[32m《春晓》\x1b[m\n作者：孟浩然\n春眠不觉晓，处处闻啼鸟。\n%\n其一\n无\n%\n",
+                                    encoding="utf-8")
+    assert load_corpus("tang", path=tmp_path / "poems").documents == ("春眠不觉晓，处处闻啼鸟。",)
+    body = b"CAT, n.  A pet.\n"
+    (tmp_path / "d.dict.dz").write_bytes(gzip.compress(body))
+    (tmp_path / "d.index").write_text(f"cat\tA\t{'ABCDEFGHIJKLMNOPQ'[len(body)]}\n", encoding="utf-8")
+    assert load_corpus("devil", path=tmp_path / "d.dict.dz").documents == ("CAT, n.  A pet.",)
+    (tmp_path / "d.index").write_text("cat A Q\n", encoding="utf-8")  # spaces, not tabs
+    with pytest.raises(ValueError, match=r"d\.index' line 1: 'cat A Q' is not 'headword TAB offset TAB length'"):
+        load_corpus("devil", path=tmp_path / "d.dict.dz")

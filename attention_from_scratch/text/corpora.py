@@ -19,6 +19,8 @@ whose lines are ``headword TAB offset TAB length`` (offset and length in dictd's
 ``A-Za-z0-9+/``); entries come from the index (a text shared by two headwords once), the
 ``00database*`` entries (the preface, the URL, the licence) are the dictionary's headers and are left
 out, and trailing spaces are stripped. A text file of your own is split into documents at blank lines.
+A file not in its reader's format (a plain text passed as ``path=`` of ``tang``), or one that holds no
+document, is refused with the format expected (:data:`FORMATS`), never read as an empty corpus.
 
 Held-out split. :meth:`Corpus.split` holds out whole documents (poems, dictionary entries,
 paragraphs), drawn with ``numpy.random.default_rng(seed)``, so no poem has lines on both sides.
@@ -41,6 +43,13 @@ __all__ = ["CORPORA", "Corpus", "CorpusNotFoundError", "NamedCorpus", "load_corp
 ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")  # "ESC[32m" (green) ... "ESC[m" (reset)
 DICTD_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # dictd's base 64
 PUNCTUATION = set("，。？！；：、,.?!;:")  # a line holding none of these is a heading, not verse
+FORMATS = {  # what each reader expects, said when a file is not that (a wrong format must not read as 0 documents)
+    "fortunes": "a fortune file (fortunes-zh's format: poems separated by lines '%', each a title line, "
+                "an author line, then the verse)",
+    "dictd": "a dictd dictionary (NAME.dict.dz or NAME.dict beside NAME.index, whose lines are "
+             "'headword TAB offset TAB length')",
+    "text": "UTF-8 text, documents separated by blank lines",
+}
 
 
 class CorpusNotFoundError(FileNotFoundError):
@@ -118,7 +127,7 @@ def load_corpus(name_or_path: str | os.PathLike, *, path: str | os.PathLike | No
             raise ValueError(f"path= is for the named corpora {sorted(CORPORA)}; got a file name {key!r} already")
         if not os.path.isfile(key):
             raise FileNotFoundError(f"no text file {key!r}; the named corpora are {', '.join(sorted(CORPORA))}")
-        return Corpus(os.path.basename(key), _unique(_paragraphs(_read_utf8(key))), key)
+        return Corpus(os.path.basename(key), _documents(_paragraphs(_read_utf8(key)), key, "text"), key)
     spec = CORPORA[key]
     candidates = spec.paths if path is None else (os.fspath(path),)
     found = spec.installed() if path is None else (candidates[0] if os.path.isfile(candidates[0]) else None)
@@ -128,16 +137,18 @@ def load_corpus(name_or_path: str | os.PathLike, *, path: str | os.PathLike | No
             f"Install it with `sudo apt-get install {spec.package}` (Debian, Ubuntu), or pass the path "
             f"of any UTF-8 text file instead of a name, e.g. load_corpus('my_text.txt')"
         )
-    if spec.reader == "dictd":
-        return Corpus(key, _unique(read_dictd(found)), found)
-    return Corpus(key, _unique(read_fortunes(found, titles=titles)), found)
+    documents = read_dictd(found) if spec.reader == "dictd" else read_fortunes(found, titles=titles)
+    return Corpus(key, _documents(documents, found, spec.reader), found)
 
 
 def read_fortunes(path, *, titles: bool = False) -> list[str]:
     """The poems of a fortune file (``fortunes-zh``'s format, see the module docstring), cleaned."""
     text = ANSI_CODE.sub("", _read_utf8(path))
+    entries = re.split(r"^%[ \t]*$", text, flags=re.MULTILINE)  # a line "%" (some with trailing spaces)
+    if len(entries) < 2:  # a plain text's first two lines would be read as a title and an author
+        raise ValueError(f"{os.fspath(path)!r} has no line '%': expected {FORMATS['fortunes']}")
     poems = []
-    for entry in re.split(r"^%[ \t]*$", text, flags=re.MULTILINE):  # a line "%" (some with trailing spaces)
+    for entry in entries:
         lines = [line.strip() for line in entry.strip("\n").split("\n")]
         if not any(lines):
             continue
@@ -149,13 +160,19 @@ def read_fortunes(path, *, titles: bool = False) -> list[str]:
 def read_dictd(path) -> list[str]:
     """The entries of a dictd dictionary (``NAME.dict.dz`` beside ``NAME.index``), headers left out."""
     index = re.sub(r"\.dict(\.dz)?$", ".index", os.fspath(path))
+    if index == os.fspath(path) or not os.path.isfile(index):
+        why = "is not named NAME.dict[.dz]" if index == os.fspath(path) else f"has no index {index!r} beside it"
+        raise ValueError(f"{os.fspath(path)!r} {why}: expected {FORMATS['dictd']}")
     with gzip.open(path) if os.fspath(path).endswith(".dz") else open(path, "rb") as f:
         data = f.read()
     spans = set()
-    for line in _read_utf8(index).splitlines():
-        headword, offset, length = line.split("\t")[:3]
-        if not headword.startswith("00database"):
-            spans.add((_dictd_number(offset), _dictd_number(length)))
+    for n, line in enumerate(_read_utf8(index).splitlines(), 1):
+        fields = line.split("\t")
+        if len(fields) < 3 or not all(f and set(f) <= set(DICTD_DIGITS) for f in fields[1:3]):
+            raise ValueError(f"{index!r} line {n}: {line!r} is not 'headword TAB offset TAB length' "
+                             f"(dictd's base-64 digits): expected {FORMATS['dictd']}")
+        if not fields[0].startswith("00database"):
+            spans.add((_dictd_number(fields[1]), _dictd_number(fields[2])))
     entries = (data[start : start + length].decode("utf-8") for start, length in sorted(spans))
     return [re.sub(r"[ \t]+$", "", e, flags=re.MULTILINE).strip("\n") for e in entries]
 
@@ -183,6 +200,10 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in paragraphs if p.strip()]
 
 
-def _unique(documents) -> tuple[str, ...]:
-    """Documents in order, each identical one kept once (a copy on both sides of a split would leak)."""
-    return tuple(dict.fromkeys(d for d in documents if d))
+def _documents(documents, path, reader: str) -> tuple[str, ...]:
+    """Documents in order, each identical one kept once (a copy on both sides of a split would leak); none is a
+    ``ValueError`` saying the format expected (a file in another format can read as no document)."""
+    unique = tuple(dict.fromkeys(d for d in documents if d))
+    if not unique:
+        raise ValueError(f"{os.fspath(path)!r} holds no document: expected {FORMATS[reader]}")
+    return unique
