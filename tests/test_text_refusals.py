@@ -246,3 +246,18 @@ def test_a_corpus_with_no_document_is_refused_and_valid_files_still_load(tmp_pat
     (tmp_path / "d.index").write_text("cat A Q\n", encoding="utf-8")  # spaces, not tabs
     with pytest.raises(ValueError, match=r"d\.index' line 1: 'cat A Q' is not 'headword TAB offset TAB length'"):
         load_corpus("devil", path=tmp_path / "d.dict.dz")
+
+
+@pytest.mark.parametrize(("option", "value", "error", "words"), [
+    ("seed", -1, ValueError, "seed must be an integer >= 0, got -1"), ("seed", 1.5, ValueError, "seed must be"),
+    ("threads", 0, ValueError, r"threads \(None or a number of BLAS threads\) must be a positive integer, got 0"),
+    ("threads", 2.0, ValueError, "threads .* must be a positive integer"),
+    ("cache", "no", TypeError, "cache must be True or False, got 'no'"), ("cache", 1, TypeError, "cache must be"),
+])
+def test_generate_ids_checks_its_options(option, value, error, words):
+    with pytest.raises(error, match=words):
+        generate_ids(model(), [1, 2], 2, **{option: value})
+
+
+def test_generate_ids_takes_the_documented_thread_counts():
+    assert generate_ids(model(), [1, 2], 2, threads=None) == generate_ids(model(), [1, 2], 2, threads=2)
