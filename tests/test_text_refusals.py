@@ -15,6 +15,7 @@ from attention_from_scratch.text import BPETokenizer, CharTokenizer, TextModel
 from attention_from_scratch.text.checkpoints import load_checkpoint, save_checkpoint
 from attention_from_scratch.text.corpora import load_corpus
 from attention_from_scratch.text.decoding import Decoder
+from attention_from_scratch.text.evaluate import model_log_probs
 from attention_from_scratch.text.generation import generate_ids
 from attention_from_scratch.text.heads import head_scores
 from attention_from_scratch.text.ngrams import AddK
@@ -261,3 +262,16 @@ def test_generate_ids_checks_its_options(option, value, error, words):
 
 def test_generate_ids_takes_the_documented_thread_counts():
     assert generate_ids(model(), [1, 2], 2, threads=None) == generate_ids(model(), [1, 2], 2, threads=2)
+
+
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("batch_size", 0, "batch_size must be a positive integer, got 0"),  # range() had refused its step 0
+    ("batch_size", 2.5, "batch_size must be a positive integer, got 2.5"),
+    ("context", 2.7, "context must be a positive integer, got 2.7"),  # int() had read it as 2
+    ("threads", 0, r"threads \(None or a number of BLAS threads\) must be a positive integer, got 0"),
+])
+def test_model_log_probs_checks_its_options(option, value, words):
+    with pytest.raises(ValueError, match=words):
+        model_log_probs(model(), [1, 2, 3, 4, 5], **{option: value})
+    with pytest.raises(TypeError, match="ids must be a 1-D list or array of integer token ids"):
+        model_log_probs(model(), [1.5, 2.5, 3.5])  # had been truncated to [1, 2, 3]

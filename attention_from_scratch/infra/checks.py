@@ -5,7 +5,7 @@ returns: an argument's name, what was seen and what was expected go into the mes
 a wrong value or shape, ``TypeError`` for a wrong kind); nothing is computed, written or allocated
 before the check has passed. The inner steps of the concept modules check nothing again.
 
-* scalars: :func:`check_real`, :func:`check_positive_int`, :func:`check_flag`;
+* scalars: :func:`check_real`, :func:`check_positive_int`, :func:`check_threads`, :func:`check_flag`;
 * arrays: :func:`check_param` (a layer's parameter), :func:`check_layout` (parameters that must agree on their
   sizes), :func:`check_float_dtype`, :func:`check_same_place`, :func:`broadcast_shapes` (with an error naming
   the arguments);
@@ -30,7 +30,7 @@ from .backend import as_float, backend_name, device_of, get_namespace, to_numpy
 
 __all__ = [
     "broadcast_shapes", "check_adam", "check_betas", "check_fields", "check_flag", "check_float_dtype", "check_layout",
-    "check_param", "check_positive_int", "check_real", "check_same_place", "check_token_ids",
+    "check_param", "check_positive_int", "check_real", "check_same_place", "check_threads", "check_token_ids",
 ]
 
 
@@ -111,6 +111,11 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return n
+
+
+def check_threads(threads) -> int | None:
+    """A BLAS thread count: ``None`` (BLAS as it is) or a positive ``int`` (0 threads cannot run anything)."""
+    return None if threads is None else check_positive_int(threads, "threads (None or a number of BLAS threads)")
 
 
 def check_same_place(a, b, name_a, name_b, hint="move one with attention_from_scratch.infra.backend.to_device"):

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..infra.backend import to_numpy
 from ..infra.blas import blas_thread_limit
+from ..infra.checks import check_positive_int, check_threads, check_token_ids
 from ..softmax import log_softmax
 
 __all__ = ["THREADS", "HeldOut", "bits", "held_out_stream", "model_log_probs"]
@@ -69,11 +70,12 @@ def model_log_probs(model, ids, *, context: int | None = None, batch_size: int =
 
     ``context`` tokens per window (default and at most the model's ``max_len``); each window's
     tokens are scored from ``model.logits``, log-softmaxed, and only the tokens no earlier window
-    scored are kept. ``threads``: BLAS threads (:data:`THREADS`; None leaves BLAS as it is).
+    scored are kept. ``batch_size`` windows go through the model at once. ``threads``: BLAS threads
+    (:data:`THREADS`; None leaves BLAS as it is).
     """
-    ids = np.asarray(ids, dtype=np.int64)
-    n, max_len = len(ids), model.config.max_len
-    context = max_len if context is None else min(int(context), max_len)
+    ids, batch_size = check_token_ids(ids, "ids"), check_positive_int(batch_size, "batch_size")
+    threads, n, max_len = check_threads(threads), len(ids), model.config.max_len
+    context = max_len if context is None else min(check_positive_int(context, "context"), max_len)
     if n < 2 or context < 2:
         raise ValueError(f"need at least 2 ids and context >= 2, got {n} ids and context={context}")
     width = min(context, n - 1)  # tokens a window reads; it predicts the next token at each
