@@ -275,3 +275,22 @@ def test_model_log_probs_checks_its_options(option, value, words):
         model_log_probs(model(), [1, 2, 3, 4, 5], **{option: value})
     with pytest.raises(TypeError, match="ids must be a 1-D list or array of integer token ids"):
         model_log_probs(model(), [1.5, 2.5, 3.5])  # had been truncated to [1, 2, 3]
+
+
+@pytest.mark.parametrize("tokenizer", [BPETokenizer.train("low lower lowest " * 4, 260), TOK])
+def test_decode_refuses_ids_that_are_not_integers(tokenizer):
+    for ids in ([65.7], [65.0], np.array([65.7]), [[65]], "65", [True]):  # int(65.7) had decoded to 'A'
+        with pytest.raises(TypeError, match="ids must be a 1-D list or array of integer token ids"):
+            tokenizer.decode(ids)
+    assert tokenizer.decode(np.array([65, 66])) == tokenizer.decode([np.int64(65), 66]) == "AB"
+
+
+def test_a_chunk_pattern_with_a_capture_group_is_refused_as_such():
+    for pattern in (r"(\w+)|\W+", r"( ?\w+)|(\s+)|[^\w\s]+"):  # findall returns the groups: had said 'skips characters'
+        with pytest.raises(ValueError, match=r"capturing group.*re\.findall would return the groups.*\(\?:"):
+            BPETokenizer.train("low lower", 260, pattern=pattern)
+    with pytest.raises(ValueError, match=r"capturing group"):
+        BPETokenizer([], pattern=r"(\w+)|\W+")
+    with pytest.raises(ValueError, match=r"pattern '\(\\\\w\+' is not a regular expression"):
+        BPETokenizer.train("low lower", 260, pattern=r"(\w+")
+    assert BPETokenizer.train("low low", 258, pattern=r"(?:\w+)|\W+").encode("low") == [257]

@@ -46,12 +46,20 @@ CHUNK_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(
 
 
 def _check_pattern(pattern):
-    """The chunk pattern as a str (None: GPT-2's), the form a tokenizer's JSON file can hold."""
+    """The chunk pattern as a str (None: GPT-2's), the form a tokenizer's JSON file can hold, with no capturing
+    group: ``re.findall`` returns the groups' text when there are any, not the chunks."""
     if pattern is None:
         return CHUNK_PATTERN
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a regular expression as a str (saved with the tokenizer), "
                         f"got {type(pattern).__name__}")
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as e:
+        raise ValueError(f"pattern {pattern!r} is not a regular expression: {e}") from None
+    if groups:
+        raise ValueError(f"pattern {pattern!r} has {groups} capturing group(s): re.findall would return the groups' "
+                         "text, not the chunks; write each group as (?:...)")
     return pattern
 
 
@@ -65,7 +73,7 @@ def _check_merges(merges) -> list[tuple[int, int]]:
 
 def split_chunks(text: str, pattern: str = CHUNK_PATTERN) -> list[str]:
     """``text`` cut into chunks by ``pattern``; ``"".join(chunks) == text`` (checked)."""
-    chunks = re.findall(pattern, text)
+    chunks = re.findall(_check_pattern(pattern), text)
     if sum(map(len, chunks)) != len(text):
         raise ValueError(f"the chunk pattern {pattern!r} skips characters of the text: it must match everything")
     return chunks

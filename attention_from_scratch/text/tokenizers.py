@@ -21,7 +21,7 @@ import codecs
 import json
 from collections import Counter
 
-from ..infra.checks import check_fields
+from ..infra.checks import check_fields, check_token_ids
 from ..infra.files import read_json, write_text_atomically
 
 __all__ = ["BYTES", "CharTokenizer", "Tokenizer", "load_tokenizer", "tokenizer_from_dict", "utf8"]
@@ -60,8 +60,8 @@ class Tokenizer:
         return len(self.token_bytes)
 
     def decode(self, ids) -> str:
-        """Token ids -> the string they spell (invalid UTF-8, possible in samples only, becomes U+FFFD)."""
-        ids = [int(i) for i in ids]
+        """Token ids (1-D integers) -> the string they spell (invalid UTF-8, possible in samples only: U+FFFD)."""
+        ids = check_token_ids(ids, "ids").tolist()  # int(65.7) would have read 65, 'A'
         outside = [i for i in ids if not 0 <= i < self.vocab_size]
         if outside:
             raise ValueError(f"ids must lie in 0..{self.vocab_size - 1} (the vocabulary), got {outside[0]}")
