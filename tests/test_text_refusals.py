@@ -18,7 +18,7 @@ from attention_from_scratch.text.decoding import Decoder
 from attention_from_scratch.text.evaluate import model_log_probs
 from attention_from_scratch.text.generation import generate_ids
 from attention_from_scratch.text.heads import head_scores
-from attention_from_scratch.text.ngrams import AddK
+from attention_from_scratch.text.ngrams import AddK, KneserNey
 from attention_from_scratch.text.sampling import sample_next
 from attention_from_scratch.text.tokenizers import load_tokenizer
 from attention_from_scratch.text.train_cli import main
@@ -294,3 +294,18 @@ def test_a_chunk_pattern_with_a_capture_group_is_refused_as_such():
     with pytest.raises(ValueError, match=r"pattern '\(\\\\w\+' is not a regular expression"):
         BPETokenizer.train("low lower", 260, pattern=r"(\w+")
     assert BPETokenizer.train("low low", 258, pattern=r"(?:\w+)|\W+").encode("low") == [257]
+
+
+def test_an_ngram_loss_needs_a_token_to_predict():
+    for model in (AddK(2, 3).fit([0, 1, 2, 1]), KneserNey(2, 3).fit([0, 1, 2, 1])):
+        for ids in ([0], []):  # the mean of no log-probability had been NaN
+            with pytest.raises(ValueError, match=r"ids must hold at least 2 tokens .*got \d"):
+                model.loss(ids)
+        assert np.isfinite(model.loss([0, 1]))
+
+
+@pytest.mark.parametrize(("k", "error"), [(np.inf, ValueError), (np.nan, ValueError), (0, ValueError),
+                                          (-1.0, ValueError), ("1", TypeError), (True, TypeError)])
+def test_add_k_needs_a_finite_positive_k(k, error):
+    with pytest.raises(error, match="k must be a finite real number > 0"):  # k = inf had made every p NaN
+        AddK(2, 3, k=k)

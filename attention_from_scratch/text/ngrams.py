@@ -34,7 +34,7 @@ import numbers
 
 import numpy as np
 
-from ..infra.checks import check_token_ids
+from ..infra.checks import check_real, check_token_ids
 
 __all__ = ["AddK", "KneserNey", "NGramModel"]
 
@@ -91,7 +91,10 @@ class NGramModel:
         return np.log(self.probs(padded[rows], ids[1:]))
 
     def loss(self, ids) -> float:
-        """Mean negative log-likelihood in nats per predicted token."""
+        """Mean negative log-likelihood in nats per predicted token (ids[1:]: the first token is given)."""
+        if len(self._ids(ids, "ids")) < 2:  # the mean of no prediction would be NaN
+            raise ValueError(f"ids must hold at least 2 tokens (the first is given, the rest are predicted), "
+                             f"got {len(ids)}")
         return float(-np.mean(self.log_probs(ids)))
 
     def next_probs(self, context) -> np.ndarray:
@@ -147,9 +150,7 @@ class AddK(NGramModel):
 
     def __init__(self, order: int, vocab_size: int, *, k: float = 1.0):
         super().__init__(order, vocab_size)
-        if not k > 0:
-            raise ValueError(f"k must be > 0 (k = 0 gives unseen tokens probability 0), got {k!r}")
-        self.k = float(k)
+        self.k = check_real(k, "k", above=0, hint=": 0 gives unseen tokens probability 0, inf makes every p NaN")
 
     def _table(self, ids, m):
         hw, counts = np.unique(self._codes(self._windows(ids, m)), return_counts=True)
