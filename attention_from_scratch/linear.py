@@ -101,7 +101,8 @@ def linear_attention(q, k, v, *, causal: bool = True):
     sums over j ≤ i (bottom-right aligned like ``causal_mask``: query i sits at position S − T + i).
     q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)``. Causal, it writes the masked
     ``(T, S)`` scores (φ(Q)φ(K)ᵀ ⊙ M)V; not causal, it reorders to φ(Q)(φ(K)ᵀV), never forming them.
-    :func:`linear_attention_recurrent` is the same causal sum as an RNN. A query that sees no key gets 0.
+    :func:`linear_attention_recurrent` is the same causal sum as an RNN. A query that sees no key gets 0; a NaN
+    in q or k gives NaN in the rows that read it (as in PyTorch: no machinery hides it).
     """
     xp = get_namespace(q, k, v)
     q, k, v = _check_qkv(q, k, v, xp, same_length=False)
@@ -114,7 +115,8 @@ def linear_attention(q, k, v, *, causal: bool = True):
     else:
         num = phi_q @ (phi_k.mT @ v)  # (..., T, d_k) @ [(..., d_k, S) @ (..., S, d_v)]: no (T, S) array
         den = phi_q @ xp.sum(phi_k, axis=-2, keepdims=True).mT  # (..., T, d_k) @ (..., d_k, 1) -> (..., T, 1)
-    return narrow(xp.where(den > 0, num / xp.where(den > 0, den, 1.0), 0.0), dtype, xp)
+    # den = 0 exactly (no key seen, or every φ(q_i) underflowed): 0, not 0/0; a NaN (!= 0) propagates, as in PyTorch
+    return narrow(xp.where(den == 0, 0.0, num / xp.where(den == 0, 1.0, den)), dtype, xp)
 
 
 def linear_attention_recurrent(q, k, v, *, initial_state=None):

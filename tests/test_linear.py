@@ -111,6 +111,22 @@ def test_linear_attention_recurrent_equals_the_parallel_form_and_continues(xp):
     xp.assert_close(s2, s)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_nan_query_gives_nan_in_its_row_and_a_zero_denominator_gives_zero(xp, causal):
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((1, 4, 3)), rng.standard_normal((1, 4, 3)), rng.standard_normal((1, 4, 2))
+    bad = q.copy()
+    bad[0, 2, 1] = np.nan  # as in PyTorch: 0·NaN = NaN, so row 2 is NaN (the den > 0 guard had made it 0)
+    out, clean = (xp.np(linear_attention(xp.asarray(a), xp.asarray(k), xp.asarray(v), causal=causal)) for a in (bad, q))
+    assert np.isnan(out[0, 2]).all() and np.array_equal(np.delete(out, 2, axis=1), np.delete(clean, 2, axis=1))
+    # the guard that stays: a denominator of exactly 0 gives 0, not 0/0 -- a query whose features all underflow
+    # (φ(-1000) = exp(-1000) = 0) and, causal, a query that sees no key (T > S: query 0 sits before every key)
+    under = q.copy()
+    under[0, 1] = -1000.0
+    out = xp.np(linear_attention(xp.asarray(under), xp.asarray(k[:, :3]), xp.asarray(v[:, :3]), causal=causal))
+    assert not np.isnan(out).any() and (out[0, 1] == 0).all() and (out[0, 0] == 0).all() == causal
+
+
 def test_linear_attention_errors_name_the_argument():
     q = np.ones((2, 4, 3))
     with pytest.raises(ValueError, match=r"q, k, v do not fit: q \(2, 4, 3\), k \(2, 4, 2\)"):
