@@ -114,6 +114,23 @@ def test_a_refused_call_leaves_the_cache_as_it_was():
         layer(np.ones((1, 1, 12)), cache=GatedDeltaNetCache(GatedDeltaNetConfig(hidden_size=12), 1))
 
 
+def test_a_step_in_another_dtype_than_the_cache_is_refused():
+    for dtype, other in ((np.float64, np.float32), (np.float32, np.float64)):
+        layer = GatedDeltaNet(SMALL, seed=0, dtype=dtype)
+        cache = layer.new_cache(1)
+        layer(np.ones((1, 3, 12), dtype=dtype), cache=cache)
+        before = (cache.conv_state.copy(), cache.state.copy(), len(cache))
+        with pytest.raises(TypeError, match=f"x is {np.dtype(other)} but the cache holds {np.dtype(dtype)} states"):
+            layer(np.ones((1, 1, 12), dtype=other), cache=cache)  # had turned the cache's states into `other`
+        assert cache.conv_state.dtype == cache.state.dtype == dtype and len(cache) == before[2]
+        np.testing.assert_array_equal(cache.conv_state, before[0])
+        np.testing.assert_array_equal(cache.state, before[1])
+    layer = GatedDeltaNet(SMALL, seed=0, dtype=np.float16)  # half precision: float16 inputs, a float32 state
+    cache = layer.new_cache(1)
+    layer(np.ones((1, 2, 12), dtype=np.float16), cache=cache)
+    assert cache.conv_state.dtype == np.float16 and cache.state.dtype == np.float32
+
+
 def test_config_from_dict_reads_qwen3_next_fields_and_ignores_the_rest():
     d = {"hidden_size": 12, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 3,
          "linear_value_head_dim": 2, "linear_conv_kernel_dim": 3, "rms_norm_eps": 1e-5, "num_experts": 512,
