@@ -79,7 +79,12 @@ class DeepSeekV4Cache:
         return sum(math.prod(a.shape) * get_namespace(a).finfo(a.dtype).bits // 8 for a in held if a is not None)
 
     def check(self, layer, x, dtype):
-        """Refuse a cache made for another layer, batch size, backend, device or dtype than ``layer(x)``."""
+        """Refuse a cache made for another layer, batch size, backend, device or dtype than ``layer(x)``, and
+        tokens past the config's ``max_position_embeddings`` (the longest context the model serves)."""
+        start, t, limit = self.position, x.shape[1], layer.config.max_position_embeddings
+        if start + t > limit:
+            raise ValueError(f"x's {t} tokens would take positions {start}..{start + t - 1} but "
+                             f"max_position_embeddings is {limit} (positions 0..{limit - 1}): the cache holds {start}")
         rate = self.compressors["compressor"].rate if self.compressors else None
         if (self.layer_type, self.head_dim, rate) != (layer.layer_type, layer.config.head_dim, layer.rate):
             raise ValueError(f"this cache was made for a {self.layer_type} layer of head_dim {self.head_dim}, not for "

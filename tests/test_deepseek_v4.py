@@ -292,6 +292,26 @@ def test_refused_calls_leave_the_cache_as_it_was(case):
     assert isinstance(cache, DeepSeekV4Cache)
 
 
+@pytest.mark.parametrize("layer_idx", range(3), ids=KINDS)
+def test_positions_past_max_position_embeddings_are_refused_before_the_cache_grows(case, layer_idx):
+    state, x, _ = case[layer_idx]  # TINY serves max_position_embeddings = 32 positions
+    attn = DeepSeekV4Attention.from_state_dict(TINY, state, layer_idx=layer_idx)
+    long = np.concatenate([x, x], axis=1)[:, :33]  # (B, 33, dim)
+    with pytest.raises(ValueError, match=r"positions 0\.\.32 but max_position_embeddings is 32"):
+        attn(long)
+    with pytest.raises(ValueError, match="max_position_embeddings is 32"):
+        attn.fill_cache(long)
+    cache = attn.new_cache(B)
+    attn(long[:, :30], cache=cache)
+    before = cache.nbytes, len(cache), cache.window.copy()
+    with pytest.raises(ValueError, match=r"30\.\.32 but max_position_embeddings is 32 .*the cache holds 30"):
+        attn(long[:, 30:33], cache=cache)
+    assert (cache.nbytes, len(cache)) == before[:2] and np.array_equal(cache.window, before[2])
+    assert attn(long[:, 30:32], cache=cache).shape == (B, 2, TINY.hidden_size) and len(cache) == 32  # the last two
+    with pytest.raises(ValueError, match=r"positions 32\.\.32 but max_position_embeddings is 32"):
+        attn(long[:, 32:33], cache=cache)
+
+
 # --- config and weights -----------------------------------------------------------------------------------
 
 RELEASED_FLASH = {  # the attention fields of DeepSeek-V4-Flash's config.json, verbatim
