@@ -49,31 +49,10 @@ from .deepseek_v4_config import CSA, SLIDING, DeepSeekV4Config, deepseek_v4_weig
 from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device
 from .infra.checks import check_float_dtype, check_param
 from .norms import rms_norm
-from .rope import apply_rope
-from .sparse import index_scores, indexer_weights, select_topk
+from .rope import rope_last
+from .sparse import gather_rows, index_scores, indexer_weights, select_topk
 
-__all__ = ["DeepSeekV4Attention", "DeepSeekV4Cache", "DeepSeekV4Config", "gather_rows", "rope_last"]
-
-
-def rope_last(x, r: int, positions, freqs):
-    """RoPE (consecutive pairs) on the last ``r`` channels of ``x (..., T, d)``; the first d - r pass through."""
-    xp, split = get_namespace(x), x.shape[-1] - r
-    return xp.concat([x[..., :split], apply_rope(x[..., split:], positions, freqs=freqs)], axis=-1)
-
-
-def gather_rows(rows, indices):
-    """Each query's own rows: ``rows (B, P, d)``, integer ``indices (B, T, n)`` -> ``(B, T, n, d)`` (one take)."""
-    xp = get_namespace(rows, indices)
-    b, p, d = rows.shape
-    flat = indices + xp.arange(b, dtype=indices.dtype, device=device_of(rows))[:, None, None] * p  # row b at b·P
-    picked = xp.take(xp.reshape(rows, (b * p, d)), xp.reshape(flat, (-1,)), axis=0)  # (B·T·n, d)
-    return xp.reshape(picked, (*indices.shape, d))
-
-
-def _concat_rows(xp, *parts):
-    """Concatenate ``(B or 1, T, n_i)`` index (or validity) arrays along the last axis, batch broadcast."""
-    b = max(p.shape[0] for p in parts)
-    return xp.concat([xp.broadcast_to(p, (b, *p.shape[1:])) for p in parts], axis=-1)
+__all__ = ["DeepSeekV4Attention", "DeepSeekV4Cache", "DeepSeekV4Config"]
 
 
 class DeepSeekV4Attention:
@@ -183,7 +162,7 @@ class DeepSeekV4Attention:
                 picked_ok = visible[None, ...]
             picked = xp.broadcast_to(xp.astype(picked, indices.dtype), (b, *picked.shape[1:]))
             keys = xp.concat([keys, gather_rows(entries, picked)], axis=2)  # (B, T, W + K or E, d)
-            valid = _concat_rows(xp, valid, picked_ok)
+            valid = xp.concat([xp.broadcast_to(v, (b, *v.shape[1:])) for v in (valid, picked_ok)], axis=-1)
         # 5) one softmax per head over its query's rows and the head's sink logit (heads as the query rows)
         valid = xp.broadcast_to(valid, (b, *valid.shape[1:]))[:, :, None, :]  # (B, T, 1, n): the same for each head
         o, _ = scaled_dot_product_attention(xp.permute_dims(q, (0, 2, 1, 3)), keys, keys, valid,

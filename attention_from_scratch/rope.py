@@ -36,7 +36,7 @@ from .infra.backend import as_float, device_of, get_namespace
 from .infra.checks import check_betas, check_positive_int, check_real
 
 __all__ = [
-    "apply_rope", "pairs_to_halves", "rope_frequencies", "rope_tables", "rotate_half_rope",
+    "apply_rope", "pairs_to_halves", "rope_frequencies", "rope_last", "rope_tables", "rotate_half_rope",
     "rotate_pairs", "sinusoidal_positions", "yarn_correction_range", "yarn_mscale",
 ]
 
@@ -194,6 +194,13 @@ def apply_rope(x, positions, *, freqs=None):
     x, positions, freqs = _check_rope(x, positions, freqs, xp)
     cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_i, sin mθ_i
     return rotate_pairs(x, cos, sin, xp)
+
+
+def rope_last(x, r: int, positions, freqs):
+    """RoPE (consecutive pairs) on the last ``r`` channels of ``x (..., T, d)``; the first d - r pass through
+    (DeepSeek-V4's partial rotary layout ``[nope | rope]``)."""
+    xp, split = get_namespace(x), x.shape[-1] - r
+    return xp.concat([x[..., :split], apply_rope(x[..., split:], positions, freqs=freqs)], axis=-1)
 
 
 def rotate_pairs(x, cos, sin, xp):

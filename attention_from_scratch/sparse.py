@@ -44,6 +44,7 @@ from .rope import rotate_half_rope
 
 __all__ = [
     "fp8_e4m3",
+    "gather_rows",
     "hadamard",
     "index_scores",
     "indexer_keys",
@@ -148,6 +149,15 @@ def topk_mask(scores, topk: int):
     return (rank < k) & selectable
 
 
+def gather_rows(rows, indices):
+    """Each query's own rows: ``rows (B, P, d)``, integer ``indices (B or 1, T, n)`` -> ``(B, T, n, d)`` (one take)."""
+    xp = get_namespace(rows, indices)
+    b, p, d = rows.shape
+    flat = indices + xp.arange(b, dtype=indices.dtype, device=device_of(rows))[:, None, None] * p  # row b at b·P
+    picked = xp.take(xp.reshape(rows, (b * p, d)), xp.reshape(flat, (-1,)), axis=0)  # (B·T·n, d)
+    return xp.reshape(picked, (b, *indices.shape[1:], d))
+
+
 def sparse_latent_attention(q, rows, indices, valid, value_dim: int, scale: float):
     """Absorbed MLA over each query's selected cached rows only -> latent outputs ``(B, H, T, value_dim)``.
 
@@ -156,12 +166,7 @@ def sparse_latent_attention(q, rows, indices, valid, value_dim: int, scale: floa
     attend over them: O(K) per query, whatever S is. Values are the rows' first ``value_dim`` features.
     """
     xp = get_namespace(q, rows)
-    b, s, d = rows.shape
-    t, k = indices.shape[-2:]
-    offset = xp.arange(b, device=device_of(rows))[:, None, None] * s  # (B, 1, 1): row b starts at b·S
-    flat = xp.reshape(xp.astype(indices, xp.int64) + offset, (b * t * k,))
-    picked = xp.take(xp.reshape(rows, (b * s, d)), flat, axis=0)  # (B·S, d) -> (B·T·K, d)
-    picked = xp.reshape(picked, (b, t, k, d))  # -> (B, T, K, d)
+    picked = gather_rows(rows, xp.astype(indices, xp.int64))  # (B, S, d) -> (B, T, K, d): one take
     q = xp.permute_dims(q, (0, 2, 1, 3))  # (B, H, T, d) -> (B, T, H, d): heads are the query rows
     out, _ = scaled_dot_product_attention(
         q, picked, picked[..., :value_dim], valid[:, :, None, :], scale=scale
