@@ -109,6 +109,21 @@ def list_of_rows(positions, n_entries, rate):
     return [[(w + 1) * rate <= p + 1 for w in range(n_entries)] for p in positions]
 
 
+def int8_positions(positions, n_entries, rate):
+    p = np.asarray(positions).astype(np.int8)[:, None]  # "positions are small numbers": 127 + 1 wraps to -128
+    return (np.arange(n_entries)[None, :] + 1) * rate <= p + 1
+
+
+def uint8_positions(positions, n_entries, rate):
+    p = np.asarray(positions).astype(np.uint8)[:, None]  # 1000 is read as 1000 - 3·256 = 232
+    return (np.arange(n_entries)[None, :] + 1) * rate <= p + 1
+
+
+def int8_everything(positions, n_entries, rate):
+    w, p = np.arange(n_entries, dtype=np.int8), np.asarray(positions, dtype=np.int8)  # 1000 cannot even be stored
+    return (w[None, :] + 1) * np.int8(rate) <= p[:, None] + 1
+
+
 def entries_of_the_own_window(positions, n_entries, rate):
     return np.arange(n_entries)[None, :] <= np.asarray(positions)[:, None] // rate  # its own, unfinished window too
 
@@ -158,6 +173,9 @@ BATTERIES = {
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (entries_of_the_own_window, None),
             (sorts_the_positions, "in the order given"),
+            (int8_positions, "must not wrap around"),  # its output matched positions_from_zero's: a wrong hint
+            (uint8_positions, "must not wrap around"),
+            (int8_everything, "must not wrap around"),  # raises OverflowError
         ],
         "right": [floor_division, loop_over_queries],
     },

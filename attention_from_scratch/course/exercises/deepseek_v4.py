@@ -11,6 +11,7 @@ import numpy as np
 
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...softmax import naive_softmax, softmax
+from ..i18n import msg
 from .cases import FRESH, GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_seed
 
 __all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
@@ -139,6 +140,23 @@ def _visible_wrong(positions, n_entries, rate, *, shift=0, start=False):
     return (w * rate <= p) if start else ((w + 1) * rate <= p + 1 + shift)
 
 
+def _positions_wrapped(case, e, g):
+    """Right for every position below 127, wrong for a larger one: positions (or p + 1) held in a small integer type
+    wrap around. Tried first: a wrapped answer can equal a mistake model's by chance (all False, as if from 0)."""
+    positions, expected, got = np.asarray(case.args[0]), np.asarray(e[0]), np.asarray(g[0])
+    if got.shape != expected.shape or positions.max() < 127:
+        return None
+    wrong = np.any(got != expected, axis=-1)  # (T,): the rows that differ
+    return _wrapped_hint(positions) if wrong.any() and not wrong[positions < 127].any() else None
+
+
+def _wrapped_hint(positions):
+    """What a position held in int8 or uint8 does past 127 or 255 (wraps around, or cannot be stored)."""
+    return msg("positions up to {last} must not wrap around: int8 holds whole numbers up to 127 (so 127 + 1 becomes "
+               "−128) and uint8 up to 255, so keep positions in NumPy's default integer type",
+               last=int(positions.max()))
+
+
 VISIBLE_ENTRIES = Exercise(
     "visible_entries", "22_deepseek_v4", ("positions", "n_entries", "rate"), ("visible",), _visible_cases,
     _visible_reference,
@@ -158,6 +176,8 @@ VISIBLE_ENTRIES = Exercise(
         ("the result is (T, E), one row per query position and one column per entry",
          lambda *a: _visible_reference(*a).T),
     ],
+    symptoms=[_positions_wrapped],
+    error_hint=lambda case, err: _wrapped_hint(np.asarray(case.args[0])) if isinstance(err, OverflowError) else None,
     title="which compressed entries a query may see",
     task="""Write `my_visible_entries(positions, n_entries, rate)`: a boolean `(T, E)` array, `True` where
 the query at `positions[t]` may read entry `w`. Entry $w$ pools the window of tokens $w m, \\dots, wm + m - 1$
