@@ -19,7 +19,7 @@ RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what
     (None, r"\\ell_a\b", "ℓ is always the running sum, never a log"),
     ("11_transformer_block", r"\\gamma", "a norm's gain and shift are g and b"),
     ("19_windows_and_sinks", r"\\sigma", "the sink's share of a row is p^sink_i; σ alone is a standard deviation"),
-    ("22_deepseek_v4", r"P_\{hj\}|\b[qo]_h\b", "in DeepSeek's formulas h_t is a hidden state; V4's heads are numbered i"),
+    ("22_deepseek_v4", r"P_\{hj\}|\b[qo]_h\b", "DeepSeek's h_t is a hidden state; V4's heads are numbered i"),
 ]
 
 
