@@ -115,8 +115,12 @@ def linear_attention(q, k, v, *, causal: bool = True):
     else:
         num = phi_q @ (phi_k.mT @ v)  # (..., T, d_k) @ [(..., d_k, S) @ (..., S, d_v)]: no (T, S) array
         den = phi_q @ xp.sum(phi_k, axis=-2, keepdims=True).mT  # (..., T, d_k) @ (..., d_k, 1) -> (..., T, 1)
-    # den = 0 exactly (no key seen, or every φ(q_i) underflowed): 0, not 0/0; a NaN (!= 0) propagates, as in PyTorch
-    return narrow(xp.where(den == 0, 0.0, num / xp.where(den == 0, 1.0, den)), dtype, xp)
+    return narrow(_normalised(num, den, xp), dtype, xp)
+
+
+def _normalised(num, den, xp):
+    """``num / den``, 0 where den is exactly 0 (no key seen, or every φ(q_i) underflowed); a NaN propagates."""
+    return xp.where(den == 0, 0.0, num / xp.where(den == 0, 1.0, den))
 
 
 def linear_attention_recurrent(q, k, v, *, initial_state=None):
@@ -137,7 +141,7 @@ def linear_attention_recurrent(q, k, v, *, initial_state=None):
         z = z + phi_k[..., t, :]  # (..., d_k)
         num = phi_q[..., t, None, :] @ s  # (..., 1, d_k) @ (..., d_k, d_v) -> (..., 1, d_v)
         den = xp.sum(phi_q[..., t, None, :] * z[..., None, :], axis=-1, keepdims=True)  # (..., 1, 1)
-        outs.append(num / den)
+        outs.append(_normalised(num, den, xp))
     return narrow(xp.concat(outs, axis=-2), dtype, xp), (s, z)
 
 

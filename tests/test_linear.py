@@ -125,6 +125,10 @@ def test_a_nan_query_gives_nan_in_its_row_and_a_zero_denominator_gives_zero(xp, 
     under[0, 1] = -1000.0
     out = xp.np(linear_attention(xp.asarray(under), xp.asarray(k[:, :3]), xp.asarray(v[:, :3]), causal=causal))
     assert not np.isnan(out).any() and (out[0, 1] == 0).all() and (out[0, 0] == 0).all() == causal
+    if causal:  # the recurrent form divides by the same denominator: the same 0, not 0/0 (it had given NaN)
+        rnn = xp.np(linear_attention_recurrent(xp.asarray(under), xp.asarray(k), xp.asarray(v))[0])
+        same = xp.np(linear_attention(xp.asarray(under), xp.asarray(k), xp.asarray(v), causal=True))
+        assert (rnn[0, 1] == 0).all() and np.allclose(rnn, same, rtol=1e-5, atol=1e-6)
 
 
 def test_linear_attention_errors_name_the_argument():
