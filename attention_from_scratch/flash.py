@@ -66,9 +66,9 @@ __all__ = [
 # - GPU (CuPy; PyTorch CUDA too, not measured): 2048. CuPy runs each array operation as its own kernel(s),
 #   nothing fused, so a tile costs about 0.3-0.5 ms of Python and launches whatever its size, and the time is
 #   about that cost times the number of tiles: measured with bench_backends.py on an NVIDIA H200 (CuPy 14.2,
-#   (1, 8, 4096, 64), float32, four runs in two sessions), block 128 took 142-202x the time of 2048, 512
-#   9.9-12x, 1024 2.8-3.3x. Larger tiles were faster still (4096: a third of 2048's time at n = 8192), but 2048 keeps one
-#   tile of float32 scores at 16 MiB per head. (FlashAttention's own 128-wide tiles are sized for on-chip
+#   (1, 8, 4096, 64), float32, four runs in two sessions), block 128 took 142-202x the time of 2048, 512 9.9-12x,
+#   1024 2.8-3.3x. Larger tiles were faster still (4096: a third of 2048's time at n = 8192), but 2048 keeps one tile
+#   of float32 scores at 16 MiB per head. (FlashAttention's own 128-wide tiles are sized for on-chip
 #   memory, inside ONE fused kernel; this array code fuses nothing, so on a GPU its tiles save memory, not
 #   time.)
 CPU_BLOCK_SIZE = 512
