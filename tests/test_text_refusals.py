@@ -309,3 +309,52 @@ def test_an_ngram_loss_needs_a_token_to_predict():
 def test_add_k_needs_a_finite_positive_k(k, error):
     with pytest.raises(error, match="k must be a finite real number > 0"):  # k = inf had made every p NaN
         AddK(2, 3, k=k)
+
+
+def test_a_checkpoint_without_an_array_is_refused_naming_it(tmp_path):
+    save_checkpoint(tmp_path / "a", model(), TOK)
+    with np.load(tmp_path / "a.npz") as stored:
+        arrays = {name: stored[name] for name in stored.files if name != "embed"}
+    np.savez(tmp_path / "a.npz", **arrays)  # the embedding dropped: its dtype had been read first (a KeyError)
+    with pytest.raises(ValueError, match=re.escape(str(tmp_path / "a.npz")) + r": array 'embed' should be .*missing"):
+        load_checkpoint(tmp_path / "a")
+
+
+@pytest.mark.parametrize(("damage", "words"), [
+    ("meta", r"last\.json: meta .*lacks 'adam_t'"),
+    ("npz", r"last\.npz: array 'adam_v/0\.w_q' should be .*missing"),
+])
+def test_resuming_from_a_damaged_checkpoint_is_refused_before_anything_is_set(tmp_path, damage, words):
+    from attention_from_scratch.text.trainer import train_on_text
+
+    ids = np.asarray(TOK.encode("床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 8))
+    held, options = ids[:40], TrainOptions(d_model=8, n_heads=2, n_layers=1, d_ff=16, context=8, batch_size=4,
+                                           steps=8, eval_every=4, warmup=1)
+    from attention_from_scratch.text.evaluate import HeldOut
+
+    held = HeldOut(held, n_chars=len(held))
+    cut = train_on_text(ids, held, TOK, options, tmp_path / "r", callback=lambda step, state: (_ for _ in ()).throw(
+        KeyboardInterrupt) if step == 4 else None, log=lambda _: None)
+    assert cut.stopped == "interrupted"
+    last = tmp_path / "r" / "last"
+    if damage == "meta":
+        info = json.loads(last.with_suffix(".json").read_text(encoding="utf-8"))
+        del info["meta"]["adam_t"]
+        last.with_suffix(".json").write_text(json.dumps(info), encoding="utf-8")
+    else:
+        with np.load(last.with_suffix(".npz")) as stored:
+            arrays = {name: stored[name] for name in stored.files if name != "adam_v/0.w_q"}
+        np.savez(last.with_suffix(".npz"), **arrays)
+    with pytest.raises(ValueError, match=words):
+        train_on_text(ids, held, TOK, options, tmp_path / "r", resume=True, log=lambda _: None)
+
+
+def test_attention_maps_and_ngram_samples_take_integer_ids_only():
+    from attention_from_scratch.text.heads import attention_maps
+
+    with pytest.raises(TypeError, match="ids"):
+        attention_maps(model(), [1.7, 2.0])  # int(1.7) had read token 1
+    bigram = AddK(2, 5).fit([0, 1, 2, 3, 4, 0, 1])
+    with pytest.raises(TypeError, match="context"):
+        bigram.sample([1.5], 3)
+    assert len(bigram.sample([1], 3)) == 3

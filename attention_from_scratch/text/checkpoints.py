@@ -26,7 +26,8 @@ from ..infra.files import read_json, write_text_atomically
 from ..model.transformer import Transformer, TransformerConfig
 from .tokenizers import tokenizer_from_dict
 
-__all__ = ["FORMAT", "checkpoint_paths", "load_checkpoint", "save_checkpoint", "write_json"]
+__all__ = ["FORMAT", "checkpoint_paths", "load_checkpoint", "read_checkpoint", "save_checkpoint", "stored_arrays",
+           "write_json"]
 
 FORMAT = 1
 
@@ -89,6 +90,20 @@ def save_checkpoint(path, model, tokenizer, meta: dict | None = None, *, dtype=N
 
 def load_checkpoint(path, *, dtype=None):
     """``(model, tokenizer, meta)`` from the files :func:`save_checkpoint` wrote (``dtype``: default the stored one)."""
+    info, arrays = read_checkpoint(path)
+    npz, js = checkpoint_paths(path)
+    config = _config_from_dict(info["config"], f"{js}: config")
+    tokenizer = tokenizer_from_dict(info["tokenizer"], f"{js}: tokenizer")
+    model = Transformer(config, seed=0, dtype=dtype or (arrays["embed"].dtype.type if "embed" in arrays else None))
+    shapes = {name: p.shape for name, p in model.params.items()}
+    model.params = {name: a.astype(model.dtype) for name, a in stored_arrays(arrays, shapes, npz).items()}
+    check_vocabularies(tokenizer, config, str(js))
+    return model, tokenizer, info["meta"]
+
+
+def read_checkpoint(path) -> tuple[dict, dict]:
+    """``(info, arrays)``: a checkpoint's JSON, its fields checked (a malformed file is a ``ValueError`` naming it),
+    and every array of its ``.npz``. What :func:`load_checkpoint` and the trainer's resume read."""
     npz, js = checkpoint_paths(path)
     for f in (npz, js):
         if not f.is_file():
@@ -96,15 +111,15 @@ def load_checkpoint(path, *, dtype=None):
     info = check_fields(read_json(js), str(js), {"config": dict, "format": int, "meta": dict, "tokenizer": dict})
     if info["format"] != FORMAT:
         raise ValueError(f"{js} has checkpoint format {info['format']!r}; this package reads format {FORMAT}")
-    config = _config_from_dict(info["config"], f"{js}: config")
-    tokenizer = tokenizer_from_dict(info["tokenizer"], f"{js}: tokenizer")
     with np.load(npz) as stored:
-        arrays = {name: stored[name] for name in stored.files}
-    model = Transformer(config, seed=0, dtype=dtype or arrays["embed"].dtype.type)
-    for name, p in model.params.items():
-        if name not in arrays or arrays[name].shape != tuple(p.shape):
+        return info, {name: stored[name] for name in stored.files}
+
+
+def stored_arrays(arrays: dict, shapes: dict, npz) -> dict:
+    """``{name: arrays[name]}`` for each name of ``shapes``, each of that shape, or a ``ValueError`` naming the file,
+    the array and what it holds instead (missing, or another shape)."""
+    for name, shape in shapes.items():
+        if name not in arrays or arrays[name].shape != tuple(shape):
             seen = arrays[name].shape if name in arrays else "missing"
-            raise ValueError(f"{npz}: parameter {name!r} should be {tuple(p.shape)}, got {seen}")
-        model.params[name] = arrays[name].astype(p.dtype)
-    check_vocabularies(tokenizer, config, str(js))
-    return model, tokenizer, info["meta"]
+            raise ValueError(f"{npz}: array {name!r} should be {tuple(shape)}, got {seen}")
+    return {name: arrays[name] for name in shapes}

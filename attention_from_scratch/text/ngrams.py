@@ -108,7 +108,7 @@ class NGramModel:
 
     def sample(self, context, n_new: int, *, seed: int = 0) -> list[int]:
         """``n_new`` tokens drawn one by one from :meth:`next_probs` (``default_rng(seed)``)."""
-        rng, out = np.random.default_rng(seed), [int(t) for t in context]
+        rng, out = np.random.default_rng(seed), self._ids(context, "context").tolist()
         for _ in range(n_new):
             p = self.next_probs(out)
             out.append(int(rng.choice(self.vocab_size, p=p / p.sum())))

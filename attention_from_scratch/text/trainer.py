@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import signal
 import threading
@@ -50,11 +49,11 @@ from pathlib import Path
 import numpy as np
 
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_positive_int, check_real
+from ..infra.checks import check_fields, check_positive_int, check_real
 from ..model.data_parallel import BatchParts
 from ..model.training import Adam
 from ..model.transformer import Transformer, TransformerConfig
-from .checkpoints import checkpoint_paths, load_checkpoint, save_checkpoint
+from .checkpoints import checkpoint_paths, load_checkpoint, read_checkpoint, save_checkpoint, stored_arrays
 from .evaluate import HeldOut, model_log_probs
 from .progress import Progress
 
@@ -283,16 +282,17 @@ def _restore(last, model, optimizer, rng, averaged):
     npz, js = checkpoint_paths(last)
     if not js.exists():
         raise FileNotFoundError(f"nothing to resume: no {js} (start a run without resume first)")
-    info = json.loads(js.read_text(encoding="utf-8"))
+    info, arrays = read_checkpoint(last)  # its JSON's fields checked
+    meta = check_fields(info["meta"], f"{js}: meta", {"adam_t": int, "rng": dict, "state": dict})
     if info["config"] != dataclasses.asdict(model.config):
         raise ValueError(f"{js} was trained with {info['config']}, not {dataclasses.asdict(model.config)}: "
                          "resume with the same model options")
-    with np.load(npz) as stored:
-        for name in model.params:
-            model.params[name] = stored[name]
-            optimizer.m[name], optimizer.v[name] = stored[f"adam_m/{name}"], stored[f"adam_v/{name}"]
-            if averaged is not None:
-                averaged.params[name] = stored[f"ema/{name}"]
-    optimizer.t = info["meta"]["adam_t"]
-    rng.bit_generator.state = info["meta"]["rng"]
-    return info["meta"]["state"]
+    kinds = ("", "adam_m/", "adam_v/") + (("ema/",) if averaged is not None else ())  # all checked before any is set
+    stored = stored_arrays(arrays, {k + name: p.shape for k in kinds for name, p in model.params.items()}, npz)
+    for name in model.params:
+        model.params[name], optimizer.m[name], optimizer.v[name] = (stored[k + name] for k in kinds[:3])
+        if averaged is not None:
+            averaged.params[name] = stored[f"ema/{name}"]
+    optimizer.t = meta["adam_t"]
+    rng.bit_generator.state = meta["rng"]
+    return meta["state"]
