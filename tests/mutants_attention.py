@@ -21,6 +21,27 @@ def _guarded(scores):
     return e / np.where(total > 0, total, 1.0)
 
 
+def shift_when_positive(q, k, v, mask=None):
+    s = _scores(q, k)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - np.maximum(np.max(s, -1, keepdims=True), 0))  # shift only when the scores are big
+    total = e.sum(-1, keepdims=True)
+    w = e / np.where(total > 0, total, 1)  # a row of scores far below 0: weights 0, as if fully masked
+    return w @ v, w
+
+
+def shift_when_positive_unguarded(q, k, v, mask=None):
+    s = _scores(q, k)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    m = np.max(s, -1, keepdims=True)
+    e = np.exp(s - np.where(m > 0, m, 0))
+    w = e / e.sum(-1, keepdims=True)
+    w = np.where(np.isneginf(m), 0.0, w)  # a fully masked row: 0, its own case
+    return w @ v, w
+
+
 def unscaled(q, k, v, mask=None):
     scores = _scores(q, k, scale=1.0)
     if mask is not None:
@@ -323,8 +344,10 @@ BATTERIES = {
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (fails_on_padding, "FAILED on case 6 of"),
             (transpose_for_3d, "swap only the last two axes"),
-            (one_mask_row_per_sequence, "FAILED on case 13 of"),  # the (B, 1, T, S) mask with a row per query
+            (one_mask_row_per_sequence, "FAILED on case 14 of"),  # the (B, 1, T, S) mask with a row per query
             (blocked_fill_below_max, "a blocked key gets weight exactly 0"),
+            (shift_when_positive, "all far below 0 (about −1000)"),
+            (shift_when_positive_unguarded, "all far below 0 (about −1000)"),
         ],
         "right": [einsum_style, additive_mask_then_logsumexp, masked_query_rows_zeroed],
     },

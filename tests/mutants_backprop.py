@@ -103,6 +103,17 @@ def _grads(p, q, k, v, d_out, scale, *, correction=True, scale_q=True, scale_k=T
     return ds @ k * (scale if scale_q else 1), np.swapaxes(ds, -1, -2) @ q * (scale if scale_k else 1), dv
 
 
+def ab_shift_when_positive(q, k, v, d_out, mask=None):
+    scale = 1 / q.shape[-1] ** 0.5
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    m = np.maximum(np.max(s, -1, keepdims=True), 0)  # shift only when the scores are big
+    e = np.exp(s - m)
+    tot = e.sum(-1, keepdims=True)
+    return _grads(e / np.where(tot > 0, tot, 1), q, k, v, d_out, scale)
+
+
 def ab_dv_no_transpose(q, k, v, d_out, mask=None):
     return _grads(_p(q, k, mask), q, k, v, d_out, q.shape[-1] ** -0.5, transpose_dv=False)
 
@@ -358,13 +369,14 @@ BATTERIES = {
             (ab_inverse_scale, "not its inverse √d_k"),
             (ab_d_k_from_shape_1, "q.shape[1] is the number of heads"),
             (ab_global_max, "each row needs its own max"),
+            (ab_shift_when_positive, "all far below 0 (about −1000)"),
             (ab_additive_mask, "an additive mask np.where(mask, 0.0, -np.inf)"),
             (ab_finite_floor, "−1e300 is −∞ in float32 too"),
             (ab_as_lists, "dq: expected a NumPy array, got a value of type list"),
             (ab_batched_later, "cases 1 to 2 passed: this case (batch and head dims"),
             (ab_correction_over_queries, "not over the queries"),
             (ab_row_sum_without_keepdims, "keep the summed axis (keepdims)"),
-            (ab_one_mask_row_per_sequence, "FAILED on case 15 of"),  # the (B, 1, T, S) mask, a row per query
+            (ab_one_mask_row_per_sequence, "FAILED on case 16 of"),  # the (B, 1, T, S) mask, a row per query
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

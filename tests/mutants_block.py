@@ -133,6 +133,24 @@ def ce_no_max(logits, targets):
     return (e / e.sum(axis=-1, keepdims=True) - one_hot) / targets.size
 
 
+def _ce_shifted_by(logits, targets, m):
+    e = np.exp(logits - m)
+    one_hot = np.eye(logits.shape[-1], dtype=logits.dtype)[targets]
+    return (e / e.sum(axis=-1, keepdims=True) - one_hot) / targets.size
+
+
+def ce_shift_when_positive(logits, targets):  # "shift only when the logits are big"
+    return _ce_shifted_by(logits, targets, np.maximum(logits.max(-1, keepdims=True), 0))
+
+
+def ce_shift_by_first_logit(logits, targets):
+    return _ce_shifted_by(logits, targets, logits[..., :1])
+
+
+def ce_shift_by_target_logit(logits, targets):  # "the target is the likeliest token"
+    return _ce_shifted_by(logits, targets, np.take_along_axis(logits, targets[..., None], -1))
+
+
 def ce_rows_only(logits, targets):
     p = _softmax(logits)
     p[np.arange(len(targets)), targets] -= 1  # fine for (N, V), an IndexError for (B, T, V)
@@ -205,6 +223,9 @@ BATTERIES = {
             (ce_one_hot_only, "the softmax is part of the gradient"),
             (ce_axis0, "axis=-1"),
             (ce_no_max, "overflow"),
+            (ce_shift_when_positive, "all far below 0 (about −1000)"),
+            (ce_shift_by_first_logit, "overflow"),
+            (ce_shift_by_target_logit, "overflow"),
             (ce_rows_only, "np.eye(V)[targets]"),
             (ce_in_place, "changed its input `logits` in place"),
             (ce_float64_one_hot, "float32 in, float32 out"),

@@ -38,6 +38,12 @@ def no_max_shift(kv, gate, bias):
     return _pool(kv, gate + bias, shift=False)
 
 
+def shift_when_positive(kv, gate, bias):
+    z = gate + bias
+    e = np.exp(z - np.maximum(z.max(-2, keepdims=True), 0))  # shift only when the gates are big
+    return np.sum(e * kv, -2) / np.sum(e, -2)
+
+
 def adds_bias_in_place(kv, gate, bias):
     gate += bias  # "saves a temporary"
     return _pool(kv, gate)
@@ -154,6 +160,7 @@ BATTERIES = {
             (mean_of_weighted, "weighted SUM"),
             (one_max_for_all, "each row needs its own max"),
             (no_max_shift, "overflow"),
+            (shift_when_positive, "all far below 0 (about −1000)"),
             (adds_bias_in_place, "changed its input `gate` in place"),
             (float64_weights, "float32 in, float32 out"),
             (as_a_list, "expected a NumPy array, got a value of type list"),

@@ -10,6 +10,22 @@ def _attend(q, k, v, scale=None, axis=-1, shift=True):
     return (e / np.sum(e, axis=axis, keepdims=True)) @ v
 
 
+def _attend_shifted_by(q, k_new, v_new, k_cache, v_cache, shift):
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    e = np.exp(scores - shift(scores))
+    return e / e.sum(-1, keepdims=True) @ v, k, v
+
+
+def shift_when_positive(q, k_new, v_new, k_cache, v_cache):  # "shift only when the scores are big"
+    return _attend_shifted_by(q, k_new, v_new, k_cache, v_cache, lambda s: np.maximum(s.max(-1, keepdims=True), 0))
+
+
+def one_max_per_head_over_the_batch(q, k_new, v_new, k_cache, v_cache):  # a max shared by the batch entries
+    return _attend_shifted_by(q, k_new, v_new, k_cache, v_cache,
+                              lambda s: s.max(axis=-1, keepdims=True).max(axis=0, keepdims=True))
+
+
 def attend_before_append(q, k_new, v_new, k_cache, v_cache):
     out = _attend(q, k_cache, v_cache)  # the cache without the new token
     return out, np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
@@ -135,6 +151,8 @@ BATTERIES = {
             (d_k_from_shape_1, "q.shape[1] is the number of heads"),
             (caches_as_lists, "k_cache: expected a NumPy array, got a value of type list"),
             (d_v_scale, "not the width d_v of the values"),
+            (shift_when_positive, "all far below 0 (about −1000)"),
+            (one_max_per_head_over_the_batch, "each row needs its own max"),
         ],
         "right": [axis_2_and_einsum, preallocated],
     },

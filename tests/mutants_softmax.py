@@ -85,6 +85,33 @@ def mean_shift(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
+def shift_when_positive(x):
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), 0)  # "shift only when the scores are big"
+    e = np.exp(x - m)
+    return e / e.sum(-1, keepdims=True)
+
+
+def stable_only_when_big(x):
+    if np.max(x) > 50:  # the max subtracted only when some score is large
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    else:
+        e = np.exp(x)
+    return e / e.sum(-1, keepdims=True)
+
+
+def shift_by_first(x):
+    m = x[..., :1]  # one particular score instead of the max (kept when finite)
+    m = np.where(np.isfinite(m), m, np.max(x, -1, keepdims=True))
+    e = np.exp(x - m)
+    return e / e.sum(-1, keepdims=True)
+
+
+def shift_by_largest_magnitude(x):
+    m = np.max(np.abs(np.where(np.isfinite(x), x, 0)), -1, keepdims=True)  # max |x|: more than the max
+    e = np.exp(x - m)
+    return e / e.sum(-1, keepdims=True)
+
+
 # --- correct, in other styles ---
 
 
@@ -132,6 +159,10 @@ BATTERIES = {
             (masked_array, "expected a plain NumPy array, got a MaskedArray"),
             (mean_shift, "has nan where the answer is finite"),
             (clamped_exponent, "a blocked key gets weight exactly 0"),
+            (shift_when_positive, "all far below 0 (about −1000)"),
+            (stable_only_when_big, "all far below 0 (about −1000)"),
+            (shift_by_first, "subtract the row max"),
+            (shift_by_largest_magnitude, "all far below 0 (about −1000)"),
         ],
         "right": [via_logsumexp, row_loop, shifted_by_max_then_divide],
     },

@@ -16,6 +16,7 @@ from .cases import (
     EMPTY_ROW_NAN,
     GLOBAL_MAX,
     MASK_AFTER,
+    NEGATIVE_ROW,
     OVERFLOW,
     PER_SEQUENCE,
     SCALE_FROM_SHAPE_1,
@@ -47,6 +48,13 @@ def _rows_far_apart(seed):
     k[:, 0] = 1.0 + 0.01 * k[:, 0]
     q[0, 0], q[1, 0] = 2000.0, 0.0
     return q, k, v, None
+
+
+def _scores_far_below_zero():
+    """One query whose scores with both keys are about −1000 (q·k/√d_k = −1000 and −1001): weights 0.73, 0.27."""
+    q = np.array([[2.0, 0.0, 0.0, 0.0]])
+    k = np.array([[-1000.0, 0.0, 0.0, 0.0], [-1001.0, 0.0, 0.0, 0.0]])
+    return q, k, np.array([[1.0, -1.0], [2.0, 0.5]]), None
 
 
 def _float32_empty_row(seed):
@@ -85,6 +93,7 @@ def _attention_cases():
         Case("large scores (entries of q and k about 30)", (*draw(16, (3, 4), (3, 4), dtype=np.float64, scale=30.0),
                                                            draw(17, (3, 2)), None)),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
+        Case("scores all far below 0 (about −1000): a row that is not masked", _scores_far_below_zero()),
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(23, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3)), per_sequence_mask(4, 5))),
         fresh_case(fresh_attention_inputs),
@@ -122,6 +131,15 @@ def _global_max(q, k, v, mask=None, *, guard=True):
     """One max for the whole array instead of each row's own; a row far below it underflows."""
     scores = _scores(q, k) if mask is None else np.where(mask, _scores(q, k), -np.inf)
     e = np.exp(scores - np.max(scores))
+    total = np.sum(e, axis=-1, keepdims=True)
+    return _with_weights(e / (np.where(total > 0, total, 1.0) if guard else total), v)
+
+
+def _shift_when_positive(q, k, v, mask=None, *, guard=True):
+    """Shifted by the row max only where it is positive: a row of scores far below 0 underflows to 0/0 (or, with a
+    guard against empty rows, to weights 0)."""
+    scores = _scores(q, k) if mask is None else np.where(mask, _scores(q, k), -np.inf)
+    e = np.exp(scores - np.maximum(np.max(scores, axis=-1, keepdims=True), 0.0))
     total = np.sum(e, axis=-1, keepdims=True)
     return _with_weights(e / (np.where(total > 0, total, 1.0) if guard else total), v)
 
@@ -190,6 +208,8 @@ ATTENTION = Exercise(
          "sum to 1", lambda q, k, v, m=None: _with_weights(softmax(_scores(q, k), axis=-2), v)),
         (GLOBAL_MAX, _global_max),
         (GLOBAL_MAX, lambda q, k, v, m=None: _global_max(q, k, v, m, guard=False)),
+        (NEGATIVE_ROW, _shift_when_positive),
+        (NEGATIVE_ROW, lambda q, k, v, m=None: _shift_when_positive(q, k, v, m, guard=False)),
         (OVERFLOW, _no_row_guard),
     ],
     symptoms=[_masked_row_nan],

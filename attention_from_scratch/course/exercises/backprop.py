@@ -17,6 +17,7 @@ from .cases import (
     FRESH,
     GLOBAL_MAX,
     MAX_FIRST,
+    NEGATIVE_ROW,
     OVERFLOW,
     PER_SEQUENCE,
     SCALE_FROM_SHAPE_1,
@@ -123,15 +124,16 @@ def _rows_sum_to_zero(e, g):
 
 def _backward(q, k, v, d_out, mask=None, *, transpose_dv=True, correction=True, scale_q=True, scale_k=True,
               fill=-np.inf, mask_p=True, sign=1.0, max_first=False, guard=True, global_max=False, d_k=None,
-              scale_dv=False, inverse_scale=False, correction_axis=-1, keepdims=True):
+              scale_dv=False, inverse_scale=False, correction_axis=-1, keepdims=True, shift_when_positive=False):
     """Attention's backward with one step changeable: the mistakes below are this with one flag flipped."""
     scale = 1 / (q.shape[-1] if d_k is None else d_k) ** 0.5
     scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T, S)
     if mask is not None and mask_p:
         scores = np.where(mask, scores, fill)
-    if max_first or global_max:  # the max over every key, blocked ones included (or over the whole array)
-        raw = q @ np.swapaxes(k, -1, -2) * scale
-        top = np.max(scores) if global_max else np.max(raw, axis=-1, keepdims=True)
+    if max_first or global_max or shift_when_positive:  # the max over every key, blocked ones included (or over
+        raw = q @ np.swapaxes(k, -1, -2) * scale  # the whole array, or the row's own only where it is positive)
+        top = np.max(scores) if global_max else np.max(scores if shift_when_positive else raw, axis=-1, keepdims=True)
+        top = np.maximum(top, 0.0) if shift_when_positive else top
         e = np.exp(scores - top)
         total = np.sum(e, axis=-1, keepdims=True)
         p = e / (np.where(total > 0, total, 1.0) if guard else total)
@@ -177,6 +179,13 @@ def _rows_far_apart(seed):
     return q, k, v, d_out, None
 
 
+def _scores_far_below_zero():
+    """One query whose scores with both keys are about −1000 (q·k/√d_k = −1000 and −1001): weights 0.73, 0.27."""
+    q = np.array([[2.0, 0.0, 0.0, 0.0]])
+    k = np.array([[-1000.0, 0.0, 0.0, 0.0], [-1001.0, 0.0, 0.0, 0.0]])
+    return q, k, np.array([[1.0, -1.0], [2.0, 0.5]]), np.array([[1.0, 0.5]]), None
+
+
 def _float32_empty_row(seed):
     """float32 inputs, a mask in which query 0 sees no key and the others a causal band."""
     q, k, v, d_out = draw(seed, (4, 4), (5, 4), (5, 3), (4, 3), dtype=np.float32)
@@ -208,6 +217,7 @@ def _attention_backward_cases():
              (*draw(37, (3, 4), (5, 4), (5, 2), (3, 2)), masked_row)),
         Case("float32 with a mask in which query 0 sees no key", _float32_empty_row(42), np.float32),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(43)),
+        Case("scores all far below 0 (about −1000): a row that is not masked", _scores_far_below_zero()),
         Case("d_k = 16 (the scale 1/4 matters)", (*draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
         Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(44, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3), (2, 3, 4, 3)),
@@ -237,7 +247,8 @@ def _overflow_nan(case, e, g):
     q, k = case.args[0], case.args[1]
     scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
     allowed = scores if case.args[4] is None else np.where(case.args[4], scores, 0.0)
-    huge = np.max(np.abs(allowed)) > 700  # exp(710) overflows float64: an allowed score that large
+    huge = np.max(allowed) > 700  # exp(710) overflows float64: an allowed score that large (a score far below 0
+    # underflows instead)
     if huge and not _has_empty_row(case) and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
         return OVERFLOW
     return None
@@ -269,6 +280,8 @@ ATTENTION_BACKWARD = Exercise(
         ("the chain rule brings the scale itself into dQ and dK (S = scale · Q Kᵀ), not its inverse √d_k",
          lambda *a: _backward(*a, inverse_scale=True)),
         (SCALE_FROM_SHAPE_1, lambda q, k, v, d_out, m=None: _backward(q, k, v, d_out, m, d_k=q.shape[1])),
+        (NEGATIVE_ROW, lambda *a: _backward(*a, shift_when_positive=True)),
+        (NEGATIVE_ROW, lambda *a: _backward(*a, shift_when_positive=True, guard=False)),
         (GLOBAL_MAX, lambda *a: _backward(*a, global_max=True)),
         (GLOBAL_MAX, lambda *a: _backward(*a, global_max=True, guard=False)),
         ("the sign of dS is flipped: the row correction takes the row's P-weighted average away from dP, not dP "

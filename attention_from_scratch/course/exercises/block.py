@@ -11,7 +11,7 @@ import numpy as np
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
-from .cases import OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
+from .cases import NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
 
@@ -140,9 +140,11 @@ def _ce_reference(logits, targets):
 
 
 def _ce(logits, targets, *, divide="n", sign=1.0, subtract=True, shift=True, axis=-1, onehot_only=False):
-    """(softmax(z) − onehot(y)) / N with one detail changeable: the mistakes below are this."""
+    """(softmax(z) − onehot(y)) / N with one detail changeable: the mistakes below are this. ``shift="positive"``:
+    shifted by the row max only where it is positive."""
     v = logits.shape[-1]
-    z = logits - logits.max(axis=axis, keepdims=True) if shift else logits
+    top = logits.max(axis=axis, keepdims=True)
+    z = logits - (np.maximum(top, 0.0) if shift == "positive" else top) if shift else logits
     p = np.exp(z) / np.sum(np.exp(z), axis=axis, keepdims=True)
     y = np.eye(v, dtype=logits.dtype)[targets]
     d = -y if onehot_only else sign * (p - y if subtract else p)
@@ -173,6 +175,9 @@ def _ce_cases():
         Case("a target the model already gives probability ≈ 1", (np.array([[20.0, 0.0, -5.0], [0.0, 1.0, 2.0]]),
                                                                    np.array([0, 2]))),
         Case("(B, T, V) = (1, 5, 2), every target the same", (draw(45, (1, 5, 2)), np.ones((1, 5), dtype=int))),
+        Case("logits all far below 0 (about −1000)", (np.array([[-1000.0, -1001.0, -1002.0]]), np.array([1]))),
+        Case("the target's logit far below the row max: [−1000, 0, 1000], target 0",
+             (np.array([[-1000.0, 0.0, 1000.0]]), np.array([0]))),
         fresh_case(_fresh_ce),
     ]
 
@@ -185,7 +190,9 @@ def _ce_index_error(case, err):
 
 
 def _ce_overflow(case, e, g):
-    if np.abs(case.args[0]).max() > 700 and np.isnan(np.asarray(g[0], dtype=np.float64)).any():
+    """nan in a row whose largest logit overflows exp (a row far below 0 underflows instead)."""
+    logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
+    if got.shape == logits.shape and np.any(np.isnan(got).any(axis=-1) & (logits.max(axis=-1) > 700)):
         return OVERFLOW
     return None
 
@@ -209,6 +216,7 @@ CROSS_ENTROPY_GRAD = Exercise(
          "−z[y] only, without the log-sum-exp)", lambda z, y: _ce(z, y, onehot_only=True)),
         ("softmax over each position's V logits (axis=-1): one distribution over the next token per position",
          lambda z, y: _ce(z, y, axis=0)),
+        (NEGATIVE_ROW, lambda z, y: _ce(z, y, shift="positive")),
     ],
     symptoms=[_ce_overflow],
     error_hint=_ce_index_error,

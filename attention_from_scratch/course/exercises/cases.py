@@ -138,6 +138,9 @@ def fresh_attention_inputs(rng, *, d_out: bool = False) -> tuple:
 
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "
               "0/0 (or to weights 0)"))
+NEGATIVE_ROW = msg("a softmax over scores that are all far below 0 (about −1000) underflows unless they are shifted "
+                   "by their own max: every exp is 0, and 0/0 is nan (or the weights come back 0, as if every key "
+                   "were masked). Subtract each row's max whatever its sign, so that its largest exp is exactly 1")
 OVERFLOW = msg("overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?")
 EMPTY_ROW_NAN = msg("a fully masked row came back as nan: its max is −∞, and −∞ − (−∞) is nan, as is 0/0 (a finite "
                     "float64 floor such as −1e300 does not help in float32, where it is −∞ too); a row with nothing "

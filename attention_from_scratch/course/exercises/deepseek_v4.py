@@ -12,7 +12,7 @@ import numpy as np
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
-from .cases import FRESH, GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_seed
+from .cases import FRESH, GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_seed
 
 __all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
 
@@ -39,6 +39,12 @@ def _channels_far_apart(seed):
     return kv, gate, bias
 
 
+def _gates_far_below_zero(seed):
+    """Every gate about −1000 (−1000 plus a standard normal draw): exp of each underflows to 0."""
+    kv, gate, bias = draw(seed, (4, 3), (4, 3), (4, 3))
+    return kv, gate - 1000.0, bias
+
+
 def _window_cases():
     return [
         _window_case("one window of m = 4 slots, d = 3 channels", 70, (), 4, 3),
@@ -47,6 +53,7 @@ def _window_cases():
         Case("CSA's first entry: 2m = 8 slots, the first 4 (window −1) gated −∞", _first_half_missing(73)),
         _window_case("large gates (entries about 800)", 74, (3,), 4, 2, scale=800.0),
         Case("channels of very different gates: channel 0 about 1000 above channel 1", _channels_far_apart(75)),
+        Case("gates all far below 0 (about −1000)", _gates_far_below_zero(78)),
         _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
         _window_case("a square window, m = d = 4: slots and channels have the same length", 77, (2,), 4, 4),
         _fresh_window(fresh_seed()),
@@ -78,6 +85,12 @@ def _window_global_max(kv, gate, bias):
     return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
 
 
+def _window_shift_when_positive(kv, gate, bias):
+    z = gate + bias
+    e = np.exp(z - np.maximum(np.max(z, axis=-2, keepdims=True), 0.0))  # the max only where it is positive
+    return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
+
+
 COMPRESS_WINDOW = Exercise(
     "compress_window", "22_deepseek_v4", ("kv", "gate", "bias"), ("entry",), _window_cases, _window_reference,
     mistakes=[
@@ -91,6 +104,7 @@ COMPRESS_WINDOW = Exercise(
         ("the entry is a weighted SUM over the slots (weights that sum to 1), not a mean of the weighted values",
          lambda kv, gate, bias: _window_reference(kv, gate, bias) / kv.shape[-2]),
         (GLOBAL_MAX, _window_global_max),
+        (NEGATIVE_ROW, _window_shift_when_positive),  # before OVERFLOW: no shift at all gives the same nan here
         (OVERFLOW, lambda kv, gate, bias: np.sum(naive_softmax(gate + bias, axis=-2) * kv, axis=-2)),
     ],
     title="the gated compression of one window",

@@ -10,7 +10,18 @@ import numpy as np
 from ...attention import scaled_dot_product_attention
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
-from .cases import FRESH, GLOBAL_MAX, OVERFLOW, SCALE_FROM_SHAPE_1, Case, Exercise, draw, fresh_dims, fresh_seed
+from .cases import (
+    FRESH,
+    GLOBAL_MAX,
+    NEGATIVE_ROW,
+    OVERFLOW,
+    SCALE_FROM_SHAPE_1,
+    Case,
+    Exercise,
+    draw,
+    fresh_dims,
+    fresh_seed,
+)
 
 __all__ = ["KV_DECODE_STEP"]
 
@@ -22,14 +33,25 @@ def _decode_case(label, seed, b, h, s, d_k, d_v, dtype=np.float64, scale=1.0):
     return Case(label, (q, k_new, v_new, k_cache, v_cache), dtype)
 
 
-def _heads_far_apart(seed):
-    """Head 0's scores are about 1000 above head 1's: one max for the whole array underflows head 1."""
-    case = _decode_case("", seed, 1, 2, 3, 4, 3)
+def _far_apart(seed, b, h):
+    """Row 0 (batch entry 0, head 0) scores about 1000 above the others (about 0): a max shared by the heads (h = 2)
+    or by the batch entries (b = 2) underflows them."""
+    case = _decode_case("", seed, b, h, 3, 4, 3)
     q, k_new, _, k_cache, _ = case.args
     for k in (k_new, k_cache):
         k[..., 0] = 1.0 + 0.01 * k[..., 0]  # every key points along feature 0 ...
-    q[0, 0, 0, 0], q[0, 1, 0, 0] = 2000.0, 0.0  # ... so head 0 scores about 1000, head 1 about 0
+    q[..., 0, 0] = 0.0
+    q[0, 0, 0, 0] = 2000.0  # ... so row 0 scores about 1000, the others about 0
     return case.args
+
+
+def _scores_far_below_zero():
+    """S = 2 cached keys and the new one, all scoring about −1000 with the query (−1000, −1001, −1000.5)."""
+    q = np.array([2.0, 0.0, 0.0, 0.0]).reshape(1, 1, 1, 4)
+    k_cache = np.array([[-1000.0, 0.0, 0.0, 0.0], [-1001.0, 0.0, 0.0, 0.0]]).reshape(1, 1, 2, 4)
+    k_new = np.array([-1000.5, 0.0, 0.0, 0.0]).reshape(1, 1, 1, 4)
+    v_cache = np.array([[1.0, -1.0], [2.0, 0.5]]).reshape(1, 1, 2, 2)
+    return q, k_new, np.array([0.5, 3.0]).reshape(1, 1, 1, 2), k_cache, v_cache
 
 
 def _fresh_decode(seed):
@@ -46,7 +68,10 @@ def _decode_cases():
         _decode_case("float32, S = 4", 32, 1, 2, 4, 4, 4, dtype=np.float32),
         _decode_case("the first token: an empty cache, S = 0", 33, 1, 2, 0, 4, 4),
         _decode_case("large scores (entries about 30)", 34, 1, 1, 3, 4, 2, scale=30.0),
-        Case("heads of very different sizes: head 0's scores about 1000 above head 1's", _heads_far_apart(35)),
+        Case("heads of very different sizes: head 0's scores about 1000 above head 1's", _far_apart(35, 1, 2)),
+        Case("batch entries of very different sizes: entry 0's scores about 1000 above entry 1's",
+             _far_apart(36, 2, 1)),
+        Case("scores all far below 0 (about −1000)", _scores_far_below_zero()),
         _fresh_decode(fresh_seed()),
     ]
 
@@ -72,6 +97,14 @@ def _decode_global_max(q, k_new, v_new, k_cache, v_cache, *, guard=True):
     e = np.exp(scores - np.max(scores))
     total = np.sum(e, axis=-1, keepdims=True)
     return e / (np.where(total > 0, total, 1.0) if guard else total) @ v, k, v
+
+
+def _decode_shift_when_positive(q, k_new, v_new, k_cache, v_cache):
+    """Shifted by the row max only where it is positive: scores far below 0 underflow to 0/0."""
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    e = np.exp(scores - np.maximum(np.max(scores, axis=-1, keepdims=True), 0.0))
+    return e / np.sum(e, axis=-1, keepdims=True) @ v, k, v
 
 
 def _decode_naive(q, k_new, v_new, k_cache, v_cache):
@@ -120,6 +153,7 @@ KV_DECODE_STEP = Exercise(
          "values", lambda *a: _decode_wrong(*a, scale=a[2].shape[-1] ** -0.5)),
         (GLOBAL_MAX, _decode_global_max),
         (GLOBAL_MAX, lambda *a: _decode_global_max(*a, guard=False)),
+        (NEGATIVE_ROW, _decode_shift_when_positive),  # before OVERFLOW: no shift at all gives the same nan here
         (OVERFLOW, _decode_naive),
         ("softmax over the wrong axis: the new query's weights run over the S + 1 keys (the last axis of the "
          "scores) and sum to 1", lambda *a: _decode_axis(*a)),

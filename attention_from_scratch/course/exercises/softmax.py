@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...softmax import naive_softmax, softmax
-from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims, rows_sum_to_one
+from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims, rows_sum_to_one
 
 __all__ = ["SOFTMAX"]
 
@@ -22,6 +22,8 @@ def _softmax_cases():
         Case("float32 (3, 5)", (draw(2, (3, 5), dtype=np.float32),), np.float32),
         Case("huge scores [1000, 999, 0]", (np.array([[1000.0, 999.0, 0.0]]),)),
         Case("rows of very different sizes", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
+        Case("scores all far below 0 [−1000, −1001, −1002]", (np.array([[-1000.0, -1001.0, -1002.0]]),)),
+        Case("the first score far below the others [0, 999, 1000]", (np.array([[0.0, 999.0, 1000.0]]),)),
         Case("−∞ entries (masked keys)", (np.array([[0.0, -inf, 1.0], [-inf, 2.0, -inf]]),)),
         Case("float32 huge scores, batch dims (2, 2, 3)", (np.array([[[1000.0, 999.0, 0.0], [3.0, 2.0, 1.0]],
                                                                [[-5.0, 0.0, 5.0], [88.0, 89.0, 90.0]]],
@@ -41,6 +43,13 @@ def _global_max_softmax(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
+def _shift_when_positive(x):
+    """Shifted by the row max only where it is positive (or only "when the scores are big"): a row far below 0
+    underflows."""
+    e = np.exp(x - np.maximum(np.max(x, axis=-1, keepdims=True), 0.0))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
 def _whole_sum_softmax(x):
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     return e / np.sum(e)
@@ -49,6 +58,7 @@ def _whole_sum_softmax(x):
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
     mistakes=[
+        (NEGATIVE_ROW, _shift_when_positive),  # before OVERFLOW: on such a row no shift at all gives the same nan
         (OVERFLOW, naive_softmax),
         (GLOBAL_MAX, _global_max_softmax),
         ("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1)",
