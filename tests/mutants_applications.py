@@ -37,6 +37,18 @@ def naive(q, k, t):
     return _loss(q, k, t, naive=True)
 
 
+def shift_by_positive_logit(q, k, t):
+    logits = q @ k.T / t
+    d = np.diagonal(logits)[:, None]  # "the positive is the largest logit": not so for every row
+    return np.mean(np.log(np.sum(np.exp(logits - d), -1)))
+
+
+def shift_when_positive(q, k, t):
+    logits = q @ k.T / t
+    m = np.maximum(logits.max(-1, keepdims=True), 0)  # shift only when the logits are big
+    return np.mean(np.log(np.sum(np.exp(logits - m), -1)) + m[:, 0] - np.diagonal(logits))
+
+
 def python_float(q, k, t):
     return float(_loss(q, k, t))
 
@@ -128,7 +140,7 @@ BATTERIES = {
             (over_columns, "each query q_i picks its positive"),
             (summed, "sum instead of mean"),
             (wrong_sign, "sign: the loss is"),
-            (naive, "overflow"),
+            (naive, "overflow: exp(q·k / τ) is inf"),
             (python_float, "expected dtype float32, got a Python float"),
             (log_of_n_in_float64, "float32 in, float32 out"),
             (normalises_in_place, "changed its input `q` in place"),
@@ -141,6 +153,8 @@ BATTERIES = {
             (log_of_softmax, "log of a probability"),
             (kept_dims, "the result is one number"),
             (mean_of_every_logit, "subtract the diagonal logit"),
+            (shift_by_positive_logit, "by its positive's logit"),
+            (shift_when_positive, "every logit of a row far below 0 (about −1000)"),
         ],
         "right": [log_softmax_trace, cross_entropy_with_labels],
     },

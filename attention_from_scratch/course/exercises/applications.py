@@ -25,6 +25,23 @@ def _rows_far_apart(seed):
     return q, k, 0.01
 
 
+def _logits_about_800():
+    """τ = 0.001 and every logit about 800 (800 and 799.2 in each row): exp overflows, and no probability is
+    anywhere near 0."""
+    return np.array([[0.8, 0.0], [0.8, 0.0]]), np.array([[1.0, 0.0], [0.999, 0.0]]), 0.001
+
+
+def _negative_above_positive():
+    """τ = 1, q_0's positive logit −500 and its negative 220: the gap 720 overflows exp (e^709.8 is inf), while the
+    positive's probability e^(−720) is still above 0 (float64's smallest is about e^(−745))."""
+    return np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[-500.0, 0.5], [220.0, 0.25]]), 1.0
+
+
+def _logits_far_below_zero():
+    """τ = 0.001 and every logit about −1000 (−1000 and −999 in each row): exp of each underflows to 0."""
+    return np.array([[-1.0, 0.0], [-1.0, 0.0]]), np.array([[1.0, 0.0], [0.999, 0.0]]), 0.001
+
+
 def _fresh_pairs(rng):
     """N pairs of width d and a temperature, drawn at random."""
     n, d = int(rng.integers(1, 9)), int(rng.integers(1, 9))
@@ -36,7 +53,10 @@ def _info_nce_cases():
         Case("N = 4 pairs, d = 8, τ = 1", (*draw(70, (4, 8), (4, 8)), 1.0)),
         Case("N = 8, d = 16, τ = 0.1", (*draw(71, (8, 16), (8, 16)), 0.1)),
         Case("float32, N = 6, d = 4, τ = 0.5", (*draw(72, (6, 4), (6, 4), dtype=np.float32), 0.5), np.float32),
+        Case("logits all about 800 (τ = 0.001)", _logits_about_800()),
+        Case("a negative scoring 720 above its positive (logits −500 and 220, τ = 1)", _negative_above_positive()),
         Case("unit vectors, τ = 0.001: logits up to 1000", (*(_unit(a) for a in draw(73, (5, 8), (5, 8))), 0.001)),
+        Case("logits all far below 0 (about −1000, τ = 0.001)", _logits_far_below_zero()),
         Case("one pair (N = 1)", (*draw(74, (1, 4), (1, 4)), 0.1)),
         Case("rows far apart: τ = 0.01, query 0's logits about 2000, the others' at most 100", _rows_far_apart(75)),
         fresh_case(_fresh_pairs),
@@ -56,11 +76,13 @@ def _log_of_softmax(q, k, tau):
 
 
 def _info_nce_naive(q, k, tau, *, shift=None):
-    """No max shift (exp(q·k / τ) overflows for a small τ), or one shift for the whole array (``shift="global"``)."""
+    """No max shift (exp(q·k / τ) overflows for a small τ), or one shift for the whole array (``shift="global"``),
+    each row's max only where it is positive (``"positive"``), or each row's positive logit (``"positive_logit"``)."""
     logits = (q @ k.T) / tau  # (N, N)
-    top = np.max(logits) if shift == "global" else 0.0
+    top = {None: np.zeros(len(q)), "global": np.full(len(q), np.max(logits)),
+           "positive": np.maximum(np.max(logits, axis=-1), 0.0), "positive_logit": np.diagonal(logits)}[shift]  # (N,)
     with np.errstate(divide="ignore"):
-        return np.mean(top + np.log(np.sum(np.exp(logits - top), axis=-1)) - np.diagonal(logits))
+        return np.mean(top + np.log(np.sum(np.exp(logits - top[:, None]), axis=-1)) - np.diagonal(logits))
 
 
 INFO_NCE = Exercise(
@@ -78,6 +100,12 @@ INFO_NCE = Exercise(
          lambda q, k, t: -info_nce(q, k, temperature=t)),
         ("the log of a probability that underflowed to 0 is −∞: stay in logs, −log softmax(logits)_ii = "
          "logsumexp_j(logits_ij) − logits_ii, instead of taking the log of a softmax", _log_of_softmax),
+        ("shifting each row by its positive's logit q_i·k_i / τ does not keep the exponents ≤ 0: a negative scoring "
+         "far above the positive overflows exp to inf; shift each row by its max inside the log-sum-exp",
+         lambda q, k, t: _info_nce_naive(q, k, t, shift="positive_logit")),
+        ("every logit of a row far below 0 (about −1000): each exp underflows to 0, and log 0 is −∞, unless the row "
+         "is shifted by its own max whatever its sign: log Σ_j e^(x_j) = m + log Σ_j e^(x_j − m)",
+         lambda q, k, t: _info_nce_naive(q, k, t, shift="positive")),
         ("overflow: exp(q·k / τ) is inf for a small τ; subtract each row's max inside the log-sum-exp",
          _info_nce_naive),
         (GLOBAL_MAX, lambda q, k, t: _info_nce_naive(q, k, t, shift="global")),
