@@ -14,7 +14,7 @@ import types
 import numpy as np
 
 from ..learning_demos import REGRESSION, bigram_loss_and_grad, bigram_pairs
-from .cases import OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
+from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["BIGRAM_GRAD", "NUMERICAL_GRADIENT"]
 
@@ -149,7 +149,8 @@ def _bigram(e, inputs, targets, *, mean=True, grad_mean=True, sign=1.0, scatter=
     """The bigram's loss and gradient with one detail changeable: the mistakes below are this."""
     n, v = len(inputs), e.shape[0]
     z = e[inputs]  # (N, V)
-    ez = np.exp(z - z.max(axis=axis, keepdims=True) if shift else z)
+    top = z.max() if shift == "global" else z.max(axis=axis, keepdims=True)  # one max for every pair, or each row's
+    ez = np.exp(z - top if shift else z)
     p = ez / np.sum(ez, axis=axis, keepdims=True)  # (N, V)
     nll = -np.log(p[np.arange(n), targets]) if normalised else -z[np.arange(n), targets]
     loss = np.mean(nll) if mean else np.sum(nll)
@@ -205,6 +206,8 @@ def _bigram_cases():
 
 
 def _bigram_overflow(case, e, g):
+    """nan with logits large enough to overflow exp; tried after the mistakes (one max for every pair underflows
+    instead, and has its own)."""
     if np.abs(case.args[0]).max() > 700 and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
         return OVERFLOW
     return None
@@ -238,8 +241,9 @@ BIGRAM_GRAD = Exercise(
          lambda *a: _bigram(*a, axis=0)),
         ("−log p[y] = logsumexp(z) − z[y]: the normaliser log Σ_c exp(z_c) is part of the loss",
          lambda *a: _bigram(*a, normalised=False)),
+        (GLOBAL_MAX, lambda *a: _bigram(*a, shift="global")),
     ],
-    symptoms=[_bigram_overflow],
+    fallbacks=[_bigram_overflow],
     title="a gradient by finite differences, and the bigram's gradient",
     task="""Then `my_bigram_grad(e, inputs, targets)` returning `(loss, de)` for the bigram model of section 6: `e` is
 the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the pairs $(w_i, y_i)$); the logits of
