@@ -71,12 +71,12 @@ def _all_at_once(f, x, eps):
     return np.full_like(x, (f(x + eps) - f(x - eps)) / (2 * eps))
 
 
-def _rows_at_once(f, x, eps):
+def _rows_at_once(f, x, eps, depth=1):
     grad = np.zeros_like(x)
-    for i in range(len(x)):  # x[i] of a matrix is a whole row
+    for index in np.ndindex(x.shape[:depth]):  # x[i] of a matrix is a whole row (x[i, j] of a 3-D x, a vector)
         e = np.zeros_like(x)
-        e[i] = eps
-        grad[i] = (f(x + e) - f(x - e)) / (2 * eps)
+        e[index] = eps
+        grad[index] = (f(x + e) - f(x - e)) / (2 * eps)
     return grad
 
 
@@ -97,6 +97,8 @@ def _numerical_gradient_cases():
         Case("a large ε = 0.5 (use the ε you are given: the difference's own error is part of the answer)",
              (_CUBES, np.array([2.0, -1.0]), 0.5)),
         Case("a softmax cross-entropy, −log softmax(z)[1], ε = 1e-6", (_SOFTMAX_LOSS, draw(13, (5,)), 1e-6)),
+        Case("a (2, 2, 3) array, f(x) = Σ x³, ε = 1e-3: one entry at a time, whatever the shape",
+             (_CUBES, draw(14, (2, 2, 3)), 1e-3)),
         fresh_case(_fresh_gradient),
     ]
 
@@ -121,6 +123,8 @@ NUMERICAL_GRADIENT = Exercise(
         (_ONE_ENTRY, _all_at_once),
         ("for a matrix, x[i] is a whole row: perturb one entry, x[index] with index from np.ndindex(x.shape) "
          "(or work on a flat copy)", _rows_at_once),
+        ("x may have any number of axes: for a 3-D x, x[i, j] is a whole vector; perturb one entry, x[index] with "
+         "index from np.ndindex(x.shape) (or work on a flat copy)", lambda f, x, eps: _rows_at_once(f, x, eps, 2)),
         ("use the ε you are given, not a constant of your own", lambda f, x, eps: _central(f, x, eps, step=1e-6)),
     ],
     title="a gradient by finite differences, and the bigram's gradient",
