@@ -132,6 +132,21 @@ def mb_batch_average(*a):
     return _backward(*a, average=True)
 
 
+def mb_d_k_from_d_model(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
+    from attention_from_scratch import attention_backward, scaled_dot_product_attention
+
+    b, t, d_model = x.shape
+    scale = 1 / (d_model // n_heads) ** 0.5  # "d_k = d_model / H": true only when H·d_k = d_model
+    split = lambda m: m.reshape(b, t, n_heads, -1).transpose(0, 2, 1, 3)  # noqa: E731
+    merge = lambda m: m.transpose(0, 2, 1, 3).reshape(b * t, -1)  # noqa: E731
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+    a = merge(scaled_dot_product_attention(q, k, v, causal=causal, scale=scale)[0])
+    dq, dk, dv = (merge(g) for g in attention_backward(q, k, v, split(d_out @ w_o.T), causal=causal, scale=scale))
+    x2 = x.reshape(b * t, d_model)
+    dx = (dq @ w_q.T + dk @ w_k.T + dv @ w_v.T).reshape(x.shape)
+    return dx, x2.T @ dq, x2.T @ dk, x2.T @ dv, a.T @ d_out.reshape(b * t, d_model)
+
+
 def mb_in_place(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
     d_out @= w_o.T  # "dA = dY W_Oᵀ", written into the caller's d_out
     return _backward(x, w_q, w_k, w_v, np.eye(w_o.shape[0], dtype=x.dtype), n_heads, d_out, causal)
@@ -216,6 +231,7 @@ BATTERIES = {
             (mb_batch_average, "do not divide by the batch size"),
             (mb_in_place, "changed its input `d_out` in place"),
             (mb_float64, "float32 in, float32 out"),
+            (mb_d_k_from_d_model, "H·d_k ≠ d_model"),
         ],
         "right": [mb_with_package_attention, mb_head_by_head],
     },

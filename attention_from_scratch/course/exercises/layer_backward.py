@@ -104,9 +104,11 @@ one row, four axes and `d_out = 1`, against the capstone's `linear_backward`."""
 
 
 def _layer(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal, *, paths="all", merge_transposed=True, through_wo=True,
-           dwo_from="a", backward_causal=None, scaled=True, per_batch=False):
-    """The layer's backward with one step changeable: the mistakes below are this with one flag flipped."""
+           dwo_from="a", backward_causal=None, scaled=True, per_batch=False, d_k=None):
+    """The layer's backward with one step changeable: the mistakes below are this with one flag flipped (``d_k``:
+    the width the scale 1/√d_k is computed from, when not the heads' own)."""
     b, t, _ = x.shape
+    scale = None if d_k is None else d_k**-0.5
     backward_causal = causal if backward_causal is None else backward_causal
     split = lambda m: m.reshape(b, t, n_heads, -1).transpose(0, 2, 1, 3)  # noqa: E731
     if merge_transposed:
@@ -115,11 +117,11 @@ def _layer(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal, *, paths="all", merge_
         merge = lambda m: m.reshape(b, t, -1)  # noqa: E731  a reshape alone mixes positions and heads
     flat = lambda m: m.reshape(b * t, -1)  # noqa: E731
     q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
-    a = merge(scaled_dot_product_attention(q, k, v, causal=causal)[0])
+    a = merge(scaled_dot_product_attention(q, k, v, causal=causal, scale=scale)[0])
     dw_o = flat(a if dwo_from == "a" else x).T @ flat(d_out)
     da = d_out @ w_o.T if through_wo else d_out
     split_back = split if merge_transposed else (lambda m: m.reshape(b, n_heads, t, -1))
-    dq, dk, dv = attention_backward(q, k, v, split_back(da), causal=backward_causal)
+    dq, dk, dv = attention_backward(q, k, v, split_back(da), causal=backward_causal, scale=scale)
     if not scaled:  # dQ and dK without the forward's 1/√d_k
         dq, dk = dq * q.shape[-1] ** 0.5, dk * q.shape[-1] ** 0.5
     dq, dk, dv = merge(dq), merge(dk), merge(dv)
@@ -128,9 +130,13 @@ def _layer(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal, *, paths="all", merge_
     return tuple(g / b for g in grads) if per_batch else grads
 
 
-def _layer_case(seed, b, t, d_model, n_heads, causal, dtype=np.float64, scale=1.0):
+def _layer_case(seed, b, t, d_model, n_heads, causal, dtype=np.float64, scale=1.0, d_inner=None):
+    """x, the weights ((d_model, H·d_k) and, for W_O, (H·d_k, d_model); H·d_k = ``d_inner``, d_model unless given),
+    n_heads, d_out and causal."""
     x, d_out = draw(seed, (b, t, d_model), (b, t, d_model), dtype=dtype)
-    weights = [(scale * w / np.sqrt(d_model)).astype(dtype) for w in draw(seed + 100, *[(d_model, d_model)] * 4)]
+    inner = d_model if d_inner is None else d_inner
+    shapes = [(d_model, inner)] * 3 + [(inner, d_model)]
+    weights = [(scale * w / np.sqrt(d_model)).astype(dtype) for w in draw(seed + 100, *shapes)]
     return (x, *weights, n_heads, d_out, causal)
 
 
@@ -150,6 +156,8 @@ def _mha_cases():
         Case("one token (T = 1), two heads", _layer_case(65, 2, 1, 4, 2, True)),
         Case("three heads of d_k = 2, (B, T) = (3, 4), causal, larger weights", _layer_case(66, 3, 4, 6, 3, True,
                                                                                           scale=3.0)),
+        Case("two heads of d_k = 3 with d_model = 4: H·d_k = 6 ≠ d_model, causal",
+             _layer_case(67, 1, 3, 4, 2, True, d_inner=6)),
         _fresh_layer(fresh_seed()),
     ]
 
@@ -180,6 +188,9 @@ MHA_BACKWARD = Exercise(
          "dK", lambda *a: _layer(*a, scaled=False)),
         ("each gradient adds up every position of every sequence: do not divide by the batch size (the loss has "
          "already averaged whatever it averages)", lambda *a: _layer(*a, per_batch=True)),
+        ("d_k is the width of one head, H·d_k / H (the projections' width over n_heads), which need not be "
+         "d_model / n_heads: here H·d_k ≠ d_model, and the scale 1/√d_k must use the heads' own width",
+         lambda *a: _layer(*a, d_k=a[0].shape[-1] // a[5])),
     ],
     title="the backward passes of a matrix product, softmax, attention and a whole layer",
     task="""Last, a whole layer: `my_mha_backward(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal)` returning
