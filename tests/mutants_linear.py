@@ -191,6 +191,14 @@ def cs_w_without_beta(state, k, v, beta, g):
             ).astype(k.dtype)
 
 
+def cs_mask_after_exp(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)
+    c = k.shape[-2]
+    strict = np.tril(np.ones((c, c)), -1)  # applied after the exp: e^(+1000) · 0 is nan
+    lower = beta[..., :, None] * (k @ _t(k)) * np.exp(gamma[..., :, None] - gamma[..., None, :]) * strict
+    return _hand_over(state, k, v, beta, gamma, np.eye(c, dtype=k.dtype) + lower)
+
+
 def cs_in_place(state, k, v, beta, g):
     gamma = np.cumsum(g, axis=-1)
     system = _system(k, beta, gamma)
@@ -277,6 +285,7 @@ BATTERIES = {
             (cs_as_list, "expected a NumPy array, got a value of type list"),
             (cs_beta_of_the_column, "not β_s of the earlier token"),
             (cs_w_without_beta, "W's right-hand side is diag(β)"),
+            (cs_mask_after_exp, "inf · 0 = nan"),
         ],
         "right": [cs_token_by_token, cs_forward_substitution],
     },

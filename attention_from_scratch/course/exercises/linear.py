@@ -139,6 +139,13 @@ def _chunk_case(label, seed, b, h, c, d_k, d_v, dtype=np.float64, strength=1.0):
     return Case(label, (state, _unit(k).astype(dtype), v, beta, g), dtype)
 
 
+def _decay_about_200(seed):
+    """C = 6 tokens whose log-decays are about −200 each: γ_r − γ_s reaches about +1000 above the diagonal (s > r),
+    where L is 0, and about −1000 below it."""
+    state, k, v, beta, g = _chunk_case("", seed, 1, 1, 6, 3, 3).args
+    return state, k, v, beta, g - 200.0
+
+
 def _chunk_cases():
     return [
         _chunk_case("(B, H) = (1, 1), a chunk of C = 4 tokens, d_k = d_v = 3", 70, 1, 1, 4, 3, 3),
@@ -147,6 +154,7 @@ def _chunk_cases():
         _chunk_case("g = 0 everywhere: plain DeltaNet, C = 5", 73, 1, 1, 5, 4, 4, strength=0.0),
         _chunk_case("C = 1: one token", 74, 1, 2, 1, 4, 3),
         _chunk_case("a strong decay (g ≈ −3 per token), C = 6", 75, 1, 1, 6, 4, 4, strength=4.0),
+        Case("a very strong decay (g ≈ −200 per token), C = 6", _decay_about_200(76)),
         _fresh_chunk(fresh_seed()),
     ]
 
@@ -164,7 +172,7 @@ def _chunk_reference(state, k, v, beta, g):
 
 def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_w=True, decay_w=True,
            with_diagonal=False, beta_in_l=True, exclusive=False, upper=False, decay_l=True, beta_of_row=True,
-           beta_in_w=True):
+           beta_in_w=True, mask_after_exp=False):
     """The WY/UT hand-over with one detail changeable: the mistakes below are this."""
     c = k.shape[-2]
     gamma = np.cumsum(g, axis=-1)  # (B, H, C): γ_r
@@ -174,10 +182,14 @@ def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_
     strict = np.tril(np.ones((c, c), dtype=bool), 0 if with_diagonal else -1)
     if upper:
         strict = strict.T
-    decays = np.exp(np.where(strict, diff, 0.0)) if decay_l else np.ones_like(diff)
+    if mask_after_exp:  # every e^(γ_r − γ_s) first, the upper triangle (up to e^(+1000): inf) zeroed after
+        decays = np.exp(diff) * strict
+    else:
+        decays = np.exp(np.where(strict, diff, 0.0)) if decay_l else np.ones_like(diff)
     scores = (k @ k.swapaxes(-1, -2)) * decays  # (B, H, C, C): k_rᵀ k_s e^{γ_r − γ_s}
     row_beta = beta[..., :, None] if beta_of_row else beta[..., None, :]  # β_r (the row's) or β_s (the column's)
-    lower = np.where(strict, scores * (row_beta if beta_in_l else 1.0), 0.0)
+    lower = scores * (row_beta if beta_in_l else 1.0)
+    lower = lower if mask_after_exp else np.where(strict, lower, 0.0)
     system = np.eye(c) + lower
     u_tilde = np.linalg.solve(system, beta[..., None] * v)  # (B, H, C, d_v)
     w = np.linalg.solve(system, (beta[..., None] if beta_in_w else 1.0) * k * (np.exp(gamma)[..., None] if decay_w
@@ -210,6 +222,10 @@ CHUNK_STATE = Exercise(
          lambda *a: _chunk(*a, beta_in_w=False)),
         ("γ_r = g_1 + … + g_r includes token r's own decay (it decays before it writes)",
          lambda *a: _chunk(*a, exclusive=True)),
+        # before the upper triangle's: on a strong decay both are nan everywhere
+        ("e^(γ_r − γ_s) is needed only below the diagonal (s < r), where it is at most 1: above it γ_r − γ_s is "
+         "positive, and for a strong decay its exp overflows to inf, which a mask of zeros applied afterwards turns "
+         "into inf · 0 = nan; keep only the entries s < r before the exp", lambda *a: _chunk(*a, mask_after_exp=True)),
         ("token r depends on the earlier tokens s < r: L is lower-triangular, not upper",
          lambda *a: _chunk(*a, upper=True)),
         ("between tokens s and r the memory decays by e^(γ_r − γ_s): L needs that factor",
