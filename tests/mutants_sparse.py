@@ -95,6 +95,11 @@ def window_one_too_narrow(q, k, w):
     return np.where(np.tril(np.ones((t, s), dtype=bool), k=s - t - 1), _relu_scores(q, k, w), -np.inf)
 
 
+def relu_capped_at_10(q, k, w):
+    dots = np.clip(np.einsum("bhtd,bsd->bhts", q, k) / q.shape[-1] ** 0.5, 0, 10)  # a ReLU6-like cap at 10
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, np.einsum("bth,bhts->bts", w, dots))
+
+
 def finfo_min_fill(q, k, w):
     return np.where(_future(q.shape[2], k.shape[1]), np.finfo(q.dtype).min, _relu_scores(q, k, w))
 
@@ -205,6 +210,7 @@ BATTERIES = {
             (heads_added_unweighted, "the heads are not simply added up"),
             (softmax_over_keys, "no softmax"),
             (scaled_by_number_of_keys, "not one over the square root of the number S of keys"),
+            (relu_capped_at_10, "large queries"),
         ],
         "right": [scores_by_loops, scale_folded_into_the_weights],
     },

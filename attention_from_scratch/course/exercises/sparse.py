@@ -15,9 +15,9 @@ from .cases import FRESH, Case, Exercise, draw, fresh_dims, fresh_seed
 __all__ = ["INDEX_SCORES"]
 
 
-def _index_case(label, seed, b, h, t, s, d=4, dtype=np.float64):
+def _index_case(label, seed, b, h, t, s, d=4, dtype=np.float64, q_scale=1.0):
     q, k, w = draw(seed, (b, h, t, d), (b, s, d), (b, t, h), dtype=dtype)
-    return Case(label, (q, k, w), dtype)
+    return Case(label, (q * dtype(q_scale), k, w), dtype)
 
 
 def _fresh_index(seed):
@@ -35,6 +35,8 @@ def _index_cases():
         _index_case("float32, (2, 4, 5, 5), d_I = 6", 63, 2, 4, 5, 5, d=6, dtype=np.float32),
         _index_case("one head, one token: (1, 1, 1, 1)", 64, 1, 1, 1, 1),
         _index_case("a long cache: T = 2 new tokens after 298 cached ones, (1, 2, 2, 300)", 65, 1, 2, 2, 300),
+        _index_case("large queries (entries about 30): dot products up to about 50, (1, 2, 3, 5)", 66, 1, 2, 3, 5,
+                    q_scale=30.0),
         _fresh_index(fresh_seed()),
     ]
 
