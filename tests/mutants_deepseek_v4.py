@@ -130,6 +130,11 @@ def int8_everything(positions, n_entries, rate):
     return (w[None, :] + 1) * np.int8(rate) <= p[:, None] + 1
 
 
+def int16_positions_and_entries(positions, n_entries, rate):
+    p = np.asarray(positions, dtype=np.int16)[:, None]  # "int16 is plenty for positions": 32767 + 1 wraps around
+    return (np.arange(n_entries, dtype=np.int16)[None] + 1) * np.int16(rate) <= p + 1
+
+
 def entries_of_the_own_window(positions, n_entries, rate):
     return np.arange(n_entries)[None, :] <= np.asarray(positions)[:, None] // rate  # its own, unfinished window too
 
@@ -183,6 +188,7 @@ BATTERIES = {
             (int8_positions, "must not wrap around"),  # its output matched positions_from_zero's: a wrong hint
             (uint8_positions, "must not wrap around"),
             (int8_everything, "must not wrap around"),  # raises OverflowError
+            (int16_positions_and_entries, "int16 up to 32767"),
         ],
         "right": [floor_division, loop_over_queries],
     },

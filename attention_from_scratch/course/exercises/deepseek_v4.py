@@ -134,6 +134,8 @@ def _visible_cases():
         ("HCA's m' = 128 at long positions 126..129 and 1000, E = 8", [126, 127, 128, 129, 1000], 8, 128),
         ("two requests packed in one batch: positions 9, 10, then 2, 3 (not in order), E = 3, m = 4",
          [9, 10, 2, 3], 3, 4),
+        ("positions 32766, 32767, 32768 and 40000 (past 2¹⁵ − 1 = 32767), E = 10, m = 4096",
+         [32766, 32767, 32768, 40000], 10, 4096),
     ]] + [_fresh_visible(fresh_seed())]
 
 
@@ -156,7 +158,8 @@ def _visible_wrong(positions, n_entries, rate, *, shift=0, start=False):
 
 def _positions_wrapped(case, e, g):
     """Right for every position below 127, wrong for a larger one: positions (or p + 1) held in a small integer type
-    wrap around. Tried first: a wrapped answer can equal a mistake model's by chance (all False, as if from 0)."""
+    (int8, uint8, int16) wrap around. Tried first: a wrapped answer can equal a mistake model's by chance (all False,
+    as if from 0)."""
     positions, expected, got = np.asarray(case.args[0]), np.asarray(e[0]), np.asarray(g[0])
     if got.shape != expected.shape or positions.max() < 127:
         return None
@@ -165,9 +168,10 @@ def _positions_wrapped(case, e, g):
 
 
 def _wrapped_hint(positions):
-    """What a position held in int8 or uint8 does past 127 or 255 (wraps around, or cannot be stored)."""
+    """What a position held in int8, uint8 or int16 does past 127, 255 or 32767 (wraps around, or cannot be
+    stored)."""
     return msg("positions up to {last} must not wrap around: int8 holds whole numbers up to 127 (so 127 + 1 becomes "
-               "−128) and uint8 up to 255, so keep positions in NumPy's default integer type",
+               "−128), uint8 up to 255 and int16 up to 32767, so keep positions in NumPy's default integer type",
                last=int(positions.max()))
 
 
