@@ -53,6 +53,14 @@ def rn_no_eps(x, g, eps):
     return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True)) * g
 
 
+def rn_eps_as_floor(x, g, eps):
+    return x / np.sqrt(np.maximum(np.mean(x * x, axis=-1, keepdims=True), eps)) * g  # eps only "for safety"
+
+
+def rn_mean_abs_squared(x, g, eps):
+    return x / np.sqrt(np.mean(np.abs(x), axis=-1, keepdims=True) ** 2 + eps) * g  # mean(|x|)², not mean(x²)
+
+
 def rn_in_place(x, g, eps):
     x /= np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
     x *= g
@@ -203,7 +211,9 @@ BATTERIES = {
             (rn_axis0, "axis=-1"),
             (rn_whole_array, "axis=-1"),
             (rn_no_gain, "multiply by the gain g"),
-            (rn_no_eps, "0/0"),
+            (rn_no_eps, "divides by sqrt(mean(x²)) alone"),
+            (rn_eps_as_floor, "eps only as a floor"),
+            (rn_mean_abs_squared, None),
             (rn_in_place, "changed its input `x` in place"),
             (rn_float64, "float32 in, float32 out"),
             (rn_gain_first, "normalise x first"),

@@ -84,8 +84,8 @@ def _other_eps(case, e, g):
     if implied.size == 0 or np.ptp(implied) > 1e-6 * max(np.abs(implied).max(), 1e-12) + 1e-12:
         return None  # not RMSNorm with some other eps
     used = float(np.mean(implied))
-    if abs(used - eps) <= 1e-3 * eps:
-        return None
+    if not np.isfinite(used) or used < 0 or abs(used - eps) <= 1e-3 * eps:
+        return None  # the same eps, or none at all (a negative one is not RMSNorm: mean(|x|)² is below mean(x²))
     return msg("your answer is RMSNorm with eps ≈ {used:.2g}, but this case gives eps = {eps:g}: use the argument "
                "eps, inside the square root", used=used, eps=eps)
 
@@ -113,8 +113,9 @@ RMS_NORM = Exercise(
          lambda x, g, eps: _norm(x, g, eps, gain="none")),
         ("the gain scales the normalised vector: normalise x first, then multiply by g",
          lambda x, g, eps: _norm(x, g, eps, gain="before")),
-        ("add eps inside the square root, sqrt(mean(x²) + eps): without it an all-zero row gives 0/0",
-         lambda x, g, eps: _norm(x, g, 0.0)),
+        ("add eps to every row's mean square, inside the square root, sqrt(mean(x²) + eps): here your answer "
+         "divides by sqrt(mean(x²)) alone, as with no eps at all (or with eps only as a floor, max(mean(x²), eps), "
+         "which leaves out eps wherever the mean square is above it)", lambda x, g, eps: _norm(x, g, 0.0)),
         ("use the eps you are given, not a constant of your own", lambda x, g, eps: _norm(x, g, 1e-6)),
     ],
     symptoms=[_zero_row_nan],
