@@ -126,6 +126,14 @@ def kingma_efficient_form(p, g, m, v, t, lr, beta1, beta2, eps):
     return p - alpha_t * m / (np.sqrt(v) + eps * c2), m, v
 
 
+def kingma_efficient_form_eps_unscaled(p, g, m, v, t, lr, beta1, beta2, eps):
+    """Kingma & Ba's §2 form with eps left unscaled: another algorithm's eps, float64 throughout."""
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    alpha_t = lr * np.sqrt(1 - beta2**t) / (1 - beta1**t)
+    return p - alpha_t * m / (np.sqrt(v) + eps), m, v
+
+
 def elementwise_loop(p, g, m, v, t, lr, beta1, beta2, eps):
     p2, m2, v2 = p.copy(), m.copy(), v.copy()
     for i in np.ndindex(p.shape):
@@ -155,6 +163,7 @@ BATTERIES = {
             (p_as_a_list, "p: expected a NumPy array, got a value of type list"),
             (sqrt_before_correction, "the correction divides v itself"),
             (m_without_its_past, "m is a running average"),
+            (kingma_efficient_form_eps_unscaled, "Kingma & Ba's faster ordering"),
         ],
         "right": [kingma_efficient_form, elementwise_loop],
     },

@@ -52,7 +52,8 @@ WRONG = [(name, fn, hint) for name, b in BATTERIES.items() for fn, hint in b["wr
 RIGHT = [(name, fn) for name, b in BATTERIES.items() for fn in b["right"]]
 
 
-NOT_PRECISION = [("adam_step", "damped_step"), ("adam_step", "amsgrad"), ("adam_step", "eps_hard_coded")]
+NOT_PRECISION = [("adam_step", "damped_step"), ("adam_step", "amsgrad"), ("adam_step", "eps_hard_coded"),
+                 ("adam_step", "kingma_efficient_form_eps_unscaled")]
 
 
 @pytest.mark.parametrize(("name", "mutant"), NOT_PRECISION)

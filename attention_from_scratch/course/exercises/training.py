@@ -15,8 +15,11 @@ __all__ = ["ADAM_STEP"]
 
 
 def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_inside=False, raw_state=True,
-          swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False, sqrt_first=False, keep_m=1.0):
-    """One Adam step with one detail changeable: the mistakes below are this with one flag flipped."""
+          swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False, sqrt_first=False, keep_m=1.0,
+          efficient=False):
+    """One Adam step with one detail changeable: the mistakes below are this with one flag flipped. ``efficient``:
+    Kingma & Ba's faster ordering (their section 2), lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m/(√v + eps), where eps sits beside
+    the uncorrected √v."""
     if swap_betas:
         beta1, beta2 = beta2, beta1
     m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m * keep_m + (1 - beta1) * g)
@@ -24,6 +27,9 @@ def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_
     step = t + t_shift
     m_hat = m_new / (1 - beta1**step) if correct else m_new
     v_hat = v_new / (1 - beta2**step) if correct else v_new
+    if efficient:
+        lr_t = lr * (1 - beta2**step) ** 0.5 / (1 - beta1**step)
+        return p + sign * lr_t * m_new / (v_new**0.5 + eps), m_new, v_new
     if sqrt_first:  # √v divided by (1 − β₂ᵗ), where the root belongs over the corrected v̂
         v_hat = v_new**0.5 / (1 - beta2**step)
         denom = v_hat + eps
@@ -103,6 +109,10 @@ ADAM_STEP = Exercise(
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square=False)),
         ("step against the gradient: the update descends, so it is taken away from p (the update itself has the "
          "sign of m̂)", lambda *a: _adam(*a, sign=1.0)),
+        ("this is Kingma & Ba's faster ordering, lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m/(√v + eps), with eps left as it is: "
+         "beside the uncorrected √v it acts as eps/√(1 − β₂ᵗ) beside √v̂, another eps. The update asked for adds eps "
+         "to the corrected root, m̂/(√v̂ + eps) (in that ordering: eps·√(1 − β₂ᵗ) beside √v)",
+         lambda *a: _adam(*a, efficient=True)),
         ("m is a running average: the old m stays in it, m ← β₁ m + (1 − β₁) g (not only the new (1 − β₁) g)",
          lambda *a: _adam(*a, keep_m=0.0)),
         ("the new gradient gets the small weight 1 − β₁ and the old average the large weight β₁",
