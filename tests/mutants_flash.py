@@ -119,6 +119,18 @@ def acc_normalised(a, b):
 # --- correct, in other styles ---
 
 
+def returns_the_other_state(a, b):
+    """Right values, but an empty block's partner comes back as it was given: its own arrays, not new ones."""
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    if np.all(np.isneginf(m_a)):
+        return b  # "nothing to merge": b's own arrays
+    if np.all(np.isneginf(m_b)):
+        return a
+    m = np.maximum(m_a, m_b)
+    alpha, beta = np.exp(m_a - _safe(m)), np.exp(m_b - _safe(m))
+    return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
+
+
 def via_logsumexp(a, b):
     """Through the log-sum-exp of each state: lse = m + log l, then l = e^(lse - m)."""
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
@@ -171,6 +183,7 @@ BATTERIES = {
             (global_max, "each row needs its own max"),
             (state_as_lists, "m: expected a NumPy array, got a value of type list"),
             (acc_normalised, "acc stays a sum"),
+            (returns_the_other_state, "is the input `a` (its `m_a`) itself"),
         ],
         "right": [via_logsumexp, empty_union_m_zero, branch_per_row],
     },

@@ -65,6 +65,7 @@ class Exercise:
     part_names: dict = field(default_factory=dict)  # argument -> names of its parts, e.g. {"a": ("m", "l", "acc")}
     canonical: Callable | None = None  # fn(case, expected_parts, got_parts) -> got_parts: a free convention
     exact_zeros: Callable | None = None  # fn(case) -> {output: where it must be exactly 0 (a blocked key's weight)}
+    new_arrays: bool = False  # the task asks for new arrays: an output that is an input (or a view of one) fails
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
     stub: str = ""

@@ -144,6 +144,7 @@ ONLINE_SOFTMAX_MERGE = Exercise(
     symptoms=[_empty_nan],
     part_names={"a": ("m_a", "l_a", "acc_a"), "b": ("m_b", "l_b", "acc_b")},
     canonical=_empty_union_m_is_free,
+    new_arrays=True,
     title="the online-softmax merge",
     task="""Write `my_merge(a, b)`: merge the online-softmax states `a = (m_a, l_a, acc_a)` and
 `b = (m_b, l_b, acc_b)` of two disjoint blocks of keys into the state of their union (`m`, `l` `(..., T, 1)`,

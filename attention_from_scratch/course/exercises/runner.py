@@ -30,6 +30,11 @@ _IN_PLACE = (msg("work on new arrays: `x = x / s` makes a new one, while `x /= s
              "or out= write into the caller's array, which it may still need"))
 
 
+_ALIASED = msg("return new arrays, as the task asks: a result that is one of the inputs changes with it, so a caller "
+               "that updates the result in place (acc += ...) changes the input it may still need, and the other way "
+               "round; copy it if it is already the answer")
+
+
 def _message(err: BaseException) -> str:
     """The first line of ``str(err)``, or a note when even that raises."""
     try:
@@ -71,8 +76,33 @@ def _changed(before, after, name: str, part_names=()):
     return None
 
 
+def _named_arrays(value, name: str, part_names=()):
+    """The arrays in an argument, each with its name: `q`, or `a` (its `l_a`) for a part of a tuple."""
+    if isinstance(value, (tuple, list)):
+        return [(a, msg("`{name}` (its `{sub}`)", name=name, sub=part_names[i] if i < len(part_names) else
+                        f"{name}[{i}]")) for i, a in enumerate(value) if isinstance(a, np.ndarray)]
+    return [(value, f"`{name}`")] if isinstance(value, np.ndarray) else []
+
+
+def _aliased(ex: Exercise, args, got):
+    """(output, input) naming the first output array that is one of the inputs' arrays (or a view of one), else
+    None: what an exercise whose task asks for new arrays refuses."""
+    outputs = parts(ex, got)
+    if outputs is None:
+        return None
+    inputs = [pair for value, name in zip(args, ex.arg_names, strict=True)
+              for pair in _named_arrays(value, name, ex.part_names.get(name, ()))]
+    for out, out_name in zip(outputs, ex.outputs, strict=True):
+        if isinstance(out, np.ndarray):
+            for array, in_name in inputs:
+                if np.may_share_memory(out, array):
+                    return f"`{out_name}`", in_name
+    return None
+
+
 def _call(ex: Exercise, fn, case: Case):
-    """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input)."""
+    """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
+    output), the last (output, input) where the task asks for new arrays and an output is an input."""
     args = copy.deepcopy(case.args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -83,7 +113,7 @@ def _call(ex: Exercise, fn, case: Case):
         changed = _changed(before, after, name, ex.part_names.get(name, ()))
         if changed is not None:
             break
-    return got, messages, changed
+    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None
 
 
 def _inputs(ex: Exercise, case: Case) -> Message:
@@ -92,18 +122,21 @@ def _inputs(ex: Exercise, case: Case) -> Message:
 
 
 def run(ex: Exercise, fn):
-    """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed.
+    """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed. An
+    answer right in value whose output is an input's own array (where the task asks for new arrays) fails on the
+    first case where it is, once every case has been tried.
 
     The expected answer of a case is computed only after ``fn`` has returned, in :func:`_judge`'s frame: while
     the student's function runs, no frame it could walk up to (``inspect.currentframe().f_back``) holds it.
     """
     fn_name = getattr(fn, "__name__", "your function")
     cases = ex.cases()
+    first_aliased = None
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed = _call(ex, fn, case)
+            got, warned, changed, aliased = _call(ex, fn, case)
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
@@ -123,6 +156,12 @@ def run(ex: Exercise, fn):
         problem = _judge(ex, case, _frozen(got), warned)
         if problem is not None:
             return False, [head, _inputs(ex, case), *problem]
+        if aliased is not None and first_aliased is None:  # right values, but one of them is an input's own array:
+            first_aliased = [head, _inputs(ex, case), msg(  # reported once no case has a wrong value
+                "  your {output} is the input {input} itself (or a view of it), not a new array", output=aliased[0],
+                input=aliased[1]), hint_line(_ALIASED)]
+    if first_aliased is not None:
+        return False, first_aliased
     return True, [msg("{name}: all {n} cases passed. Well done!", name=ex.name, n=len(cases)),
                   msg("  cases: {cases}", cases=[msg(c.label) for c in cases])]
 
