@@ -387,6 +387,19 @@ def test_a_difference_below_print_precision_shows_its_size():
     assert "hint: computed in lower precision than the input?" in report
 
 
+def test_the_first_difference_of_a_large_array_shows_a_difference():
+    """Entries equal at 4 decimals are printed with the digits that tell them apart (an entry beyond the tolerance),
+    and the size of the difference follows."""
+    def off_by_1e_7(x):
+        return softmax(x) + (1e-7 if x.ndim > 2 else 0.0)  # the batch case (2, 3, 4, 6): too large to print whole
+
+    report = exercises.check("softmax", off_by_1e_7, quiet=True).report
+    line = next(t for t in report.splitlines() if "first difference at index" in t)
+    shown = re.match(r".*expected (\S+), got (\S+) \(144 of 144 entries differ\)", line)
+    assert shown and shown.group(1) != shown.group(2), line
+    assert "largest absolute error 1e-07, relative 1e-07 (the tolerance is 1e-09" in report
+
+
 def test_a_python_float_is_not_float32():
     from exercise_solutions import my_info_nce
 

@@ -154,29 +154,54 @@ def _dtype_hint(e, g, python_float):
 
 
 def _difference(label, e, g, case):
-    lines = []
+    """The report lines of a difference: the whole arrays if small, else the first entry beyond the tolerance (with
+    the digits that tell the two apart); and, where 4 decimals do not show it, the size of the difference."""
     if e.size <= 12 and e.ndim <= 2:
         indent = len(f"  {label}expected ")
         shown_e, shown_g = show(e, indent), show(g, indent)
         lines = [msg("  {label}expected {value}", label=label, value=shown_e),
                  msg("  {label}got      {value}", label=label, value=shown_g)]
         invisible = shown_e == shown_g
+        size_line = lambda **sizes: msg(  # noqa: E731
+            "  the difference is below the 4 decimals shown: largest absolute error {err:.2g}, relative {rel:.2g} "
+            "(the tolerance is {tol:g} relative to the largest expected value)", **sizes)
     else:
-        bad = np.argwhere(~np.isclose(e.astype(np.float64), g.astype(np.float64), rtol=rtol_of(case), atol=0.0,
-                                      equal_nan=True))
+        bad = np.argwhere(_beyond_tolerance(e, g, rtol_of(case)))
         idx = tuple(int(i) for i in bad[0]) if len(bad) else (0,) * e.ndim
-        shown_e, shown_g = show(e[idx]), show(g[idx])
+        shown_e, shown_g = _shown_apart(e[idx], g[idx])  # with the digits that tell them apart
         lines = [msg("  {label}first difference at index {index}: expected {e}, got {g} ({n} of {size} entries "
                      "differ)", label=label, index=list(idx), e=shown_e, g=shown_g, n=len(bad), size=e.size)]
-        invisible = shown_e == shown_g
+        invisible = show(e[idx]) == show(g[idx])  # equal at 4 decimals: the size of the difference is worth saying
+        size_line = lambda **sizes: msg(  # noqa: E731
+            "  largest absolute error {err:.2g}, relative {rel:.2g} (the tolerance is {tol:g} relative to the largest "
+            "expected value)", **sizes)
     finite_same = np.array_equal(np.isfinite(e.astype(np.float64)), np.isfinite(g.astype(np.float64)))
     if invisible and finite_same and g.dtype.kind == "f":
         err, scale = _error(e, g)
-        rtol = rtol_of(case)
-        lines.append(msg("  the difference is below the 4 decimals shown: largest absolute error {err:.2g}, "
-                         "relative {rel:.2g} (the tolerance is {tol:g} relative to the largest expected value)",
-                         err=err, rel=err / scale, tol=rtol))
+        lines.append(size_line(err=err, rel=err / scale, tol=rtol_of(case)))
     return lines
+
+
+def _beyond_tolerance(e, g, rtol):
+    """Where ``g`` differs from ``e`` by more than :func:`close` allows (non-finite entries: where they differ)."""
+    e, g = e.astype(np.float64), g.astype(np.float64)
+    fe, fg = np.isfinite(e), np.isfinite(g)
+    scale = float(np.max(np.abs(e[fe]))) if fe.any() else 0.0
+    with np.errstate(invalid="ignore"):
+        far = np.abs(e - g) > rtol + rtol * scale
+    return np.where(fe & fg, far, ~((e == g) | (np.isnan(e) & np.isnan(g))))
+
+
+def _shown_apart(e, g):
+    """Two entries as :func:`show` prints them, or with as many significant digits as it takes to tell them apart."""
+    shown_e, shown_g = show(e), show(g)
+    if shown_e != shown_g or not (np.isfinite(e) and np.isfinite(g)):
+        return shown_e, shown_g
+    for digits in range(5, 18):
+        shown_e, shown_g = f"{float(e):.{digits}g}", f"{float(g):.{digits}g}"
+        if shown_e != shown_g:
+            break
+    return shown_e, shown_g
 
 
 LOWER_PRECISION = msg("computed in lower precision than the input? float64 in needs float64 all the way (no float32 "
