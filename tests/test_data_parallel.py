@@ -360,7 +360,12 @@ def test_ctrl_c_while_parts_run_ends_the_processes_and_the_next_call_starts_new_
                 assert len(notes(spy_dir, "ended")) == 2 and not worker.is_alive()  # the worker's part had ended
             else:
                 assert len(notes(spy_dir, "ended")) == 1  # the caller's only: the wait for the worker was cut short
-                worker.join(20)
+                # the pool's own thread ends the worker and reaps it; a join here can race that thread's (both wait
+                # for the one exit status: the loser's join returns while the Process still reads as alive until the
+                # winner records it), so wait for it to read as ended
+                deadline = time.monotonic() + 20
+                while worker.is_alive() and time.monotonic() < deadline:
+                    time.sleep(0.02)
                 assert len(notes(spy_dir, "ended")) == 2 and not worker.is_alive()
             (spy_dir / "mode").write_text("")
             assert_same(parts.loss_and_grads(TOKENS), Transformer.loss_and_grads(model, TOKENS), rtol=1e-12)
