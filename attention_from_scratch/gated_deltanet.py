@@ -266,9 +266,9 @@ class GatedDeltaNet:
                             f"got {type(cache).__name__}")
         if cache.state.shape[0] != x.shape[0]:
             raise ValueError(f"x has batch size {x.shape[0]} but the cache holds {cache.state.shape[0]} sequences")
-        if x.dtype != cache.conv_state.dtype:  # the step would turn the cache's states into x's dtype
-            raise TypeError(f"x is {x.dtype} but the cache holds {cache.conv_state.dtype} states (the recurrent one in "
-                            f"{cache.state.dtype}): decode with inputs of the cache's dtype, or start a new cache")
+        if cache.length and x.dtype != cache.conv_state.dtype:  # an empty cache takes x's dtype, as V4's does
+            raise ValueError(f"the cache holds {cache.length} tokens' {cache.conv_state.dtype} states but this call "
+                             f"computes in {x.dtype}; decode with inputs of one dtype (or start a new cache)")
         past = xp.astype(check_param(cache.conv_state, "cache.conv_state", (x.shape[0], k_1, cfg.conv_dim), x), x.dtype)
         return x, p, past, cache.state
 

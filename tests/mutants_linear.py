@@ -199,6 +199,15 @@ def cs_mask_after_exp(state, k, v, beta, g):
     return _hand_over(state, k, v, beta, gamma, np.eye(c, dtype=k.dtype) + lower)
 
 
+def cs_split_exponent(state, k, v, beta, g):
+    gamma = np.cumsum(g, axis=-1)  # L right; the hand-over's e^(γ_C − γ_s) split into e^(γ_C) · e^(−γ_s): 0 · inf
+    system = _system(k, beta, gamma)
+    u = np.linalg.solve(system, beta[..., None] * v) - np.linalg.solve(
+        system, beta[..., None] * k * np.exp(gamma)[..., None]) @ state
+    keys = k * (np.exp(gamma[..., -1:]) * np.exp(-gamma))[..., None]
+    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(keys) @ u).astype(k.dtype)
+
+
 def cs_in_place(state, k, v, beta, g):
     gamma = np.cumsum(g, axis=-1)
     system = _system(k, beta, gamma)
@@ -285,7 +294,8 @@ BATTERIES = {
             (cs_as_list, "expected a NumPy array, got a value of type list"),
             (cs_beta_of_the_column, "not β_s of the earlier token"),
             (cs_w_without_beta, "W's right-hand side is diag(β)"),
-            (cs_mask_after_exp, "inf · 0 = nan"),
+            (cs_mask_after_exp, "inf · 0 (a mask of zeros applied afterwards"),
+            (cs_split_exponent, "never split e^(a − b) into e^a · e^(−b)"),
         ],
         "right": [cs_token_by_token, cs_forward_substitution],
     },

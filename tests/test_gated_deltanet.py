@@ -120,11 +120,17 @@ def test_a_step_in_another_dtype_than_the_cache_is_refused():
         cache = layer.new_cache(1)
         layer(np.ones((1, 3, 12), dtype=dtype), cache=cache)
         before = (cache.conv_state.copy(), cache.state.copy(), len(cache))
-        with pytest.raises(TypeError, match=f"x is {np.dtype(other)} but the cache holds {np.dtype(dtype)} states"):
+        with pytest.raises(ValueError, match=f"holds 3 tokens' {np.dtype(dtype)} states but this call computes in "
+                                             f"{np.dtype(other)}"):
             layer(np.ones((1, 1, 12), dtype=other), cache=cache)  # had turned the cache's states into `other`
         assert cache.conv_state.dtype == cache.state.dtype == dtype and len(cache) == before[2]
         np.testing.assert_array_equal(cache.conv_state, before[0])
         np.testing.assert_array_equal(cache.state, before[1])
+        # an empty cache takes the first input's dtype (as DeepSeek-V4's does), whatever the weights' dtype
+        fresh = layer.new_cache(1)
+        want = layer(np.ones((1, 3, 12), dtype=other))
+        np.testing.assert_array_equal(layer(np.ones((1, 3, 12), dtype=other), cache=fresh), want)
+        assert fresh.conv_state.dtype == fresh.state.dtype == other
     layer = GatedDeltaNet(SMALL, seed=0, dtype=np.float16)  # half precision: float16 inputs, a float32 state
     cache = layer.new_cache(1)
     layer(np.ones((1, 2, 12), dtype=np.float16), cache=cache)

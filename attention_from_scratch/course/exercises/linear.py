@@ -223,9 +223,11 @@ CHUNK_STATE = Exercise(
         ("γ_r = g_1 + … + g_r includes token r's own decay (it decays before it writes)",
          lambda *a: _chunk(*a, exclusive=True)),
         # before the upper triangle's: on a strong decay both are nan everywhere
-        ("e^(γ_r − γ_s) is needed only below the diagonal (s < r), where it is at most 1: above it γ_r − γ_s is "
-         "positive, and for a strong decay its exp overflows to inf, which a mask of zeros applied afterwards turns "
-         "into inf · 0 = nan; keep only the entries s < r before the exp", lambda *a: _chunk(*a, mask_after_exp=True)),
+        ("your answer is nan on a strong decay: some exponent in it is large and positive, its exp overflows to inf, "
+         "and inf · 0 (a mask of zeros applied afterwards, or a factor e^(−γ) that underflowed to 0) is nan. Every "
+         "decay the chunk needs, e^(γ_r − γ_s) for s < r and e^(γ_C − γ_s), is at most 1: take the difference of the "
+         "γ's first, keep only the entries s < r before the exp, and never split e^(a − b) into e^a · e^(−b)",
+         lambda *a: _chunk(*a, mask_after_exp=True)),
         ("token r depends on the earlier tokens s < r: L is lower-triangular, not upper",
          lambda *a: _chunk(*a, upper=True)),
         ("between tokens s and r the memory decays by e^(γ_r − γ_s): L needs that factor",
