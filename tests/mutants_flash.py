@@ -116,9 +116,6 @@ def acc_normalised(a, b):
     return m, l, acc / np.where(l > 0, l, 1.0)  # "the merged output": but the state keeps the sum
 
 
-# --- correct, in other styles ---
-
-
 def returns_the_other_state(a, b):
     """Right values, but an empty block's partner comes back as it was given: its own arrays, not new ones."""
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
@@ -129,6 +126,9 @@ def returns_the_other_state(a, b):
     m = np.maximum(m_a, m_b)
     alpha, beta = np.exp(m_a - _safe(m)), np.exp(m_b - _safe(m))
     return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
+
+
+# --- correct, in other styles ---
 
 
 def via_logsumexp(a, b):

@@ -210,7 +210,7 @@ BATTERIES = {
             (heads_added_unweighted, "the heads are not simply added up"),
             (softmax_over_keys, "no softmax"),
             (scaled_by_number_of_keys, "not one over the square root of the number S of keys"),
-            (relu_capped_at_10, "large queries"),
+            (relu_capped_at_10, "queries 30 times larger"),
         ],
         "right": [scores_by_loops, scale_folded_into_the_weights],
     },

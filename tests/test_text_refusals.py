@@ -322,9 +322,11 @@ def test_a_checkpoint_without_an_array_is_refused_naming_it(tmp_path):
 
 @pytest.mark.parametrize(("damage", "words"), [
     ("meta", r"last\.json: meta .*lacks 'adam_t'"),
+    ("state", r"last\.json: meta's state .*lacks 'step'"),
+    ("rng", r"last\.json: meta's rng is not a PCG64 state"),
     ("npz", r"last\.npz: array 'adam_v/0\.w_q' should be .*missing"),
 ])
-def test_resuming_from_a_damaged_checkpoint_is_refused_before_anything_is_set(tmp_path, damage, words):
+def test_resuming_from_a_damaged_checkpoint_is_refused_naming_the_file(tmp_path, damage, words):
     from attention_from_scratch.text.trainer import train_on_text
 
     ids = np.asarray(TOK.encode("床前明月光，疑是地上霜。举头望明月，低头思故乡。" * 8))
@@ -337,9 +339,14 @@ def test_resuming_from_a_damaged_checkpoint_is_refused_before_anything_is_set(tm
         KeyboardInterrupt) if step == 4 else None, log=lambda _: None)
     assert cut.stopped == "interrupted"
     last = tmp_path / "r" / "last"
-    if damage == "meta":
+    if damage in ("meta", "state", "rng"):
         info = json.loads(last.with_suffix(".json").read_text(encoding="utf-8"))
-        del info["meta"]["adam_t"]
+        if damage == "meta":
+            del info["meta"]["adam_t"]
+        elif damage == "state":
+            del info["meta"]["state"]["step"]  # had raised a KeyError once the run started
+        else:
+            info["meta"]["rng"] = {"bit_generator": "PCG64", "state": {"state": "x"}}
         last.with_suffix(".json").write_text(json.dumps(info), encoding="utf-8")
     else:
         with np.load(last.with_suffix(".npz")) as stored:
@@ -354,6 +361,8 @@ def test_attention_maps_and_ngram_samples_take_integer_ids_only():
 
     with pytest.raises(TypeError, match="ids"):
         attention_maps(model(), [1.7, 2.0])  # int(1.7) had read token 1
+    with pytest.raises(ValueError, match="threads"):
+        attention_maps(model(), [1, 2], threads=0)
     bigram = AddK(2, 5).fit([0, 1, 2, 3, 4, 0, 1])
     with pytest.raises(TypeError, match="context"):
         bigram.sample([1.5], 3)

@@ -284,15 +284,20 @@ def _restore(last, model, optimizer, rng, averaged):
         raise FileNotFoundError(f"nothing to resume: no {js} (start a run without resume first)")
     info, arrays = read_checkpoint(last)  # its JSON's fields checked
     meta = check_fields(info["meta"], f"{js}: meta", {"adam_t": int, "rng": dict, "state": dict})
+    fields = {"step": int, "best_loss": float | int, "best_step": int, "seconds": float | int, "history": dict}
+    check_fields(meta["state"], f"{js}: meta's state", fields | {"window": list}, optional=["window"])
     if info["config"] != dataclasses.asdict(model.config):
         raise ValueError(f"{js} was trained with {info['config']}, not {dataclasses.asdict(model.config)}: "
                          "resume with the same model options")
     kinds = ("", "adam_m/", "adam_v/") + (("ema/",) if averaged is not None else ())  # all checked before any is set
     stored = stored_arrays(arrays, {k + name: p.shape for k in kinds for name, p in model.params.items()}, npz)
+    try:  # the random state first, checked by the generator itself: nothing is set if it is refused
+        rng.bit_generator.state = meta["rng"]
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(f"{js}: meta's rng is not a {type(rng.bit_generator).__name__} state ({e!r})") from None
     for name in model.params:
         model.params[name], optimizer.m[name], optimizer.v[name] = (stored[k + name] for k in kinds[:3])
         if averaged is not None:
             averaged.params[name] = stored[f"ema/{name}"]
     optimizer.t = meta["adam_t"]
-    rng.bit_generator.state = meta["rng"]
     return meta["state"]

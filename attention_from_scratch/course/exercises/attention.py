@@ -27,6 +27,7 @@ from .cases import (
     fresh_case,
     per_sequence_mask,
     rows_sum_to_one,
+    scores_far_below_zero,
 )
 
 __all__ = ["ATTENTION"]
@@ -48,13 +49,6 @@ def _rows_far_apart(seed):
     k[:, 0] = 1.0 + 0.01 * k[:, 0]
     q[0, 0], q[1, 0] = 2000.0, 0.0
     return q, k, v, None
-
-
-def _scores_far_below_zero():
-    """One query whose scores with both keys are about −1000 (q·k/√d_k = −1000 and −1001): weights 0.73, 0.27."""
-    q = np.array([[2.0, 0.0, 0.0, 0.0]])
-    k = np.array([[-1000.0, 0.0, 0.0, 0.0], [-1001.0, 0.0, 0.0, 0.0]])
-    return q, k, np.array([[1.0, -1.0], [2.0, 0.5]]), None
 
 
 def _float32_empty_row(seed):
@@ -93,7 +87,7 @@ def _attention_cases():
         Case("large scores (entries of q and k about 30)", (*draw(16, (3, 4), (3, 4), dtype=np.float64, scale=30.0),
                                                            draw(17, (3, 2)), None)),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(21)),
-        Case("scores all far below 0 (about −1000): a row that is not masked", _scores_far_below_zero()),
+        Case("scores all far below 0 (about −1000): a row that is not masked", (*scores_far_below_zero(), None)),
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(23, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3)), per_sequence_mask(4, 5))),
         fresh_case(fresh_attention_inputs),

@@ -29,6 +29,7 @@ from .cases import (
     fresh_dims,
     fresh_seed,
     per_sequence_mask,
+    scores_far_below_zero,
 )
 
 __all__ = ["ATTENTION_BACKWARD", "SOFTMAX_BACKWARD"]
@@ -179,13 +180,6 @@ def _rows_far_apart(seed):
     return q, k, v, d_out, None
 
 
-def _scores_far_below_zero():
-    """One query whose scores with both keys are about −1000 (q·k/√d_k = −1000 and −1001): weights 0.73, 0.27."""
-    q = np.array([[2.0, 0.0, 0.0, 0.0]])
-    k = np.array([[-1000.0, 0.0, 0.0, 0.0], [-1001.0, 0.0, 0.0, 0.0]])
-    return q, k, np.array([[1.0, -1.0], [2.0, 0.5]]), np.array([[1.0, 0.5]]), None
-
-
 def _float32_empty_row(seed):
     """float32 inputs, a mask in which query 0 sees no key and the others a causal band."""
     q, k, v, d_out = draw(seed, (4, 4), (5, 4), (5, 3), (4, 3), dtype=np.float32)
@@ -217,7 +211,8 @@ def _attention_backward_cases():
              (*draw(37, (3, 4), (5, 4), (5, 2), (3, 2)), masked_row)),
         Case("float32 with a mask in which query 0 sees no key", _float32_empty_row(42), np.float32),
         Case("rows of very different sizes: query 0's scores about 1000 above query 1's", _rows_far_apart(43)),
-        Case("scores all far below 0 (about −1000): a row that is not masked", _scores_far_below_zero()),
+        Case("scores all far below 0 (about −1000): a row that is not masked",
+             (*scores_far_below_zero(), np.array([[1.0, 0.5]]), None)),
         Case("d_k = 16 (the scale 1/4 matters)", (*draw(38, (3, 16), (4, 16), (4, 3), (3, 3)), None)),
         Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(44, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3), (2, 3, 4, 3)),

@@ -140,8 +140,8 @@ def fresh_attention_inputs(rng, *, d_out: bool = False) -> tuple:
 GLOBAL_MAX = (msg("each row needs its own max: with the max of the whole array, a row far below it underflows to "
               "0/0 (or to weights 0)"))
 NEGATIVE_ROW = msg("a softmax over scores that are all far below 0 (about −1000) underflows unless they are shifted "
-                   "by their own max: every exp is 0, and 0/0 is nan (or the weights come back 0, as if every key "
-                   "were masked). Subtract each row's max whatever its sign, so that its largest exp is exactly 1")
+                   "by their own max: every exp is 0, and 0/0 is nan (or the weights come back 0, as a fully masked "
+                   "row's would). Subtract each row's max whatever its sign, so that its largest exp is exactly 1")
 OVERFLOW = msg("overflow: exp of a huge score is inf, and inf/inf is nan. Did you subtract the row max before exp?")
 EMPTY_ROW_NAN = msg("a fully masked row came back as nan: its max is −∞, and −∞ − (−∞) is nan, as is 0/0 (a finite "
                     "float64 floor such as −1e300 does not help in float32, where it is −∞ too); a row with nothing "
@@ -153,3 +153,19 @@ MASK_AFTER = msg("masking after the softmax is not the same: a blocked key with 
                  "(−∞) before the softmax")
 SCALE_FROM_SHAPE_1 = msg("d_k is the last axis of q: with batch and head axes, q.shape[1] is the number of heads (or "
                          "of queries), not the width of a key")
+
+
+def wrapped_positions_hint(last: int):
+    """What a position held in int8, uint8 or int16 does past 127, 255 or 32767: it wraps around (``np.int8(127) + 1``
+    is −128), or cannot be stored (an OverflowError)."""
+    return msg("positions up to {last} must not wrap around: int8 holds whole numbers up to 127 (so 127 + 1 becomes "
+               "−128), uint8 up to 255 and int16 up to 32767, so keep positions in NumPy's default integer type",
+               last=int(last))
+
+
+def scores_far_below_zero():
+    """``(q, k, v)``: one query whose scores with both keys are about −1000 (q·k/√d_k = −1000 and −1001, d_k = 4, so
+    the scale 1/2 is exact): weights 0.73 and 0.27, which a softmax not shifted by its row's max underflows to 0."""
+    q = np.array([[2.0, 0.0, 0.0, 0.0]])
+    k = np.array([[-1000.0, 0.0, 0.0, 0.0], [-1001.0, 0.0, 0.0, 0.0]])
+    return q, k, np.array([[1.0, -1.0], [2.0, 0.5]])

@@ -11,8 +11,7 @@ import numpy as np
 
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...softmax import naive_softmax, softmax
-from ..i18n import msg
-from .cases import FRESH, GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_seed
+from .cases import FRESH, GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_seed, wrapped_positions_hint
 
 __all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
 
@@ -157,22 +156,20 @@ def _visible_wrong(positions, n_entries, rate, *, shift=0, start=False):
 
 
 def _positions_wrapped(case, e, g):
-    """Right for every position below 127, wrong for a larger one: positions (or p + 1) held in a small integer type
-    (int8, uint8, int16) wrap around. Tried first: a wrapped answer can equal a mistake model's by chance (all False,
-    as if from 0)."""
-    positions, expected, got = np.asarray(case.args[0]), np.asarray(e[0]), np.asarray(g[0])
-    if got.shape != expected.shape or positions.max() < 127:
+    """Right wherever p + 1 (and maybe (w + 1)·m) fits a small integer type (127, 255, 32767), wrong only where it does
+    not: positions (or entry bounds) held in int8, uint8 or int16 wrap around. Tried first: a wrapped answer can equal a
+    mistake model's by chance (all False, as if from 0). Without a right entry that fits there is no evidence."""
+    (positions, n_entries, rate), expected, got = case.args, np.asarray(e[0]), np.asarray(g[0])
+    if got.shape != expected.shape:
         return None
-    wrong = np.any(got != expected, axis=-1)  # (T,): the rows that differ
-    return _wrapped_hint(positions) if wrong.any() and not wrong[positions < 127].any() else None
-
-
-def _wrapped_hint(positions):
-    """What a position held in int8, uint8 or int16 does past 127, 255 or 32767 (wraps around, or cannot be
-    stored)."""
-    return msg("positions up to {last} must not wrap around: int8 holds whole numbers up to 127 (so 127 + 1 becomes "
-               "−128), uint8 up to 255 and int16 up to 32767, so keep positions in NumPy's default integer type",
-               last=int(positions.max()))
+    wrong = got != expected  # (T, E)
+    bounds = (np.arange(n_entries) + 1) * rate  # (E,): the last token of each window, plus one
+    for limit in (127, 255, 32767):  # the positions alone in the small type, or the bounds too
+        rows = np.asarray(positions)[:, None] + 1 <= limit  # (T, 1)
+        for fits in (np.broadcast_to(rows, wrong.shape), rows & (bounds[None, :] <= limit)):  # (T, E)
+            if fits.any() and wrong.any() and not wrong[fits].any():
+                return wrapped_positions_hint(np.max(positions))
+    return None
 
 
 VISIBLE_ENTRIES = Exercise(
@@ -195,7 +192,8 @@ VISIBLE_ENTRIES = Exercise(
          lambda *a: _visible_reference(*a).T),
     ],
     symptoms=[_positions_wrapped],
-    error_hint=lambda case, err: _wrapped_hint(np.asarray(case.args[0])) if isinstance(err, OverflowError) else None,
+    error_hint=lambda case, err: (wrapped_positions_hint(np.max(case.args[0])) if isinstance(err, OverflowError)
+                                  else None),
     title="which compressed entries a query may see",
     task="""Write `my_visible_entries(positions, n_entries, rate)`: a boolean `(T, E)` array, `True` where
 the query at `positions[t]` may read entry `w`. Entry $w$ pools the window of tokens $w m, \\dots, wm + m - 1$

@@ -69,7 +69,7 @@ def _decode_cases():
         _decode_case("the first token: an empty cache, S = 0", 33, 1, 2, 0, 4, 4),
         _decode_case("large scores (entries about 30)", 34, 1, 1, 3, 4, 2, scale=30.0),
         Case("heads of very different sizes: head 0's scores about 1000 above head 1's", _far_apart(35, 1, 2)),
-        Case("batch entries of very different sizes: entry 0's scores about 1000 above entry 1's",
+        Case("sequences of a batch far apart: sequence 0's scores about 1000 above sequence 1's",
              _far_apart(36, 2, 1)),
         Case("scores all far below 0 (about −1000)", _scores_far_below_zero()),
         _fresh_decode(fresh_seed()),

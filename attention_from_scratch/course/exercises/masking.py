@@ -10,7 +10,7 @@ import numpy as np
 
 from ...masking import causal_mask
 from ..i18n import msg
-from .cases import Case, Exercise, fresh_case, fresh_dims
+from .cases import Case, Exercise, fresh_case, fresh_dims, wrapped_positions_hint
 
 __all__ = ["CAUSAL_MASK"]
 
@@ -43,10 +43,7 @@ def _before_every_key(case, e, g):
 
 def _positions_wrapped(case, e, g):
     """A long cache wrong where the small cases were right: positions held in a small integer type wrap around."""
-    if max(case.args) > 127:
-        return msg("positions up to S − 1 = {last} must not wrap around: int8 holds whole numbers up to 127 and uint8 "
-                   "up to 255, so keep positions in NumPy's default integer type", last=case.args[1] - 1)
-    return None
+    return wrapped_positions_hint(case.args[1] - 1) if max(case.args) > 127 else None
 
 
 CAUSAL_MASK = Exercise(

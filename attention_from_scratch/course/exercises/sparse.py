@@ -35,8 +35,8 @@ def _index_cases():
         _index_case("float32, (2, 4, 5, 5), d_I = 6", 63, 2, 4, 5, 5, d=6, dtype=np.float32),
         _index_case("one head, one token: (1, 1, 1, 1)", 64, 1, 1, 1, 1),
         _index_case("a long cache: T = 2 new tokens after 298 cached ones, (1, 2, 2, 300)", 65, 1, 2, 2, 300),
-        _index_case("large queries (entries about 30): dot products up to about 50, (1, 2, 3, 5)", 66, 1, 2, 3, 5,
-                    q_scale=30.0),
+        _index_case("queries 30 times larger: scaled dot products q·k/√d up to 49, (1, 2, 3, 5)",
+                    66, 1, 2, 3, 5, q_scale=30.0),
         _fresh_index(fresh_seed()),
     ]
 
