@@ -221,7 +221,8 @@ attend to **no** key gets weights 0 and output 0, never `nan`: that is this pack
 int is a NumPy float64 and turns float32 scores into float64 (the cells above use it on float64 inputs
 only), while `d_k ** 0.5` is a Python float and does not. The checker tries T ≠ S, batch and head
 dimensions, float32, a causal mask, a padding mask, a blocked key scoring about 1000 above the others, a
-fully masked row, large scores, rows far apart and a single token; it checks shapes, dtypes, values (to a
+fully masked row, large scores, rows far apart, a row of scores all far below zero (about −1000), a
+`(B, 1, T, S)` mask with a pattern per sequence and a single token; it checks shapes, dtypes, values (to a
 relative tolerance) and that your function leaves `q`, `k`, `v` and `mask` unchanged.""",
     stub='''def my_attention(q, k, v, mask=None):
     """(out, weights) = (softmax(q kᵀ / √d_k) v, softmax(q kᵀ / √d_k)); mask: True = may attend."""

@@ -302,7 +302,8 @@ dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = scale · 
 gets no gradient, and a fully masked row contributes nothing (no `nan`). Return the inputs' dtype and leave
 the inputs unchanged. The checker tries T ≠ S, d_v ≠ d_k, batch and head dimensions, float32, a causal mask,
 a padding mask, a blocked key and an allowed key scoring about 1000 above the others, a square padding
-mask (T = S, not causal), a fully masked row, d_k = 16 and one token.""",
+mask (T = S, not causal), a fully masked row, rows far apart, a row of scores all far below zero (about
+−1000), d_k = 16, one token and a `(B, 1, T, S)` mask with a pattern per sequence.""",
     stub='''def my_attention_backward(q, k, v, d_out, mask=None):
     """(dq, dk, dv) of out = softmax(q kᵀ / √d_k) v, given d_out = dL/d out; mask: True = may attend."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -226,8 +226,9 @@ CROSS_ENTROPY_GRAD = Exercise(
 cross-entropy $L = -\\frac1N\\sum \\log \\mathrm{softmax}(z)[y]$ with respect to `logits` `(..., V)`, where `targets`
 `(...)` holds each position's next-token id and N is the number of positions (every target counts). Return
 `logits`' shape and dtype; subtract each row's max before `exp`. The checker tries one position, an `(N, V)`
-matrix, `(B, T, V)` logits (N = B·T), float32, logits about 1000, a target that already has probability near 1
-and every target the same, against the capstone's `cross_entropy_backward`.""",
+matrix, `(B, T, V)` logits (N = B·T), float32, logits about 1000, a target that already has probability near 1,
+every target the same, logits all far below zero (about −1000) and a target whose logit is far below its row's
+max ([−1000, 0, 1000]), against the capstone's `cross_entropy_backward`.""",
     stub='''def my_cross_entropy_grad(logits, targets):
     """dL/dlogits of the mean softmax cross-entropy: (softmax(logits) - onehot(targets)) / N."""
     raise NotImplementedError  # delete this line and write your code''',

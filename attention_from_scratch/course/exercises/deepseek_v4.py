@@ -112,8 +112,9 @@ $\\text{entry} = \\sum_{j<m} \\operatorname{softmax}_j(Z_j + B_j) \\odot C_j$, w
 **per channel**. Shapes: `kv` (the values $C$) and `gate` ($Z$) `(..., m, d)` -- any leading axes are windows
 computed independently -- and `bias` ($B$) `(m, d)`; return `(..., d)`, in the inputs' dtype. The checker tries
 one window, leading axes, float32, CSA's first entry (the slots of the missing window $-1$ gated $-\\infty$:
-weight 0), large gates, channels whose gates are 1000 apart, and a single slot; it checks shape, dtype and
-value, and that your function leaves its inputs unchanged.""",
+weight 0), large gates, channels whose gates are 1000 apart, gates all far below zero (about −1000), a single
+slot and a square window ($m = d$); it checks shape, dtype and value, and that your function leaves its inputs
+unchanged.""",
     stub='''def my_compress_window(kv, gate, bias):
     """Σ_slots softmax over the slots (axis -2) of (gate + bias), times kv: (..., m, d) -> (..., d)."""
     raise NotImplementedError  # delete this line and write your code''',
@@ -200,8 +201,9 @@ the query at `positions[t]` may read entry `w`. Entry $w$ pools the window of to
 ($m$ = `rate`), so it is visible exactly when that whole window is at or before the query:
 $(w+1)\\,m \\le p + 1$. `positions` is an integer array `(T,)` (a prompt, a chunk or one decoding step, not
 necessarily starting at 0). The checker tries a prompt, a decoding step, a chunk, $m = 1$, more entries than
-complete windows and HCA's $m' = 128$ at long positions; it checks the shape, the dtype (`bool`) and every
-entry, and that `positions` is left unchanged.""",
+complete windows, HCA's $m' = 128$ at long positions, two requests packed in one batch (positions not in order)
+and positions past 32767; it checks the shape, the dtype (`bool`) and every entry, and that `positions` is left
+unchanged.""",
     stub='''def my_visible_entries(positions, n_entries, rate):
     """Boolean (T, E): entry w visible to the query at positions[t] iff (w + 1) * rate <= positions[t] + 1."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -165,10 +165,11 @@ KV_DECODE_STEP = Exercise(
 its key and value to the cache, then let its query attend (scaled dot-product, no mask) over **all** cached tokens.
 Shapes: `q`, `k_new` `(B, H, 1, d_k)`, `v_new` `(B, H, 1, d_v)`, `k_cache` `(B, H, S, d_k)`, `v_cache`
 `(B, H, S, d_v)`. Return `(out, k_cache, v_cache)`, `out` `(B, H, 1, d_v)` and the caches grown to $S+1$
-tokens, the new token last. The checker also starts from an empty cache ($S = 0$), tries large scores and has
-a float32 case: return the inputs' dtype (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a NumPy float64 and
-turns float32 scores float64). It checks the three results' shapes, dtypes and values, and that your
-function leaves its inputs unchanged (grow new arrays; do not write into the caches you are given).""",
+tokens, the new token last. The checker also starts from an empty cache ($S = 0$), tries large scores, heads
+and sequences of a batch far apart and scores all far below zero (about −1000), and has a float32 case:
+return the inputs' dtype (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a NumPy float64 and turns float32 scores
+float64). It checks the three results' shapes, dtypes and values, and that your function leaves its inputs
+unchanged (grow new arrays; do not write into the caches you are given).""",
     stub='''def my_decode_step(q, k_new, v_new, k_cache, v_cache):
     """Append the new key/value to the cache, attend over it; return (out, k_cache, v_cache)."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -200,8 +200,8 @@ MHA_BACKWARD = Exercise(
 W_O, the merge (its backward is a split), attention (you may call `afs.attention_backward` for this step, or
 your own from the exercise above), the split (its backward is a merge) and the three projections; every
 gradient has its input's shape and dtype. The checker tries one head, two and four heads, causal and not,
-float32, one token and larger weights, against section 6's backward pass (itself checked against finite
-differences of `MultiHeadAttention`).""",
+float32, one token, larger weights and H·d_k ≠ d_model, against section 6's backward pass (itself checked
+against finite differences of `MultiHeadAttention`).""",
     stub='''def my_mha_backward(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
     """(dx, dw_q, dw_k, dw_v, dw_o) of a multi-head attention layer (no biases), given d_out = dL/dy."""
     raise NotImplementedError  # delete this line and write your code''',

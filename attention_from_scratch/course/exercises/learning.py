@@ -133,7 +133,8 @@ and returns one number) at the float64 array `x`, by central differences, **one 
 `index` of the result is $(f(x + \\varepsilon e) - f(x - \\varepsilon e))/(2\\varepsilon)$, where $e$ is 1 at `index`
 and 0 elsewhere. Return an array of `x`'s shape and dtype, and leave `x` unchanged (perturb a copy). The
 checker tries one parameter, a vector, a matrix (one entry at a time, not one row), entries that interact, a
-large `eps` (use the one you are given) and a softmax cross-entropy, against the central difference itself.""",
+large `eps` (use the one you are given), a softmax cross-entropy and a 3-D `x`, against the central difference
+itself.""",
     stub='''def my_numerical_gradient(f, x, eps):
     """df/dx by central differences, one entry of x at a time; x is not changed."""
     raise NotImplementedError  # delete this line and write your code''',

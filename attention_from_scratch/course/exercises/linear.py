@@ -241,8 +241,9 @@ $L_{rs} = \\beta_r\\, k_r^\\top k_s\\, e^{\\gamma_r - \\gamma_s}$ for $s < r$ (0
 $(I + L)\\,\\tilde U = \\mathrm{diag}(\\beta) V$ and $(I + L)\\,W = \\mathrm{diag}(\\beta)(K \\odot e^{\\Gamma})$
 (`np.linalg.solve` works on the leading axes), set $U = \\tilde U - W S_0$ and return
 $S_C = e^{\\gamma_C} S_0 + (K \\odot e^{\\gamma_C - \\Gamma})^\\top U$, `(B, H, d_k, d_v)`, in the inputs' dtype.
-The checker tries batch and head axes, a non-square state, float32, g = 0 (plain DeltaNet), C = 1 and a strong
-decay, against the package's `gated_delta_rule` (token by token, it is the same state).""",
+The checker tries batch and head axes, a non-square state, float32, g = 0 (plain DeltaNet), C = 1, a strong
+decay (g ≈ −3 per token) and a very strong one (g ≈ −200), against the package's `gated_delta_rule` (token
+by token, it is the same state).""",
     stub='''def my_chunk_state(state, k, v, beta, g):
     """The state after the chunk: solve (I + L) [Ũ, W] = diag(β) [V, K ⊙ e^Γ], then hand S₀ on."""
     raise NotImplementedError  # delete this line and write your code''',
