@@ -18,6 +18,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from .checks import check_threads
+
 __all__ = ["blas_thread_limit", "blas_threads", "limit_worker_process", "limit_worker_thread", "one_blas_thread"]
 
 _lock = threading.Lock()
@@ -156,7 +158,9 @@ def blas_thread_limit(threads: int | None):
     from this module's control thread, like :func:`one_blas_thread`'s, which would otherwise be ignored
     inside (threadpoolctl lets only one thread set OpenBLAS's count); an OpenMP BLAS's in the calling thread.
     A process-wide count cannot change while a :func:`one_blas_thread` holds it (in any thread): that is
-    a RuntimeError, not a silent override of the hold."""
+    a RuntimeError, not a silent override of the hold. ``threads`` is checked here (:func:`check_threads`), for
+    every caller."""
+    threads = check_threads(threads)
     per_thread, shared = _blas_by_scope()
     with contextlib.ExitStack() as stack:
         if threads is not None and per_thread is not None:

@@ -26,8 +26,8 @@ from ..infra.files import read_json, write_text_atomically
 from ..model.transformer import Transformer, TransformerConfig
 from .tokenizers import tokenizer_from_dict
 
-__all__ = ["FORMAT", "checkpoint_paths", "load_checkpoint", "read_checkpoint", "save_checkpoint", "stored_arrays",
-           "write_json"]
+__all__ = ["FORMAT", "checkpoint_paths", "load_checkpoint", "read_checkpoint", "restore_run", "save_checkpoint",
+           "save_run", "stored_arrays", "write_json"]
 
 FORMAT = 1
 
@@ -123,3 +123,42 @@ def stored_arrays(arrays: dict, shapes: dict, npz) -> dict:
             seen = arrays[name].shape if name in arrays else "missing"
             raise ValueError(f"{npz}: array {name!r} should be {tuple(shape)}, got {seen}")
     return {name: arrays[name] for name in shapes}
+
+
+# -- a training run's resumable checkpoint (last.npz, last.json): what train_on_text saves and resumes from -----------
+def save_run(path, model, optimizer, rng, tokenizer, state: dict, averaged=None) -> Path:
+    """A run's checkpoint: the parameters, Adam's moments (``adam_m/``, ``adam_v/``) and step, the averaged model's
+    parameters (``ema/``, if any), the random state and the run's ``state`` (its step, history, best loss)."""
+    moments = {f"adam_m/{k}": v for k, v in optimizer.m.items()} | {f"adam_v/{k}": v for k, v in optimizer.v.items()}
+    if averaged is not None:
+        moments |= {f"ema/{k}": v for k, v in averaged.params.items()}
+    return save_checkpoint(path, model, tokenizer, {"state": state, "adam_t": optimizer.t,
+                                                     "rng": rng.bit_generator.state}, arrays=moments)
+
+
+def restore_run(path, model, optimizer, rng, averaged=None) -> dict:
+    """What :func:`save_run` wrote, put back into ``model``, ``optimizer``, ``rng`` and ``averaged``: the run's
+    ``state``. Every field and array is checked first (a damaged file is a ``ValueError`` naming it), and the random
+    state is set before any array, so a refused file changes nothing."""
+    npz, js = checkpoint_paths(path)
+    if not js.exists():
+        raise FileNotFoundError(f"nothing to resume: no {js} (start a run without resume first)")
+    info, arrays = read_checkpoint(path)  # its JSON's fields checked
+    meta = check_fields(info["meta"], f"{js}: meta", {"adam_t": int, "rng": dict, "state": dict})
+    fields = {"step": int, "best_loss": float | int, "best_step": int, "seconds": float | int, "history": dict}
+    check_fields(meta["state"], f"{js}: meta's state", fields | {"window": list}, optional=["window"])
+    if info["config"] != dataclasses.asdict(model.config):
+        raise ValueError(f"{js} was trained with {info['config']}, not {dataclasses.asdict(model.config)}: "
+                         "resume with the same model options")
+    kinds = ("", "adam_m/", "adam_v/") + (("ema/",) if averaged is not None else ())
+    stored = stored_arrays(arrays, {k + name: p.shape for k in kinds for name, p in model.params.items()}, npz)
+    try:  # checked by the generator itself
+        rng.bit_generator.state = meta["rng"]
+    except (TypeError, ValueError, KeyError) as e:
+        raise ValueError(f"{js}: meta's rng is not a {type(rng.bit_generator).__name__} state ({e!r})") from None
+    for name in model.params:
+        model.params[name], optimizer.m[name], optimizer.v[name] = (stored[k + name] for k in kinds[:3])
+        if averaged is not None:
+            averaged.params[name] = stored[f"ema/{name}"]
+    optimizer.t = meta["adam_t"]
+    return meta["state"]

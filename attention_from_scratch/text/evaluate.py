@@ -26,7 +26,7 @@ import numpy as np
 
 from ..infra.backend import to_numpy
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_positive_int, check_threads, check_token_ids
+from ..infra.checks import check_positive_int, check_token_ids
 from ..softmax import log_softmax
 
 __all__ = ["THREADS", "HeldOut", "bits", "held_out_stream", "model_log_probs"]
@@ -74,7 +74,7 @@ def model_log_probs(model, ids, *, context: int | None = None, batch_size: int =
     (:data:`THREADS`; None leaves BLAS as it is).
     """
     ids, batch_size = check_token_ids(ids, "ids"), check_positive_int(batch_size, "batch_size")
-    threads, n, max_len = check_threads(threads), len(ids), model.config.max_len
+    n, max_len = len(ids), model.config.max_len
     context = max_len if context is None else min(check_positive_int(context, "context"), max_len)
     if n < 2 or context < 2:
         raise ValueError(f"need at least 2 ids and context >= 2, got {n} ids and context={context}")

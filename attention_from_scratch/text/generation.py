@@ -22,7 +22,7 @@ import numpy as np
 
 from ..infra.backend import to_numpy
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_flag, check_positive_int, check_threads, check_token_ids
+from ..infra.checks import check_flag, check_positive_int, check_token_ids
 from .checkpoints import load_checkpoint
 from .decoding import Decoder
 from .evaluate import THREADS, held_out_stream, model_log_probs
@@ -39,7 +39,6 @@ def generate_ids(model, ids, n_new: int, *, seed: int = 0, cache: bool = True, t
     ``seed``: an int >= 0; ``cache``: a bool; ``threads``: BLAS threads (``evaluate.THREADS``; None: as it is)."""
     ids, n_new = check_token_ids(ids, "ids").tolist(), check_positive_int(n_new, "n_new", minimum=0)
     seed, cache = check_positive_int(seed, "seed", minimum=0), check_flag(cache, "cache")
-    threads = check_threads(threads)
     if not ids:
         raise ValueError("ids must hold at least one token (e.g. the separator's)")
     rng, max_len, new = np.random.default_rng(seed), model.config.max_len, []

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..infra.backend import to_numpy
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_threads, check_token_ids
+from ..infra.checks import check_token_ids
 from .decoding import Decoder
 from .evaluate import THREADS
 from .tokenizers import utf8
@@ -54,7 +54,7 @@ class HeadScores:
 
 def attention_maps(model, ids, *, threads: int | None = THREADS) -> np.ndarray:
     """The attention weights of every layer and head on one token sequence: ``(n_layers, H, T, T)``."""
-    ids, threads = check_token_ids(ids, "ids").tolist()[: model.config.max_len], check_threads(threads)  # not int(65.7)
+    ids = check_token_ids(ids, "ids").tolist()[: model.config.max_len]  # int(65.7) would have read 65
     weights = []
     with blas_thread_limit(threads):
         Decoder(model).step(np.asarray([ids]), weights=weights)

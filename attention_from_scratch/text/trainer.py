@@ -49,11 +49,11 @@ from pathlib import Path
 import numpy as np
 
 from ..infra.blas import blas_thread_limit
-from ..infra.checks import check_fields, check_positive_int, check_real
+from ..infra.checks import check_positive_int, check_real
 from ..model.data_parallel import BatchParts
 from ..model.training import Adam
 from ..model.transformer import Transformer, TransformerConfig
-from .checkpoints import checkpoint_paths, load_checkpoint, read_checkpoint, save_checkpoint, stored_arrays
+from .checkpoints import checkpoint_paths, load_checkpoint, restore_run, save_checkpoint, save_run
 from .evaluate import HeldOut, model_log_probs
 from .progress import Progress
 
@@ -162,7 +162,7 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
              "history": {"step": [], "train": [], "held_out": [], "seconds": []}}
     last = out / "last"
     if resume:
-        state = _restore(last, model, optimizer, rng, averaged)
+        state = restore_run(last, model, optimizer, rng, averaged)
     elif checkpoint_paths(last)[1].exists():
         raise FileExistsError(f"{out} already holds a run (last.json): resume it, or choose another output folder")
     out.mkdir(parents=True, exist_ok=True)
@@ -270,34 +270,5 @@ def _stop_reason(state, o) -> str:
 
 
 def _save_last(last, model, optimizer, rng, tokenizer, state, progress, averaged):
-    state["seconds"] = progress.seconds
-    moments = {f"adam_m/{k}": v for k, v in optimizer.m.items()} | {f"adam_v/{k}": v for k, v in optimizer.v.items()}
-    if averaged is not None:
-        moments |= {f"ema/{k}": v for k, v in averaged.params.items()}
-    save_checkpoint(last, model, tokenizer, {"state": state, "adam_t": optimizer.t, "rng": rng.bit_generator.state},
-                    arrays=moments)
-
-
-def _restore(last, model, optimizer, rng, averaged):
-    npz, js = checkpoint_paths(last)
-    if not js.exists():
-        raise FileNotFoundError(f"nothing to resume: no {js} (start a run without resume first)")
-    info, arrays = read_checkpoint(last)  # its JSON's fields checked
-    meta = check_fields(info["meta"], f"{js}: meta", {"adam_t": int, "rng": dict, "state": dict})
-    fields = {"step": int, "best_loss": float | int, "best_step": int, "seconds": float | int, "history": dict}
-    check_fields(meta["state"], f"{js}: meta's state", fields | {"window": list}, optional=["window"])
-    if info["config"] != dataclasses.asdict(model.config):
-        raise ValueError(f"{js} was trained with {info['config']}, not {dataclasses.asdict(model.config)}: "
-                         "resume with the same model options")
-    kinds = ("", "adam_m/", "adam_v/") + (("ema/",) if averaged is not None else ())  # all checked before any is set
-    stored = stored_arrays(arrays, {k + name: p.shape for k in kinds for name, p in model.params.items()}, npz)
-    try:  # the random state first, checked by the generator itself: nothing is set if it is refused
-        rng.bit_generator.state = meta["rng"]
-    except (TypeError, ValueError, KeyError) as e:
-        raise ValueError(f"{js}: meta's rng is not a {type(rng.bit_generator).__name__} state ({e!r})") from None
-    for name in model.params:
-        model.params[name], optimizer.m[name], optimizer.v[name] = (stored[k + name] for k in kinds[:3])
-        if averaged is not None:
-            averaged.params[name] = stored[f"ema/{name}"]
-    optimizer.t = meta["adam_t"]
-    return meta["state"]
+    state["seconds"] = progress.seconds  # the time so far, which a resumed run's progress continues from
+    save_run(last, model, optimizer, rng, tokenizer, state, averaged)

@@ -65,9 +65,8 @@ def _changed(before, after, name: str, part_names=()):
         if type(after) is not type(before) or len(after) != len(before):
             return name
         for i, (b, a) in enumerate(zip(before, after, strict=True)):
-            sub = part_names[i] if i < len(part_names) else f"{name}[{i}]"
-            if _changed(b, a, sub) is not None:
-                return msg("`{name}` (its `{sub}`)", name=name, sub=sub)
+            if _changed(b, a, _part_name(name, part_names, i)) is not None:
+                return _in_part(name, part_names, i)
         return None
     if isinstance(before, np.ndarray):
         same = (isinstance(after, np.ndarray) and after.shape == before.shape and after.dtype == before.dtype
@@ -76,11 +75,20 @@ def _changed(before, after, name: str, part_names=()):
     return None
 
 
+def _part_name(name: str, part_names, i: int) -> str:
+    """Part i of the tuple argument ``name``: its name in the task (``l_a``), else ``name[i]``."""
+    return part_names[i] if i < len(part_names) else f"{name}[{i}]"
+
+
+def _in_part(name: str, part_names, i: int):
+    """How a report names part i of a tuple argument: `a` (its `l_a`)."""
+    return msg("`{name}` (its `{sub}`)", name=name, sub=_part_name(name, part_names, i))
+
+
 def _named_arrays(value, name: str, part_names=()):
     """The arrays in an argument, each with its name: `q`, or `a` (its `l_a`) for a part of a tuple."""
     if isinstance(value, (tuple, list)):
-        return [(a, msg("`{name}` (its `{sub}`)", name=name, sub=part_names[i] if i < len(part_names) else
-                        f"{name}[{i}]")) for i, a in enumerate(value) if isinstance(a, np.ndarray)]
+        return [(a, _in_part(name, part_names, i)) for i, a in enumerate(value) if isinstance(a, np.ndarray)]
     return [(value, f"`{name}`")] if isinstance(value, np.ndarray) else []
 
 
