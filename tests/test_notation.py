@@ -16,7 +16,7 @@ import pytest
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what the page resolved)
     (None, r"\\mathrm\{LSE\}", "the log-sum-exp is written lse everywhere"),
-    (None, r"\\ell_a\b", "ℓ is always the running sum, never a log"),
+    (None, r"\\ell_(?!i\b)", "ℓ is always the running sum (ℓ_i a row's), never a log nor a logit"),
     ("11_transformer_block", r"\\gamma", "a norm's gain and shift are g and b"),
     ("19_windows_and_sinks", r"\\sigma", "the sink's share of a row is p^sink_i; σ alone is a standard deviation"),
     ("22_deepseek_v4", r"P_\{hj\}|\b[qo]_h\b", "DeepSeek's h_t is a hidden state; V4's heads are numbered i"),
