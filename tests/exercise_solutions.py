@@ -104,9 +104,9 @@ def my_decode_step(q, k_new, v_new, k_cache, v_cache):
 
 
 def my_rope(x, positions):
-    """Rotate consecutive pairs (x_2i, x_2i+1) of x (..., T, d) by the angle positions[t]·θ_i, θ_i = 10000^(−2i/d)."""
+    """Rotate consecutive pairs (x_2r, x_2r+1) of x (..., T, d) by the angle positions[t]·θ_r, θ_r = 10000^(−2r/d)."""
     d = x.shape[-1]
-    theta = 10000.0 ** (-2.0 * np.arange(d // 2) / d)  # (d/2,): pair i's frequency
+    theta = 10000.0 ** (-2.0 * np.arange(d // 2) / d)  # (d/2,): pair r's frequency
     angles = positions[:, None] * theta[None, :]  # (T, 1) * (1, d/2) -> (T, d/2)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # keep float32 float32
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., T, d/2): first and second of each pair

@@ -95,7 +95,7 @@ def read_as_halves(x, positions):
     d = x.shape[-1]
     angles = positions[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
-    a, b = x[..., : d // 2], x[..., d // 2:]  # pair i = (x_i, x_{i + d/2})
+    a, b = x[..., : d // 2], x[..., d // 2:]  # pair r = (x_r, x_{r + d/2})
     out = np.empty_like(x)
     out[..., 0::2] = a * cos - b * sin
     out[..., 1::2] = a * sin + b * cos
@@ -161,14 +161,14 @@ BATTERIES = {
             (float16_positions, "float16 holds whole numbers exactly only up to 2048"),
             (rotates_in_place, "changed its input `x` in place"),
             (sorted_positions, "positions need not be consecutive or sorted"),
-            (angles_in_the_input_dtype, "build the angles m·θ_i in float64"),
-            (angles_cast_before_cos, "build the angles m·θ_i in float64"),
+            (angles_in_the_input_dtype, "build the angles m·θ_r in float64"),
+            (angles_cast_before_cos, "build the angles m·θ_r in float64"),
             (written_as_halves, "the result must keep the consecutive-pair layout"),
-            (read_as_halves, "pair i is the consecutive features"),
+            (read_as_halves, "pair r is the consecutive features"),
             (as_nested_lists, "expected a NumPy array, got a value of type list"),
             (integer_exponent, "integer division (//) rounds"),
             (positive_exponent, "a negative exponent"),
-            (frequencies_tiled, "both features of pair i"),
+            (frequencies_tiled, "both features of pair r"),
         ],
         "right": [complex_numbers, rotation_matrices],
     },

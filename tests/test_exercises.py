@@ -101,7 +101,7 @@ CLASSES = {
     "an additive mask that turns float32 into float64": ("an additive mask", ["attention", "attention_backward"]),
     "d_k read from q.shape[1]": ("q.shape[1] is the number of heads", ["attention", "kv_decode_step",
                                                                         "attention_backward"]),
-    "angles in float32": ("build the angles m·θ_i in float64", ["rope"]),
+    "angles in float32": ("build the angles m·θ_r in float64", ["rope"]),
     "shifted by one split's maximum": ("the larger", ["online_softmax_merge", "merge_partials"]),
 }
 

@@ -20,6 +20,8 @@ RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what
     ("11_transformer_block", r"\\gamma", "a norm's gain and shift are g and b"),
     ("19_windows_and_sinks", r"\\sigma", "the sink's share of a row is p^sink_i; σ alone is a standard deviation"),
     ("22_deepseek_v4", r"P_\{hj\}|\b[qo]_h\b", "DeepSeek's h_t is a hidden state; V4's heads are numbered i"),
+    ("16_rope", r"\\theta_i\b|_\{2i\b|\[m, 2i\b|\b[Pp]air \$i\$|第 \$i\$ 对",
+     "RoPE's pair index is r (θ_r, x_2r): i is a query's index, upright i the imaginary unit"),
 ]
 
 

@@ -128,7 +128,7 @@ ANSWERS = {
                         "divide the bytes available by the bytes one token takes in the MLA cache, all layers.",
                         rtol=1e-4),
     "16.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
-                        "a pair comes back to its start after a full turn, 2π radians, at θ_i radians per token."),
+                        "a pair comes back to its start after a full turn, 2π radians, at θ_r radians per token."),
     "16.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
                         "both runs have the same offsets.", atol=1e-9, magnitude=True),
     "16.3": ShortAnswer(_decoupled_score_change, "compute the decoupled scores with the keys at the shuffled positions "

@@ -40,7 +40,7 @@ def _rope_cases():
     ]
 
 
-_WRAPPED = (msg("positions are not wrapped around: the angle of token t is positions[t]·θ_i for any position, "
+_WRAPPED = (msg("positions are not wrapped around: the angle of token t is positions[t]·θ_r for any position, "
             "4096 and beyond too"))
 
 
@@ -58,12 +58,12 @@ def _tiled_frequencies(x, positions):
     theta = np.tile(rope_frequencies(x.shape[-1]), 2)  # (d,): θ_0 … θ_(d/2−1), twice
     angles = np.asarray(positions, dtype=np.float64)[:, None] * theta  # (T, d)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
-    turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)  # (−x_2i+1, x_2i) per pair
+    turned = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)  # (−x_2r+1, x_2r) per pair
     return x * cos + turned * sin
 
 
 def _angles_in_float32(case, e, g):
-    """A float32 answer off by about what float32 angles (m·θ_i rounded to 24 bits) cost at large positions."""
+    """A float32 answer off by about what float32 angles (m·θ_r rounded to 24 bits) cost at large positions."""
     x, positions = case.args
     if case.dtype != np.float32 or np.max(positions) < 4096:
         return None
@@ -73,7 +73,7 @@ def _angles_in_float32(case, e, g):
     rotated = np.stack([x_even * cos - x_odd * sin, x_even * sin + x_odd * cos], axis=-1).reshape(x.shape)
     err_32, err_g = (float(np.max(np.abs(y - np.asarray(e[0], dtype=np.float64)))) for y in (rotated, g[0]))
     if err_32 / 8 <= err_g <= 8 * err_32:
-        return msg("build the angles m·θ_i in float64 (positions and frequencies too), and only cast cos and sin to "
+        return msg("build the angles m·θ_r in float64 (positions and frequencies too), and only cast cos and sin to "
                    "the input's dtype: an angle of 131071 radians held in float32 is off by up to 0.004")
     return None
 
@@ -86,24 +86,24 @@ ROPE = Exercise(
     "rope", "16_rope", ("x", "positions"), ("rotated",), _rope_cases,
     lambda x, positions: apply_rope(x, positions),
     mistakes=[
-        ("pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair i is the consecutive features "
-         "(x_2i, x_2i+1), as in DeepSeek's reference", lambda x, p: rotate_half_rope(x, p)),
-        ("the result must keep the consecutive-pair layout: y_2i and y_2i+1 go back where x_2i and x_2i+1 were, not "
+        ("pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair r is the consecutive features "
+         "(x_2r, x_2r+1), as in DeepSeek's reference", lambda x, p: rotate_half_rope(x, p)),
+        ("the result must keep the consecutive-pair layout: y_2r and y_2r+1 go back where x_2r and x_2r+1 were, not "
          "into a first and a second half", lambda x, p: _halves(x, p, write=True)),
-        ("pair i is the consecutive features (x_2i, x_2i+1), not feature i and feature i + d/2 (the rotate-half "
+        ("pair r is the consecutive features (x_2r, x_2r+1), not feature r and feature r + d/2 (the rotate-half "
          "layout)", lambda x, p: _halves(x, p, read=True)),
-        ("rotated the wrong way: y_2i = x_2i cos − x_2i+1 sin, y_2i+1 = x_2i sin + x_2i+1 cos",
+        ("rotated the wrong way: y_2r = x_2r cos − x_2r+1 sin, y_2r+1 = x_2r sin + x_2r+1 cos",
          lambda x, p: apply_rope(x, -np.asarray(p))),
-        ("frequencies: pair i turns at θ_i = 10000^(−2i/d), for i = 0 … d/2 − 1",
+        ("frequencies: pair r turns at θ_r = 10000^(−2r/d), for r = 0 … d/2 − 1",
          lambda x, p: apply_rope(x, p, freqs=rope_frequencies(x.shape[-1]) ** 0.5)),
-        ("frequencies: θ_i = 10000^(−2i/d) <= 1 (a negative exponent): pair 0 turns fastest, one radian per "
+        ("frequencies: θ_r = 10000^(−2r/d) <= 1 (a negative exponent): pair 0 turns fastest, one radian per "
          "position, and the last pairs slowest",
          lambda x, p: apply_rope(x, p, freqs=1 / rope_frequencies(x.shape[-1]))),
-        ("every pair turns at the same rate: the exponent −2i/d is a fraction, which integer division (//) rounds "
+        ("every pair turns at the same rate: the exponent −2r/d is a fraction, which integer division (//) rounds "
          "to 0", lambda x, p: apply_rope(x, p, freqs=np.ones(x.shape[-1] // 2))),
-        ("both features of pair i (x_2i and x_2i+1) turn at the same θ_i: the d/2 frequencies go over the d "
+        ("both features of pair r (x_2r and x_2r+1) turn at the same θ_r: the d/2 frequencies go over the d "
          "features pair by pair, not as two copies one after the other (the rotate-half layout)", _tiled_frequencies),
-        ("use the positions you are given (they need not start at 0): the angle of token t is positions[t]·θ_i",
+        ("use the positions you are given (they need not start at 0): the angle of token t is positions[t]·θ_r",
          lambda x, p: apply_rope(x, np.arange(x.shape[-2]))),
         ("use each token's own position: positions need not be consecutive or sorted, so positions[0] + t is not "
          "the position of token t", lambda x, p: apply_rope(x, p[0] + np.arange(len(p)))),
@@ -118,13 +118,13 @@ ROPE = Exercise(
     ],
     fallbacks=[_angles_in_float32],
     title="the RoPE rotation",
-    task="""Write `my_rope(x, positions)`: rotate each consecutive pair $(x_{2i}, x_{2i+1})$ of the last axis
-of `x` `(..., T, d)` by the angle $m\\,\\theta_i$, $\\theta_i = 10000^{-2i/d}$, where $m$ = `positions[t]`
+    task="""Write `my_rope(x, positions)`: rotate each consecutive pair $(x_{2r}, x_{2r+1})$ of the last axis
+of `x` `(..., T, d)` by the angle $m\\,\\theta_r$, $\\theta_r = 10000^{-2r/d}$, where $m$ = `positions[t]`
 is the position of token `t` (an integer array of length T: not necessarily sorted or consecutive, and
 possibly larger than 5,000). Build the angles in float64, then return the input's dtype (float32 in, float32
 out), and leave `x` and `positions` unchanged. The checker compares with `apply_rope` on one pair, batch
 and head dimensions, float32, and scattered large positions, checking the shape, dtype and every entry.""",
     stub='''def my_rope(x, positions):
-    """Rotate pairs (x_2i, x_2i+1) of x (..., T, d) by positions[t] * 10000^(-2i/d)."""
+    """Rotate pairs (x_2r, x_2r+1) of x (..., T, d) by positions[t] * 10000^(-2r/d)."""
     raise NotImplementedError  # delete this line and write your code''',
 )

@@ -30,7 +30,7 @@ def rope_dials() -> InteractiveFigure:
     """Rotate q (at m) and k (at n) pair by pair: shifting both positions turns both arrows, q·k stays put."""
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal(ROPE_D), rng.standard_normal(ROPE_D)
-    freqs = rope_frequencies(ROPE_D, theta=ROPE_THETA)  # θ_i = 100^(-2i/d): every pair turns visibly
+    freqs = rope_frequencies(ROPE_D, theta=ROPE_THETA)  # θ_r = 100^(-2r/d): every pair turns visibly
     n_pos = ROPE_SHIFTS + ROPE_DISTANCES - 1
     qs = np.asarray(apply_rope(np.tile(q, (n_pos, 1)), range(n_pos), freqs=freqs))  # (P, d): q at every position
     ks = np.asarray(apply_rope(np.tile(k, (n_pos, 1)), range(n_pos), freqs=freqs))
@@ -61,16 +61,16 @@ def rope_dials() -> InteractiveFigure:
                        *(Text(x, base - 40 * float(v) / c_max + (13 if v < 0 else -4), f"{v:.2f}", 10, "middle")
                          for x, v in zip(bars_x, share, strict=True))],
         }
-        caption = (f"The query sits at position m = {m}, the key at n = {n}: pair i of each is turned by "
-                   f"its position times θ_i.",
-                   f"Their angle in pair i is (m − n)·θ_i, so q·k = {scores[m, n]:.3f} depends on m − n = {delta} "
+        caption = (f"The query sits at position m = {m}, the key at n = {n}: pair r of each is turned by "
+                   f"its position times θ_r.",
+                   f"Their angle in pair r is (m − n)·θ_r, so q·k = {scores[m, n]:.3f} depends on m − n = {delta} "
                    "only: move the shift and both arrows turn together while the score stays put.")
         return Frame(parts, caption)
 
     static = [*(Circle(cx, cy, 52, "none", "#bbb") for cx, cy in centres),
               *(Text(cx, cy - 60, f"pair {i}: θ = {float(freqs[i]):.3g}", 10, "middle") for i, (cx, cy)
                 in enumerate(centres)),
-              *legend(20, 325, [("q, rotated by m·θ_i", BLUE, None), ("k, rotated by n·θ_i", ORANGE, None)]),
+              *legend(20, 325, [("q, rotated by m·θ_r", BLUE, None), ("k, rotated by n·θ_r", ORANGE, None)]),
               *heat_cells(scores, float(scores.min()), float(scores.max()), (hx, hy), cell),
               Text(hx, hy - 10, "q_m·k_n: constant along diagonals", 11, bold=True),
               Text(hx - 4, hy + 75, "m", 11, "end"), Text(hx + 75, hy + 166, "n", 11, "middle"),

@@ -47,7 +47,7 @@ def plot_rope_relative():
     m = np.arange(100)
     for i in (2, 4, 8, 15):
         ax2.plot(m, np.cos(m * freqs[i]), label=f"pair {i}: theta = {freqs[i]:.3g}")
-    ax2.set(xlabel="position m", ylabel="cos(m theta_i)", title="Each pair turns at its own speed")
+    ax2.set(xlabel="position m", ylabel="cos(m theta_r)", title="Each pair turns at its own speed")
     # below the axes: inside, any corner hides the troughs of the fast pairs
     ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     fig.tight_layout()
