@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .answer_values import (
+    _adam_peak_step,
     _afs,
     _best_rank,
+    _block_parameters,
     _cat_eats_fish,
     _decoupled_score_change,
     _dsa_reads_less_from,
@@ -25,6 +27,7 @@ from .answer_values import (
     _library_weights,
     _mha_cache_overflow_token,
     _naive_mla_over_mha,
+    _one_step_rate,
     _outputs_changed_by_wkv_b,
     _plain_wq_parameters,
     _rope_weights_shift,
@@ -32,7 +35,9 @@ from .answer_values import (
     _similarity,
     _solve_orthogonal,
     _strict_agreements,
+    _unseen_row_gradient,
     _variance_sigma2,
+    _word_order_difference,
     _zero_fill_leak,
 )
 
@@ -171,6 +176,20 @@ ANSWERS = {
                         "milliseconds."),
     "25.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
                         "NumPy (rtol 1e-10).", kind="count"),
+    "10.1": ShortAnswer(_one_step_rate, "one step from w moves it by −η L'(w) = −η c (w − w*): choose η so that it "
+                        "lands on w* exactly (c = 2 · mean(s²), section 4's curvature). Give 4 decimals."),
+    "10.2": ShortAnswer(_unseen_row_gradient, "dE = Oᵀ dZ: which entries of that token's column of O are not zero? "
+                        "Give the largest absolute entry of its row of dE.", atol=1e-12, magnitude=True),
+    "10.3": ShortAnswer(_adam_peak_step, "compute (1 − β1^t) / √(1 − β2^t) at β1 = 0.9, β2 = 0.999 for t = 1 … 100 "
+                        "and give the t of the largest (a whole number of steps).", kind="count"),
+    "11.1": ShortAnswer(_block_parameters, "W_Q, W_K, W_V and W_O are d_model × d_model each, W_1 and W_2 are "
+                        "d_model × d_ff and d_ff × d_model, and each of the two RMSNorms has d_model gains: add them "
+                        "up.", kind="count"),
+    "11.2": ShortAnswer(_word_order_difference, "run the layer on both orders and compare the two output rows that "
+                        "belong to \"man\" (first in one order, last in the other): give the largest absolute "
+                        "difference.", atol=1e-9, magnitude=True),
+    "11.3": ShortAnswer(lambda: float(_afs().rms_norm(np.array([3.0, -4.0]), np.ones(2), eps=0.0)[0]),
+                        "rms(x) = √(mean(x²)): the mean of the squares (not their sum), then x divided by it."),
     "12.1": ShortAnswer(lambda: int(np.linalg.matrix_rank(_softmax_jacobian([1.0, 2.0, 3.0]))),
                         "build J = diag(y) − y yᵀ for y = softmax([1, 2, 3]) and count its independent columns "
                         "(np.linalg.matrix_rank); one direction is sent to 0.", kind="count"),

@@ -240,3 +240,53 @@ def _kv():
     return kv_cache
 
 
+
+
+def _one_step_rate():
+    """Notebook 10, section 4: the learning rate whose one step from w = 0 lands on the minimum w* of
+    ``L(w) = mean((w s - y)²)``; L is a parabola, so the same rate does so from any start."""
+    from .learning_demos import REGRESSION
+
+    s, y = (np.asarray(REGRESSION[k]) for k in ("s", "y"))
+    w_star = float(np.sum(s * y) / np.sum(s * s))  # L'(w*) = 0
+    slope_at_0 = float(2.0 * np.mean((0.0 * s - y) * s))  # L'(0)
+    return (0.0 - w_star) / slope_at_0  # 0 - lr · L'(0) = w*
+
+
+def _unseen_row_gradient():
+    """Notebook 10's bigram on its text, at E = 0, with one token more in the vocabulary that never occurs as an
+    input: the largest |entry| of that token's row of dE."""
+    from .learning_demos import bigram_loss_and_grad, bigram_pairs
+
+    vocab, inputs, targets = bigram_pairs()
+    n = len(vocab) + 1  # the new token is id len(vocab): in no pair
+    return float(np.max(np.abs(bigram_loss_and_grad(np.zeros((n, n)), inputs, targets)[1][-1])))
+
+
+def _adam_peak_step(steps=100):
+    """The step t (1 … steps) at which the package's Adam, given the same gradient every step, has its largest
+    uncorrected step m / √v (the bias corrections left out): m_t / √v_t = (1 − β1^t) / √(1 − β2^t) at its betas."""
+    from ..model.training import Adam
+
+    adam, ratios = Adam({"w": np.zeros(1)}), []
+    for _ in range(steps):
+        adam.step({"w": np.ones(1)})
+        ratios.append(float(adam.m["w"][0] / np.sqrt(adam.v["w"][0])))
+    return int(np.argmax(ratios)) + 1
+
+
+def _block_parameters(d_model=512, n_heads=8, d_ff=2048):
+    """How many parameters one block of the capstone's Transformer holds: its projections, MLP and two gains."""
+    from ..model.config import TransformerConfig
+
+    shapes = TransformerConfig(16, d_model, n_heads, 1, d_ff, 8).param_shapes()
+    return sum(math.prod(shape) for name, shape in shapes.items() if name.startswith("0."))
+
+
+def _word_order_difference():
+    """Notebook 11's "dog bites man" and "man bites dog": a multi-head layer with no positions and no mask, run on
+    both orders of three random word vectors; the largest |difference| of the two outputs at "man"."""
+    vectors = np.random.default_rng(0).normal(size=(3, 16))  # dog, bites, man
+    layer = _afs().MultiHeadAttention(16, 4, seed=0)
+    dog_bites_man, man_bites_dog = layer(vectors[None]), layer(vectors[None, ::-1])
+    return float(np.max(np.abs(dog_bites_man[0, 2] - man_bites_dog[0, 0])))
