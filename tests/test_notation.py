@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+# the temperature written T: x/T, z/T, $T>0$, $T=1$, T\to0, "**temperature** $T$" (English or Chinese)
+TEMPERATURE_AS_T = r"/T\b|\$T\s*[<>=]|T\\to|(?:temperature|温度)\*\* \$T\$|(?:temperature|温度) \$T\b"
 RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what the page resolved)
     (None, r"\\mathrm\{LSE\}", "the log-sum-exp is written lse everywhere"),
     (None, r"\\ell_(?!i\b)", "ℓ is always the running sum (ℓ_i a row's), never a log nor a logit"),
@@ -22,6 +24,8 @@ RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what
     ("22_deepseek_v4", r"P_\{hj\}|\b[qo]_h\b", "DeepSeek's h_t is a hidden state; V4's heads are numbered i"),
     ("16_rope", r"\\theta_i\b|_\{2i\b|\[m, 2i\b|\b[Pp]air \$i\$|第 \$i\$ 对",
      "RoPE's pair index is r (θ_r, x_2r): i is a query's index, upright i the imaginary unit"),
+    ("04_softmax", TEMPERATURE_AS_T, "the temperature is τ (softmax(x/τ)): T is the number of queries"),
+    ("14_real_text", TEMPERATURE_AS_T, "sampling's temperature is τ (softmax(z/τ)): T is the number of queries"),
 ]
 
 

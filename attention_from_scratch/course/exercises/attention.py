@@ -213,17 +213,18 @@ ATTENTION = Exercise(
     title="scaled dot-product attention",
     task="""Write `my_attention(q, k, v, mask=None)` returning `(out, weights)`:
 $\\mathrm{softmax}(QK^\\top/\\sqrt{d_k})\\,V$ for `q` `(..., T, d_k)`, `k` `(..., S, d_k)`, `v` `(..., S, d_v)`,
-with any leading batch/head dimensions; `out` is `(..., T, d_v)` and `weights` `(..., T, S)`. `mask`
-(boolean, `True` = may attend) broadcasts against the scores: `(T, S)`, or `(B, 1, 1, S)` for a padding mask
-over `(B, H, T, S)` scores; a blocked key gets weight exactly 0, however large its score. A query that may
-attend to **no** key gets weights 0 and output 0, never `nan`: that is this package's convention (PyTorch's
-`softmax` gives `nan` there). Return the inputs' dtype: float32 in, float32 out; `np.sqrt(d_k)` of a Python
-int is a NumPy float64 and turns float32 scores into float64 (the cells above use it on float64 inputs
-only), while `d_k ** 0.5` is a Python float and does not. The checker tries T ≠ S, batch and head
-dimensions, float32, a causal mask, a padding mask, a blocked key scoring about 1000 above the others, a
-fully masked row, large scores, rows far apart, a row of scores all far below zero (about −1000), a
-`(B, 1, T, S)` mask with a pattern per sequence and a single token; it checks shapes, dtypes, values (to a
-relative tolerance) and that your function leaves `q`, `k`, `v` and `mask` unchanged.""",
+with any leading batch dimensions (heads, from notebook 08, are one more: `(B, H, T, d_k)`); `out` is
+`(..., T, d_v)` and `weights` `(..., T, S)`. `mask` (boolean, `True` = may attend) broadcasts against the
+scores: `(T, S)`, or `(B, 1, 1, S)` for a padding mask over `(B, H, T, S)` scores; a blocked key gets weight
+exactly 0, however large its score. A query that may attend to **no** key gets weights 0 and output 0, never
+`nan`: that is this package's convention (PyTorch's `softmax` gives `nan` there). Return the inputs' dtype:
+float32 in, float32 out; `np.sqrt(d_k)` of a Python int is a NumPy float64 and turns float32 scores into
+float64 (the cells above use it on float64 inputs only), while `d_k ** 0.5` is a Python float and does not.
+The checker tries T ≠ S, batch and head dimensions, float32, a causal mask, a padding mask, a blocked key
+scoring about 1000 above the others, a fully masked row, large scores, rows far apart, a row of scores all
+far below zero (about −1000), a `(B, 1, T, S)` mask with a pattern per sequence and a single token; it checks
+shapes, dtypes, values (to a relative tolerance) and that your function leaves `q`, `k`, `v` and `mask`
+unchanged.""",
     stub='''def my_attention(q, k, v, mask=None):
     """(out, weights) = (softmax(q kᵀ / √d_k) v, softmax(q kᵀ / √d_k)); mask: True = may attend."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -8,7 +8,7 @@ twin, ``figures/NN_interactive_*.png`` (a few of its states side by side), writt
 ``python -m attention_from_scratch figures``. The figures, the static figure each extends, their controls:
 
     figure                  extends                          controls
-    softmax_sliders         04_softmax_temperature.png       d_k, divide by √d_k, temperature T
+    softmax_sliders         04_softmax_temperature.png       d_k, divide by √d_k, temperature τ
     mask_explorer           07_causal_mask.png               mask (causal, padding, window + sinks, top-k), size, query
     kv_cache_steps          15_kv_cache_decoding.png         with / without a cache, token (step)
     rope_dials              16_rope_relative_position.png    shift both positions, distance m − n

@@ -26,7 +26,7 @@ CLIP = 12.0  # logits beyond +-CLIP are drawn clipped (an arrow head marks it); 
 
 
 def _softmax_numbers(seed=0):
-    """For every (d_k, scaled, T): the logits q·k_j / (T·[√d_k]) of one query and 8 keys, their softmax
+    """For every (d_k, scaled, τ): the logits q·k_j / (τ·[√d_k]) of one query and 8 keys, their softmax
     weights and the size ‖J‖_F of softmax's Jacobian there (the gradient it passes back)."""
     rng = np.random.default_rng(seed)
     q, k = rng.standard_normal(max(D_KS)), rng.standard_normal((N_KEYS, max(D_KS)))  # unit-variance entries
@@ -42,7 +42,7 @@ def _softmax_numbers(seed=0):
 
 
 def softmax_sliders() -> InteractiveFigure:
-    """softmax(q·k / (T √d_k)): move d_k, the temperature T and the 1/√d_k switch; watch the weights saturate."""
+    """softmax(q·k / (τ √d_k)): move d_k, the temperature τ and the 1/√d_k switch; watch the weights saturate."""
     numbers = _softmax_numbers()
     j_max = max(j for _, _, j in numbers.values())
     xs_left = [68 + 30 * j for j in range(N_KEYS)]
@@ -72,7 +72,7 @@ def softmax_sliders() -> InteractiveFigure:
             "markers": [Circle(*p_max[a], 6, "none", BLUE), Circle(*jacs[a], 6, "none", ORANGE)],
         }
         d_k, t = D_KS[a], TEMPERATURES[c]
-        divisor = f"T·√d_k = {t * math.sqrt(d_k):g}" if b else f"T = {t:g}"
+        divisor = f"τ·√d_k = {t * math.sqrt(d_k):g}" if b else f"τ = {t:g}"
         state = ("saturated: nearly one-hot, almost no gradient flows back" if p.max() > 0.99 else
                  "nearly uniform: the scores barely matter" if p.max() < 1.5 / N_KEYS else "neither one-hot nor flat")
         caption = (f"d_k = {d_k}: the raw scores q·k_j have standard deviation about √d_k = {math.sqrt(d_k):g}.",
@@ -101,7 +101,7 @@ def softmax_sliders() -> InteractiveFigure:
     controls = [
         slider("d_k", "d_k", D_KS, 3),
         choice("scaled", "divide by √d_k", ("no", "yes"), 1),
-        slider("T", "temperature T", [f"{t:g}" for t in TEMPERATURES], 2),
+        slider("tau", "temperature τ", [f"{t:g}" for t in TEMPERATURES], 2),
     ]
     return InteractiveFigure("softmax_sliders", "Softmax saturates as d_k grows, unless the scores are divided by √d_k",
                              controls, lambda a, b, c: draw(a, b, c).layered(static), width=640, height=380,

@@ -175,7 +175,7 @@ def plot_saturation_vs_dk(dks=DK_VALUES, n_keys=16):
 
 
 def plot_softmax_temperature(scores=(2.0, 1.0, 0.5, -1.0), temperatures=(0.25, 1.0, 4.0)):
-    """softmax(x / T): small T sharpens towards argmax, large T flattens towards uniform."""
+    """softmax(x / τ): small τ sharpens towards argmax, large τ flattens towards uniform (τ the temperature)."""
     from ...softmax import softmax
 
     x = list(scores)
@@ -183,11 +183,11 @@ def plot_softmax_temperature(scores=(2.0, 1.0, 0.5, -1.0), temperatures=(0.25, 1
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for n, t in enumerate(temperatures):
         p = np.asarray(softmax(x, temperature=t))
-        ax.bar(np.arange(len(x)) + (n - (len(temperatures) - 1) / 2) * width, p, width, label=f"T = {t:g}")
+        ax.bar(np.arange(len(x)) + (n - (len(temperatures) - 1) / 2) * width, p, width, label=f"τ = {t:g}")
     ax.set_xticks(range(len(x)), [f"score {v:g}" for v in x])
     ax.set_ylabel("weight")
     ax.set_ylim(0, 1.05)
-    ax.set_title("temperature: softmax(x / T)", fontsize=11)
+    ax.set_title("temperature: softmax(x / τ)", fontsize=11)
     ax.legend(frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
