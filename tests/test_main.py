@@ -100,7 +100,7 @@ def test_later_sections_print_numbers_computed_here(tour_output):
 
 
 def test_rope_section_matches_rotation_matrices(capsys):
-    # the tour's q·k, recomputed with explicit 2 x 2 rotations of each pair by m θ_i (θ_i = 10000^(-2i/8))
+    # the tour's q·k, recomputed with explicit 2 x 2 rotations of each pair by m θ_r (θ_r = 10000^(-2r/8))
     from attention_from_scratch.infra.backend import random_normal
 
     q, k = (np.asarray(random_normal((1, 8), seed=s))[0] for s in (0, 1))

@@ -18,7 +18,7 @@ SECTIONS = []  # (title, function(xp)) in course order
 section = collect(SECTIONS)
 
 
-@section("RoPE: rotate pairs by m·θ_i, and q·k then depends only on the distance m - n")
+@section("RoPE: rotate pair r by m·θ_r, and q·k then depends only on the distance m - n")
 def _tour_rope(xp):
     from ...rope import apply_rope, rope_frequencies
 
@@ -29,9 +29,9 @@ def _tour_rope(xp):
         return float(xp.sum(apply_rope(q, [m]) * apply_rope(k, [n])))
 
     near, far = score(5, 2), score(105, 102)  # the same distance 3, 100 positions later
-    # independent: as complex numbers z = x_2i + i x_2i+1, q·k = Re sum_i z_q conj(z_k) e^(i (m - n) θ_i)
+    # independent: as complex numbers z_r = x_2r + i x_2r+1, q·k = Re sum_r z_q,r conj(z_k,r) e^(i (m - n) θ_r)
     zq, zk = (a[0, 0::2] + 1j * a[0, 1::2] for a in (to_numpy(q), to_numpy(k)))
-    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # θ_i = 10000^(-2i/d), written out (not the package's table)
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # θ_r = 10000^(-2r/d), written out (not the package's table)
     assert np.allclose(to_numpy(rope_frequencies(d)), theta, rtol=1e-15)
     closed = float(np.real(np.sum(zq * np.conj(zk) * np.exp(1j * 3 * theta))))
     assert abs(near - far) < 1e-12 * abs(near) + 1e-12 and abs(near - closed) < 1e-12 * abs(closed) + 1e-12
@@ -40,7 +40,7 @@ def _tour_rope(xp):
     assert norm_kept
     say(msg("q at 5, k at 2: q·k = {near:+.6f};  q at 105, k at 102: q·k = {far:+.6f}   (distance 3 "
         "both times)", near=near, far=far))
-    say(msg("Re sum_i z_q conj(z_k) e^(3iθ_i) = {closed:+.6f}; q at 5, k at 3: q·k = {score:+.6f}",
+    say(msg("Re sum_r z_q,r conj(z_k,r) e^(3iθ_r) = {closed:+.6f}; q at 5, k at 3: q·k = {score:+.6f}",
             closed=closed, score=score(5, 3)))
     say(msg("rotations keep lengths: |RoPE(q)| = |q| (to 1e-12)"))
 
