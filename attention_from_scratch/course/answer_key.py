@@ -176,8 +176,8 @@ ANSWERS = {
                         "milliseconds."),
     "25.4": ShortAnswer(_strict_agreements, "run the five on array-api-strict arrays and count how many agree with "
                         "NumPy (rtol 1e-10).", kind="count"),
-    "10.1": ShortAnswer(_one_step_rate, "one step from w moves it by −η L'(w) = −η c (w − w*): choose η so that it "
-                        "lands on w* exactly (c = 2 · mean(s²), section 4's curvature). Give 4 decimals."),
+    "10.1": ShortAnswer(_one_step_rate, "one step from θ moves it by −η L'(θ) = −η c (θ − θ*): choose η so that it "
+                        "lands on θ* exactly (c = 2 · mean(s²), section 5's curvature). Give 4 decimals."),
     "10.2": ShortAnswer(_unseen_row_gradient, "dE = Oᵀ dZ: which entries of that token's column of O are not zero? "
                         "Give the largest absolute entry of its row of dE.", atol=1e-12, magnitude=True),
     "10.3": ShortAnswer(_adam_peak_step, "compute (1 − β1^t) / √(1 − β2^t) at β1 = 0.9, β2 = 0.999 for t = 1 … 100 "
@@ -187,7 +187,7 @@ ANSWERS = {
                         "up.", kind="count"),
     "11.2": ShortAnswer(_word_order_difference, "run the layer on both orders and compare the two output rows that "
                         "belong to \"man\" (first in one order, last in the other): give the largest absolute "
-                        "difference.", atol=1e-9, magnitude=True),
+                        "difference.", atol=1e-6, magnitude=True),
     "11.3": ShortAnswer(lambda: float(_afs().rms_norm(np.array([3.0, -4.0]), np.ones(2), eps=0.0)[0]),
                         "rms(x) = √(mean(x²)): the mean of the squares (not their sum), then x divided by it."),
     "12.1": ShortAnswer(lambda: int(np.linalg.matrix_rank(_softmax_jacobian([1.0, 2.0, 3.0]))),

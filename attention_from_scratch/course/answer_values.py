@@ -243,8 +243,8 @@ def _kv():
 
 
 def _one_step_rate():
-    """Notebook 10, section 4: the learning rate whose one step from w = 0 lands on the minimum w* of
-    ``L(w) = mean((w s - y)²)``; L is a parabola, so the same rate does so from any start."""
+    """Notebook 10, sections 4 and 5: the learning rate whose one step from θ = 0 lands on the minimum θ* of
+    ``L(θ) = mean((θ s - y)²)`` (w below); L is a parabola, so the same rate does so from any start."""
     from .learning_demos import REGRESSION
 
     s, y = (np.asarray(REGRESSION[k]) for k in ("s", "y"))

@@ -52,7 +52,7 @@ def plot_block_diagram():
     ax.axis("off")
     ax.set_title("The decoder and its Transformer block (pre-norm; the capstone's layout), with shapes", fontsize=12)
     stream, branch, notes = 2.2, 5.6, 7.45  # x of the residual stream, the sublayers, the parameter notes
-    _stage(ax, stream, 0.5, "tokens w_1 .. w_T", "(B, T) integers", _IN)
+    _stage(ax, stream, 0.5, "tokens w_0 .. w_(T-1)", "(B, T) integers", _IN)
     _flow(ax, stream, 0.81, stream, 1.19)
     _stage(ax, stream, 1.5, "embedding  x_i = E[w_i]", "(B, T, d_model)", _IN)
     ax.text(stream + 1.85, 1.5, "E: (V, d_model)", fontsize=8.5, va="center", family="monospace")

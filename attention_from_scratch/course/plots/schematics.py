@@ -134,10 +134,10 @@ def plot_kv_cache_decoding(steps=4):
     fig, ax = _canvas(13.8, 5.4, "Decoding with a KV cache: compute the new token's row, read the rest")
     for n in range(steps):
         x0 = 0.6 + 3.15 * n
-        t = n + 1
-        ax.text(x0 + 1.2, 5.0, f"step {t}: token {t}", ha="center", fontsize=10, weight="bold")
+        t = n + 1  # rows in the cache after this step; the new token is at position n (positions count from 0)
+        ax.text(x0 + 1.2, 5.0, f"step {n}: token {n}", ha="center", fontsize=10, weight="bold")
         ax.add_patch(FancyBboxPatch((x0 + 0.25, 4.05), 1.9, 0.5, boxstyle="round,pad=0.03", fc=_INPUT, ec="0.3"))
-        ax.text(x0 + 1.2, 4.3, f"x_{t} (1, d_model)", ha="center", va="center", fontsize=8.5, family="monospace")
+        ax.text(x0 + 1.2, 4.3, f"x_{n} (1, d_model)", ha="center", va="center", fontsize=8.5, family="monospace")
         ax.annotate("", xy=(x0 + 1.2, 3.4), xytext=(x0 + 1.2, 4.0),
                     arrowprops={"arrowstyle": "-|>", "color": "tab:red", "lw": 1.2})
         ax.text(x0 + 1.3, 3.72, "x_t W_Q, x_t W_K, x_t W_V:\nq_t, k_t, v_t, one row each", fontsize=7.5,
@@ -148,13 +148,13 @@ def plot_kv_cache_decoding(steps=4):
                 new = row == t - 1
                 ax.add_patch(Rectangle((cx, 3.3 - 0.42 * row - 0.35), 0.8, 0.35, ec="0.3",
                                        fc="tab:red" if new else _CACHE, alpha=0.85 if new else 1.0))
-                ax.text(cx + 0.4, 3.3 - 0.42 * row - 0.175, f"{label.lower()}_{row + 1}", ha="center", va="center",
+                ax.text(cx + 0.4, 3.3 - 0.42 * row - 0.175, f"{label.lower()}_{row}", ha="center", va="center",
                         fontsize=8, color="white" if new else "black")
             ax.text(cx + 0.4, 3.3 - 0.42 * t - 0.2, f"{label}: ({t}, d_{label.lower()})", ha="center", va="top",
                     fontsize=8, family="monospace")
-        y_new = 3.3 - 0.42 * (t - 1) - 0.35  # the query: computed this step beside k_t, v_t, used once, not cached
+        y_new = 3.3 - 0.42 * n - 0.35  # the query: computed this step beside k_n, v_n, used once, not cached
         ax.add_patch(Rectangle((x0 + 2.35, y_new), 0.6, 0.35, ec="0.3", fc="tab:red", alpha=0.85))
-        ax.text(x0 + 2.65, y_new + 0.175, f"q_{t}", ha="center", va="center", fontsize=8, color="white")
+        ax.text(x0 + 2.65, y_new + 0.175, f"q_{n}", ha="center", va="center", fontsize=8, color="white")
         ax.text(x0 + 2.65, y_new - 0.05, "(1, d_k)", ha="center", va="top", fontsize=7, family="monospace")
         ax.text(x0 + 1.2, 0.75, f"q_t · Kᵀ: (1, {t}) scores\nweights · V: (1, d_v)", ha="center", fontsize=8.5)
     _legend(ax, 0.6, 0.3, [("tab:red", "computed this step: the new token's q_t, k_t, v_t (q_t is not cached)")])

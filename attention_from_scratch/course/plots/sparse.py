@@ -39,8 +39,8 @@ def plot_dsa_pipeline():
             ax.text(x, y, text, ha="center", fontsize=8, color=colour)
 
     box(0.1, 2.2, 1.5, 0.9, "hidden state h_t\nquery latent c^Q_t", "#f0f0f0")
-    box(2.3, 3.4, 3.0, 1.4, "lightning indexer (FP8)\nq_{t,h} = RoPE(W^IQ_h c^Q_t), h = 1..H_I\n"
-        "w_t = W^w h_t / √H_I\nI(t, s) = Σ_h w_{t,h} ReLU(q_{t,h} · k_s)", "#fdd0a2", 8.5)
+    box(2.3, 3.4, 3.0, 1.4, "lightning indexer (FP8)\nq_{t,j} = RoPE(W^IQ_j c^Q_t), j = 1..H_I\n"
+        "w_t = W^w h_t / √H_I\nI(t, s) = Σ_j w_{t,j} ReLU(q_{t,j} · k_s)", "#fdd0a2", 8.5)
     box(2.3, 0.4, 3.0, 1.3, "cache, per token s ≤ t\nlatent row [c^KV_s ; k^R_s] (576 values)\n"
         "indexer key k_s (128 FP8 + scale)", "#deebf7", 8.5)
     box(6.0, 3.6, 1.9, 1.0, "top-k\nS_t = the k = 2048\nbest s by I(t, s)", "#fee391", 8.5)
