@@ -31,8 +31,8 @@ __all__ = ["ShortAnswer", "check_answer", "expected", "judge", "keys"]
 
 
 def keys() -> list[str]:
-    """Every short-answer exercise, as "NN.k" (notebook NN, exercise k), in course order."""
-    return list(ANSWERS)
+    """Every short-answer exercise, as "NN.k" (notebook NN, exercise k), in course order (notebook, then number)."""
+    return sorted(ANSWERS, key=lambda key: (key.rsplit(".", 1)[0], int(key.rsplit(".", 1)[1])))
 
 
 def expected(key: str):
@@ -43,7 +43,7 @@ def expected(key: str):
 def _lookup(key: str, lang: str | None = None) -> ShortAnswer:
     if key not in ANSWERS:
         raise ValueError(render(msg("no short-answer exercise {key}; they are: {keys}", key=repr(key),
-                                    keys=", ".join(ANSWERS)), lang))
+                                    keys=", ".join(keys())), lang))
     return ANSWERS[key]
 
 
