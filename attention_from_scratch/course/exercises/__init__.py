@@ -63,7 +63,7 @@ from ..checking import Verdict, verdict
 from ..i18n import language, msg, render
 from .applications import INFO_NCE
 from .attention import ATTENTION
-from .backprop import ATTENTION_BACKWARD, SOFTMAX_BACKWARD
+from .backprop import ATTENTION_BACKWARD
 from .block import CROSS_ENTROPY_GRAD, RMS_NORM
 from .cases import Case, Exercise
 from .deepseek_v4 import COMPRESS_WINDOW, VISIBLE_ENTRIES
@@ -79,6 +79,7 @@ from .rope import ROPE
 from .runner import run
 from .serving import MERGE_PARTIALS
 from .softmax import SOFTMAX
+from .softmax_backward import SOFTMAX_BACKWARD
 from .sparse import INDEX_SCORES
 from .text import BPE_MERGE_STEP, TOP_P
 from .training import ADAM_STEP
