@@ -240,17 +240,15 @@ def _kv():
     return kv_cache
 
 
-
-
 def _one_step_rate():
     """Notebook 10, sections 4 and 5: the learning rate whose one step from θ = 0 lands on the minimum θ* of
-    ``L(θ) = mean((θ s - y)²)`` (w below); L is a parabola, so the same rate does so from any start."""
+    ``L(θ) = mean((θ s - y)²)``; L is a parabola, so the same rate does so from any start."""
     from .learning_demos import REGRESSION
 
     s, y = (np.asarray(REGRESSION[k]) for k in ("s", "y"))
-    w_star = float(np.sum(s * y) / np.sum(s * s))  # L'(w*) = 0
-    slope_at_0 = float(2.0 * np.mean((0.0 * s - y) * s))  # L'(0)
-    return (0.0 - w_star) / slope_at_0  # 0 - lr · L'(0) = w*
+    theta_star = float(np.sum(s * y) / np.sum(s * s))  # L'(θ*) = 0
+    slope_at_0 = float(-2.0 * np.mean(y * s))  # L'(0) = 2 mean((0 · s - y) s)
+    return -theta_star / slope_at_0  # 0 - lr · L'(0) = θ*
 
 
 def _unseen_row_gradient():
