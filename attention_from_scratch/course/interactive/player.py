@@ -30,7 +30,8 @@ from urllib.parse import quote
 
 from ..i18n import catalog
 from .browser import PLAYER_CSS, PLAYER_JS
-from .scene import SVG_DEFAULTS, hatch_defs
+from .hatching import hatch_defs
+from .scene import SVG_DEFAULTS
 
 __all__ = ["Control", "Frame", "InteractiveFigure", "chinese_label", "choice", "slider", "steps"]
 

@@ -16,28 +16,20 @@ shapes:
     Circle(x, y, r, fill, ...)      a dot
 
 Hatching (a second cue beside colour: "shared", "sink", "skipped") is an SVG ``<pattern>`` in the page and
-explicit diagonal strokes in the PNG; :func:`hatch_defs` gives each figure's patterns their own ids.
+explicit diagonal strokes in the PNG (:mod:`.hatching`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from html import escape
 
-__all__ = ["SVG_DEFAULTS", "Bars", "Cells", "Circle", "Line", "Lines", "Poly", "Rect", "Text", "arrow", "fmt",
-           "hatch_defs", "hatch_segments", "mask_rects"]
+from .hatching import draw_hatch, fmt, hatch_path
 
-HATCH_STEP = 6.0  # units between two hatch strokes
-HATCH_ID = "afs-hatch-"  # the hatch patterns' id in the shapes' markup, before hatch_defs names them
+__all__ = ["SVG_DEFAULTS", "Bars", "Cells", "Circle", "Line", "Lines", "Poly", "Rect", "Text", "arrow", "mask_rects"]
+
 # attributes of the <svg> element, inherited by every shape that does not set its own
 SVG_DEFAULTS = 'font-family="sans-serif" font-size="11" fill="#222"'  # in the <svg> tag, outside the JSON
-
-
-def fmt(x: float) -> str:
-    """A coordinate as short, deterministic text: rounded to 0.1, no trailing zeros, never ``-0``."""
-    text = f"{round(float(x), 1):.1f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
 
 
 def _stroke_svg(stroke, width, dash) -> str:
@@ -45,43 +37,6 @@ def _stroke_svg(stroke, width, dash) -> str:
         return ""
     out = f" stroke='{stroke}' stroke-width='{fmt(width)}'"
     return out + (" stroke-dasharray='4 3'" if dash else "")
-
-
-def hatch_segments(x, y, w, h, step=HATCH_STEP):
-    """Diagonal strokes ("/") filling the rectangle: ``[(x0, y0, x1, y1), ...]``, clipped to its edges."""
-    segments, c = [], step
-    while c < w + h:  # the lines u + v = c in the rectangle's own coordinates (u right, v down)
-        u0, u1 = max(0.0, c - h), min(w, c)
-        segments.append((x + u0, y + c - u0, x + u1, y + c - u1))
-        c += step
-    return segments
-
-
-def _hatch_path(rects, colour) -> str:
-    """The rectangles again, filled with the hatch pattern of ``colour`` (its ``<pattern>``: :func:`hatch_defs`)."""
-    d = "".join(f"M{fmt(x)} {fmt(y)}h{fmt(w)}v{fmt(h)}h{fmt(-w)}z" for x, y, w, h in rects)
-    return f"<path d='{d}' fill='url(#{HATCH_ID}{colour.lstrip('#')})'/>" if d else ""
-
-
-def hatch_defs(markup: str, prefix: str) -> tuple[str, str]:
-    """Give the hatch patterns that ``markup`` uses the id ``prefix + colour``: ``(markup, <defs>)``.
-
-    One ``<pattern>`` per colour, diagonal strokes every HATCH_STEP units ("/", as :func:`hatch_segments`
-    draws them for the PNG), so a hatched area costs one path, not a path per stroke. A figure gives its
-    own prefix: two figures on one page never share an id.
-    """
-    colours = sorted(set(re.findall(f"url\\(#{HATCH_ID}([0-9a-fA-F]+)\\)", markup)))
-    patterns = "".join(
-        f"<pattern id='{prefix}{c}' width='{fmt(HATCH_STEP)}' height='{fmt(HATCH_STEP)}' "
-        f"patternUnits='userSpaceOnUse' patternTransform='rotate(45)'>"
-        f"<path d='M0 0V{fmt(HATCH_STEP)}' stroke='#{c}' stroke-width='1.4'/></pattern>" for c in colours)
-    return markup.replace(f"url(#{HATCH_ID}", f"url(#{prefix}"), f"<defs>{patterns}</defs>" if patterns else ""
-
-
-def _draw_hatch(ax, rects, colour, pt):
-    for r in rects:
-        for a, b, c, e in hatch_segments(*r):
-            ax.plot([a, c], [b, e], color=colour, lw=pt, solid_capstyle="butt")
 
 
 def _mpl_dash(dash):
@@ -119,7 +74,7 @@ class Cells:
         if stroke and scaled:
             stroke += " vector-effect='non-scaling-stroke'"
         out = f"<path{move} d='{d}' fill='{self.fill}'{stroke}/>"
-        return out + (_hatch_path(self.absolute(), self.hatch) if self.hatch else "")
+        return out + (hatch_path(self.absolute(), self.hatch) if self.hatch else "")
 
     def draw(self, ax, pt):
         from matplotlib.patches import Rectangle
@@ -128,7 +83,7 @@ class Cells:
             ax.add_patch(Rectangle((x, y), w, h, facecolor=self.fill, edgecolor=self.stroke or "none",
                                    lw=self.width * pt))
         if self.hatch:
-            _draw_hatch(ax, self.absolute(), self.hatch, pt)
+            draw_hatch(ax, self.absolute(), self.hatch, pt)
 
 
 def mask_rects(mask) -> tuple:
@@ -184,7 +139,7 @@ class Rect:
     def svg(self) -> str:
         out = (f"<rect x='{fmt(self.x)}' y='{fmt(self.y)}' width='{fmt(self.w)}' height='{fmt(self.h)}' "
                f"fill='{self.fill}'{_stroke_svg(self.stroke, self.width, self.dash)}/>")
-        return out + (_hatch_path([(self.x, self.y, self.w, self.h)], self.hatch) if self.hatch else "")
+        return out + (hatch_path([(self.x, self.y, self.w, self.h)], self.hatch) if self.hatch else "")
 
     def draw(self, ax, pt):
         from matplotlib.patches import Rectangle
@@ -192,7 +147,7 @@ class Rect:
         ax.add_patch(Rectangle((self.x, self.y), self.w, self.h, facecolor=self.fill, edgecolor=self.stroke or "none",
                                lw=self.width * pt, linestyle=_mpl_dash(self.dash)))
         if self.hatch:
-            _draw_hatch(ax, [(self.x, self.y, self.w, self.h)], self.hatch, pt)
+            draw_hatch(ax, [(self.x, self.y, self.w, self.h)], self.hatch, pt)
 
 
 _ANCHOR = {"start": "left", "middle": "center", "end": "right"}
