@@ -78,8 +78,7 @@ from .multihead import MERGE_HEADS, SPLIT_HEADS
 from .rope import ROPE
 from .runner import run
 from .serving import MERGE_PARTIALS
-from .softmax import SOFTMAX
-from .softmax_backward import SOFTMAX_BACKWARD
+from .softmax import SOFTMAX, SOFTMAX_BACKWARD
 from .sparse import INDEX_SCORES
 from .text import BPE_MERGE_STEP, TOP_P
 from .training import ADAM_STEP

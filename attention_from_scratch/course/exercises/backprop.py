@@ -1,4 +1,4 @@
-"""Exercise of notebook 12: attention's backward pass (the softmax's is in :mod:`.softmax_backward`).
+"""Exercise of notebook 12: attention's backward pass (the softmax's is in :mod:`.softmax`).
 
 Its cases, the package's reference (``attention_backward``), and the classic mistakes with their hints: each
 mistake is one backward pass with one step changed (a flag of :func:`_backward`), the forward pass always the

@@ -1,16 +1,30 @@
-"""Exercise: softmax over the last axis.
+"""Exercises on softmax: the function over the last axis (notebook 04), and its backward pass, the vector-Jacobian
+product ``y ⊙ (dy − ⟨dy, y⟩)`` (notebook 12; attention's backward is in :mod:`.backprop`).
 
-Its cases, the package's reference, and the classic mistakes with their hints.
+Their cases, the package's references (``softmax``, ``softmax_backward``), and the classic mistakes with their hints.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...softmax import naive_softmax, softmax
-from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims, rows_sum_to_one
+from ...softmax import naive_softmax, softmax, softmax_backward
+from ..i18n import msg
+from .cases import (
+    FRESH,
+    GLOBAL_MAX,
+    NEGATIVE_ROW,
+    OVERFLOW,
+    Case,
+    Exercise,
+    draw,
+    fresh_case,
+    fresh_dims,
+    fresh_seed,
+    rows_sum_to_one,
+)
 
-__all__ = ["SOFTMAX"]
+__all__ = ["SOFTMAX", "SOFTMAX_BACKWARD"]
 
 
 def _softmax_cases():
@@ -81,3 +95,87 @@ itself is left unchanged (work on new arrays, not in place).""",
     """Softmax over the last axis of x (..., n); each row sums to 1, even for huge scores."""
     raise NotImplementedError  # delete this line and write your code''',
 )
+
+
+# --- softmax backward (notebook 12) ------------------------------------------------------------------
+
+def _y_dy(seed, shape, dtype=np.float64, scale=1.0):
+    x, dy = draw(seed, shape, shape, dtype=dtype, scale=scale)
+    return softmax(x), dy
+
+
+def _fresh_y_dy(seed):
+    """y = softmax(x) and dy of a shape drawn at random (one to three axes), their sizes too."""
+    rng = np.random.default_rng(seed)
+    return _y_dy(seed + 1, fresh_dims(rng, int(rng.integers(1, 4)), 1, 6), scale=float(rng.uniform(0.5, 10.0)))
+
+
+def _softmax_backward_cases():
+    masked = softmax(np.array([[0.5, -np.inf, 1.0, -np.inf], [2.0, 0.0, -np.inf, 1.0]]))  # y = 0 at blocked keys
+    dy_masked = draw(5, (2, 4))
+    return [
+        Case("one row of 3", (softmax(np.array([1.0, 2.0, 3.0])), np.array([0.5, -1.0, 2.0]))),
+        Case("a (4, 5) matrix: one softmax per row", _y_dy(1, (4, 5))),
+        Case("batch and head dims (2, 3, 4, 6)", _y_dy(2, (2, 3, 4, 6))),
+        Case("float32 (3, 5)", _y_dy(3, (3, 5), dtype=np.float32), np.float32),
+        Case("a square (4, 4) matrix", _y_dy(4, (4, 4))),
+        Case("masked keys (y = 0 there): their gradient is 0", (masked, dy_masked)),
+        Case("a saturated row (one weight close to 1)", (softmax(np.array([[12.0, 0.0, -3.0, 1.0]])),
+                                                         np.array([[1.0, 2.0, -1.0, 0.5]]))),
+        Case("large upstream gradients (about 1000)", _y_dy(6, (3, 4), scale=1000.0)),
+        Case("a single entry per row (y = 1: dx = 0)", (np.ones((3, 1)), draw(7, (3, 1)))),
+        Case("float32 with masked keys (y = 0 there)", (masked.astype(np.float32), dy_masked.astype(np.float32))),
+        Case(FRESH, _fresh_y_dy(fresh_seed())),
+    ]
+
+
+def _sum(a, **kw):
+    return np.sum(a, **kw)
+
+
+SOFTMAX_BACKWARD = Exercise(
+    "softmax_backward", "12_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
+    mistakes=[
+        ("the row correction is missing: y ⊙ g alone is only the diagonal part diag(y) g of the softmax Jacobian; "
+         "its off-diagonal part − y yᵀ g couples the entries of a row (one inner product per row)",
+         lambda y, dy: y * dy),
+        ("y_i (1 − y_i) is only the Jacobian's diagonal: the off-diagonal entries −y_i y_j couple every entry of a "
+         "row, and they add up to the correction − y ⟨g, y⟩", lambda y, dy: y * (1 - y) * dy),
+        ("the correction ⟨g, y⟩ = Σ_j g_j y_j weighs each upstream gradient by its softmax weight; Σ_j g_j leaves "
+         "out the weights", lambda y, dy: y * (dy - _sum(dy, axis=-1, keepdims=True))),
+        ("the whole bracket is multiplied by y: every entry of dx carries its own weight y_i, the correction "
+         "included (a masked entry, y = 0, gets gradient 0)",
+         lambda y, dy: dy - _sum(dy * y, axis=-1, keepdims=True)),
+        ("the sign of the correction is flipped: the row's weighted average ⟨g, y⟩ is taken away from each g_i, "
+         "not g_i from it",
+         lambda y, dy: y * (_sum(dy * y, axis=-1, keepdims=True) - dy)),
+        ("⟨g, y⟩ is one number per row: sum over the last axis only (each row is its own softmax)",
+         lambda y, dy: y * (dy - _sum(dy * y))),
+        ("⟨g, y⟩ is one number per row: sum over the last axis, not the first",
+         lambda y, dy: y * (dy - _sum(dy * y, axis=0, keepdims=True))),
+    ],
+    fallbacks=[lambda case, e, g: _rows_sum_to_zero(e, g)],
+    title="the backward passes of softmax and attention",
+    task="""Write `my_softmax_backward(y, dy)`: given the softmax output `y = softmax(x)` over the **last
+axis** (shape `(..., n)`) and the upstream gradient `dy = ∂L/∂y` (same shape), return `dx = ∂L/∂x` (same
+shape) without forming the `n × n` Jacobian: $dx = y \\odot (dy - \\langle dy, y\\rangle)$, with one inner
+product per row. Use NumPy only (not `afs.softmax_backward`). Return the inputs' dtype (float32 in, float32
+out) and leave `y` and `dy` unchanged. The checker tries one row, a matrix, batch and head dimensions,
+float32, a square matrix, masked entries (`y = 0`: their gradient must be 0), a saturated row, large
+upstream gradients and rows of a single entry.""",
+    stub='''def my_softmax_backward(y, dy):
+    """dL/dx of y = softmax(x) over the last axis, given y and dy = dL/dy (both (..., n))."""
+    raise NotImplementedError  # delete this line and write your code''',
+)
+
+
+def _rows_sum_to_zero(e, g):
+    """dx of a softmax sums to 0 over each row (the softmax is unchanged by adding a constant to x)."""
+    dx = np.asarray(g[0], dtype=np.float64)
+    if dx.shape != np.asarray(e[0]).shape or dx.ndim == 0:
+        return None
+    row = np.abs(np.sum(dx, axis=-1))
+    if np.isfinite(row).all() and row.max() > 1e-6 * max(1.0, float(np.abs(dx).max())):
+        return msg("each row of dx should sum to 0 (adding a constant to a row of x does not change its softmax): "
+                "is the correction − ⟨dy, y⟩ there, inside the bracket multiplied by y?")
+    return None
