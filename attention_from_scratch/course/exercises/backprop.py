@@ -1,4 +1,5 @@
-"""Exercise of notebook 12: attention's backward pass (the softmax's is in :mod:`.softmax`).
+"""Exercise of notebook 12: attention's backward pass (softmax's backward is in
+:mod:`attention_from_scratch.course.exercises.softmax`).
 
 Its cases, the package's reference (``attention_backward``), and the classic mistakes with their hints: each
 mistake is one backward pass with one step changed (a flag of :func:`_backward`), the forward pass always the
