@@ -214,6 +214,15 @@ def bg_one_max_for_every_pair(e, inputs, targets):
     return -np.log(p[np.arange(n), targets]).mean(), _scatter(e, inputs, (p - np.eye(e.shape[0])[targets]) / n)
 
 
+def bg_log_of_softmax(e, inputs, targets):
+    n = len(inputs)
+    z = e[inputs]
+    z = z - z.max(axis=-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+    loss = -np.log(p[np.arange(n), targets]).mean()  # p[y] = 0 for a target far below the max: log 0 = −inf
+    return loss, _scatter(e, inputs, (p - np.eye(e.shape[0])[targets]) / n)
+
+
 def bg_softmax_axis0(e, inputs, targets):
     n = len(inputs)
     z = e[inputs]
@@ -252,7 +261,7 @@ def bg_loop(e, inputs, targets):
     for a, y in zip(inputs, targets, strict=True):
         z = e[a] - e[a].max()
         p = np.exp(z) / np.exp(z).sum()
-        total = total - np.log(p[y])
+        total = total - (z[y] - np.log(np.exp(z).sum()))  # −log p[y], finite even where p[y] underflows to 0
         p[y] -= 1.0
         d_e[a] += p / len(inputs)
     return np.asarray(total / len(inputs), dtype=e.dtype), d_e
@@ -293,6 +302,7 @@ BATTERIES = {
             (bg_sign, "p − onehot(y)"),
             (bg_no_max, "overflow"),
             (bg_one_max_for_every_pair, "each row needs its own max"),
+            (bg_log_of_softmax, "log 0 = −∞"),
             (bg_softmax_axis0, "axis=-1"),
             (bg_in_place, "changed its input `e` in place"),
             (bg_float64_always, "float32 in, float32 out"),

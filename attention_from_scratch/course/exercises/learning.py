@@ -150,14 +150,16 @@ def _bigram_reference(e, inputs, targets):
 
 
 def _bigram(e, inputs, targets, *, mean=True, grad_mean=True, sign=1.0, scatter="add", subtract=True,
-            shift=True, axis=-1, normalised=True):
+            shift=True, axis=-1, normalised=True, log_of_p=False):
     """The bigram's loss and gradient with one detail changeable: the mistakes below are this."""
     n, v = len(inputs), e.shape[0]
     z = e[inputs]  # (N, V)
     top = z.max() if shift == "global" else z.max(axis=axis, keepdims=True)  # one max for every pair, or each row's
-    ez = np.exp(z - top if shift else z)
+    zs = z - top if shift else z
+    ez = np.exp(zs)
     p = ez / np.sum(ez, axis=axis, keepdims=True)  # (N, V)
-    nll = -np.log(p[np.arange(n), targets]) if normalised else -z[np.arange(n), targets]
+    log_p = np.log(p) if log_of_p else zs - np.log(np.sum(ez, axis=axis, keepdims=True))  # log 0 = −inf, or finite
+    nll = -log_p[np.arange(n), targets] if normalised else -z[np.arange(n), targets]
     loss = np.mean(nll) if mean else np.sum(nll)
     d_z = sign * (p - (np.eye(v, dtype=e.dtype)[targets] if subtract else 0.0))
     if grad_mean:
@@ -184,6 +186,14 @@ def _large_logits():
     return e, inputs, targets
 
 
+def _target_far_below():
+    """Each pair's target logit about 800 below its row's max: its probability is 0 in float64 (exp(−800)
+    underflows), so log(softmax(z)[y]) is −inf, while logsumexp(z) − z[y] is about 800."""
+    e, inputs, targets = draw(27, (4, 4)), np.array([0, 1, 2, 3, 1]), np.array([2, 3, 0, 1, 3])
+    e[inputs, targets] = e.max(axis=1)[inputs] - 800.0
+    return e, inputs, targets
+
+
 def _fresh_bigram(rng):
     """E (V, V) and N (input, target) pairs, V and N drawn at random."""
     v, n = int(rng.integers(2, 9)), int(rng.integers(1, 13))
@@ -205,6 +215,8 @@ def _bigram_cases():
         Case("float32, V = 5", (draw(24, (5, 5), dtype=np.float32), np.array([4, 0, 0, 3, 1, 4]),
                                 np.array([0, 0, 3, 1, 4, 2])), np.float32),
         Case("large logits (about 1000): subtract each row's max before exp", _large_logits()),
+        Case("a target logit 800 below its row's max: p[y] is 0 in floating point, −log p[y] about 800",
+             _target_far_below()),
         Case("one pair", (draw(26, (3, 3)), np.array([2]), np.array([0]))),
         fresh_case(_fresh_bigram),
     ]
@@ -246,7 +258,10 @@ BIGRAM_GRAD = Exercise(
          lambda *a: _bigram(*a, axis=0)),
         ("−log p[y] = logsumexp(z) − z[y]: the normaliser log Σ_c exp(z_c) is part of the loss",
          lambda *a: _bigram(*a, normalised=False)),
-        (GLOBAL_MAX, lambda *a: _bigram(*a, shift="global")),
+        ("the loss is inf: a target far below its row's max has p[y] = 0 in floating point, and log 0 = −∞; take "
+         "the log before dividing: log p[y] = (z[y] − m) − log Σ_c exp(z_c − m), with m the row's max",
+         lambda *a: _bigram(*a, log_of_p=True)),
+        (GLOBAL_MAX, lambda *a: _bigram(*a, shift="global", log_of_p=True)),  # 0/0: nan, as log(p) gives
     ],
     fallbacks=[_bigram_overflow],
     title="a gradient by finite differences, and the bigram's gradient",
@@ -255,9 +270,12 @@ the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the p
 pair i are row `inputs[i]` of `e`; `loss` is $-\\frac1N\\sum_i \\log \\mathrm{softmax}(z_i)[y_i]$ (a 0-d array or a
 NumPy scalar in `e`'s dtype) and `de` its gradient, $O^\\top(\\mathrm{softmax}(Z) - Y)/N$, of `e`'s shape and dtype
 (`np.eye(V)` and `np.zeros(...)` make float64 arrays unless given `dtype=e.dtype`). Subtract each row's max before
-`exp` (the logits can be large). Leave the inputs unchanged. The checker tries
+`exp` (the logits can be large), and compute $\\log p_i[y_i]$ as $(z_i[y_i] - m_i) - \\log\\sum_c e^{z_i[c] - m_i}$
+($m_i$ the row's max), not as the log of the softmax: a probability that underflows to 0 has $\\log 0 = -\\infty$.
+Leave the inputs unchanged. The checker tries
 E = 0, a token that occurs several times as an input, a token that never does, the rhyme of the notebook,
-float32, logits about 1000 and one pair, against the capstone's embedding and cross-entropy layers.""",
+float32, logits about 1000, a target logit 800 below its row's max and one pair, against the capstone's embedding
+and cross-entropy layers.""",
     stub='''def my_bigram_grad(e, inputs, targets):
     """(loss, de): the mean cross-entropy of the bigram table e (V, V) on the pairs, and its gradient."""
     raise NotImplementedError  # delete this line and write your code''',
