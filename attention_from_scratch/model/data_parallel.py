@@ -13,8 +13,9 @@ Distributed"). Here each part runs on a core of the CPU.
 Why parts help a NumPy step on a CPU: a multi-threaded BLAS speeds up the matrix products only; NumPy runs
 the elementwise passes (GELU, softmax, the norms, RoPE) and attention's many small products on one core.
 Parts computed at the same time, each with a one-thread BLAS, put all of that work on every core. On NumPy
-each part beyond the first runs in a worker process (:mod:`.part_processes`; threads would wait for one
-another at Python's interpreter lock). Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an
+each part beyond the first runs in a worker process (:mod:`.part_processes`; threads wait for one another
+at Python's interpreter lock: as fast for the Tang model's step, 5% slower for the Devil model's, measured
+there). Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an
 AMD EPYC virtual machine (``docs/guide/benchmarks.md``, "The batch in parts, in processes"), two parts took
 0.77-0.83x the time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.76x for the
 Devil model's, with the freed memory kept (``infra/allocator.keep_freed_memory``, which the benchmark and the

@@ -4,8 +4,13 @@ Why processes, not threads. Threads share one interpreter lock: NumPy lets go of
 but a training step makes thousands of short calls, and each time a thread wants the lock back while the
 other holds it, it sleeps and has to be woken. On a virtual machine a wake-up costs 120-180 µs. Measured on
 2 cores of an AMD EPYC virtual machine (the Tang model's step, one BLAS thread each): one half-batch took
-30 ms alone, two at once took 54 ms on two threads and 30 ms each in two processes. A GPU cluster does the
-same: one process per device (PyTorch's DistributedDataParallel).
+30 ms alone, two at once took 54 ms on two threads and 30 ms each in two processes. Measured again a day later
+on the same kind of machine with the freed memory kept (``infra/allocator.keep_freed_memory``, as the benchmark
+and the ``train`` command keep it), the threads lost much less: one half-batch took 20.5 ms alone and two at
+once 25 ms on two threads; the whole step in two parts took 24-30 ms in processes and 25-28 ms on threads for
+the Tang model (neither ahead in every round), 90-92 ms against 94-96 ms for the Devil model (processes ahead).
+Without the allocator setting a half-batch took 30 ms alone and 36-49 ms two at once on two threads. A GPU
+cluster does the same: one process per device (PyTorch's DistributedDataParallel).
 
 The arrays travel through shared memory, the small messages through the pool's pipes:
 

@@ -32,7 +32,7 @@ def _softmax_cases():
     return [
         Case("one row [1, 2, 3]", (np.array([1.0, 2.0, 3.0]),)),
         Case("a (4, 5) matrix: one softmax per row", (draw(0, (4, 5)),)),
-        Case("batch and head dims (2, 3, 4, 6)", (draw(1, (2, 3, 4, 6)),)),
+        Case("batch dimensions (2, 3, 4, 6): one softmax per row of 6", (draw(1, (2, 3, 4, 6)),)),
         Case("float32 (3, 5)", (draw(2, (3, 5), dtype=np.float32),), np.float32),
         Case("huge scores [1000, 999, 0]", (np.array([[1000.0, 999.0, 0.0]]),)),
         Case("rows of very different sizes", (np.array([[1000.0, 999.0, 0.0], [0.0, 1.0, 2.0]]),)),
