@@ -32,7 +32,7 @@ class MLAConfig:
     n_layers: int = 61  # transformer layers (only used to count the whole model's KV cache)
     max_seq_len: int = 4096 * 4  # longest sequence served = cache capacity; > original_seq_len turns on YaRN
     original_seq_len: int = 4096  # context length of pre-training, where RoPE frequencies were learned
-    rope_theta: float = 10000.0  # RoPE base: θ_i = rope_theta^(-2i/d_r)
+    rope_theta: float = 10000.0  # RoPE base: θ_r = rope_theta^(-2r/d_r)
     rope_factor: float = 40.0  # YaRN: how much the slow RoPE frequencies are stretched (4096 * 40 = 160k)
     beta_fast: int = 32  # YaRN: pairs turning more than this over original_seq_len keep their frequency
     beta_slow: int = 1  # YaRN: pairs turning less than this are fully interpolated (divided by rope_factor)

@@ -1,7 +1,9 @@
 """Multi-head attention (Vaswani et al. 2017, §3.2.2), grouped-query attention, and the KV cache.
 
-    head_h = Attention(X W_Q^h, X W_K^h, X W_V^h)        h = 1 .. H, each of width d_k = d_model / H
-    MultiHead(X) = Concat(head_1, ..., head_H) W_O
+    head_h = Attention(X W_Q^h, X W_K^h, X W_V^h)        h = 0 .. H-1, each of width d_k = d_model / H
+    MultiHead(X) = Concat(head_0, ..., head_(H-1)) W_O
+
+(the paper counts heads from 1; the course and the head axis count from 0, as in notebook 08).
 
 One head can only average the values one way; H heads of width d_model/H look for H different
 things at the same cost as one wide head. The implementation never loops over heads: it projects once

@@ -1,19 +1,20 @@
 """Rotary position embedding (RoPE), in DeepSeek's consecutive-pair convention, and YaRN.
 
 RoPE (Su et al. 2021, "RoFormer", §3.4) encodes the position m of a token by *rotating* its query or
-key: the d features are read as d/2 pairs, and pair i is turned by the angle m·θ_i, with
+key: the d features are read as d/2 pairs, and pair r is turned by the angle m·θ_r, with
 
-    θ_i = base^(-2i/d),   i = 0 .. d/2 - 1        (base = rope_theta = 10000)
+    θ_r = base^(-2r/d),   r = 0 .. d/2 - 1        (base = rope_theta = 10000)
 
-    [y_2i  ]   [cos mθ_i  -sin mθ_i] [x_2i  ]
-    [y_2i+1] = [sin mθ_i   cos mθ_i] [x_2i+1]
+    [y_2r  ]   [cos mθ_r  -sin mθ_r] [x_2r  ]
+    [y_2r+1] = [sin mθ_r   cos mθ_r] [x_2r+1]
 
 Because rotations compose, ⟨R_m q, R_n k⟩ = ⟨q, R_(n-m) k⟩: the attention score depends only on the
 *offset* m - n, not on where the pair sits in the sequence. That is the whole point of RoPE.
 
 Which features form a pair is a convention. DeepSeek-V3 (``inference/model.py``, ``apply_rotary_emb``)
 pairs consecutive features (x0, x1), (x2, x3), ... by viewing them as complex numbers x0 + i·x1 and
-multiplying by e^(i·m·θ_i). GPT-NeoX and Hugging Face's Llama ("rotate half") pair x_i with x_(i+d/2).
+multiplying by e^(i·m·θ_r) (i the imaginary unit). GPT-NeoX and Hugging Face's Llama ("rotate half") pair x_j
+with x_(j+d/2).
 The two differ only by a fixed permutation P of the features (evens first, then odds, see
 :func:`pairs_to_halves`): ``rotate_half_rope(P x) = P apply_rope(x)``. A permutation applied to q and k
 alike does not change q·k, so the attention is the same -- but weights trained for one layout must be
@@ -44,9 +45,9 @@ __all__ = [
 def yarn_correction_range(dim: int, base: float, original_seq_len: int, beta_fast: float, beta_slow: float):
     """Pair indices ``(low, high)`` between which YaRN blends original and interpolated frequencies.
 
-    Pair i turns ``original_seq_len · θ_i / 2π`` times over the original context; solving that for
-    ``r`` rotations gives ``i(r) = dim · ln(original_seq_len / (2π r)) / (2 ln base)``. Pairs below
-    ``i(beta_fast)`` keep θ_i, pairs above ``i(beta_slow)`` use θ_i / factor. Rounded outwards and
+    Pair r turns ``original_seq_len · θ_r / 2π`` times over the original context; solving that for
+    ``N`` rotations gives ``r(N) = dim · ln(original_seq_len / (2π N)) / (2 ln base)``. Pairs below
+    ``r(beta_fast)`` keep θ_r, pairs above ``r(beta_slow)`` use θ_r / factor. Rounded outwards and
     clamped to ``[0, dim - 1]`` as DeepSeek-V3's ``find_correction_range`` does.
     """
 
@@ -75,10 +76,10 @@ def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
 
 
 def _check_theta(theta, name: str = "theta") -> float:
-    """The RoPE base must exceed 1: θ_i = base^(-2i/d) then falls from 1 towards 0 (base 1: no rotation)."""
+    """The RoPE base must exceed 1: θ_r = base^(-2r/d) then falls from 1 towards 0 (base 1: no rotation)."""
     theta = check_real(theta, name)
     if not theta > 1:
-        raise ValueError(f"{name} must be > 1 (θ_i = {name}^(-2i/d) must fall with i), got {theta!r}")
+        raise ValueError(f"{name} must be > 1 (θ_r = {name}^(-2r/d) must fall with r), got {theta!r}")
     return theta
 
 
@@ -108,25 +109,25 @@ def rope_frequencies(
     xp=None,
     device=None,
 ):
-    """The d/2 frequencies θ_i = theta^(-2i/d), YaRN-corrected when ``max_seq_len > original_seq_len``.
+    """The d/2 frequencies θ_r = theta^(-2r/d), YaRN-corrected when ``max_seq_len > original_seq_len``.
 
     Returns a float64 array of shape ``(d/2,)`` of backend ``xp`` on ``device`` (default: NumPy; the
     backend's default device). ``theta`` must be > 1. With YaRN (DeepSeek-V3's ``precompute_freqs_cis``):
 
-        ramp_i = clip((i - low) / (high - low), 0, 1),   smooth_i = 1 - ramp_i
-        θ'_i   = θ_i / factor · (1 - smooth_i) + θ_i · smooth_i
+        ramp_r = clip((r - low) / (high - low), 0, 1),   smooth_r = 1 - ramp_r
+        θ'_r   = θ_r / factor · (1 - smooth_r) + θ_r · smooth_r
     """
     d = _check_dim(d)
     theta = _check_theta(theta)
     xp = get_namespace() if xp is None else xp
-    i = xp.arange(0, d // 2, dtype=xp.float64, device=device)  # pair index
-    freqs = theta ** (-2.0 * i / d)  # (d/2,)
+    r = xp.arange(0, d // 2, dtype=xp.float64, device=device)  # pair index
+    freqs = theta ** (-2.0 * r / d)  # (d/2,)
     if max_seq_len is not None and check_positive_int(max_seq_len, "max_seq_len") > original_seq_len:
         rope_factor = check_real(rope_factor, "rope_factor", above=0)
         low, high = yarn_correction_range(d, theta, original_seq_len, beta_fast, beta_slow)
         if low == high:
             high += 0.001  # avoid 0/0 when the blend zone is a single pair
-        ramp = xp.clip((i - low) / (high - low), 0.0, 1.0)
+        ramp = xp.clip((r - low) / (high - low), 0.0, 1.0)
         smooth = 1.0 - ramp  # 1: keep the trained frequency, 0: fully interpolated
         freqs = freqs / rope_factor * (1.0 - smooth) + freqs * smooth
     return freqs
@@ -165,7 +166,7 @@ def _check_rope(x, positions, freqs, xp):
 
 
 def rope_tables(positions, freqs, dtype, xp):
-    """cos and sin of the angles m·θ_i for 1-D float ``positions`` (T,) and ``freqs`` (d/2,), no checks.
+    """cos and sin of the angles m·θ_r for 1-D float ``positions`` (T,) and ``freqs`` (d/2,), no checks.
 
     The angles are built in float64, then cast to ``dtype``: ``(T, d/2)`` each. A model that rotates
     at the same positions every step computes these once (``model/transformer.py`` caches them).
@@ -182,17 +183,17 @@ def _describe(value) -> str:
 
 
 def apply_rope(x, positions, *, freqs=None):
-    """Rotate consecutive feature pairs (x0, x1), (x2, x3), ... of ``x`` by the angles m·θ_i.
+    """Rotate consecutive feature pairs (x0, x1), (x2, x3), ... of ``x`` by the angles m·θ_r.
 
     x ``(..., T, d)`` with d even; ``positions``: the T absolute positions m (a 1-D integer array, a
     list/range, or an int = the first position). ``freqs`` ``(d/2,)`` defaults to
     :func:`rope_frequencies` ``(d)``; the angle tables are built on x's device. Same as multiplying
-    ``x_2i + i·x_2i+1`` by ``e^(i·m·θ_i)``.
+    ``x_2r + i·x_2r+1`` by ``e^(i·m·θ_r)``.
     """
     # positions or freqs from another backend than x: a TypeError naming both (ints, lists are plain data)
     xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x, positions, freqs = _check_rope(x, positions, freqs, xp)
-    cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_i, sin mθ_i
+    cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_r, sin mθ_r
     return rotate_pairs(x, cos, sin, xp)
 
 
@@ -217,14 +218,14 @@ def rotate_pairs(x, cos, sin, xp):
 def pairs_to_halves(x):
     """Permute features from the consecutive-pair layout to the rotate-half one: evens first, then odds.
 
-    ``[x0, x1, x2, x3, ...] -> [x0, x2, ..., x1, x3, ...]``; pair i = (x_2i, x_2i+1) lands on (i, i + d/2).
+    ``[x0, x1, x2, x3, ...] -> [x0, x2, ..., x1, x3, ...]``; pair r = (x_2r, x_2r+1) lands on (r, r + d/2).
     """
     xp = get_namespace(x)
     return xp.concat([x[..., 0::2], x[..., 1::2]], axis=-1)
 
 
 def rotate_half_rope(x, positions, *, freqs=None):
-    """RoPE in the GPT-NeoX / Llama "rotate half" layout: feature i pairs with feature i + d/2.
+    """RoPE in the GPT-NeoX / Llama "rotate half" layout: feature j pairs with feature j + d/2.
 
     ``y = x · cos + rotate_half(x) · sin`` with ``rotate_half([a, b]) = [-b, a]``. The same
     rotation with the features permuted: ``rotate_half_rope(pairs_to_halves(x), m) ==
@@ -232,7 +233,7 @@ def rotate_half_rope(x, positions, *, freqs=None):
     """
     xp = get_namespace(x, positions if hasattr(positions, "dtype") else None, freqs)
     x, positions, freqs = _check_rope(x, positions, freqs, xp)
-    cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_i, sin mθ_i
+    cos, sin = rope_tables(positions, freqs, x.dtype, xp)  # (T, d/2): cos mθ_r, sin mθ_r
     half = x.shape[-1] // 2
     a, b = x[..., :half], x[..., half:]  # (..., T, d/2) each
     return xp.concat([a * cos - b * sin, b * cos + a * sin], axis=-1)  # (..., T, d)
@@ -241,15 +242,15 @@ def rotate_half_rope(x, positions, *, freqs=None):
 def sinusoidal_positions(n_positions: int, d: int, *, base: float = 10000.0, xp=None, device=None):
     """Vaswani et al.'s sinusoidal positional encoding, ``(n_positions, d)``, added to the embeddings.
 
-    Attention Is All You Need §3.5: ``PE[m, 2i] = sin(m θ_i)``, ``PE[m, 2i+1] = cos(m θ_i)`` with the
-    same ``θ_i = base^(-2i/d)`` as RoPE. ``PE[m] · PE[n] = Σ_i cos((m - n) θ_i)`` depends only on m - n,
+    Attention Is All You Need §3.5: ``PE[m, 2r] = sin(m θ_r)``, ``PE[m, 2r+1] = cos(m θ_r)`` with the
+    same ``θ_r = base^(-2r/d)`` as RoPE. ``PE[m] · PE[n] = Σ_r cos((m - n) θ_r)`` depends only on m - n,
     but the model scores ``(x_m + PE[m]) W_Q W_Kᵀ (x_n + PE[n])ᵀ``, whose cross terms depend on m and n
     themselves; RoPE rotates q and k instead, so the score depends only on m - n (notebook 16).
     ``xp``/``device``: the namespace and device of the result (default NumPy, float64).
     """
     n = check_positive_int(n_positions, "n_positions")
     xp = get_namespace() if xp is None else xp
-    freqs = rope_frequencies(d, theta=base, xp=xp, device=device)  # (d/2,): RoPE's θ_i, no YaRN
+    freqs = rope_frequencies(d, theta=base, xp=xp, device=device)  # (d/2,): RoPE's θ_r, no YaRN
     m = xp.arange(0, n, dtype=xp.float64, device=device)  # (n,) positions
     angles = m[:, None] * freqs[None, :]  # (n, 1) * (1, d/2) -> (n, d/2)
     # (n, d/2, 2) -> (n, d): sin on even features, cos on odd ones, pair by pair as in the paper

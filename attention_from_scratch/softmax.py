@@ -17,9 +17,10 @@ Masked scores are ``-inf``: ``exp(-inf) = 0``, so they get weight exactly 0. A r
 ``-inf`` (nothing to attend to) gets weights 0 -- never NaN, never a warning -- because we shift by 0
 instead of by ``-inf`` there and guard the division.
 
-Temperature ``T`` divides the scores: ``softmax(x / T)``. ``T -> 0`` approaches argmax (one-hot),
-``T -> inf`` approaches uniform; dividing by sqrt(d_k) in attention is a temperature of sqrt(d_k).
-The shift comes before the division, ``(x - m) / T``, so a tiny T gives -inf (weight 0), never inf - inf.
+Temperature ``τ`` divides the scores: ``softmax(x / τ)``. ``τ -> 0`` approaches argmax (one-hot),
+``τ -> inf`` approaches uniform; dividing by sqrt(d_k) in attention is a temperature of sqrt(d_k).
+The shift comes before the division, ``(x - m) / τ``, so a tiny τ gives -inf (weight 0), never inf - inf.
+(τ, as in the course; some texts write T, which the course keeps for a sequence's length.)
 
 Half precision (float16, bfloat16) is computed in float32 and returned in the input's dtype, as
 FlashAttention accumulates (``backend.widen``): float16's sum of 2049 ones is 2048, and exp(12) is inf.
@@ -68,11 +69,11 @@ def _divide(shifted, t, xp):
 
 
 def softmax(x, axis: int = -1, *, temperature: float = 1.0):
-    """Numerically stable softmax along ``axis``: ``exp((x - m) / T) / Σ exp((x - m) / T)``, m the row max.
+    """Numerically stable softmax along ``axis``: ``exp((x - m) / τ) / Σ exp((x - m) / τ)``, m the row max.
 
     ``x`` any shape; returns the same shape and floating dtype; rows sum to 1. ``-inf`` entries get
     weight 0 and a row of only ``-inf`` gives all zeros (not NaN): it is shifted by 0 and divided by 1.
-    ``temperature`` T computes ``softmax(x / T)``. ``+inf`` or NaN in a row is not supported: that row
+    ``temperature`` τ computes ``softmax(x / τ)``. ``+inf`` or NaN in a row is not supported: that row
     comes out NaN (as in SciPy), with NumPy's invalid-value warning -- scores are finite unless
     something upstream overflowed.
     """

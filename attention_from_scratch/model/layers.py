@@ -104,7 +104,7 @@ def embedding_backward(tokens, dx, n, xp):
 
 
 def rope_tables_upto(max_len, freqs, dtype, xp):
-    """cos, sin and -sin of m·θ_i at m = 0 .. max_len - 1, ``(max_len, d/2)`` each, on freqs' device: RoPE's
+    """cos, sin and -sin of m·θ_r at m = 0 .. max_len - 1, ``(max_len, d/2)`` each, on freqs' device: RoPE's
     rotation R_m and its backward R_(-m) = R_mᵀ (cos is even, sin odd)."""
     m = xp.arange(max_len, dtype=xp.float64, device=device_of(freqs))  # (max_len,)
     cos, sin = rope_tables(m, freqs, dtype, xp)

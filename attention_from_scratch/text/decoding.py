@@ -45,7 +45,7 @@ class Decoder:
                              "output changes when a token is added")
         self.model, self.xp = model, model.xp
         self.caches = [KVCache(c.max_len) for _ in range(c.n_layers)]
-        if c.positions == "rope":  # cos and sin of m·θ_i for every position m < max_len, built once
+        if c.positions == "rope":  # cos and sin of m·θ_r for every position m < max_len, built once
             xp, dtype = model.xp, model.params["embed"].dtype
             m = xp.arange(c.max_len, dtype=xp.float64, device=model.device)  # (max_len,)
             self.cos, self.sin = rope_tables(m, rope_frequencies(c.d_k, xp=xp, device=model.device), dtype, xp)

@@ -3,7 +3,7 @@
 From the logits z of the next token (shape ``(..., V)``):
 
 * greedy:       argmax_w z_w                                  (``temperature=0``)
-* temperature:  p = softmax(z / T)    T < 1 sharpens, T > 1 flattens; T -> 0 is greedy
+* temperature:  p = softmax(z / τ)    τ < 1 sharpens, τ > 1 flattens; τ -> 0 is greedy
 * top-k:        keep the k largest z (ties with the k-th kept too), the rest -inf (Fan et al. 2018)
 * top-p:        keep the smallest set of most probable tokens whose probability adds up to at least p,
                 the rest -inf (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration")
