@@ -132,6 +132,15 @@ def preallocated(q, k_new, v_new, k_cache, v_cache):
     return (np.exp(scores - lse)[..., None, :] @ v), k, v
 
 
+def empty_cache_hands_back_the_inputs(q, k_new, v_new, k_cache, v_cache):
+    """Right values, but with an empty cache the new token's own arrays come back: a caller that writes into its
+    cache later writes into k_new and v_new (the task asks for new arrays)."""
+    if k_cache.shape[-2] == 0:
+        return v_new, k_new, v_new  # one key: its weight is 1, so out = v_new
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k, v), k, v
+
+
 BATTERIES = {
     "kv_decode_step": {
         "wrong": [
@@ -153,6 +162,7 @@ BATTERIES = {
             (d_v_scale, "not the width d_v of the values"),
             (shift_when_positive, "all far below 0 (about −1000)"),
             (one_max_per_head_over_the_batch, "each row needs its own max"),
+            (empty_cache_hands_back_the_inputs, "v_new"),
         ],
         "right": [axis_2_and_einsum, preallocated],
     },

@@ -229,6 +229,22 @@ def bm_pairs_packed_in_base_1000(ids, new_id):
     return np.array(pair), _merge(ids, pair, new_id)
 
 
+def bm_pairs_packed_in_base_256(ids, new_id):  # the byte-pair habit: fine while every id is a byte
+    packed = ids[:-1] * 256 + ids[1:]
+    _, first, counts = np.unique(packed, return_index=True, return_counts=True)
+    i = first[np.argmax(counts)]
+    pair = (int(ids[i]), int(ids[i + 1]))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_pairs_packed_by_shift(ids, new_id):
+    packed = ids[:-1] << 8 | ids[1:]  # a << 8 | b: the same as a·256 + b while b < 256
+    _, first, counts = np.unique(packed, return_index=True, return_counts=True)
+    i = first[np.argmax(counts)]
+    pair = (int(ids[i]), int(ids[i + 1]))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
 def bm_spaces_skipped(ids, new_id):
     counts = Counter(q for q in itertools.pairwise(ids.tolist()) if 32 not in q)  # "words" only
     pair = min(counts, key=lambda q: (-counts[q], q))
@@ -301,6 +317,8 @@ BATTERIES = {
             (bm_ties_by_first_id_only, "compared as tuples"),
             (bm_merged_in_a_string, None),
             (bm_pairs_packed_in_base_1000, None),
+            (bm_pairs_packed_in_base_256, "one number per pair"),
+            (bm_pairs_packed_by_shift, "one number per pair"),
             (bm_spaces_skipped, None),
         ],
         "right": [bm_sorted_counts, bm_numpy_pairs],

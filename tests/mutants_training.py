@@ -36,6 +36,13 @@ def swapped_betas(p, g, m, v, t, lr, beta1, beta2, eps):
     return p - lr * (m / (1 - beta2**t)) / (np.sqrt(v / (1 - beta1**t)) + eps), m, v
 
 
+def g_not_squared(p, g, m, v, t, lr, beta1, beta2, eps):
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g  # a negative gradient makes v negative, and √v nan
+    m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
+    return p - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
 def abs_not_square(p, g, m, v, t, lr, beta1, beta2, eps):
     m = beta1 * m + (1 - beta1) * g
     v = beta2 * v + (1 - beta2) * np.abs(g)
@@ -152,6 +159,7 @@ BATTERIES = {
             (returns_corrected_state, "return the running averages m and v themselves"),
             (swapped_betas, "β₁ belongs to the first moment"),
             (abs_not_square, "v averages the squared gradient"),
+            (g_not_squared, "v averages the squared gradient"),
             (gradient_ascent, "step against the gradient"),
             (in_place, "changed its input `p` in place"),
             (float64_scalars, "float32 in, float32 out"),

@@ -177,7 +177,8 @@ SHORTCUTS = {
     # the waste over the tokens instead of over the memory; a percentage; ceil off by one (8.5 slots per request)
     "20.1": ([7.5 / 2048.5, 0.3648, 8.5 / 2056.5], [0.003648, 0.0036479]),
     "20.2": ([2.0, 31 / 16, 1.6], [1.882, 1.8824]),  # the limit, pairs j <= p, N = 4
-    "10.1": ([2 * 3 / 28, 3 / 14, 0.2143, 28 / 3], [0.1071, 0.10714]),  # 2/c, the edge of divergence; c itself
+    # 2/c, the edge of divergence; c itself; 4 decimals rounded wrongly
+    "10.1": ([2 * 3 / 28, 3 / 14, 0.2143, 28 / 3, 0.1072, 0.1070], [0.1071, 0.10714]),
     "10.3": ([1, 100], [12]),  # the bias-corrected step (the same at every t); the last step tried
     "11.1": ([4 * 512 * 512 + 2 * 512 * 2048, 4 * 512 * 512 + 2 * 512 * 2048 + 512], [3_146_752]),  # 0 or 1 norm
     "11.3": ([3 / 5, 1.0, 3 / 12.5], [0.8485, 0.849]),  # x / |x| (the sum, not the mean); LayerNorm's; no √

@@ -11,7 +11,7 @@ import numpy as np
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
-from .cases import NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
+from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
 
@@ -144,7 +144,7 @@ def _ce(logits, targets, *, divide="n", sign=1.0, subtract=True, shift=True, axi
     """(softmax(z) − onehot(y)) / N with one detail changeable: the mistakes below are this. ``shift="positive"``:
     shifted by the row max only where it is positive."""
     v = logits.shape[-1]
-    top = logits.max(axis=axis, keepdims=True)
+    top = logits.max() if shift == "global" else logits.max(axis=axis, keepdims=True)  # the array's max, or each row's
     z = logits - (np.maximum(top, 0.0) if shift == "positive" else top) if shift else logits
     p = np.exp(z) / np.sum(np.exp(z), axis=axis, keepdims=True)
     y = np.eye(v, dtype=logits.dtype)[targets]
@@ -158,6 +158,14 @@ def _big_logits():
     targets = np.array([2, 0, 1])
     z[np.arange(3), targets] = z.max(axis=1) - 3.0  # the targets just below each row's top
     return z, targets
+
+
+def _rows_far_apart():
+    """Two positions whose logits are about 800 apart: with one max for the whole array, the lower row's exps are
+    all 0 (exp(−800) underflows) and its softmax is 0/0."""
+    z = draw(46, (2, 2, 5))
+    z[0, 1] += 800.0
+    return z, np.array([[1, 3], [0, 4]])
 
 
 def _fresh_ce(rng):
@@ -179,6 +187,8 @@ def _ce_cases():
         Case("logits all far below 0 (about −1000)", (np.array([[-1000.0, -1001.0, -1002.0]]), np.array([1]))),
         Case("the target's logit far below the row max: [−1000, 0, 1000], target 0",
              (np.array([[-1000.0, 0.0, 1000.0]]), np.array([0]))),
+        Case("(B, T, V) = (2, 2, 5), one position's logits about 800 above the others': each row its own max",
+             _rows_far_apart()),
         fresh_case(_fresh_ce),
     ]
 
@@ -195,6 +205,15 @@ def _ce_overflow(case, e, g):
     logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
     if got.shape == logits.shape and np.any(np.isnan(got).any(axis=-1) & (logits.max(axis=-1) > 700)):
         return OVERFLOW
+    return None
+
+
+def _ce_global_max(case, e, g):
+    """inf or nan in a row whose max lies far below the whole array's: one max for every row (any form of it)."""
+    logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
+    far_below = logits.max(axis=-1) < logits.max() - 700  # exp(−700) is about 1e−304: below it, 0
+    if got.shape == logits.shape and np.any(~np.isfinite(got).all(axis=-1) & far_below):
+        return GLOBAL_MAX
     return None
 
 
@@ -218,8 +237,10 @@ CROSS_ENTROPY_GRAD = Exercise(
         ("softmax over each position's V logits (axis=-1): one distribution over the next token per position",
          lambda z, y: _ce(z, y, axis=0)),
         (NEGATIVE_ROW, lambda z, y: _ce(z, y, shift="positive")),
+        (GLOBAL_MAX, lambda z, y: _ce(z, y, shift="global")),
     ],
     symptoms=[_ce_overflow],
+    fallbacks=[_ce_global_max],
     error_hint=_ce_index_error,
     title="RMSNorm and the gradient of cross-entropy",
     task="""Then `my_cross_entropy_grad(logits, targets)`: the gradient $dZ = (\\mathrm{softmax}(Z) - Y)/N$ of the mean
@@ -228,7 +249,8 @@ cross-entropy $L = -\\frac1N\\sum \\log \\mathrm{softmax}(z)[y]$ with respect to
 `logits`' shape and dtype; subtract each row's max before `exp`. The checker tries one position, an `(N, V)`
 matrix, `(B, T, V)` logits (N = B·T), float32, logits about 1000, a target that already has probability near 1,
 every target the same, logits all far below zero (about −1000) and a target whose logit is far below its row's
-max ([−1000, 0, 1000]), against the capstone's `cross_entropy_backward`.""",
+max ([−1000, 0, 1000]) and positions whose logits lie about 800 apart, against the capstone's
+`cross_entropy_backward`.""",
     stub='''def my_cross_entropy_grad(logits, targets):
     """dL/dlogits of the mean softmax cross-entropy: (softmax(logits) - onehot(targets)) / N."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -160,6 +160,7 @@ KV_DECODE_STEP = Exercise(
     ],
     fallbacks=[_cache_axis],
     error_hint=_decode_error,
+    new_arrays=True,  # an empty cache's step that hands back k_new and v_new themselves is refused
     title="one decoding step with a KV cache",
     task="""Write `my_decode_step(q, k_new, v_new, k_cache, v_cache)` for one new token: append
 its key and value to the cache, then let its query attend (scaled dot-product, no mask) over **all** cached tokens.

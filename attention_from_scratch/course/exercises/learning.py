@@ -230,6 +230,15 @@ def _bigram_overflow(case, e, g):
     return None
 
 
+def _bigram_global_max(case, e, g):
+    """A loss that is not finite while some pair's logits lie far below the largest: one max for every pair."""
+    table, inputs = case.args[0], case.args[1]
+    rows = table[inputs].max(axis=-1)  # each pair's largest logit
+    if not np.isfinite(np.asarray(g[0], dtype=np.float64)).all() and np.any(rows < rows.max() - 700):
+        return GLOBAL_MAX
+    return None
+
+
 BIGRAM_GRAD = Exercise(
     "bigram_grad", "10_learning_from_data", ("e", "inputs", "targets"), ("loss", "de"), _bigram_cases,
     _bigram_reference,
@@ -263,7 +272,7 @@ BIGRAM_GRAD = Exercise(
          lambda *a: _bigram(*a, log_of_p=True)),
         (GLOBAL_MAX, lambda *a: _bigram(*a, shift="global", log_of_p=True)),  # 0/0: nan, as log(p) gives
     ],
-    fallbacks=[_bigram_overflow],
+    fallbacks=[_bigram_overflow, _bigram_global_max],
     title="a gradient by finite differences, and the bigram's gradient",
     task="""Then `my_bigram_grad(e, inputs, targets)` returning `(loss, de)` for the bigram model of section 6: `e` is
 the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the pairs $(w_i, y_i)$); the logits of

@@ -31,8 +31,8 @@ _IN_PLACE = (msg("work on new arrays: `x = x / s` makes a new one, while `x /= s
 
 
 _ALIASED = msg("return new arrays, as the task asks: a result that is one of the inputs changes with it, so a caller "
-               "that updates the result in place (acc += ...) changes the input it may still need, and the other way "
-               "round; copy it if it is already the answer")
+               "that updates the result in place (acc += ..., a cache written into) changes the input it may still "
+               "need, and the other way round; copy it if it is already the answer")
 
 
 def _message(err: BaseException) -> str:

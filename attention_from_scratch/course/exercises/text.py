@@ -185,6 +185,11 @@ def _bpe_cases():
         Case("ids of different lengths: (1, 2) twice, and 11 followed by 2 is not (1, 2)",
              (np.array([1, 2, 1, 2, 11, 2]), 260)),
         Case("ids of 1000 and above, and the new id 1001", (np.array([5, 1000, 5, 1000, 7, 999]), 1001)),
+        Case("ids above 255: (1, 300), (2, 44) and (0, 300) once each, (7, 8) twice (one number per pair, a·256 + b "
+             "or a << 8 | b, gives two of the first three one number)",
+             (np.array([1, 300, 5, 2, 44, 6, 0, 300, 9, 7, 8, 7, 8]), 301)),
+        Case("a tie of (1, 300) and (2, 3), twice each: (1, 300) is the smaller tuple, though 1·256 + 300 > 2·256 + 3",
+             (np.array([1, 300, 9, 1, 300, 2, 3, 9, 2, 3]), 301)),
         Case("spaces are bytes like any other: (32, 32) is the most frequent pair of 'a  b  c  d'",
              (_ids("a  b  c  d"), 256)),
         _fresh_bpe(fresh_seed()),
@@ -259,6 +264,21 @@ def _wrapped(ids, new_id):
     return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
 
 
+_PACKED = msg("ids go above 255 (tokens of earlier merges): one number per pair such as a·256 + b gives different "
+              "pairs the same number ((1, 300) and (2, 44): 556) and orders ties by it; count and compare the pairs "
+              "as tuples")
+
+
+def _packed(ids, new_id, *, shift=False):
+    """Each pair as one number, ``a·256 + b`` (or ``a << 8 | b``): the byte-pair habit, wrong once ids pass 255."""
+    ids = np.asarray(ids, dtype=np.int64)
+    keys = (ids[:-1] << 8 | ids[1:]) if shift else ids[:-1] * 256 + ids[1:]
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    i = int(first[np.argmax(counts)])  # the smallest key of the most frequent, where it first occurs
+    pair = (int(ids[i]), int(ids[i + 1]))
+    return np.asarray(pair), np.asarray(merge_pair([int(x) for x in ids], pair, new_id))
+
+
 BPE_MERGE_STEP = Exercise(
     "bpe_merge_step", "14_real_text", ("ids", "new_id"), ("pair", "merged"), _bpe_cases, _bpe_reference,
     mistakes=[
@@ -274,14 +294,16 @@ BPE_MERGE_STEP = Exercise(
         ("the pair is (ids[i], ids[i + 1]) in reading order, not reversed", _reversed_pair),
         ("adjacent pairs are (ids[i], ids[i + 1]) for i < len(ids) − 1: the last id has no right neighbour "
          "(np.roll wraps it round to the first)", _wrapped),
+        (_PACKED, _packed),
+        (_PACKED, lambda ids, new_id: _packed(ids, new_id, shift=True)),
     ],
     title=_TITLE,
     task="""Then `my_bpe_merge_step(ids, new_id)`: one step of BPE training on a 1-D integer array `ids` (bytes, and
 tokens of earlier merges). Count every adjacent pair `(ids[i], ids[i + 1])`, overlapping ones included; the
-most frequent pair wins, ties going to the smallest pair compared as a tuple. Return `(pair, merged)`: the
-pair as an integer array of shape `(2,)`, and `ids` with each occurrence of the pair, scanned left to right,
-replaced by `new_id` (so `a a a` becomes `new_id a`). The package does the same inside each chunk of text
-(`text.bpe.pair_counts`, `merge_pair`); here `ids` is one chunk.""",
+most frequent pair wins, ties going to the smallest pair compared as a tuple (ids go above 255: count pairs,
+not bytes). Return `(pair, merged)`: the pair as an integer array of shape `(2,)`, and `ids` with each
+occurrence of the pair, scanned left to right, replaced by `new_id` (so `a a a` becomes `new_id a`). The package
+does the same inside each chunk of text (`text.bpe.pair_counts`, `merge_pair`); here `ids` is one chunk.""",
     stub='''def my_bpe_merge_step(ids, new_id):
     """(pair, merged): the most frequent adjacent pair (ties: the smallest) and ids with it merged."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -23,7 +23,7 @@ def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_
     if swap_betas:
         beta1, beta2 = beta2, beta1
     m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m * keep_m + (1 - beta1) * g)
-    v_new = beta2 * v + (1 - beta2) * (g * g if square else np.abs(g))
+    v_new = beta2 * v + (1 - beta2) * {True: g * g, False: np.abs(g), "plain": g}[square]
     step = t + t_shift
     m_hat = m_new / (1 - beta1**step) if correct else m_new
     v_hat = v_new / (1 - beta2**step) if correct else v_new
@@ -107,6 +107,7 @@ ADAM_STEP = Exercise(
         ("β₁ belongs to the first moment m (the gradient's average), β₂ to the second moment v (its square's)",
          lambda *a: _adam(*a, swap_betas=True)),
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square=False)),
+        ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square="plain")),  # √(v < 0): nan
         ("step against the gradient: the update descends, so it is taken away from p (the update itself has the "
          "sign of m̂)", lambda *a: _adam(*a, sign=1.0)),
         ("this is Kingma & Ba's faster ordering, lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m/(√v + eps), with eps left as it is: "
