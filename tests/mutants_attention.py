@@ -313,6 +313,36 @@ def masked_query_rows_zeroed(q, k, v, mask=None):
     return weights @ v, weights
 
 
+
+def zero_score_means_masked(q, k, v, mask=None):  # "blocked scores are 0": then every 0 is taken for blocked
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = scores * mask
+    weights = _guarded(np.where(scores == 0, -np.inf, scores))
+    return weights @ v, weights
+
+
+def shift_when_float64_would_overflow(q, k, v, mask=None):  # "exp overflows past about 709.78": in float64 only
+    scores = _scores(q, k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    finite = scores[np.isfinite(scores)]
+    if finite.size and np.abs(finite).max() > 700:
+        return (weights := _guarded(scores)) @ v, weights
+    e = np.exp(scores)  # float32 overflows above 88.7
+    total = np.sum(e, axis=-1, keepdims=True)
+    weights = e / np.where(total > 0, total, 1)
+    return weights @ v, weights
+
+
+def mask_skipped_when_it_blocks_everything(q, k, v, mask=None):  # "mask.any()": an all-False mask is no mask
+    scores = _scores(q, k)
+    if mask is not None and mask.any():
+        scores = np.where(mask, scores, -np.inf)
+    weights = _guarded(scores)
+    return weights @ v, weights
+
+
 BATTERIES = {
     "attention": {
         "wrong": [
@@ -348,6 +378,9 @@ BATTERIES = {
             (blocked_fill_below_max, "a blocked key gets weight exactly 0"),
             (shift_when_positive, "all far below 0 (about −1000)"),
             (shift_when_positive_unguarded, "all far below 0 (about −1000)"),
+            (zero_score_means_masked, "0 is an ordinary score"),
+            (shift_when_float64_would_overflow, "subtract the row max"),
+            (mask_skipped_when_it_blocks_everything, "the mask was not applied"),
         ],
         "right": [einsum_style, additive_mask_then_logsumexp, masked_query_rows_zeroed],
     },

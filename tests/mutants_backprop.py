@@ -285,6 +285,37 @@ def ab_row_sum_without_keepdims(q, k, v, d_out, mask=None):
     return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
 
 
+def _ab_guarded(s):
+    m = np.max(s, -1, keepdims=True)
+    e = np.exp(s - np.where(np.isneginf(m), 0, m))
+    tot = e.sum(-1, keepdims=True)
+    return e / np.where(tot > 0, tot, 1)
+
+
+def ab_zero_score_means_masked(q, k, v, d_out, mask=None):  # blocked scores set to 0, then "0 = masked"
+    scale = 1 / q.shape[-1] ** 0.5
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        s = s * mask
+    p = _ab_guarded(np.where(s == 0, -np.inf, s))
+    return _grads(p, q, k, v, d_out, scale)
+
+
+def ab_shift_when_float64_would_overflow(q, k, v, d_out, mask=None):  # float32 overflows above 88.7 already
+    scale = 1 / q.shape[-1] ** 0.5
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    finite = s[np.isfinite(s)]
+    if finite.size and np.abs(finite).max() > 700:
+        p = _ab_guarded(s)
+    else:
+        e = np.exp(s)
+        tot = e.sum(-1, keepdims=True)
+        p = e / np.where(tot > 0, tot, 1)
+    return _grads(p, q, k, v, d_out, scale)
+
+
 # --- attention_backward: right ---------------------------------------------------------------------------
 
 
@@ -377,6 +408,8 @@ BATTERIES = {
             (ab_correction_over_queries, "not over the queries"),
             (ab_row_sum_without_keepdims, "keep the summed axis (keepdims)"),
             (ab_one_mask_row_per_sequence, "FAILED on case 16 of"),  # the (B, 1, T, S) mask, a row per query
+            (ab_zero_score_means_masked, "0 is an ordinary score"),
+            (ab_shift_when_float64_would_overflow, "exp overflow"),
         ],
         "right": [ab_with_package_forward, ab_loop_over_rows],
     },

@@ -156,6 +156,17 @@ def loop_over_queries(positions, n_entries, rate):
     return out
 
 
+
+def shift_gates_only(kv, gate, bias):  # the gates by their max, the bias forgotten in the shift
+    e = np.exp(gate - gate.max(axis=-2, keepdims=True) + bias)
+    return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
+
+
+def shift_gates_and_bias_apart(kv, gate, bias):  # exp(Z − max Z) · exp(B − max B): both slots can underflow
+    e = np.exp(gate - gate.max(axis=-2, keepdims=True)) * np.exp(bias - bias.max(axis=-2, keepdims=True))
+    return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
+
+
 BATTERIES = {
     "compress_window": {
         "wrong": [
@@ -166,6 +177,8 @@ BATTERIES = {
             (one_max_for_all, "each row needs its own max"),
             (no_max_shift, "overflow"),
             (shift_when_positive, "all far below 0 (about −1000)"),
+            (shift_gates_only, "shift Z + B by its max"),
+            (shift_gates_and_bias_apart, "shift Z + B by its max"),
             (adds_bias_in_place, "changed its input `gate` in place"),
             (float64_weights, "float32 in, float32 out"),
             (as_a_list, "expected a NumPy array, got a value of type list"),

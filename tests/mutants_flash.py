@@ -165,9 +165,21 @@ def branch_per_row(a, b):
     return m, l, acc
 
 
+
+def merge_shift_by_midpoint(a, b):  # "between the two maxima": overflows when the blocks are far apart
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
+    m = np.maximum(m_a, m_b)
+    fa, fb = np.isfinite(m_a), np.isfinite(m_b)
+    ref = np.where(fa & fb, (m_a + m_b) / 2, np.where(np.isfinite(m), m, 0.0)).astype(m_a.dtype)
+    back = np.exp(ref - np.where(np.isfinite(m), m, 0.0))
+    alpha, beta = np.exp(m_a - ref) * back, np.exp(m_b - ref) * back
+    return m, alpha * l_a + beta * l_b, alpha * acc_a + beta * acc_b
+
+
 BATTERIES = {
     "online_softmax_merge": {
         "wrong": [
+            (merge_shift_by_midpoint, "with their midpoint"),
             (not_rescaled, "sums not rescaled"),
             (acc_not_rescaled, "acc not rescaled"),
             (rescaled_the_wrong_way, "rescaled the wrong way"),

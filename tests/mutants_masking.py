@@ -85,6 +85,16 @@ def loops(n_q, n_k):
     return mask
 
 
+
+def float16_positions(n_q, n_k):  # float16 holds every whole number only up to 2048: queries see the future
+    i = np.arange(n_k - n_q, n_k, dtype=np.float16)[:, None]
+    return np.arange(n_k, dtype=np.float16)[None, :] <= i
+
+
+def one_future_key(n_q, n_k):
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q + 1)
+
+
 BATTERIES = {
     "causal_mask": {
         "wrong": [
@@ -102,6 +112,8 @@ BATTERIES = {
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (int8_positions, "must not wrap around"),
+            (float16_positions, "must not wrap around"),
+            (one_future_key, "one key too many"),
         ],
         "right": [corner_of_a_square, by_positions, loops],
     },

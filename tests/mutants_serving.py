@@ -158,9 +158,22 @@ def merge_as_states(out_a, lse_a, out_b, lse_b):
 
 
 
+
+def shift_by_midpoint(out_a, lse_a, out_b, lse_b):  # "between the two": overflows when they are far apart
+    fa, fb = np.isfinite(lse_a), np.isfinite(lse_b)
+    ref = np.where(fa & fb, (lse_a + lse_b) / 2, np.where(fa, lse_a, np.where(fb, lse_b, 0.0)))
+    w_a, w_b = np.exp(lse_a - ref), np.exp(lse_b - ref)
+    total = w_a + w_b
+    safe = np.where(total > 0, total, 1.0)
+    lse = np.where(total > 0, ref + np.log(safe), -np.inf).astype(lse_a.dtype)
+    out = (w_a / safe)[..., None] * out_a + (w_b / safe)[..., None] * out_b
+    return out.astype(out_a.dtype), lse
+
+
 BATTERIES = {
     "merge_partials": {
         "wrong": [
+            (shift_by_midpoint, "with their midpoint"),
             (merge_average, "not equal partners"),
             (merge_swapped, "weights swapped"),
             (merge_linear_weights, "the weights are its exponentials"),

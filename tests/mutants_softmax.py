@@ -140,6 +140,19 @@ def clamped_exponent(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+
+def shift_when_float64_would_overflow(x):  # "exp overflows past about 709.78": so it does in float64 only
+    finite = x[np.isfinite(x)]
+    if finite.size and np.abs(finite).max() > 700:
+        x = x - np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def unstable_log_sum_exp(x):  # notebook 04's log-sum-exp, written without its shift
+    return np.exp(x - np.log(np.sum(np.exp(x), axis=-1, keepdims=True)))
+
+
 BATTERIES = {
     "softmax": {
         "wrong": [
@@ -163,6 +176,8 @@ BATTERIES = {
             (stable_only_when_big, "all far below 0 (about −1000)"),
             (shift_by_first, "subtract the row max"),
             (shift_by_largest_magnitude, "all far below 0 (about −1000)"),
+            (shift_when_float64_would_overflow, "subtract the row max"),
+            (unstable_log_sum_exp, "the log-sum-exp needs the shift too"),
         ],
         "right": [via_logsumexp, row_loop, shifted_by_max_then_divide],
     },

@@ -14,17 +14,21 @@ from ...softmax import naive_softmax, softmax
 from ..i18n import msg
 from .cases import (
     EMPTY_ROW_NAN,
+    FLOAT32_90,
     GLOBAL_MAX,
     MASK_AFTER,
     NEGATIVE_ROW,
     OVERFLOW,
     PER_SEQUENCE,
     SCALE_FROM_SHAPE_1,
+    ZERO_SCORES,
     Case,
     Exercise,
     draw,
+    float32_scores_about_100,
     fresh_attention_inputs,
     fresh_case,
+    library_with_zero_scores,
     per_sequence_mask,
     rows_sum_to_one,
     scores_far_below_zero,
@@ -90,6 +94,10 @@ def _attention_cases():
         Case("scores all far below 0 (about −1000): a row that is not masked", (*scores_far_below_zero(), None)),
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(23, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3)), per_sequence_mask(4, 5))),
+        Case(ZERO_SCORES, (*library_with_zero_scores(), None)),
+        Case(FLOAT32_90, (*float32_scores_about_100(), None), np.float32),
+        Case("a mask that blocks every key of every query: weights 0, output 0",
+             (*draw(24, (2, 4), (3, 4), (3, 2)), np.zeros((2, 3), dtype=bool))),
         fresh_case(fresh_attention_inputs),
     ]
 
@@ -110,6 +118,12 @@ def _with_weights(weights, v):
 def _filled(q, k, v, mask, fill):
     """What a student gets by writing ``fill`` into the blocked scores, then the package's softmax."""
     return _with_weights(softmax(np.where(mask, _scores(q, k), fill)), v)
+
+
+def _zero_is_blocked(q, k, v, mask=None):
+    """Every score of exactly 0 taken for a blocked one (the blocked scores set to 0 first, then "0 = masked")."""
+    scores = _scores(q, k) if mask is None else np.where(mask, _scores(q, k), 0.0)
+    return _with_weights(softmax(np.where(scores == 0, -np.inf, scores)), v)
 
 
 def _masked_after_softmax(q, k, v, mask, guard=True, renormalise=True):
@@ -196,6 +210,8 @@ ATTENTION = Exercise(
          lambda q, k, v, m: _filled(q, k, v, m, 0.0)),
         ("the mask was not applied: a blocked key (mask False) must get weight 0",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v)),
+        ("a score of exactly 0 is an ordinary score (a query orthogonal to a key, or a query of zeros), not a blocked "
+         "one: only the mask blocks a key", _zero_is_blocked),
         ("mask inverted: True = may attend, so keep the scores where mask is True",
          lambda q, k, v, m: scaled_dot_product_attention(q, k, v, ~m)),
         ("rows do not sum to 1: softmax over the wrong axis? Each query's weights over the keys (the last axis) "
@@ -221,7 +237,8 @@ exactly 0, however large its score. A query that may attend to **no** key gets w
 float32 in, float32 out; `np.sqrt(d_k)` of a Python int is a NumPy float64 and turns float32 scores into
 float64 (the cells above use it on float64 inputs only), while `d_k ** 0.5` is a Python float and does not.
 The checker tries T ≠ S, batch and head dimensions, float32, a causal mask, a padding mask, a blocked key
-scoring about 1000 above the others, a fully masked row, large scores, rows far apart, a row of scores all
+scoring about 1000 above the others, a fully masked row, a mask that blocks everything, large scores, float32
+scores about 100 (exp overflows float32 above 88.7), scores of exactly 0, rows far apart, a row of scores all
 far below zero (about −1000), a `(B, 1, T, S)` mask with a pattern per sequence and a single token; it checks
 shapes, dtypes, values (to a relative tolerance) and that your function leaves `q`, `k`, `v` and `mask`
 unchanged.""",

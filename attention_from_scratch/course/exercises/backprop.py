@@ -15,17 +15,21 @@ from ...masking import padding_mask
 from ...softmax import softmax
 from ..i18n import msg
 from .cases import (
+    FLOAT32_90,
     GLOBAL_MAX,
     MAX_FIRST,
     NEGATIVE_ROW,
     OVERFLOW,
     PER_SEQUENCE,
     SCALE_FROM_SHAPE_1,
+    ZERO_SCORES,
     Case,
     Exercise,
     draw,
+    float32_scores_about_100,
     fresh_attention_inputs,
     fresh_case,
+    library_with_zero_scores,
     per_sequence_mask,
     scores_far_below_zero,
 )
@@ -130,6 +134,8 @@ def _attention_backward_cases():
         Case("one token", (*draw(39, (1, 1, 4), (1, 1, 4), (1, 1, 3), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(44, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3), (2, 3, 4, 3)),
                             per_sequence_mask(4, 5))),
+        Case(ZERO_SCORES, (*library_with_zero_scores(), np.array([[1.0, -2.0, 0.5], [0.5, 1.0, -1.0]]), None)),
+        Case(FLOAT32_90, (*float32_scores_about_100(), np.array([[1.0, -1.0]], dtype=np.float32), None), np.float32),
         fresh_case(lambda rng: fresh_attention_inputs(rng, d_out=True)),
     ]
 
@@ -165,10 +171,19 @@ def _overflow_nan(case, e, g):
 _MASKED_KEYS = (msg("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
                 "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0"))
 
+def _zero_is_blocked(q, k, v, d_out, mask=None):
+    """The backward of a forward that took every score of exactly 0 for a blocked one."""
+    scores = q @ np.swapaxes(k, -1, -2)  # (..., T, S): 0 exactly where the scaled scores are 0
+    allowed = scores != 0 if mask is None else (scores != 0) & mask
+    return attention_backward(q, k, v, d_out, allowed)
+
+
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "12_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
     _attention_backward_cases, _reference,
     mistakes=[
+        ("a score of exactly 0 is an ordinary score (a query orthogonal to a key, or a query of zeros), not a blocked "
+         "one: only the mask blocks a key", _zero_is_blocked),
         ("dV collects, for each value j, dO from every query in proportion to the weight that query gave key j: "
          "that is column j of P, so which matrix is transposed?", lambda *a: _backward(*a, transpose_dv=False)),
         ("dS needs softmax's row correction: P ⊙ dP alone is only the diagonal of the softmax Jacobian; each row "
@@ -216,7 +231,8 @@ gets no gradient, and a fully masked row contributes nothing (no `nan`). Return 
 the inputs unchanged. The checker tries T ≠ S, d_v ≠ d_k, batch and head dimensions, float32, a causal mask,
 a padding mask, a blocked key and an allowed key scoring about 1000 above the others, a square padding
 mask (T = S, not causal), a fully masked row, rows far apart, a row of scores all far below zero (about
-−1000), d_k = 16, one token and a `(B, 1, T, S)` mask with a pattern per sequence.""",
+−1000), d_k = 16, one token, a `(B, 1, T, S)` mask with a pattern per sequence, scores of exactly 0 and float32
+scores about 100 (exp overflows float32 above 88.7).""",
     stub='''def my_attention_backward(q, k, v, d_out, mask=None):
     """(dq, dk, dv) of out = softmax(q kᵀ / √d_k) v, given d_out = dL/d out; mask: True = may attend."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -163,6 +163,27 @@ def wrapped_positions_hint(last: int):
                last=int(last))
 
 
+ZERO_SCORES = ("scores of exactly 0 (notebook 00's library: one-hot keys, a query orthogonal to a key, and a query "
+               "of zeros): 0 is an ordinary score")
+FLOAT32_90 = "float32 scores of 100 and 0, nothing larger: exp overflows float32 above 88.7"
+
+
+def library_with_zero_scores():
+    """``(q, k, v)``: notebook 00's three books (keys [1, 0], [0, 1], [0.7, 0.7]) and two queries, [2, 0] (its score
+    with key 1 is exactly 0) and [0, 0] (every score 0: weights 1/3 each)."""
+    q = np.array([[2.0, 0.0], [0.0, 0.0]])
+    k = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
+    return q, k, np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0], [3.0, 0.5, 0.0]])
+
+
+def float32_scores_about_100():
+    """``(q, k, v)`` in float32: one query whose scores are 100 and 0 (q·k/√d_k with d_k = 4): exp(100) is inf in
+    float32, while a float64 habit ("overflow starts past 709") shifts nothing below that."""
+    q = np.full((1, 4), 10.0, dtype=np.float32)
+    k = np.array([[5.0] * 4, [0.0] * 4], dtype=np.float32)
+    return q, k, np.array([[1.0, -1.0], [2.0, 0.5]], dtype=np.float32)
+
+
 def scores_far_below_zero():
     """``(q, k, v)``: one query whose scores with both keys are about −1000 (q·k/√d_k = −1000 and −1001, d_k = 4, so
     the scale 1/2 is exact): weights 0.73 and 0.27, which a softmax not shifted by its row's max underflows to 0."""

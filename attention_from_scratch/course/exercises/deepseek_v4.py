@@ -38,6 +38,18 @@ def _channels_far_apart(seed):
     return kv, gate, bias
 
 
+def _bias_far_apart(seed):
+    """In channel 0 the learned bias is about 800 in slot 1 and the gates about 800 in slot 0, so Z + B is about 800 in
+    both; in channel 2 the bias alone is about 800 (slot 2). The shift is the max of Z + B: a max of the gates alone
+    leaves exp(B) to overflow in channel 2; the gates and the bias each shifted by their own max underflow both of
+    channel 0's slots to 0."""
+    kv, gate, bias = draw(seed, (2, 4, 3), (2, 4, 3), (4, 3))
+    bias[1, 0] += 800.0
+    gate[..., 0, 0] += 800.0
+    bias[2, 2] += 800.0  # channel 2: the bias alone about 800, in slot 2
+    return kv, gate, bias
+
+
 def _gates_far_below_zero(seed):
     """Every gate about −1000 (−1000 plus a standard normal draw): exp of each underflows to 0."""
     kv, gate, bias = draw(seed, (4, 3), (4, 3), (4, 3))
@@ -53,6 +65,9 @@ def _window_cases():
         _window_case("large gates (entries about 800)", 74, (3,), 4, 2, scale=800.0),
         Case("channels of very different gates: channel 0 about 1000 above channel 1", _channels_far_apart(75)),
         Case("gates all far below 0 (about −1000)", _gates_far_below_zero(78)),
+        Case("a bias of about 800 (channel 0 slot 1, channel 2 slot 2) and gates of about 800 (channel 0 slot 0): "
+             "shift Z + B by its max",
+             _bias_far_apart(79)),
         _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
         _window_case("a square window, m = d = 4: slots and channels have the same length", 77, (2,), 4, 4),
         _fresh_window(fresh_seed()),
@@ -76,6 +91,13 @@ def _window_wrong(kv, gate, bias, *, axis=-2, use_bias=True, weigh=None):
     """The gated pooling with one detail changed: the softmax's axis, the bias left out, what is weighed."""
     weights = softmax(gate + bias if use_bias else gate, axis=axis)
     return np.sum(weights * (kv if weigh is None else weigh(kv, gate)), axis=-2)
+
+
+def _window_shift_apart(kv, gate, bias, *, both=False):
+    """The gates shifted by their own max over the slots, and the bias not at all (or by its own max too)."""
+    z = gate - np.max(gate, axis=-2, keepdims=True)
+    e = np.exp(z) * np.exp(bias - np.max(bias, axis=-2, keepdims=True)) if both else np.exp(z + bias)
+    return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
 
 
 def _window_global_max(kv, gate, bias):
@@ -103,6 +125,12 @@ COMPRESS_WINDOW = Exercise(
         ("the entry is a weighted SUM over the slots (weights that sum to 1), not a mean of the weighted values",
          lambda kv, gate, bias: _window_reference(kv, gate, bias) / kv.shape[-2]),
         (GLOBAL_MAX, _window_global_max),
+        ("shift Z + B by its max over the slots, the sum the softmax sees: a shift of the gates alone leaves exp(B) to "
+         "overflow where the bias is large, and the gates and the bias each shifted by their own max can underflow "
+         "every slot", _window_shift_apart),
+        ("shift Z + B by its max over the slots, the sum the softmax sees: a shift of the gates alone leaves exp(B) to "
+         "overflow where the bias is large, and the gates and the bias each shifted by their own max can underflow "
+         "every slot", lambda *a: _window_shift_apart(*a, both=True)),
         (NEGATIVE_ROW, _window_shift_when_positive),  # before OVERFLOW: no shift at all gives the same nan here
         (OVERFLOW, lambda kv, gate, bias: np.sum(naive_softmax(gate + bias, axis=-2) * kv, axis=-2)),
     ],
@@ -112,9 +140,9 @@ $\\text{entry} = \\sum_{j<m} \\operatorname{softmax}_j(Z_j + B_j) \\odot C_j$, w
 **per channel**. Shapes: `kv` (the values $C$) and `gate` ($Z$) `(..., m, d)` -- any leading axes are windows
 computed independently -- and `bias` ($B$) `(m, d)`; return `(..., d)`, in the inputs' dtype. The checker tries
 one window, leading axes, float32, CSA's first entry (the slots of the missing window $-1$ gated $-\\infty$:
-weight 0), large gates, channels whose gates are 1000 apart, gates all far below zero (about −1000), a single
-slot and a square window ($m = d$); it checks shape, dtype and value, and that your function leaves its inputs
-unchanged.""",
+weight 0), large gates, channels whose gates are 1000 apart, gates all far below zero (about −1000), a bias of
+about 800, a single slot and a square window ($m = d$); it checks shape, dtype and value, and that your function
+leaves its inputs unchanged.""",
     stub='''def my_compress_window(kv, gate, bias):
     """Σ_slots softmax over the slots (axis -2) of (gate + bias), times kv: (..., m, d) -> (..., d)."""
     raise NotImplementedError  # delete this line and write your code''',

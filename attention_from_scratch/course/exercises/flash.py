@@ -58,6 +58,10 @@ def _merge_cases():
              _states(71, (), 2, 3, 3, 2, shift=([1000.0, 0.0], [0.0, 1000.0]))),
         Case("rows far apart: row 0's scores about 1000 above row 1's",
              _states(72, (), 2, 3, 4, 2, shift=([1000.0, 0.0], [1000.0, 0.0]))),
+        Case("float32 blocks 200 apart: row 0's block a about 100 and block b about −100, row 1 the other way round",
+             _states(73, (), 2, 3, 3, 2, dtype=np.float32, shift=([100.0, -100.0], [-100.0, 100.0])), np.float32),
+        Case("blocks 1600 apart: row 0's block a about 800 and block b about −800, row 1 the other way round",
+             _states(74, (), 2, 3, 3, 2, shift=([800.0, -800.0], [-800.0, 800.0]))),
         Case(FRESH, _fresh_states(fresh_seed())),
     ]
 
@@ -87,13 +91,14 @@ def _empty_union_m_is_free(case, e, g):
 
 
 def _merge_wrong(a, b, *, rescale_l=True, rescale_acc=True, flip=False, overflow=False, m_b_only=False,
-                 shift_by_a=False, global_max=False, normalise=False):
+                 shift_by_a=False, global_max=False, normalise=False, midpoint=False):
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = a, b
     m = m_b if m_b_only else np.maximum(m_a, m_b)
     if overflow:  # (0 where m is −∞, so that only the overflow, not the empty state, tells this one apart)
         alpha, beta = (np.where(np.isneginf(m), 0.0, np.exp(x) / np.exp(m)) for x in (m_a, m_b))
-    elif shift_by_a or global_max:  # the sums taken relative to m_a (or to the array's max), then moved to m
-        ref = np.max(m) if global_max else m_a
+    elif shift_by_a or global_max or midpoint:  # the sums taken relative to m_a (or the array's max, or the
+        # midpoint of the two maxima), then moved to m
+        ref = np.max(m) if global_max else (m_a + m_b) / 2 if midpoint else m_a
         ref = np.where(np.isneginf(ref), np.where(np.isneginf(m), 0.0, m), ref)
         back = np.exp(ref - np.where(np.isneginf(m), 0.0, m))
         alpha, beta = np.exp(m_a - ref) * back, np.exp(m_b - ref) * back
@@ -138,6 +143,9 @@ ONLINE_SOFTMAX_MERGE = Exercise(
         ("overflow: shift both blocks by the larger maximum m = max(m_a, m_b), row by row: e^(m_b − m_a) overflows "
          "when block b's max is far above block a's", lambda a, b: _merge_wrong(a, b, shift_by_a=True)),
         (GLOBAL_MAX, lambda a, b: _merge_wrong(a, b, global_max=True)),
+        ("overflow: shift both blocks by the larger maximum m = max(m_a, m_b), row by row: with their midpoint, "
+         "e^(m_a − mid) overflows once the blocks are far apart (about 177 in float32, 1420 in float64)",
+         lambda a, b: _merge_wrong(a, b, midpoint=True)),
         ("acc stays a sum, weighted by e^(s − m) like l: the division by l comes once, after the last block, and a "
          "state divided on the way can no longer be merged", lambda a, b: _merge_wrong(a, b, normalise=True)),
     ],
@@ -152,8 +160,8 @@ ONLINE_SOFTMAX_MERGE = Exercise(
 even when both are empty, and row by row: some rows of a block may be empty and others not. Where the
 union is empty, `l` and `acc` must be 0 and any `m` is accepted (`online_softmax_merge` gives `-inf`).
 Return the inputs' dtype and new arrays: `a` and `b` must be left unchanged (a caller may still need
-them). The checker compares with `online_softmax_merge` on batch dimensions, float32, huge scores, empty
-blocks and rows empty in both blocks mixed with rows that are not.""",
+them). The checker compares with `online_softmax_merge` on batch dimensions, float32, huge scores, blocks far
+apart (in float32 too), empty blocks and rows empty in both blocks mixed with rows that are not.""",
     stub='''def my_merge(a, b):
     """Merge states (m, l, acc) of two disjoint key blocks into the state of their union."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -24,12 +24,13 @@ def _mask_cases():
         ("more queries than keys: T = 5, S = 3 (the first two queries come before every key)", (5, 3)),
         ("one token", (1, 1)),
         ("a long cache: T = 3 new tokens against S = 300 keys", (3, 300)),
+        ("a very long cache: T = 4 new tokens against S = 5000 keys (float16 holds whole numbers only up to 2048)",
+         (4, 5000)),
     ]] + [fresh_case(lambda rng: fresh_dims(rng, 2, 1, 40))]  # T and S drawn anew (T > S too)
 
 
 def _top_left(n_q, n_k):
-    n = max(n_q, n_k)
-    return np.asarray(causal_mask(n, n))[:n_q, :n_k]  # the top-left corner of a square mask
+    return np.tril(np.ones((n_q, n_k), dtype=bool))  # the top-left corner of a square mask: query i sees keys 0..i
 
 
 def _before_every_key(case, e, g):
@@ -56,6 +57,8 @@ CAUSAL_MASK = Exercise(
          "T − S + i", lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_q - n_k)),
         ("the diagonal is blocked: a token may attend to itself (key position <= query position, not <)",
          lambda n_q, n_k: np.asarray(causal_mask(n_q + 1, n_k))[:-1]),
+        ("one key too many: query i sees the keys up to its own position S − T + i, and the next one is the future",
+         lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q + 1)),
         ("True and False swapped: here True = may attend (PyTorch's convention), so the past and the token "
          "itself are True", lambda n_q, n_k: ~np.asarray(causal_mask(n_q, n_k))),
     ],
@@ -66,7 +69,8 @@ CAUSAL_MASK = Exercise(
 for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decoding against a cache): query $i$
 sits at position $n_k - n_q + i$ and may see every key up to and including that position. When
 `n_q > n_k`, the first `n_q - n_k` queries come before every key and see nothing (rows all `False`). The
-checker tries square masks, one and two new tokens against a long cache, and more queries than keys; it
+checker tries square masks, one and two new tokens against a long cache (up to 5,000 keys), and more queries
+than keys; it
 checks the shape, the dtype (`bool`, not 0/1 numbers) and every entry.""",
     stub='''def my_causal_mask(n_q, n_k):
     """Boolean (n_q, n_k): True where key j is not in the future of query i (bottom-right aligned)."""

@@ -50,6 +50,8 @@ def _cases():
              _partials(89, (), 2, 3, 3, 2, shift=([1000.0, 0.0], [0.0, 1000.0]))),
         Case("rows far apart: row 0's lse about 1000, row 1's about −1000",
              _partials(90, (), 2, 3, 4, 2, shift=([1000.0, -1000.0], [1000.0, -1000.0]))),
+        Case("float32 splits 200 apart: row 0's lse_a about 100 and lse_b about −100, row 1 the other way round",
+             _partials(91, (), 2, 3, 3, 2, dtype=np.float32, shift=([100.0, -100.0], [-100.0, 100.0])), np.float32),
         _fresh(fresh_seed()),
     ]
 
@@ -67,8 +69,10 @@ def _wrong(out_a, lse_a, out_b, lse_b, *, weights="right", lse="right", shift="m
     by split a's lse (``shift="a"``) or by the largest lse of the whole array (``"global"``) instead of each row's
     larger one."""
     m = np.maximum(lse_a, lse_b)
+    mid = (lse_a + lse_b) / 2  # the midpoint of the two: −inf or nan where a split is empty
     safe = {"max": np.where(np.isneginf(m), 0.0, m), "a": np.where(np.isneginf(lse_a), 0.0, lse_a),
-            "global": np.max(m) if np.isfinite(np.max(m)) else 0.0}[shift]
+            "global": np.max(m) if np.isfinite(np.max(m)) else 0.0,
+            "mid": np.where(np.isfinite(mid), mid, np.where(np.isneginf(m), 0.0, m))}[shift]
     w_a, w_b = np.exp(lse_a - safe), np.exp(lse_b - safe)
     total = w_a + w_b
     right_lse = np.where(total > 0, safe + np.log(np.where(total > 0, total, 1.0)), -np.inf)
@@ -134,6 +138,8 @@ MERGE_PARTIALS = Exercise(
         ("overflow: shift by the larger lse of each row, max(lse_a, lse_b): e^(lse_b − lse_a) overflows when split "
          "b's lse is far above split a's", lambda *a: _wrong(*a, shift="a")),
         (GLOBAL_MAX, lambda *a: _wrong(*a, shift="global")),
+        ("overflow: shift by the larger lse of each row, max(lse_a, lse_b); with their midpoint e^(lse − mid) "
+         "overflows once the splits are far apart (about 177 in float32)", lambda *a: _wrong(*a, shift="mid")),
     ],
     symptoms=[_empty_nan],
     fallbacks=[_overflow],
@@ -145,7 +151,8 @@ sets of keys (two splits of flash-decoding, or two devices of ring attention) ga
 `(out, lse)`: the attention over the union of the keys and its log-sum-exp, in the inputs' dtype, without
 changing the inputs. A row that saw no key in a split has `lse = -inf` and `out = 0` there (this package's
 convention); a row that saw no key at all keeps `out = 0`, `lse = -inf`. The checker compares with
-`merge_partials`, also on huge and very negative scores and on rows that are empty in one split or both.""",
+`merge_partials`, also on huge and very negative scores, on splits far apart (in float32 too) and on rows that
+are empty in one split or both.""",
     stub='''def my_merge_partials(out_a, lse_a, out_b, lse_b):
     """Merge two splits' (out, lse) of the same queries into the (out, lse) of all their keys."""
     raise NotImplementedError  # delete this line and write your code''',

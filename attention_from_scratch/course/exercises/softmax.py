@@ -43,6 +43,8 @@ def _softmax_cases():
                                                                [[-5.0, 0.0, 5.0], [88.0, 89.0, 90.0]]],
                                                               dtype=np.float32),), np.float32),
         Case("a single score", (np.array([[5.0]]),)),
+        Case("float32 scores about 90, nothing larger: exp overflows float32 above 88.7",
+             (np.array([[90.0, 89.0, 0.0], [1.0, 2.0, 3.0]], dtype=np.float32),), np.float32),
         fresh_case(_fresh_scores),
     ]
 
@@ -64,6 +66,11 @@ def _shift_when_positive(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
+def _unstable_log_sum_exp(x):
+    """exp(x − log Σ exp x): the log-sum-exp without its shift overflows to inf, and every weight to 0."""
+    return np.exp(x - np.log(np.sum(np.exp(x), axis=-1, keepdims=True)))
+
+
 def _whole_sum_softmax(x):
     e = np.exp(x - np.max(x, axis=-1, keepdims=True))
     return e / np.sum(e)
@@ -75,6 +82,8 @@ SOFTMAX = Exercise(
         (NEGATIVE_ROW, _shift_when_positive),  # before OVERFLOW: on such a row no shift at all gives the same nan
         (OVERFLOW, naive_softmax),
         (GLOBAL_MAX, _global_max_softmax),
+        ("exp of a huge score is inf, so log Σ exp(x) is inf and every weight exp(x − inf) is 0: the log-sum-exp "
+         "needs the shift too, m + log Σ exp(x − m) with m the row max", _unstable_log_sum_exp),
         ("rows do not sum to 1: softmax over the wrong axis? Normalise over the last axis (axis=-1)",
          lambda x: softmax(x, axis=0)),
         ("the whole array sums to 1 instead of each row: each row is its own distribution, summed over its "
@@ -83,14 +92,14 @@ SOFTMAX = Exercise(
     fallbacks=[rows_sum_to_one],
     exact_zeros=lambda case: {"weights": np.isneginf(case.args[0])},  # exp(−∞) = 0, not a small number
     title="a stable softmax",
-    task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one
-distribution per row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The
-checker below compares it with the package's `softmax` on rows with batch dimensions, float32 and float64,
-huge scores, rows of very different sizes, a row of scores all far below zero (about −1000), a row whose max
-is not its first entry ([0, 999, 1000]), `-inf` entries (in rows with at least one finite score) and a single
-score, and tells you what went wrong on the first case that fails. It checks: the shape (that of `x`), the
-dtype (float32 in, float32 out; float64 in, float64 out), every value to a relative tolerance, and that `x`
-itself is left unchanged (work on new arrays, not in place).""",
+    task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one distribution per
+row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The checker below compares
+it with the package's `softmax` on rows with batch dimensions, float32 and float64, huge scores (float32
+overflows above 88.7), rows of very different sizes, a row of scores all far below zero (about −1000), a row
+whose max is not its first entry ([0, 999, 1000]), `-inf` entries (in rows with at least one finite score)
+and a single score, and tells you what went wrong on the first case that fails. It checks: the shape (that
+of `x`), the dtype (float32 in, float32 out; float64 in, float64 out), every value to a relative tolerance,
+and that `x` itself is left unchanged (work on new arrays, not in place).""",
     stub='''def my_softmax(x):
     """Softmax over the last axis of x (..., n); each row sums to 1, even for huge scores."""
     raise NotImplementedError  # delete this line and write your code''',
