@@ -165,7 +165,8 @@ def _by_numpy(key):
 SHORTCUTS = {
     "09.1": ([1 / (1 + 1.1 + 1.2)], [0.3006, 0.301]),  # e^x ≈ 1 + x is 0.8% off; 3 and 4 significant figures
     "18.1": ([1.0], [1.0041]),  # ℓ ≈ 1: the second score's e^(−5.5) left out
-    "15.3": ([1e9 / (2**30 / 15279.795992714025)], [15280, 15279.8]),  # 10^9 bytes for a GiB
+    # 10^9 bytes for a GiB; int()'s truncation and the other neighbour of the nearest token (15279.796 -> 15280)
+    "15.3": ([1e9 / (2**30 / 15279.795992714025), 15279, 15281], [15280, 15279.8]),
     "25.2": ([64e6 / 25e9 * 1e3], [2.5]),  # MB and GB instead of MiB and GiB
     "16.1": ([2 * math.pi * 10000], [47117.24, 47117]),  # θ_31 taken as 10000^(−1)
     "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
@@ -175,13 +176,23 @@ SHORTCUTS = {
     "26.1": ([0.9 * math.log(1.8) + 0.1 * math.log(0.2), 0.5 * math.log2(25 / 9)], [0.5108, 0.511]),  # KL(q‖p); bits
     "05.1": ([1 / 8, 1 / 6], [0.1429, 0.143, 1 / 7]),  # T keys instead of the 7 visible ones; positions from 1
     # the waste over the tokens instead of over the memory; a percentage; ceil off by one (8.5 slots per request)
-    "20.1": ([7.5 / 2048.5, 0.3648, 8.5 / 2056.5], [0.003648, 0.0036479]),
-    "20.2": ([2.0, 31 / 16, 1.6], [1.882, 1.8824]),  # the limit, pairs j <= p, N = 4
+    # and 4 significant figures rounded wrongly (0.00364786 -> 0.003648)
+    "20.1": ([7.5 / 2048.5, 0.3648, 8.5 / 2056.5, 0.003645, 0.003647, 0.003649, 0.003650, 0.003651],
+             [0.003648, 0.0036479]),
+    # the limit, pairs j <= p, N = 4; 4 significant figures rounded wrongly (1.88235 -> 1.882)
+    "20.2": ([2.0, 31 / 16, 1.6, 1.881, 1.883, 1.884], [1.882, 1.8824]),
     # 2/c, the edge of divergence; c itself; 4 decimals rounded wrongly
     "10.1": ([2 * 3 / 28, 3 / 14, 0.2143, 28 / 3, 0.1072, 0.1070], [0.1071, 0.10714]),
     "10.3": ([1, 100], [12]),  # the bias-corrected step (the same at every t); the last step tried
     "11.1": ([4 * 512 * 512 + 2 * 512 * 2048, 4 * 512 * 512 + 2 * 512 * 2048 + 512], [3_146_752]),  # 0 or 1 norm
-    "11.3": ([3 / 5, 1.0, 3 / 12.5], [0.8485, 0.849]),  # x / |x| (the sum, not the mean); LayerNorm's; no √
+    # x / |x| (the sum, not the mean); LayerNorm's; no √; 4 decimals rounded wrongly (0.848528 -> 0.8485), and 3
+    "11.3": ([3 / 5, 1.0, 3 / 12.5, 0.8484, 0.8486, 0.849], [0.8485, 0.84853]),
+    # questions that ask a precision: the neighbours of the answer rounded as asked fail (truncation among them)
+    "00.2": ([0.3987, 0.3989], [0.3988, 0.39884]),  # 4 significant figures of 0.398839
+    "04.2": ([1.3862, 1.3864, 1.386], [1.3863, 1.38629]),  # 4 decimals of ln 4 = 1.386294
+    "05.2": ([2.690, 2.692], [2.691, 2.6914]),  # 4 significant figures of 2.691428
+    "05.3": ([0.1489, 0.1491], [0.149, 0.1490, 0.14898]),  # 4 significant figures of 0.148977
+    "19.3": ([0.1830, 0.1832, 0.1833], [0.1831, 0.18315]),  # 4 significant figures of 0.183145
 }
 
 

@@ -56,7 +56,10 @@ class ShortAnswer:
 
     ``rtol`` is chosen so that the answer rounded as the question asks passes (4 significant figures by
     default: 1e-3; "3 significant figures": 5e-3) and the classic shortcut fails (tests/test_answers.py,
-    SHORTCUTS: e^x ≈ 1 + x in 16.1, ℓ ≈ 1 in 13.1, 10^9 bytes for a GiB in 09.3 and 17.2, ...).
+    SHORTCUTS: e^x ≈ 1 + x in 16.1, ℓ ≈ 1 in 13.1, 10^9 bytes for a GiB in 09.3 and 17.2, ...). A question
+    that states its precision ("4 decimals", "4 significant figures", "the nearest token") gets ``rtol=0``
+    and ``atol`` half a unit in the last place asked: the answer rounded as asked (or given more precisely)
+    passes, a wrongly rounded or truncated neighbour does not.
     """
 
     compute: Callable[[], object]
@@ -73,7 +76,8 @@ ANSWERS = {
                         "score each book's label against the new query (a dot product, over √2); the largest score "
                         "gets the largest weight. Give the book's index: 0, 1 or 2.", kind="count"),
     "00.2": ShortAnswer(lambda: float(_library_weights([1.0, 1.0])[2]),
-                        "the three scores are q·k_j / √2; exponentiate each and divide by their sum."),
+                        "the three scores are q·k_j / √2; exponentiate each and divide by their sum.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.3988
     "00.3": ShortAnswer(lambda: float(_afs().scaled_dot_product_attention(np.array([[2.0, 0.0]]), np.ones((3, 2)),
                                                                           10.0 * np.eye(3))[1][0, 0]),
                         "equal keys give equal scores, and softmax turns equal scores into equal weights that "
@@ -98,7 +102,7 @@ ANSWERS = {
     "03.3": ShortAnswer(lambda: 1 / math.sqrt(_variance_sigma2()), "Var(c X) = c² Var(X): choose c so that this is 1."),
     "04.1": ShortAnswer(lambda: float(_afs().softmax([0.0, math.log(3)])[1]), "e^0 = 1 and e^(ln 3) = 3: normalise."),
     "04.2": ShortAnswer(lambda: float(_afs().logsumexp([0.0, 0.0, 0.0, 0.0])),
-                        "lse(x) = log Σ e^(x_j): four terms of e^0."),
+                        "lse(x) = log Σ e^(x_j): four terms of e^0.", rtol=0.0, atol=5e-5),  # 4 decimals: 1.3863
     "04.3": ShortAnswer(lambda: float(_afs().softmax(np.where([True, True, False], [1.0, 1.0, 1.0], 0.0))[2]),
                         "the blocked score became 0, an ordinary score: softmax of the three scores, third entry."),
     "06.1": ShortAnswer(lambda: float(_cat_eats_fish(d_k=8)[0, 1]), "divide row \"the cat\" of QKᵀ by √8, then "
@@ -131,7 +135,7 @@ ANSWERS = {
                         "raises (count from 1).", kind="count"),
     "15.3": ShortAnswer(lambda: 2**30 / _kv().bytes_per_token(_afs().MLAConfig(), "mla"),
                         "divide the bytes available by the bytes one token takes in the MLA cache, all layers.",
-                        rtol=1e-4),
+                        rtol=0.0, atol=0.5),  # the nearest token, 15280 (15279.796...): int()'s 15279 fails
     "16.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
                         "a pair comes back to its start after a full turn, 2π radians, at θ_r radians per token."),
     "16.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
@@ -190,7 +194,8 @@ ANSWERS = {
                         "belong to \"man\" (first in one order, last in the other): give the largest absolute "
                         "difference.", atol=1e-6, magnitude=True),
     "11.3": ShortAnswer(lambda: float(_afs().rms_norm(np.array([3.0, -4.0]), np.ones(2), eps=0.0)[0]),
-                        "rms(x) = √(mean(x²)): the mean of the squares (not their sum), then x divided by it."),
+                        "rms(x) = √(mean(x²)): the mean of the squares (not their sum), then x divided by it.",
+                        rtol=0.0, atol=5e-5),  # 4 decimals: 0.8485
     "12.1": ShortAnswer(lambda: int(np.linalg.matrix_rank(_softmax_jacobian([1.0, 2.0, 3.0]))),
                         "build J = diag(y) − y yᵀ for y = softmax([1, 2, 3]) and count its independent columns "
                         "(np.linalg.matrix_rank); one direction is sent to 0.", kind="count"),
@@ -226,7 +231,8 @@ ANSWERS.update({  # notebook 19 (windows and sinks)
     "19.2": ShortAnswer(lambda: _rolling_slot(21), "the sinks keep the first slots; a later position p goes to slot "
                         "n_sinks + (p − n_sinks) mod W.", kind="count"),
     "19.3": ShortAnswer(lambda: _sink_share([1.0, 2.0, 0.5, -1.0], 1.0), "the sink is one more column of the "
-                        "softmax, with logit s_h: its exponential over the sum of all five exponentials."),
+                        "softmax, with logit s_h: its exponential over the sum of all five exponentials.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1831
 })
 
 
@@ -251,10 +257,11 @@ ANSWERS.update({  # notebook 05 (from averaging to attention)
                         "every score is scale × 0 = 0, whatever the scale; count the keys the query at position 6 "
                         "may see (positions count from 0)."),
     "05.2": ShortAnswer(_far_prediction, "far from every training point, the nearest one wins the softmax by a huge "
-                        "margin: its target is the prediction. Call nadaraya_watson with x_query = [50.0]."),
+                        "margin: its target is the prediction. Call nadaraya_watson with x_query = [50.0].",
+                        rtol=0.0, atol=5e-4),  # 4 significant figures: 2.691
     "05.3": ShortAnswer(lambda: float(np.max(_afs().softmax(-np.abs(2.5 - _kernel_data()[0]) / 0.4))),
                         "the Laplace scores are −|2.5 − x_i| / 0.4; take their softmax over the 40 training "
-                        "points and read the largest weight."),
+                        "points and read the largest weight.", rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1490
 })
 
 
@@ -277,8 +284,10 @@ def _ring_imbalance(n_devices: int, n: int = 4096) -> float:
 ANSWERS.update({  # 20_serving_at_scale (the paged cache, split-KV decoding, ring attention)
     "20.1": ShortAnswer(_paged_waste, "wasted slots are the allocated ones (paged_slots) minus the "
                                       "tokens, and the share is taken of the memory allocated, not of the tokens; "
-                                      "give a fraction, not a percentage."),
+                                      "give a fraction, not a percentage.",
+                        rtol=0.0, atol=5e-7),  # 4 significant figures: 0.003648
     "20.2": ShortAnswer(lambda: _ring_imbalance(16), "with contiguous chunks device r computes r + 1 "
                                       "key blocks whole (what ring_work counts): divide the busiest device's work by "
-                                      "the average over the 16 devices; the limit for large N is not the answer."),
+                                      "the average over the 16 devices; the limit for large N is not the answer.",
+                        rtol=0.0, atol=5e-4),  # 4 significant figures: 1.882
 })
