@@ -307,8 +307,26 @@ def test_check_uses_the_tolerance():
     assert quiz.check("softmax_123", [0.090, 0.245, 0.665]).correct
     assert quiz.check("softmax_123", np.array([0.0900, 0.2447, 0.6652])).correct
     assert not quiz.check("softmax_123", [0.1, 0.2, 0.7]).correct
-    assert quiz.check("score_variance", 63.0).correct  # a Monte Carlo estimate within 5%
     assert not quiz.check("score_variance", 8.0).correct  # sqrt(d_k) is the standard deviation
+
+
+def test_softmax_123_takes_3_decimals_and_no_fewer():
+    # softmax([1, 2, 3]) = [0.09003, 0.24473, 0.66524]: "3 decimals are enough", and needed
+    assert quiz.check("softmax_123", [0.090, 0.245, 0.665]).correct
+    assert quiz.check("softmax_123", [0.09003, 0.24473, 0.66524]).correct
+    assert not quiz.check("softmax_123", [0.09, 0.24, 0.67]).correct  # 2 decimals
+    assert not quiz.check("softmax_123", [0.090, 0.244, 0.665]).correct  # 0.2447 truncated
+    e = [2.7**v for v in (1, 2, 3)]  # e taken as 2.7: [0.09099, 0.24568, 0.66333]
+    assert not quiz.check("softmax_123", [x / sum(e) for x in e]).correct
+    assert not quiz.check("softmax_123", [round(x / sum(e), 3) for x in e]).correct
+
+
+def test_score_variance_is_the_exact_variance():
+    # the question asks Var(q·k) for d_k = 64 unit-variance entries: d_k itself, not a Monte Carlo estimate
+    assert quiz.check("score_variance", 64).correct
+    assert quiz.check("score_variance", 64.0).correct
+    for wrong in (61.0, 63.0, 65.0, 67.0, 63.9):
+        assert not quiz.check("score_variance", wrong).correct, wrong
 
 
 def test_array_api_arrays_are_read():
