@@ -10,7 +10,9 @@ only when an answer is given, so that a check cell
 shows neither the answer nor the formula that gives it. A wrong answer gets "not right yet" and a
 hint on how to get there (never the value); a right one gets "correct". Numbers are compared with a
 tolerance RELATIVE to the answer (0.1% unless an exercise says otherwise), so four significant figures
-pass whatever the size; counts and indices must be exact; an answer that is 0 up to rounding is
+pass whatever the size; an exercise whose question asks a precision ("4 decimals", "4 significant
+figures", "the nearest token") takes the answer rounded as asked, within half a unit of its last place,
+and refuses a wrongly rounded one; counts and indices must be exact; an answer that is 0 up to rounding is
 judged against an absolute tolerance on the scale of the quantity. The worked solutions stay in each
 notebook's collapsed "Solutions" block.
 """
