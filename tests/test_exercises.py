@@ -168,7 +168,7 @@ def test_an_exception_is_one_line_not_a_traceback():
 def test_report_shows_expected_and_got_in_plain_words():
     top_left = lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool))  # noqa: E731
     report = exercises.check("causal_mask", top_left, quiet=True).report
-    assert "case 2 of 8 (one new token against S = 6 keys (decoding))" in report
+    assert "case 2 of 9 (one new token against S = 6 keys (decoding))" in report
     assert "inputs: n_q=1, n_k=6" in report
     assert "expected [[1 1 1 1 1 1]]" in report and "got      [[1 0 0 0 0 0]]" in report
 
@@ -190,7 +190,7 @@ def test_forgotten_return_and_wrong_signature():
 
 def test_float64_must_stay_float64():
     report = exercises.check("softmax", lambda x: softmax(x).astype(np.float32), quiet=True).report
-    assert "case 1 of 12" in report and "expected dtype float64, got float32" in report
+    assert "case 1 of 13" in report and "expected dtype float64, got float32" in report
     assert "hint: float64 in, float64 out" in report
 
 
@@ -198,7 +198,7 @@ def test_odd_answers_are_reported_not_raised():
     report = exercises.check("rope", lambda x, p: x + 0j, quiet=True).report
     assert "\n  expected real numbers (float64), got an array of dtype complex128" in report
     report = exercises.check("softmax", lambda x: "weights", quiet=True).report
-    assert "FAILED on case 1 of 12" in report and "expected a NumPy array, got a value of type str" in report
+    assert "FAILED on case 1 of 13" in report and "expected a NumPy array, got a value of type str" in report
 
 
 def test_wrong_output_structure_is_reported():
@@ -306,7 +306,7 @@ def test_a_later_not_implemented_error_names_its_case():
 
     report = exercises.check("softmax", batch_later, quiet=True).report
     case = "batch dimensions (2, 3, 4, 6): one softmax per row of 6"
-    assert report.startswith(f"softmax: FAILED on case 3 of 12 ({case})")
+    assert report.startswith(f"softmax: FAILED on case 3 of 13 ({case})")
     assert "batch_later raised NotImplementedError: batch dims next" in report
     assert f"hint: cases 1 to 2 passed: this case ({case})" in report
     assert "not implemented yet" not in report
