@@ -148,9 +148,21 @@ def rotation_matrices(x, positions):
     return (rot @ pairs[..., None])[..., 0].reshape(x.shape).astype(x.dtype)
 
 
+
+def pairs_counted_from_1(x, positions):  # θ_r = 10000^(−2r/d) for r = 1 … d/2: every pair one step too slow
+    d = x.shape[-1]
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * 10000.0 ** (-2.0 * np.arange(1, d // 2 + 1) / d)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    y = np.empty_like(x)
+    y[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+    y[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+    return y
+
+
 BATTERIES = {
     "rope": {
         "wrong": [
+            (pairs_counted_from_1, "the pairs count from r = 0"),
             (rotate_half, "rotate-half"),
             (wrong_sign, "rotated the wrong way"),
             (frequency_exponent, "frequencies"),
