@@ -17,7 +17,7 @@ each part beyond the first runs in a worker process (:mod:`.part_processes`; thr
 at Python's interpreter lock: as fast for the Tang model's step, 5% slower for the Devil model's, measured
 there). Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an
 AMD EPYC virtual machine (``docs/guide/benchmarks.md``, "The batch in parts, in processes"), two parts took
-0.77-0.83x the time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.76x for the
+0.77-0.88x the time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.76x for the
 Devil model's, with the freed memory kept (``infra/allocator.keep_freed_memory``, which the benchmark and the
 ``train`` command set and the workers take from their caller). A part costs a round trip to its process (about
 0.65 ms here), so parts pay only for steps of tens of milliseconds and more. On any other backend the parts take
