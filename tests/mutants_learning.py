@@ -223,6 +223,15 @@ def bg_log_of_softmax(e, inputs, targets):
     return loss, _scatter(e, inputs, (p - np.eye(e.shape[0])[targets]) / n)
 
 
+def bg_log_with_epsilon(e, inputs, targets):
+    n = len(inputs)
+    z = e[inputs]
+    z = z - z.max(axis=-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+    loss = -np.log(np.maximum(p[np.arange(n), targets], 1e-12)).mean()  # "no log 0": capped at −log 1e-12 = 27.6
+    return loss, _scatter(e, inputs, (p - np.eye(e.shape[0])[targets]) / n)
+
+
 def bg_softmax_axis0(e, inputs, targets):
     n = len(inputs)
     z = e[inputs]
@@ -303,6 +312,7 @@ BATTERIES = {
             (bg_no_max, "overflow"),
             (bg_one_max_for_every_pair, "each row needs its own max"),
             (bg_log_of_softmax, "log 0 = −∞"),
+            (bg_log_with_epsilon, "caps −log p at −log ε"),
             (bg_softmax_axis0, "axis=-1"),
             (bg_in_place, "changed its input `e` in place"),
             (bg_float64_always, "float32 in, float32 out"),

@@ -1,6 +1,7 @@
 """The linear-attention notebook's mutant batteries (delta_step, chunk_state): wrong solutions as students
 write them, and other correct ones."""
 
+import exercise_solutions
 import numpy as np
 
 # --- delta_step: wrong --------------------------------------------------------------------------------------
@@ -261,9 +262,15 @@ def cs_forward_substitution(state, k, v, beta, g):
     return np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
 
 
+
+def step_without_beta(state, q, k, v, beta, g):  # β forgotten: every write replaces what the key held
+    return exercise_solutions.my_delta_step(state, q, k, v, np.ones_like(beta), g)
+
+
 BATTERIES = {
     "delta_step": {
         "wrong": [
+            (step_without_beta, "the write is scaled by β"),
             (ds_decay_after_write, "forget first, then write"),
             (ds_beta_on_whole_state, "β scales only the correction"),
             (ds_beta_on_v, "not only v"),

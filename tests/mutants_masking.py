@@ -112,7 +112,7 @@ BATTERIES = {
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (int8_positions, "must not wrap around"),
-            (float16_positions, "must not wrap around"),
+            (float16_positions, "float16 holds whole numbers exactly only up to 2048"),
             (one_future_key, "one key too many"),
         ],
         "right": [corner_of_a_square, by_positions, loops],

@@ -170,9 +170,19 @@ def shift_by_midpoint(out_a, lse_a, out_b, lse_b):  # "between the two": overflo
     return out.astype(out_a.dtype), lse
 
 
+
+def plain_sum(out_a, lse_a, out_b, lse_b):  # "the union is the sum of the parts"
+    m = np.maximum(lse_a, lse_b)
+    safe = np.where(np.isneginf(m), 0.0, m)
+    total = np.exp(lse_a - safe) + np.exp(lse_b - safe)
+    lse = np.where(total > 0, safe + np.log(np.where(total > 0, total, 1.0)), -np.inf)
+    return (out_a + out_b).astype(out_a.dtype), lse.astype(lse_a.dtype)
+
+
 BATTERIES = {
     "merge_partials": {
         "wrong": [
+            (plain_sum, "their plain sum weighs the union twice"),
             (shift_by_midpoint, "with their midpoint"),
             (merge_average, "not equal partners"),
             (merge_swapped, "weights swapped"),

@@ -318,7 +318,7 @@ BATTERIES = {
             (bm_merged_in_a_string, None),
             (bm_pairs_packed_in_base_1000, None),
             (bm_pairs_packed_in_base_256, "one number per pair"),
-            (bm_pairs_packed_by_shift, "one number per pair"),
+            (bm_pairs_packed_by_shift, "since | is not + once b > 255"),
             (bm_spaces_skipped, None),
         ],
         "right": [bm_sorted_counts, bm_numpy_pairs],

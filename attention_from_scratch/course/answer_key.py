@@ -93,7 +93,7 @@ ANSWERS = {
     "02.2": ShortAnswer(lambda: float(_afs().euclidean_distance([1, 0], [math.cos(2 * math.pi / 3),
                                                                         math.sin(2 * math.pi / 3)])),
                         "|a − b|² = |a|² + |b|² − 2 a·b, and a·b = cos θ for unit vectors (negative past 90°); "
-                        "the distance is the square root of |a − b|²."),
+                        "the distance is the square root of |a − b|².", rtol=5e-3),  # no precision asked: 1.73 too
     "02.3": ShortAnswer(lambda: 1000 * 1000 * 128, "additive scoring builds one d_a-vector of tanh per (query, key) "
                         "pair: count the pairs, times d_a.", kind="count"),
     "03.1": ShortAnswer(_variance_sigma2, "for independent mean-0 entries Var(q_i k_i) = E[q_i²] E[k_i²], and the "

@@ -211,7 +211,7 @@ def _ce_overflow(case, e, g):
 def _ce_global_max(case, e, g):
     """inf or nan in a row whose max lies far below the whole array's: one max for every row (any form of it)."""
     logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
-    far_below = logits.max(axis=-1) < logits.max() - 700  # exp(−700) is about 1e−304: below it, 0
+    far_below = logits.max(axis=-1) < logits.max() - 700  # its exps 1e−304 or less (0 past about −745)
     if got.shape == logits.shape and np.any(~np.isfinite(got).all(axis=-1) & far_below):
         return GLOBAL_MAX
     return None

@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 
+from ..i18n import msg
 from ..learning_demos import REGRESSION, bigram_loss_and_grad, bigram_pairs
 from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
 
@@ -230,6 +231,16 @@ def _bigram_overflow(case, e, g):
     return None
 
 
+def _bigram_clamped(case, e, g):
+    """A finite loss far below the answer where p[y] underflows: an ε in the log caps −log p at −log ε."""
+    want, got = float(np.asarray(e[0])), float(np.asarray(g[0], dtype=np.float64))
+    if want > 100 and np.isfinite(got) and got < want / 2:
+        return msg("the loss is far below the answer on targets whose probability underflows to 0: an ε in the log "
+                   "(log(p + ε), log(max(p, ε))) caps −log p at −log ε; take the log before dividing: "
+                   "log p[y] = (z[y] − m) − log Σ_c exp(z_c − m)")
+    return None
+
+
 def _bigram_global_max(case, e, g):
     """A loss that is not finite while some pair's logits lie far below the largest: one max for every pair."""
     table, inputs = case.args[0], case.args[1]
@@ -272,7 +283,7 @@ BIGRAM_GRAD = Exercise(
          lambda *a: _bigram(*a, log_of_p=True)),
         (GLOBAL_MAX, lambda *a: _bigram(*a, shift="global", log_of_p=True)),  # 0/0: nan, as log(p) gives
     ],
-    fallbacks=[_bigram_overflow, _bigram_global_max],
+    fallbacks=[_bigram_overflow, _bigram_global_max, _bigram_clamped],
     title="a gradient by finite differences, and the bigram's gradient",
     task="""Then `my_bigram_grad(e, inputs, targets)` returning `(loss, de)` for the bigram model of section 6: `e` is
 the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the pairs $(w_i, y_i)$); the logits of

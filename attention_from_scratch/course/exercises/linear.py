@@ -103,6 +103,8 @@ DELTA_STEP = Exercise(
         ("β scales only the correction k (v − Sᵀk)ᵀ, not the whole state (β is a learning rate, not a decay)",
          lambda *a: _step(*a, beta_whole=True)),
         ("β scales the whole error v − Sᵀk, not only v", lambda *a: _step(*a, beta_on_v=True)),
+        ("the write is scaled by β: S ← S + k (β (v − Sᵀk))ᵀ; without it each token replaces what its key held (β = 1)",
+         lambda state, q, k, v, beta, g: _step(state, q, k, v, np.ones_like(beta), g)),
         ("the output reads the state with the scaled query: o = Sᵀ(q/√d_k)", lambda *a: _step(*a, scale=1.0)),
         ("the query is scaled by the width of the keys it is compared with, √d_k (q's last axis), not by d_v",
          lambda state, q, k, v, beta, g: _step(state, q, k, v, beta, g, scale=v.shape[-1] ** -0.5)),

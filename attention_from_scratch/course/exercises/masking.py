@@ -42,6 +42,11 @@ def _before_every_key(case, e, g):
     return None
 
 
+def _float16_positions(n_q, n_k):
+    keys, queries = np.arange(n_k, dtype=np.float16), np.arange(n_k - n_q, n_k, dtype=np.float16)
+    return keys[None, :] <= queries[:, None]  # (1, S) <= (T, 1): rounded positions above 2048
+
+
 def _positions_wrapped(case, e, g):
     """A long cache wrong where the small cases were right: positions held in a small integer type wrap around."""
     return wrapped_positions_hint(case.args[1] - 1) if max(case.args) > 127 else None
@@ -57,6 +62,9 @@ CAUSAL_MASK = Exercise(
          "T − S + i", lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_q - n_k)),
         ("the diagonal is blocked: a token may attend to itself (key position <= query position, not <)",
          lambda n_q, n_k: np.asarray(causal_mask(n_q + 1, n_k))[:-1]),
+        ("float16 holds whole numbers exactly only up to 2048: above it positions round (4997 becomes 4996), so a "
+         "query sees a future key; keep positions as integers",
+         _float16_positions),
         ("one key too many: query i sees the keys up to its own position S − T + i, and the next one is the future",
          lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q + 1)),
         ("True and False swapped: here True = may attend (PyTorch's convention), so the past and the token "

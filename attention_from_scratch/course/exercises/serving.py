@@ -84,6 +84,8 @@ def _wrong(out_a, lse_a, out_b, lse_b, *, weights="right", lse="right", shift="m
     elif weights == "linear":
         w_a, w_b = lse_a, lse_b
         total = w_a + w_b
+    elif weights == "none":  # out_a + out_b: each split's output is already normalised over its own keys
+        w_a = w_b = total = np.ones_like(w_a)
     scale = np.divide(1.0, total, out=np.zeros_like(total), where=total != 0)
     out = (w_a * scale)[..., None] * out_a + (w_b * scale)[..., None] * out_b
     merged = {"right": right_lse, "max": m, "sum": lse_a + lse_b}[lse]
@@ -131,6 +133,9 @@ MERGE_PARTIALS = Exercise(
          lambda *a: _wrong(*a, weights="swapped")),
         ("lse is a logarithm of a mass: the weights are its exponentials, not lse_a / (lse_a + lse_b)",
          lambda *a: _wrong(*a, weights="linear")),
+        ("out_a and out_b are each normalised over their own split's keys, so their plain sum weighs the union twice: "
+         "weigh each by its split's share of the mass, e^lse_a / (e^lse_a + e^lse_b)",
+         lambda *a: _wrong(*a, weights="none")),
         ("the merged lse is the log of the summed masses, log(e^lse_a + e^lse_b), not the larger lse",
          lambda *a: _wrong(*a, lse="max")),
         ("masses add, their logarithms do not: the merged lse is log(e^lse_a + e^lse_b), not lse_a + lse_b",

@@ -185,9 +185,10 @@ def _bpe_cases():
         Case("ids of different lengths: (1, 2) twice, and 11 followed by 2 is not (1, 2)",
              (np.array([1, 2, 1, 2, 11, 2]), 260)),
         Case("ids of 1000 and above, and the new id 1001", (np.array([5, 1000, 5, 1000, 7, 999]), 1001)),
-        Case("ids above 255: (1, 300), (2, 44) and (0, 300) once each, (7, 8) twice (one number per pair, a·256 + b "
-             "or a << 8 | b, gives two of the first three one number)",
-             (np.array([1, 300, 5, 2, 44, 6, 0, 300, 9, 7, 8, 7, 8]), 301)),
+        Case("ids above 255: (1, 300) and (2, 44) once each, (7, 8) twice (a key a·256 + b gives the first two one "
+             "number, 556)", (np.array([1, 300, 5, 2, 44, 6, 7, 8, 7, 8]), 301)),
+        Case("ids above 255: (1, 300) and (0, 300) once each, (7, 8) twice (a key a << 8 | b gives the first two one "
+             "number, 300)", (np.array([1, 300, 5, 0, 300, 6, 7, 8, 7, 8]), 301)),
         Case("a tie of (1, 300) and (2, 3), twice each: (1, 300) is the smaller tuple, though 1·256 + 300 > 2·256 + 3",
              (np.array([1, 300, 9, 1, 300, 2, 3, 9, 2, 3]), 301)),
         Case("spaces are bytes like any other: (32, 32) is the most frequent pair of 'a  b  c  d'",
@@ -295,7 +296,9 @@ BPE_MERGE_STEP = Exercise(
         ("adjacent pairs are (ids[i], ids[i + 1]) for i < len(ids) − 1: the last id has no right neighbour "
          "(np.roll wraps it round to the first)", _wrapped),
         (_PACKED, _packed),
-        (_PACKED, lambda ids, new_id: _packed(ids, new_id, shift=True)),
+        ("ids go above 255 (tokens of earlier merges): one number per pair such as a << 8 | b gives different pairs "
+         "the same number ((1, 300) and (0, 300): both 300, since | is not + once b > 255); count and compare the "
+         "pairs as tuples", lambda ids, new_id: _packed(ids, new_id, shift=True)),
     ],
     title=_TITLE,
     task="""Then `my_bpe_merge_step(ids, new_id)`: one step of BPE training on a 1-D integer array `ids` (bytes, and
