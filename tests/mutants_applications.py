@@ -132,9 +132,18 @@ def cross_entropy_with_labels(q, k, t):
     return (lse - logits[labels, labels]).mean()
 
 
+
+def log_mean_exp(q, k, tau):  # "a softmax averages": log of the mean, which takes log N away
+    logits = (q @ k.T) / tau
+    m = logits.max(axis=-1, keepdims=True)
+    lme = m[:, 0] + np.log(np.mean(np.exp(logits - m), axis=-1))
+    return np.mean(lme - np.diagonal(logits)).astype(q.dtype)
+
+
 BATTERIES = {
     "info_nce": {
         "wrong": [
+            (log_mean_exp, "not the log of their mean"),
             (no_temperature, "the temperature is ignored"),
             (times_temperature, "multiplied by τ"),
             (over_columns, "each query q_i picks its positive"),

@@ -150,9 +150,17 @@ def elementwise_loop(p, g, m, v, t, lr, beta1, beta2, eps):
     return p2, m2, v2
 
 
+
+def eps_added_to_p(p, g, m, v, t, lr, beta1, beta2, eps):  # the parentheses forgotten
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / np.sqrt(v / (1 - beta2**t)) + eps, m, v
+
+
 BATTERIES = {
     "adam_step": {
         "wrong": [
+            (eps_added_to_p, "eps belongs in the denominator"),
             (no_bias_correction, "bias correction"),
             (correction_with_t_minus_1, "counted from 1"),
             (eps_inside_sqrt, "eps goes after the square root"),

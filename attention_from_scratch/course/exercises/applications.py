@@ -96,6 +96,8 @@ INFO_NCE = Exercise(
         ("the positive of q_i is k_i alone: subtract the diagonal logit q_i·k_i / τ of each row, not the mean of "
          "every logit", _all_logits),
         ("sum instead of mean over the N pairs", lambda q, k, t: len(q) * info_nce(q, k, temperature=t)),
+        ("the log-sum-exp sums over the N keys: log Σ_j e^(logit), not the log of their mean (which takes log N away)",
+         lambda q, k, t: info_nce(q, k, temperature=t) - np.log(len(q))),
         ("sign: the loss is −log softmax(logits)_ii = logsumexp_j(logits_ij) − logits_ii, which is >= 0",
          lambda q, k, t: -info_nce(q, k, temperature=t)),
         ("the log of a probability that underflowed to 0 is −∞: stay in logs, −log softmax(logits)_ii = "

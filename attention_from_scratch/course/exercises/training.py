@@ -16,7 +16,7 @@ __all__ = ["ADAM_STEP"]
 
 def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_inside=False, raw_state=True,
           swap_betas=False, square=True, sign=-1.0, m_weights_swapped=False, sqrt_first=False, keep_m=1.0,
-          efficient=False):
+          efficient=False, eps_on_p=False):
     """One Adam step with one detail changeable: the mistakes below are this with one flag flipped. ``efficient``:
     Kingma & Ba's faster ordering (their section 2), lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m/(√v + eps), where eps sits beside
     the uncorrected √v."""
@@ -35,7 +35,7 @@ def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_
         denom = v_hat + eps
     else:
         denom = (v_hat + eps) ** 0.5 if eps_inside else v_hat**0.5 + eps
-    p_new = p + sign * lr * m_hat / denom
+    p_new = p + sign * lr * m_hat / v_hat**0.5 + eps if eps_on_p else p + sign * lr * m_hat / denom
     return (p_new, m_new, v_new) if raw_state else (p_new, m_hat, v_hat)
 
 
@@ -106,6 +106,8 @@ ADAM_STEP = Exercise(
          lambda *a: _adam(*a, sqrt_first=True)),
         ("β₁ belongs to the first moment m (the gradient's average), β₂ to the second moment v (its square's)",
          lambda *a: _adam(*a, swap_betas=True)),
+        ("eps belongs in the denominator, beside √v̂: p − lr·m̂ / (√v̂ + eps); without the parentheses eps is added "
+         "to p", lambda *a: _adam(*a, eps_on_p=True)),
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square=False)),
         ("v averages the squared gradient g², not |g| or g", lambda *a: _adam(*a, square="plain")),  # √(v < 0): nan
         ("step against the gradient: the update descends, so it is taken away from p (the update itself has the "
