@@ -328,10 +328,11 @@ def shift_when_float64_would_overflow(q, k, v, mask=None):  # "exp overflows pas
         scores = np.where(mask, scores, -np.inf)
     finite = scores[np.isfinite(scores)]
     if finite.size and np.abs(finite).max() > 700:
-        return (weights := _guarded(scores)) @ v, weights
-    e = np.exp(scores)  # float32 overflows above 88.7
-    total = np.sum(e, axis=-1, keepdims=True)
-    weights = e / np.where(total > 0, total, 1)
+        weights = _guarded(scores)
+    else:
+        e = np.exp(scores)  # float32 overflows above 88.7
+        total = np.sum(e, axis=-1, keepdims=True)
+        weights = e / np.where(total > 0, total, 1)
     return weights @ v, weights
 
 

@@ -14,7 +14,7 @@ from ...softmax import naive_softmax, softmax
 from ..i18n import msg
 from .cases import (
     EMPTY_ROW_NAN,
-    FLOAT32_90,
+    FLOAT32_100,
     GLOBAL_MAX,
     MASK_AFTER,
     NEGATIVE_ROW,
@@ -32,6 +32,7 @@ from .cases import (
     per_sequence_mask,
     rows_sum_to_one,
     scores_far_below_zero,
+    zero_scores_blocked,
 )
 
 __all__ = ["ATTENTION"]
@@ -95,7 +96,7 @@ def _attention_cases():
         Case("one token", (*draw(18, (1, 1, 4), (1, 1, 4), (1, 1, 3)), None)),
         Case(PER_SEQUENCE, (*draw(23, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3)), per_sequence_mask(4, 5))),
         Case(ZERO_SCORES, (*library_with_zero_scores(), None)),
-        Case(FLOAT32_90, (*float32_scores_about_100(), None), np.float32),
+        Case(FLOAT32_100, (*float32_scores_about_100(), None), np.float32),
         Case("a mask that blocks every key of every query: weights 0, output 0",
              (*draw(24, (2, 4), (3, 4), (3, 2)), np.zeros((2, 3), dtype=bool))),
         fresh_case(fresh_attention_inputs),
@@ -118,12 +119,6 @@ def _with_weights(weights, v):
 def _filled(q, k, v, mask, fill):
     """What a student gets by writing ``fill`` into the blocked scores, then the package's softmax."""
     return _with_weights(softmax(np.where(mask, _scores(q, k), fill)), v)
-
-
-def _zero_is_blocked(q, k, v, mask=None):
-    """Every score of exactly 0 taken for a blocked one (the blocked scores set to 0 first, then "0 = masked")."""
-    scores = _scores(q, k) if mask is None else np.where(mask, _scores(q, k), 0.0)
-    return _with_weights(softmax(np.where(scores == 0, -np.inf, scores)), v)
 
 
 def _masked_after_softmax(q, k, v, mask, guard=True, renormalise=True):
@@ -211,7 +206,8 @@ ATTENTION = Exercise(
         ("the mask was not applied: a blocked key (mask False) must get weight 0",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v)),
         ("a score of exactly 0 is an ordinary score (a query orthogonal to a key, or a query of zeros), not a blocked "
-         "one: only the mask blocks a key", _zero_is_blocked),
+         "one: only the mask blocks a key",
+         lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, zero_scores_blocked(q, k, m))),
         ("mask inverted: True = may attend, so keep the scores where mask is True",
          lambda q, k, v, m: scaled_dot_product_attention(q, k, v, ~m)),
         ("rows do not sum to 1: softmax over the wrong axis? Each query's weights over the keys (the last axis) "

@@ -15,7 +15,7 @@ from ...masking import padding_mask
 from ...softmax import softmax
 from ..i18n import msg
 from .cases import (
-    FLOAT32_90,
+    FLOAT32_100,
     GLOBAL_MAX,
     MAX_FIRST,
     NEGATIVE_ROW,
@@ -32,6 +32,7 @@ from .cases import (
     library_with_zero_scores,
     per_sequence_mask,
     scores_far_below_zero,
+    zero_scores_blocked,
 )
 
 __all__ = ["ATTENTION_BACKWARD"]
@@ -135,7 +136,7 @@ def _attention_backward_cases():
         Case(PER_SEQUENCE, (*draw(44, (2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 3), (2, 3, 4, 3)),
                             per_sequence_mask(4, 5))),
         Case(ZERO_SCORES, (*library_with_zero_scores(), np.array([[1.0, -2.0, 0.5], [0.5, 1.0, -1.0]]), None)),
-        Case(FLOAT32_90, (*float32_scores_about_100(), np.array([[1.0, -1.0]], dtype=np.float32), None), np.float32),
+        Case(FLOAT32_100, (*float32_scores_about_100(), np.array([[1.0, -1.0]], dtype=np.float32), None), np.float32),
         fresh_case(lambda rng: fresh_attention_inputs(rng, d_out=True)),
     ]
 
@@ -171,19 +172,13 @@ def _overflow_nan(case, e, g):
 _MASKED_KEYS = (msg("masked keys must get no gradient: P = 0 where the mask is False (rebuild P with the mask, as the "
                 "forward pass did), so dS = 0 there and those keys' rows of dK and dV stay 0"))
 
-def _zero_is_blocked(q, k, v, d_out, mask=None):
-    """The backward of a forward that took every score of exactly 0 for a blocked one."""
-    scores = q @ np.swapaxes(k, -1, -2)  # (..., T, S): 0 exactly where the scaled scores are 0
-    allowed = scores != 0 if mask is None else (scores != 0) & mask
-    return attention_backward(q, k, v, d_out, allowed)
-
-
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "12_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
     _attention_backward_cases, _reference,
     mistakes=[
         ("a score of exactly 0 is an ordinary score (a query orthogonal to a key, or a query of zeros), not a blocked "
-         "one: only the mask blocks a key", _zero_is_blocked),
+         "one: only the mask blocks a key",
+         lambda q, k, v, d, m=None: attention_backward(q, k, v, d, zero_scores_blocked(q, k, m))),
         ("dV collects, for each value j, dO from every query in proportion to the weight that query gave key j: "
          "that is column j of P, so which matrix is transposed?", lambda *a: _backward(*a, transpose_dv=False)),
         ("dS needs softmax's row correction: P ⊙ dP alone is only the diagonal of the softmax Jacobian; each row "

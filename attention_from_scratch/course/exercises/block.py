@@ -11,7 +11,7 @@ import numpy as np
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
-from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_case, fresh_dims
+from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, far_below_the_max, fresh_case, fresh_dims
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
 
@@ -211,8 +211,7 @@ def _ce_overflow(case, e, g):
 def _ce_global_max(case, e, g):
     """inf or nan in a row whose max lies far below the whole array's: one max for every row (any form of it)."""
     logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
-    far_below = logits.max(axis=-1) < logits.max() - 700  # its exps 1e−304 or less (0 past about −745)
-    if got.shape == logits.shape and np.any(~np.isfinite(got).all(axis=-1) & far_below):
+    if got.shape == logits.shape and np.any(~np.isfinite(got).all(axis=-1) & far_below_the_max(logits.max(axis=-1))):
         return GLOBAL_MAX
     return None
 

@@ -165,7 +165,7 @@ def wrapped_positions_hint(last: int):
 
 ZERO_SCORES = ("scores of exactly 0 (notebook 00's library: one-hot keys, a query orthogonal to a key, and a query "
                "of zeros): 0 is an ordinary score")
-FLOAT32_90 = "float32 scores of 100 and 0, nothing larger: exp overflows float32 above 88.7"
+FLOAT32_100 = "float32 scores of 100 and 0, nothing larger: exp overflows float32 above 88.7"
 
 
 def library_with_zero_scores():
@@ -174,6 +174,19 @@ def library_with_zero_scores():
     q = np.array([[2.0, 0.0], [0.0, 0.0]])
     k = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]])
     return q, k, np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0], [3.0, 0.5, 0.0]])
+
+
+def zero_scores_blocked(q, k, mask=None):
+    """The mask of a student who takes every score of exactly 0 for a blocked one: True where q·kᵀ ≠ 0 and the
+    mask (if any) allows, ``(..., T, S)``; the package's attention run with it models that mistake."""
+    allowed = q @ np.swapaxes(k, -1, -2) != 0  # 0 exactly where the scaled scores are 0
+    return allowed if mask is None else allowed & mask
+
+
+def far_below_the_max(row_max):
+    """Which rows' maxima lie more than 700 below the largest: shifted by that one max, all their exponentials are
+    about 1e−304 or less (0 past about −745), so one max for a whole array leaves them 0/0, inf or nan."""
+    return row_max < np.max(row_max) - 700
 
 
 def float32_scores_about_100():

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...deepseek_v4_compressor import compress_windows, visible_entries
 from ...softmax import naive_softmax, softmax
+from ..i18n import msg
 from .cases import FRESH, GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, fresh_seed, wrapped_positions_hint
 
 __all__ = ["COMPRESS_WINDOW", "VISIBLE_ENTRIES"]
@@ -93,6 +94,11 @@ def _window_wrong(kv, gate, bias, *, axis=-2, use_bias=True, weigh=None):
     return np.sum(weights * (kv if weigh is None else weigh(kv, gate)), axis=-2)
 
 
+_SHIFT_SUM = msg("shift Z + B by its max over the slots, the sum the softmax sees: a shift of the gates alone leaves "
+                 "exp(B) to overflow where the bias is large, and the gates and the bias each shifted by their own max "
+                 "can underflow every slot")
+
+
 def _window_shift_apart(kv, gate, bias, *, both=False):
     """The gates shifted by their own max over the slots, and the bias not at all (or by its own max too)."""
     z = gate - np.max(gate, axis=-2, keepdims=True)
@@ -125,12 +131,8 @@ COMPRESS_WINDOW = Exercise(
         ("the entry is a weighted SUM over the slots (weights that sum to 1), not a mean of the weighted values",
          lambda kv, gate, bias: _window_reference(kv, gate, bias) / kv.shape[-2]),
         (GLOBAL_MAX, _window_global_max),
-        ("shift Z + B by its max over the slots, the sum the softmax sees: a shift of the gates alone leaves exp(B) to "
-         "overflow where the bias is large, and the gates and the bias each shifted by their own max can underflow "
-         "every slot", _window_shift_apart),
-        ("shift Z + B by its max over the slots, the sum the softmax sees: a shift of the gates alone leaves exp(B) to "
-         "overflow where the bias is large, and the gates and the bias each shifted by their own max can underflow "
-         "every slot", lambda *a: _window_shift_apart(*a, both=True)),
+        (_SHIFT_SUM, _window_shift_apart),
+        (_SHIFT_SUM, lambda *a: _window_shift_apart(*a, both=True)),
         (NEGATIVE_ROW, _window_shift_when_positive),  # before OVERFLOW: no shift at all gives the same nan here
         (OVERFLOW, lambda kv, gate, bias: np.sum(naive_softmax(gate + bias, axis=-2) * kv, axis=-2)),
     ],

@@ -78,8 +78,7 @@ for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decodi
 sits at position $n_k - n_q + i$ and may see every key up to and including that position. When
 `n_q > n_k`, the first `n_q - n_k` queries come before every key and see nothing (rows all `False`). The
 checker tries square masks, one and two new tokens against a long cache (up to 5,000 keys), and more queries
-than keys; it
-checks the shape, the dtype (`bool`, not 0/1 numbers) and every entry.""",
+than keys; it checks the shape, the dtype (`bool`, not 0/1 numbers) and every entry.""",
     stub='''def my_causal_mask(n_q, n_k):
     """Boolean (n_q, n_k): True where key j is not in the future of query i (bottom-right aligned)."""
     raise NotImplementedError  # delete this line and write your code''',

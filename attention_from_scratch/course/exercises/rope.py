@@ -101,7 +101,7 @@ ROPE = Exercise(
          lambda x, p: apply_rope(x, p, freqs=1 / rope_frequencies(x.shape[-1]))),
         ("frequencies: the pairs count from r = 0, so pair 0 turns at θ_0 = 1 radian per position; counting from 1 "
          "shifts every θ_r down by one pair",
-         lambda x, p: apply_rope(x, p, freqs=10000.0 ** (-2.0 * np.arange(1, x.shape[-1] // 2 + 1) / x.shape[-1]))),
+         lambda x, p: apply_rope(x, p, freqs=rope_frequencies(x.shape[-1]) * 10000.0 ** (-2 / x.shape[-1]))),
         ("every pair turns at the same rate: the exponent −2r/d is a fraction, which integer division (//) rounds "
          "to 0", lambda x, p: apply_rope(x, p, freqs=np.ones(x.shape[-1] // 2))),
         ("both features of pair r (x_2r and x_2r+1) turn at the same θ_r: the d/2 frequencies go over the d "

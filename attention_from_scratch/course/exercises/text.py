@@ -265,15 +265,18 @@ def _wrapped(ids, new_id):
     return np.asarray(pair), np.asarray(merge_pair(ids, pair, new_id))
 
 
+_PACKED_BITS = msg("ids go above 255 (tokens of earlier merges): one number per pair such as a << 8 | b gives "
+                   "different pairs the same number ((1, 300) and (0, 300): both 300, since | is not + once b > 255); "
+                   "count and compare the pairs as tuples")
 _PACKED = msg("ids go above 255 (tokens of earlier merges): one number per pair such as a·256 + b gives different "
               "pairs the same number ((1, 300) and (2, 44): 556) and orders ties by it; count and compare the pairs "
               "as tuples")
 
 
-def _packed(ids, new_id, *, shift=False):
+def _packed(ids, new_id, *, bits=False):
     """Each pair as one number, ``a·256 + b`` (or ``a << 8 | b``): the byte-pair habit, wrong once ids pass 255."""
     ids = np.asarray(ids, dtype=np.int64)
-    keys = (ids[:-1] << 8 | ids[1:]) if shift else ids[:-1] * 256 + ids[1:]
+    keys = (ids[:-1] << 8 | ids[1:]) if bits else ids[:-1] * 256 + ids[1:]
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
     i = int(first[np.argmax(counts)])  # the smallest key of the most frequent, where it first occurs
     pair = (int(ids[i]), int(ids[i + 1]))
@@ -296,9 +299,7 @@ BPE_MERGE_STEP = Exercise(
         ("adjacent pairs are (ids[i], ids[i + 1]) for i < len(ids) − 1: the last id has no right neighbour "
          "(np.roll wraps it round to the first)", _wrapped),
         (_PACKED, _packed),
-        ("ids go above 255 (tokens of earlier merges): one number per pair such as a << 8 | b gives different pairs "
-         "the same number ((1, 300) and (0, 300): both 300, since | is not + once b > 255); count and compare the "
-         "pairs as tuples", lambda ids, new_id: _packed(ids, new_id, shift=True)),
+        (_PACKED_BITS, lambda ids, new_id: _packed(ids, new_id, bits=True)),
     ],
     title=_TITLE,
     task="""Then `my_bpe_merge_step(ids, new_id)`: one step of BPE training on a 1-D integer array `ids` (bytes, and
