@@ -64,6 +64,18 @@ def w_uk_averaged(q_nope, q_pe, c_kv, k_pe, w_uk):
     return (q_nope @ w_uk.mean(axis=0)) @ _t(c_kv)[:, None] + q_pe @ _t(k_pe)[:, None]
 
 
+def keys_rebuilt(q_nope, q_pe, c_kv, k_pe, w_uk):
+    """Right values, the naive way the task forbids: every head's keys W_UK c built, (B, H, S, d_h)."""
+    keys = c_kv[:, None] @ _t(w_uk)
+    return q_nope @ _t(keys) + q_pe @ _t(k_pe)[:, None]
+
+
+def keys_rebuilt_one_head_at_a_time(q_nope, q_pe, c_kv, k_pe, w_uk):
+    """The same, one head's (B, S, d_h) keys at a time."""
+    heads = [q_nope[:, h] @ _t(c_kv @ _t(w_uk[h])) + q_pe[:, h] @ _t(k_pe) for h in range(w_uk.shape[0])]
+    return np.stack(heads, axis=1)
+
+
 def as_a_list(q_nope, q_pe, c_kv, k_pe, w_uk):
     return ((q_nope @ w_uk) @ _t(c_kv)[:, None] + q_pe @ _t(k_pe)[:, None]).tolist()
 
@@ -100,6 +112,8 @@ BATTERIES = {
             (rope_part_scaled, "the RoPE part q^R·k^R is added as it is"),
             (w_uk_averaged, "not one matrix averaged"),
             (as_a_list, "expected a NumPy array, got a value of type list"),
+            (keys_rebuilt, "fold W_UK into the query instead"),
+            (keys_rebuilt_one_head_at_a_time, "not even one head's"),
         ],
         "right": [einsum_absorbed, concatenated_latent_and_rope],
     },

@@ -330,6 +330,49 @@ def test_hints_name_the_idea_not_the_line():
     assert not handed, handed
 
 
+def test_the_memory_held_at_once_is_measured_and_a_tracing_already_on_is_left_on():
+    import tracemalloc
+
+    from attention_from_scratch.course.exercises.runner import _held
+
+    def holds(n):
+        a = np.ones(n)  # n float64: 8n bytes, freed before returning
+        return float(a.sum())
+
+    got, held = _held(holds, (1_000_000,))
+    assert got == 1e6 and 8_000_000 <= held < 8_500_000, held  # the array, and not much besides
+    assert not tracemalloc.is_tracing()
+    assert _held(holds, (1000,))[1] < 100_000  # a small array, a small number: the peak starts afresh each call
+    tracemalloc.start()
+    try:
+        np.ones(3_000_000)  # an earlier peak of 24 MB does not count
+        assert 8_000_000 <= _held(holds, (1_000_000,))[1] < 8_500_000
+        assert tracemalloc.is_tracing()  # the caller's tracing goes on
+    finally:
+        tracemalloc.stop()
+
+
+def test_mla_rebuilding_the_keys_is_refused_on_the_long_cache_only_after_the_values_pass():
+    from exercise_solutions import my_absorbed_scores
+
+    def rebuilds(q_nope, q_pe, c_kv, k_pe, w_uk):  # right values, the naive way
+        keys = c_kv[:, None] @ np.swapaxes(w_uk, -1, -2)  # (B, H, S, d_h)
+        return q_nope @ np.swapaxes(keys, -1, -2) + q_pe @ np.swapaxes(k_pe, -1, -2)[:, None]
+
+    report = exercises.check("mla_absorbed_scores", rebuilds, quiet=True).report
+    assert "FAILED on case 6 of 7 (a long cache" in report
+    assert re.search(r"held 6\d\.\d MB at once on this case, where the task's way needs at most 4\.0 MB", report)
+    assert "hint: the rebuilt keys W_UK·c" in report
+    assert exercises.check("mla_absorbed_scores", my_absorbed_scores, quiet=True).passed
+
+    def rebuilds_and_errs(*args):  # a wrong value on a later case is reported, not the memory
+        scores = rebuilds(*args)
+        return scores + (args[0].shape[2] == 3)  # wrong on T = 3 (cases 1 and 4 only: T = 1 on the long cache)
+
+    report = exercises.check("mla_absorbed_scores", rebuilds_and_errs, quiet=True).report
+    assert "FAILED on case 1 of 7" in report and "held" not in report
+
+
 def test_an_input_changed_in_place_is_reported_and_cannot_spoil_later_cases():
     from exercise_solutions import my_merge
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..i18n import msg
 from .cases import FRESH, Case, Exercise, draw, fresh_dims, fresh_seed
 
-__all__ = ["MLA_ABSORBED_SCORES"]
+__all__ = ["LONG_CACHE", "MLA_ABSORBED_SCORES"]
 
 
 def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64):
@@ -26,6 +26,9 @@ def _fresh_mla(seed):
     return _mla_case(FRESH, seed + 1, b, h, t, s, d_h=d_h, d_r=d_r, d_c=int(rng.integers(1, 9)))
 
 
+LONG_CACHE = "a long cache, one new token: (1, 8, 1, 4096), d_h = 256, d_c = 8 (the keys rebuilt would take 64 MB)"
+
+
 def _mla_cases():
     return [
         _mla_case("(B, H, T, S) = (2, 3, 3, 5), d_h = 4, d_r = 2, d_c = 6", 50, 2, 3, 3, 5),
@@ -33,8 +36,23 @@ def _mla_cases():
         _mla_case("float32, (1, 2, 2, 4)", 52, 1, 2, 2, 4, dtype=np.float32),
         _mla_case("as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4", 54, 2, 2, 3, 4),
         _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
+        _mla_case(LONG_CACHE, 55, 1, 8, 1, 4096, d_h=256, d_c=8),
         _fresh_mla(fresh_seed()),
     ]
+
+
+def _keys_not_built(case):
+    """On the long cache: at most half of one head's rebuilt keys held at once (the absorbed form holds a few (B, H,
+    T, S) score arrays, under 1 MB), and the hint; elsewhere any amount."""
+    if case.label is not LONG_CACHE:
+        return None
+    q_nope, _, c_kv, _, _ = case.args
+    keys = q_nope.shape[0] * q_nope.shape[1] * c_kv.shape[1] * q_nope.shape[-1] * q_nope.itemsize  # B·H·S·d_h
+    hint = msg("the rebuilt keys W_UK·c, one per head and latent, are B·H·S·d_h numbers ({keys} MB here, {head} MB "
+               "for one head): fold W_UK into the query instead (q_nope @ w_uk is (B, H, T, d_c)) and score that "
+               "against c_kv; no (B, H, S, d_h) array is needed, not even one head's",
+               keys=keys // 2**20, head=keys // q_nope.shape[1] // 2**20)
+    return keys // q_nope.shape[1] // 2, hint
 
 
 _HEAD_AXIS = (msg("c_kv and k_pe have no head axis: every head shares them, so they need a head axis of size 1 (in "
@@ -84,6 +102,7 @@ MLA_ABSORBED_SCORES = Exercise(
                                                                np.broadcast_to(w_uk.mean(axis=0), w_uk.shape))),
     ],
     error_hint=_mla_error,
+    most_bytes=_keys_not_built,
     title="the absorbed MLA score",
     task="""Write `my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk)`: the MLA scores
 $q^C_h\\cdot(W_{UK,h}\\,c_s) + q^R_h\\cdot k^R_s$ (unscaled) **without** rebuilding the keys: fold $W_{UK}$
@@ -91,7 +110,9 @@ into the query instead. Shapes: `q_nope` `(B, H, T, d_h)`, `q_pe` `(B, H, T, d_r
 `k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_h, d_c)`; return `(B, H, T, S)` in
 the inputs' dtype (float32 in, float32 out), leaving the inputs unchanged. The checker compares with the
 naive form (keys rebuilt) on several sequences and heads (also as many sequences as heads), one new token,
-float32 and one head, checking the shape, dtype and every entry.""",
+float32 and one head, checking the shape, dtype and every entry; and on a long cache (4,096 latents, 8 heads,
+$d_h = 256$) it measures the memory your function holds at once: the rebuilt keys would take 64 MB there, one
+head's 8 MB, and more than half of that is refused.""",
     stub='''def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     """MLA scores (B, H, T, S) with W_UK absorbed into the query, plus the RoPE part."""
     raise NotImplementedError  # delete this line and write your code''',

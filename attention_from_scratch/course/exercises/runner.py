@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import re
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -108,20 +109,42 @@ def _aliased(ex: Exercise, args, got):
     return None
 
 
+def _held(fn, args):
+    """``(fn(*args), the most bytes it held at once beyond what existed before the call)``, by Python's tracemalloc,
+    which NumPy tells of every array it allocates (a tracing already on is left on, its peak reset)."""
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    try:
+        got = fn(*args)
+        return got, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+
+
 def _call(ex: Exercise, fn, case: Case):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
-    output), the last (output, input) where the task asks for new arrays and an output is an input."""
+    output, heavy), aliased the (output, input) where the task asks for new arrays and an output is an input, heavy
+    the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it held more."""
     args = copy.deepcopy(case.args)
+    limit = ex.most_bytes(case) if ex.most_bytes is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = fn(*args)
+        if limit is None:
+            got, heavy = fn(*args), None
+        else:
+            got, held = _held(fn, args)
+            heavy = (held, *limit) if held > limit[0] else None
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
         changed = _changed(before, after, name, ex.part_names.get(name, ()))
         if changed is not None:
             break
-    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None
+    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None, heavy
 
 
 def _inputs(ex: Exercise, case: Case) -> Message:
@@ -131,20 +154,21 @@ def _inputs(ex: Exercise, case: Case) -> Message:
 
 def run(ex: Exercise, fn):
     """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed. An
-    answer right in value whose output is an input's own array (where the task asks for new arrays) fails on the
-    first case where it is, once every case has been tried.
+    answer right in value whose output is an input's own array (where the task asks for new arrays), or that held
+    more memory at once than the case allows (where the task forbids building a large array), fails on the first
+    case where it did, once every case has been tried.
 
     The expected answer of a case is computed only after ``fn`` has returned, in :func:`_judge`'s frame: while
     the student's function runs, no frame it could walk up to (``inspect.currentframe().f_back``) holds it.
     """
     fn_name = getattr(fn, "__name__", "your function")
     cases = ex.cases()
-    first_aliased = None
+    deferred = None
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed, aliased = _call(ex, fn, case)
+            got, warned, changed, aliased, heavy = _call(ex, fn, case)
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
@@ -164,12 +188,16 @@ def run(ex: Exercise, fn):
         problem = _judge(ex, case, _frozen(got), warned)
         if problem is not None:
             return False, [head, _inputs(ex, case), *problem]
-        if aliased is not None and first_aliased is None:  # right values, but one of them is an input's own array:
-            first_aliased = [head, _inputs(ex, case), msg(  # reported once no case has a wrong value
+        if heavy is not None and deferred is None:  # right values, built the way the task forbids: reported
+            deferred = [head, _inputs(ex, case), msg(  # once no case has a wrong value, as an aliased output is
+                "  your function held {held} MB at once on this case, where the task's way needs at most {most} MB",
+                held=f"{heavy[0] / 2**20:.1f}", most=f"{heavy[1] / 2**20:.1f}"), hint_line(heavy[2])]
+        if aliased is not None and deferred is None:  # right values, but one of them is an input's own array:
+            deferred = [head, _inputs(ex, case), msg(  # reported once no case has a wrong value
                 "  your {output} is the input {input} itself (or a view of it), not a new array", output=aliased[0],
                 input=aliased[1]), hint_line(_ALIASED)]
-    if first_aliased is not None:
-        return False, first_aliased
+    if deferred is not None:
+        return False, deferred
     return True, [msg("{name}: all {n} cases passed. Well done!", name=ex.name, n=len(cases)),
                   msg("  cases: {cases}", cases=[msg(c.label) for c in cases])]
 
