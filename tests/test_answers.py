@@ -164,11 +164,15 @@ def _by_numpy(key):
 # per exercise: (answers from a classic shortcut, which must fail; answers rounded as the question asks, which pass)
 SHORTCUTS = {
     "09.1": ([1 / (1 + 1.1 + 1.2)], [0.3006, 0.301]),  # e^x ≈ 1 + x is 0.8% off; 3 and 4 significant figures
-    "18.1": ([1.0], [1.0041]),  # ℓ ≈ 1: the second score's e^(−5.5) left out
+    # ℓ ≈ 1 (the second score's e^(−5.5) left out); 4 decimals of 1.004087 truncated (1.0040, 3 decimals too) or
+    # rounded up too far, and 1.005, which rtol 1e-3 took
+    "18.1": ([1.0, 1.0040, 1.0042, 1.005], [1.0041, 1.00409, 1 + E(-5.5)]),
     # 10^9 bytes for a GiB; int()'s truncation and the other neighbour of the nearest token (15279.796 -> 15280)
     "15.3": ([1e9 / (2**30 / 15279.795992714025), 15279, 15281], [15280, 15279.8]),
     "25.2": ([64e6 / 25e9 * 1e3], [2.5]),  # MB and GB instead of MiB and GiB
-    "16.1": ([2 * math.pi * 10000], [47117.24, 47117]),  # θ_31 taken as 10000^(−1)
+    # θ_31 taken as 10000^(−1); the neighbours of the nearest token (47117.243 -> 47117), 4 significant figures
+    # (47120) and 47130, which rtol 1e-3 took
+    "16.1": ([2 * math.pi * 10000, 47116, 47118, 47120, 47130], [47117, 47117.24]),
     "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
     "09.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
     "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum()))], [0.8668, 0.867]),  # softmax([1, 2, 3])
@@ -194,6 +198,12 @@ SHORTCUTS = {
     "05.3": ([0.1489, 0.1491], [0.149, 0.1490, 0.14898]),  # 4 significant figures of 0.148977
     "19.3": ([0.1830, 0.1832, 0.1833], [0.1831, 0.18315]),  # 4 significant figures of 0.183145
     "02.2": ([3.0, 1.0, 2 ** 0.5, 1.7], [1.7321, 1.732, 1.73, 3**0.5]),  # the squared distance; 60° (or |cos|); 90°
+    # naive MLA's rebuilding of K and V alone (d_c H (d_h + d_v) / H (d_k + d_v) = 64, its scores and weighted sum
+    # left out); 65.25 (exact) to 3 significant figures, either way, and its 4-figure neighbours
+    "17.2": ([64.0, 65.2, 65.3, 65.24, 65.26], [65.25, 66816 / 1024]),
+    # the score with IDF; the dot product (metric="dot"); the third score; 4 significant figures of 0.160128 rounded
+    # wrongly (0.1600 is the solution's 0.160 of before, 3 figures, too)
+    "24.1": ([0.076, 2.0, 0.1538, 0.1600, 0.1602], [0.1601, 0.16013]),
 }
 
 

@@ -138,14 +138,16 @@ ANSWERS = {
                         "divide the bytes available by the bytes one token takes in the MLA cache, all layers.",
                         rtol=0.0, atol=0.5),  # the nearest token, 15280 (15279.796...): int()'s 15279 fails
     "16.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
-                        "a pair comes back to its start after a full turn, 2π radians, at θ_r radians per token."),
+                        "a pair comes back to its start after a full turn, 2π radians, at θ_r radians per token.",
+                        rtol=0.0, atol=0.5),  # the nearest token, 47117 (47117.243...): 47116 and 47118 fail
     "16.2": ShortAnswer(_rope_weights_shift, "every score depends only on the offset between the two positions, and "
                         "both runs have the same offsets.", atol=1e-9, magnitude=True),
     "16.3": ShortAnswer(_decoupled_score_change, "compute the decoupled scores with the keys at the shuffled positions "
                         "and at positions 0 … 5, and take the largest absolute difference.", magnitude=True),
     "17.1": ShortAnswer(_plain_wq_parameters, "the plain wq maps dim to n_heads · (d_h + d_r): multiply the two "
                         "sides of its shape.", kind="count"),
-    "17.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels."),
+    "17.2": ShortAnswer(_naive_mla_over_mha, "divide naive MLA's multiply-adds per cached token by MHA's; S cancels.",
+                        rtol=0.0, atol=5e-3),  # 4 significant figures: 65.25 (exactly 66816 / 1024)
     "17.3": ShortAnswer(_outputs_changed_by_wkv_b, "row 0 of wkv_b belongs to one head's keys; think about which token "
                         "attends to one key only under the causal mask.", kind="count"),
     "21.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
@@ -155,14 +157,16 @@ ANSWERS = {
                         "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes).", kind="count"),
     "18.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
                                                              np.array([[5.0], [6.0]]))[1][0, 0]),
-                        "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores."),
+                        "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores.",
+                        rtol=0.0, atol=5e-5),  # 4 decimals: 1.0041 (1.004087...); ℓ ≈ 1 and 1.004 fail
     "18.2": ShortAnswer(_largest_n_fitting, "32 heads × n² scores × 4 bytes must fit in 8 GiB = 2^33 bytes; take "
                         "the largest power of 2.", kind="count"),
     "18.3": ShortAnswer(lambda: int(np.zeros((128, 128), dtype=np.float32).nbytes),
                         "entries of the tile times the bytes of one float32.", kind="count"),
     "18.4": ShortAnswer(_flash_workers_difference, "each query block sums its key blocks in the same order with or "
                         "without workers.", atol=1e-12, magnitude=True),
-    "24.1": ShortAnswer(_runner_up_without_idf, "rank with docs as keys (no idf) and read the second score."),
+    "24.1": ShortAnswer(_runner_up_without_idf, "rank with docs as keys (no idf) and read the second score.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1601 (0.160128...)
     "24.2": ShortAnswer(lambda: _info_nce_gradient_norm(0.01), "call info_nce_backward with temperature=0.01 and take "
                         "the norm of dL/dq (3 significant figures).", rtol=5e-3, magnitude=True),
     "24.3": ShortAnswer(_best_rank, "train the three ranks and compare their RMSE on the unseen ratings.",
