@@ -56,7 +56,7 @@ class ShortAnswer:
 
     ``rtol`` is chosen so that the answer rounded as the question asks passes (4 significant figures by
     default: 1e-3; "3 significant figures": 5e-3) and the classic shortcut fails (tests/test_answers.py,
-    SHORTCUTS: e^x ≈ 1 + x in 16.1, ℓ ≈ 1 in 13.1, 10^9 bytes for a GiB in 09.3 and 17.2, ...). A question
+    SHORTCUTS: e^x ≈ 1 + x in 09.1, ℓ ≈ 1 in 18.1, 10^9 bytes for a GiB in 15.3 and 25.2, ...). A question
     that states its precision ("4 decimals", "4 significant figures", "the nearest token") gets ``rtol=0``
     and ``atol`` half a unit in the last place asked: the answer rounded as asked (or given more precisely)
     passes, a wrongly rounded or truncated neighbour does not.
