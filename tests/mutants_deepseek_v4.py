@@ -14,6 +14,13 @@ def softmax_over_channels(kv, gate, bias):
     return _pool(kv, gate + bias, axis=-1)
 
 
+def one_softmax_for_the_window(kv, gate, bias):
+    z = gate + bias
+    flat = z.reshape(*z.shape[:-2], -1)  # slots and channels in one row
+    e = np.exp(flat - np.max(flat, axis=-1, keepdims=True))
+    return np.sum((e / np.sum(e, axis=-1, keepdims=True)).reshape(z.shape) * kv, axis=-2)
+
+
 def bias_forgotten(kv, gate, bias):
     return _pool(kv, gate)
 
@@ -171,6 +178,7 @@ BATTERIES = {
     "compress_window": {
         "wrong": [
             (softmax_over_channels, "over the window's slots"),
+            (one_softmax_for_the_window, "slots and channels together"),
             (bias_forgotten, "learned bias B"),
             (weighs_the_gates, "multiply the values kv"),
             (mean_of_weighted, "weighted SUM"),

@@ -106,6 +106,13 @@ def _window_shift_apart(kv, gate, bias, *, both=False):
     return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
 
 
+def _window_one_softmax(kv, gate, bias):
+    """One softmax over the whole window, its m slots and d channels together (a (m·d)-long row)."""
+    z = gate + bias
+    weights = softmax(z.reshape(*z.shape[:-2], -1), axis=-1).reshape(z.shape)
+    return np.sum(weights * kv, axis=-2)
+
+
 def _window_global_max(kv, gate, bias):
     z = gate + bias
     e = np.exp(z - np.max(z))  # one max for every window and channel
@@ -123,6 +130,8 @@ COMPRESS_WINDOW = Exercise(
     mistakes=[
         ("the softmax runs over the window's slots (axis −2, the m tokens), separately for each channel -- not over "
          "the channels of one token", lambda *a: _window_wrong(*a, axis=-1)),
+        ("one softmax for each channel, over its m slots: a softmax over the whole window, slots and channels "
+         "together, gives each channel weights that sum to less than 1 (about 1/d)", _window_one_softmax),
         ("the learned bias B (one per slot and channel) is added to the gates before the softmax: it tells slots "
          "apart, since the gates alone do not know a token's place in the window",
          lambda *a: _window_wrong(*a, use_bias=False)),
