@@ -376,7 +376,7 @@ BATTERIES = {
             (fails_on_padding, "FAILED on case 6 of"),
             (transpose_for_3d, "swap only the last two axes"),
             (one_mask_row_per_sequence, "FAILED on case 14 of"),  # the (B, 1, T, S) mask with a row per query
-            (blocked_fill_below_max, "a blocked key gets weight exactly 0"),
+            (blocked_fill_below_max, "gets weight exactly 0, as exp(−∞) = 0"),
             (shift_when_positive, "all far below 0 (about −1000)"),
             (shift_when_positive_unguarded, "all far below 0 (about −1000)"),
             (zero_score_means_masked, "0 is an ordinary score"),

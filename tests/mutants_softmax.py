@@ -171,7 +171,7 @@ BATTERIES = {
             (returns_a_list, "expected a NumPy array, got a value of type list"),
             (masked_array, "expected a plain NumPy array, got a MaskedArray"),
             (mean_shift, "has nan where the answer is finite"),
-            (clamped_exponent, "a blocked key gets weight exactly 0"),
+            (clamped_exponent, "gets weight exactly 0, as exp(−∞) = 0"),
             (shift_when_positive, "all far below 0 (about −1000)"),
             (stable_only_when_big, "all far below 0 (about −1000)"),
             (shift_by_first, "subtract the row max"),

@@ -452,6 +452,68 @@ def test_a_python_float_is_not_float32():
     assert "return the NumPy result itself" in report
 
 
+def test_a_numpy_integer_is_named_among_the_float32_promoters_and_the_python_float_sentence_needs_one():
+    from exercise_solutions import my_cross_entropy_grad
+
+    def over_prod(logits, targets):  # np.prod(shape) is an np.int64: float32 / np.int64 is float64 under NumPy 2
+        return my_cross_entropy_grad(logits, targets) * targets.size / np.prod(targets.shape)
+
+    report = exercises.check("cross_entropy_grad", over_prod, quiet=True).report
+    assert "expected dtype float32, got float64" in report
+    assert "so does a NumPy integer (np.prod(x.shape), np.count_nonzero, np.sum of a mask)" in report
+    assert "float(...), .item()" not in report  # no Python float was returned: that sentence would mislead
+
+    def loss_over_count(e, inputs, targets):  # a 0-d loss divided by np.count_nonzero: float64, not a Python float
+        from exercise_solutions import my_bigram_grad
+
+        loss, grad = my_bigram_grad(e, inputs, targets)
+        return loss * len(inputs) / np.count_nonzero(targets >= 0), grad
+
+    report = exercises.check("bigram_grad", loss_over_count, quiet=True).report
+    assert "so does a NumPy integer" in report and "float(...), .item()" not in report
+
+
+def test_a_list_and_a_masked_array_get_hints_that_fit_them():
+    from exercise_solutions import my_attention, my_softmax
+
+    report = exercises.check("softmax", lambda x: [row for row in my_softmax(x)], quiet=True).report
+    assert "got a value of type list" in report and "np.asarray(result) makes an array of it" in report
+
+    def masked(q, k, v, mask=None):
+        out, weights = my_attention(q, k, v, mask)
+        return out, np.ma.masked_equal(weights, 0.0)
+
+    report = exercises.check("attention", masked, quiet=True).report
+    assert "got a MaskedArray (a subclass of np.ndarray)" in report and ".filled(0)" in report
+
+
+@pytest.mark.parametrize("name", list(SOLUTIONS))
+def test_np_seterr_raise_in_the_notebook_does_not_crash_the_checker(name):
+    """The checker's own arithmetic (cases, reference, comparison, hints) ignores the notebook's np.seterr; the
+    student's function keeps it."""
+    def guarded(*args):
+        with np.errstate(all="ignore"):
+            return SOLUTIONS[name](*args)
+
+    def stub(*args):
+        raise NotImplementedError
+
+    with np.errstate(all="raise"):
+        assert exercises.check(name, guarded, quiet=True).passed
+        assert "not implemented yet" in exercises.check(name, stub, quiet=True).report
+        wrong = exercises.check(name, lambda *args: None, quiet=True)  # reported, with the report's hint search
+        assert not wrong.passed and "FAILED on case 1 of" in wrong.report
+
+
+def test_a_floating_point_error_in_the_student_function_says_why():
+    from exercise_solutions import my_softmax
+
+    with np.errstate(under="raise"):
+        report = exercises.check("softmax", my_softmax, quiet=True).report
+    assert "raised FloatingPointError: underflow encountered in exp" in report
+    assert "np.errstate(under=\"ignore\")" in report
+
+
 # --- the references, against loops ---------------------------------------------------------------
 
 

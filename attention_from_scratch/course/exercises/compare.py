@@ -76,7 +76,9 @@ def compare(ex: Exercise, case: Case, expected, got):
             return [msg("  {label}got None: did you forget to `return` the result?", label=label)]
         python_float = type(g) is float
         if not (type(g) is np.ndarray or type(g) in _NUMPY_SCALARS or python_float):
-            return [_not_an_array(label, g), hint_line(_NOT_AN_ARRAY)]
+            hint = _A_LIST if isinstance(g, (list, tuple)) else _A_MASKED_ARRAY if np.ma.isMaskedArray(g) else (
+                _NOT_AN_ARRAY)
+            return [_not_an_array(label, g), hint_line(hint)]
         g = np.asarray(g)  # judged as it came back: a list was refused above, not converted
         e = np.asarray(e)
         if g.shape != e.shape:
@@ -105,8 +107,9 @@ def compare(ex: Exercise, case: Case, expected, got):
     return None
 
 
-BLOCKED_NOT_ZERO = msg("a blocked key gets weight exactly 0, as exp(−∞) = 0: give its score −∞ itself; a large "
-                       "negative number or a clamp of the exponent leaves it a small weight that leaks into the output")
+BLOCKED_NOT_ZERO = msg("a −∞ score (a blocked key's) gets weight exactly 0, as exp(−∞) = 0: keep it −∞ up to the exp; "
+                       "a large negative number in its place or a clamp of the exponent leaves it a small weight (in "
+                       "attention, one that leaks into the output)")
 
 
 # the NumPy scalar types (np.float32(1.5), np.bool_(True), ...): a 0-d result may come back as one
@@ -114,6 +117,11 @@ _NUMPY_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np
 _NOT_AN_ARRAY = msg("a caller does array things with the result (~mask, x.shape, x @ y, broadcasting), and a list, a "
                     "subclass or another object does not behave like a NumPy array there: build the result with "
                     "NumPy operations, which return arrays")
+_A_LIST = msg("a caller does array things with the result (~mask, x.shape, x @ y, broadcasting), which a list or a "
+              "tuple does not do: np.asarray(result) makes an array of it (np.stack for a list of arrays)")
+_A_MASKED_ARRAY = msg("a caller does array things with the result, and a masked array carries its mask along, which "
+                      "the caller does not read: fill the masked entries with the value they stand for (.filled(0) "
+                      "for a weight that is 0) to return a plain array")
 
 
 _INTEGERS = msg("ids and counts are whole numbers that a caller uses as indices (an embedding row, a vocabulary "
@@ -141,9 +149,10 @@ def _in_float32(ex: Exercise, case: Case, index: int):
 def _dtype_hint(e, g, python_float):
     if e.dtype == np.float32:
         hint = msg("float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without dtype=, "
-                   "np.cos of float64 angles, an additive mask np.where(mask, 0.0, -np.inf)) promotes the result; "
-                   "Python numbers (d_k ** 0.5) do not, and .astype(x.dtype) casts back.")
-        if e.ndim == 0 or python_float:
+                   "np.cos of float64 angles, an additive mask np.where(mask, 0.0, -np.inf)) promotes the result, and "
+                   "so does a NumPy integer (np.prod(x.shape), np.count_nonzero, np.sum of a mask); Python numbers "
+                   "(d_k ** 0.5, x.size, len(x)) do not, and .astype(x.dtype) casts back.")
+        if python_float:
             return msg("{hint} A 0-d result too: float(...), .item() and math functions give a Python float "
                        "(float64); return the NumPy result itself", hint=hint)
         return hint

@@ -170,7 +170,8 @@ tokens, the new token last. The checker also starts from an empty cache ($S = 0$
 and sequences of a batch far apart and scores all far below zero (about −1000), and has a float32 case:
 return the inputs' dtype (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a NumPy float64 and turns float32 scores
 float64). It checks the three results' shapes, dtypes and values, and that your function leaves its inputs
-unchanged (grow new arrays; do not write into the caches you are given).""",
+unchanged (grow new arrays, from the empty cache too, where `k_new` and `v_new` themselves are not the grown
+caches; do not write into the caches you are given).""",
     stub='''def my_decode_step(q, k_new, v_new, k_cache, v_cache):
     """Append the new key/value to the cache, attend over it; return (out, k_cache, v_cache)."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -162,7 +162,8 @@ def run(ex: Exercise, fn):
     the student's function runs, no frame it could walk up to (``inspect.currentframe().f_back``) holds it.
     """
     fn_name = getattr(fn, "__name__", "your function")
-    cases = ex.cases()
+    with np.errstate(all="ignore"):  # the checker's own arithmetic, whatever np.seterr the notebook set
+        cases = ex.cases()
     deferred = None
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
@@ -212,21 +213,22 @@ def _frozen(got):
 def _judge(ex: Exercise, case: Case, got, warned):
     """None if ``got`` is right on ``case``, else the report lines after the head; the expected answer is
     computed here, after the student's function has returned."""
-    expected = ex.reference(*copy.deepcopy(case.args))
-    try:
-        problem = compare(ex, case, expected, got)
-    except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
-        problem = [msg("  could not compare the answer with the expected one ({err}: {message})",
-                       err=type(err).__name__, message=_message(err))]
-    if problem is None:
-        return None
-    lines = list(problem)
-    if warned:
-        lines.append(msg("  NumPy warned: {warnings}", warnings=[_warning(w) for w in warned]))
-    try:
-        hint = None if problem[-1].template == "  hint: {hint}" else _hint(ex, case, expected, got)
-    except Exception:  # a hint is a bonus; never let looking for one hide the report
-        hint = None
+    with np.errstate(all="ignore"):  # the reference, the comparison and the mistake models: the checker's own
+        expected = ex.reference(*copy.deepcopy(case.args))  # arithmetic, whatever np.seterr the notebook set
+        try:
+            problem = compare(ex, case, expected, got)
+        except Exception as err:  # an answer too odd to compare (objects, ragged lists): say so plainly
+            problem = [msg("  could not compare the answer with the expected one ({err}: {message})",
+                           err=type(err).__name__, message=_message(err))]
+        if problem is None:
+            return None
+        lines = list(problem)
+        if warned:
+            lines.append(msg("  NumPy warned: {warnings}", warnings=[_warning(w) for w in warned]))
+        try:
+            hint = None if problem[-1].template == "  hint: {hint}" else _hint(ex, case, expected, got)
+        except Exception:  # a hint is a bonus; never let looking for one hide the report
+            hint = None
     return lines + ([hint_line(hint)] if hint else [])
 
 
@@ -273,6 +275,11 @@ def _hint_for_error(ex: Exercise, case: Case, err: BaseException, n: int, fn_nam
     text = text if isinstance(text, str) else ""  # an exception whose str() raised
     if isinstance(err, SystemExit):
         return msg("exit() or sys.exit() stops the program: return the result instead")
+    if isinstance(err, FloatingPointError):
+        return msg("np.seterr(...) or np.errstate(...) turned NumPy's floating-point warnings into errors, and your "
+                   "function's arithmetic met one ({message}): an exp that underflows to 0 is expected here; let it "
+                   "with np.errstate(under=\"ignore\") around that line, or np.seterr(all=\"warn\") for the notebook",
+                   message=text)
     if isinstance(err, TypeError) and "positional argument" in text:
         return msg("check the signature: the checker calls {call}", call=f"{fn_name}({', '.join(ex.arg_names)})")
     try:
