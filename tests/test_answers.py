@@ -175,7 +175,9 @@ SHORTCUTS = {
     "16.1": ([2 * math.pi * 10000, 47116, 47118, 47120, 47130], [47117, 47117.24]),
     "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
     "09.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
-    "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum()))], [0.8668, 0.867]),  # softmax([1, 2, 3])
+    # softmax([1, 2, 3]); 4 significant figures of 0.866813 rounded wrongly (0.867: 3 figures)
+    "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum())), 0.8667, 0.8669, 0.867], [0.8668, 0.86681]),
+    "03.3": ([-1 / 16, 1 / 256, 1 / 8], [0.0625, 1 / 16]),  # c < 0 (the question asks c > 0); c²; Var = 64 (σ² = 1)
     "19.2": ([21 % 6, 2 + 21 % 4, 21 % 4, 6], [5]),  # the ring without the sinks' slots; 1-based
     "26.1": ([0.9 * math.log(1.8) + 0.1 * math.log(0.2), 0.5 * math.log2(25 / 9)], [0.5108, 0.511]),  # KL(q‖p); bits
     "05.1": ([1 / 8, 1 / 6], [0.1429, 0.143, 1 / 7]),  # T keys instead of the 7 visible ones; positions from 1

@@ -99,7 +99,9 @@ ANSWERS = {
     "03.1": ShortAnswer(_variance_sigma2, "for independent mean-0 entries Var(q_i k_i) = E[q_i²] E[k_i²], and the "
                         "d_k terms of q·k add their variances."),
     "03.2": ShortAnswer(lambda: float(np.max(_afs().softmax([2.0, 4.0, 6.0]))),
-                        "exponentiate each score and divide the largest by the sum."),
+                        "exponentiate each score and divide the largest by the sum.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.8668
+    # "positive c": −1/16 also gives variance 1, so the question asks for c > 0
     "03.3": ShortAnswer(lambda: 1 / math.sqrt(_variance_sigma2()), "Var(c X) = c² Var(X): choose c so that this is 1."),
     "04.1": ShortAnswer(lambda: float(_afs().softmax([0.0, math.log(3)])[1]), "e^0 = 1 and e^(ln 3) = 3: normalise."),
     "04.2": ShortAnswer(lambda: float(_afs().logsumexp([0.0, 0.0, 0.0, 0.0])),

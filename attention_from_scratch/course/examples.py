@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # The d_k values of notebook 03's sweeps (variance and saturation against d_k): powers of two.
-DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+DK_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 # Softmax's sharpness (notebook 03's figure, the tour): only differences count ([10, 11, 12] gives
 # [1, 2, 3]'s weights) and large differences make it nearly one-hot ([10, 20, 30]).
