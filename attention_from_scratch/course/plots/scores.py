@@ -162,7 +162,7 @@ def plot_saturation_vs_dk(dks=DK_VALUES, n_keys=16):
     ax1.text(dks[0], 1 / n_keys + 0.02, "uniform", color=_GREY, fontsize=9)
     ax1.set_ylabel("mean largest weight")
     ax1.set_ylim(0, 1.05)
-    ax2.set_ylabel("mean ‖J‖_F  (gradient size)")
+    ax2.set_ylabel(r"mean $\Vert J \Vert_F$  (gradient size)")
     ax2.set_ylim(0, None)
     for ax in (ax1, ax2):
         ax.set_xscale("log", base=2)
