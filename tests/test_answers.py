@@ -195,6 +195,7 @@ SHORTCUTS = {
     "11.3": ([3 / 5, 1.0, 3 / 12.5, 0.8484, 0.8486, 0.849], [0.8485, 0.84853]),
     # questions that ask a precision: the neighbours of the answer rounded as asked fail (truncation among them)
     "00.2": ([0.3987, 0.3989], [0.3988, 0.39884]),  # 4 significant figures of 0.398839
+    "00.3": ([0.33, 0.333, 0.3332, 0.3334], [0.3333, 1 / 3]),  # 4 significant figures of 1/3 (0.33 is 2)
     "04.2": ([1.3862, 1.3864, 1.386], [1.3863, 1.38629]),  # 4 decimals of ln 4 = 1.386294
     "05.2": ([2.690, 2.692], [2.691, 2.6914]),  # 4 significant figures of 2.691428
     "05.3": ([0.1489, 0.1491], [0.149, 0.1490, 0.14898]),  # 4 significant figures of 0.148977
