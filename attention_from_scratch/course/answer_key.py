@@ -81,7 +81,7 @@ ANSWERS = {
     "00.3": ShortAnswer(lambda: float(_afs().scaled_dot_product_attention(np.array([[2.0, 0.0]]), np.ones((3, 2)),
                                                                           10.0 * np.eye(3))[1][0, 0]),
                         "equal keys give equal scores, and softmax turns equal scores into equal weights that "
-                        "sum to 1.", rtol=0.0, atol=5e-5),  # 4 significant figures: 0.3333
+                        "sum to 1; give 4 significant figures.", rtol=0.0, atol=5e-5),  # 0.3333
     "01.1": ShortAnswer(lambda: float(_afs().dot([1, -1, 2], [3, 4, 0])), "multiply entry by entry, then add.",
                         kind="count"),
     "01.2": ShortAnswer(lambda: float(np.degrees(_similarity().angle([1, 0], [1, 1]))),
