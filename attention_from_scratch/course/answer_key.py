@@ -107,7 +107,8 @@ ANSWERS = {
     "04.2": ShortAnswer(lambda: float(_afs().logsumexp([0.0, 0.0, 0.0, 0.0])),
                         "lse(x) = log Σ e^(x_j): four terms of e^0.", rtol=0.0, atol=5e-5),  # 4 decimals: 1.3863
     "04.3": ShortAnswer(lambda: float(_afs().softmax(np.where([True, True, False], [1.0, 1.0, 1.0], 0.0))[2]),
-                        "the blocked score became 0, an ordinary score: softmax of the three scores, third entry."),
+                        "the blocked score became 0, an ordinary score: softmax of the three scores, third entry.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1554
     "06.1": ShortAnswer(lambda: float(_cat_eats_fish(d_k=8)[0, 1]), "divide row \"the cat\" of QKᵀ by √8, then "
                         "softmax: exponentiate each score and divide by the row's sum."),
     "06.2": ShortAnswer(lambda: float(_cat_eats_fish(2.0)[1, 0]), "the verb's query doubles, so its scores against the "
