@@ -92,15 +92,15 @@ SOFTMAX = Exercise(
     fallbacks=[rows_sum_to_one],
     exact_zeros=lambda case: {"weights": np.isneginf(case.args[0])},  # exp(−∞) = 0, not a small number
     title="a stable softmax",
-    task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`), one distribution per
-row, that does not overflow on huge scores. Use NumPy only (not `afs.softmax`). The checker below compares
-it with the package's `softmax` on rows with batch dimensions, float32 and float64, huge scores (exp
-overflows float32 above 88.7), rows of very different sizes, a row of scores all far below zero (about −1000), a row
-whose max is not its first entry ([0, 999, 1000]), `-inf` entries (in rows with at least one finite score;
-a `-inf` score's weight must be exactly 0, as $e^{-\\infty}$ is) and a single score, and tells you what went
-wrong on the first case that fails. It checks: the shape (that of `x`), the dtype (float32 in, float32 out;
-float64 in, float64 out), every value to a relative tolerance, and that `x` itself is left unchanged (work on
-new arrays, not in place).""",
+    task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`: any number of leading
+axes, then a row of n scores), one distribution per row, that does not overflow on huge scores. Use NumPy only (not
+`afs.softmax`). The checker below compares it with the package's `softmax` on rows with batch dimensions, float32
+and float64, huge scores (exp overflows float32 above 88.7), rows of very different magnitudes (scores about 1000 in
+one, about 1 in the other), a row of scores all far below zero (about −1000), a row whose max is not its first entry
+([0, 999, 1000]), `-inf` entries (in rows with at least one finite score; a `-inf` score's weight must be exactly 0,
+as $e^{-\\infty}$ is) and a single score, and tells you what went wrong on the first case that fails. It checks: the
+shape (that of `x`), the dtype (float32 in, float32 out; float64 in, float64 out), every value to a relative
+tolerance, and that `x` itself is left unchanged (work on new arrays, not in place).""",
     stub='''def my_softmax(x):
     """Softmax over the last axis of x (..., n); each row sums to 1, even for huge scores."""
     raise NotImplementedError  # delete this line and write your code''',
