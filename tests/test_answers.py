@@ -208,6 +208,8 @@ SHORTCUTS = {
     # the score with IDF; the dot product (metric="dot"); the third score; 4 significant figures of 0.160128 rounded
     # wrongly (0.1600 is the solution's 0.160 of before, 3 figures, too)
     "24.1": ([0.076, 2.0, 0.1538, 0.1600, 0.1602], [0.1601, 0.16013]),
+    "06.1": ([0.4158, 0.4160, 0.416, 0.5035], [0.4159, 0.41591]),  # 4 significant figures of 0.415908; d_k = 2's
+    "06.2": ([0.7678, 0.7680, 0.768], [0.7679, 0.76792]),  # 4 significant figures of 0.767918
 }
 
 

@@ -110,9 +110,11 @@ ANSWERS = {
                         "the blocked score became 0, an ordinary score: softmax of the three scores, third entry.",
                         rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1554
     "06.1": ShortAnswer(lambda: float(_cat_eats_fish(d_k=8)[0, 1]), "divide row \"the cat\" of QKᵀ by √8, then "
-                        "softmax: exponentiate each score and divide by the row's sum."),
+                        "softmax: exponentiate each score and divide by the row's sum.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.4159
     "06.2": ShortAnswer(lambda: float(_cat_eats_fish(2.0)[1, 0]), "the verb's query doubles, so its scores against the "
-                        "three keys double (before the 1/√2); then softmax over its row."),
+                        "three keys double (before the 1/√2); then softmax over its row.",
+                        rtol=0.0, atol=5e-5),  # 4 significant figures: 0.7679
     "06.3": ShortAnswer(lambda: int(_afs().scaled_dot_product_attention(np.ones((5, 8)), np.ones((7, 8)),
                                                                         np.ones((7, 4)))[1].size),
                         "the weights hold one number per (query, key) pair; d_k and d_v do not enter.", kind="count"),
