@@ -227,8 +227,8 @@ ATTENTION = Exercise(
 $\\mathrm{softmax}(QK^\\top/\\sqrt{d_k})\\,V$ for `q` `(..., T, d_k)`, `k` `(..., S, d_k)`, `v` `(..., S, d_v)`,
 with any leading batch dimensions (heads, from notebook 08, are one more: `(B, H, T, d_k)`); `out` is
 `(..., T, d_v)` and `weights` `(..., T, S)`. `mask` (boolean, `True` = may attend) broadcasts against the
-scores: `(T, S)`, or `(B, 1, 1, S)` for a padding mask over `(B, H, T, S)` scores; a blocked key gets weight
-exactly 0, however large its score. A query that may attend to **no** key gets weights 0 and output 0, never
+scores: `(T, S)`, or `(B, 1, 1, S)` for a padding mask (notebook 07) over `(B, H, T, S)` scores; a blocked key
+gets weight exactly 0, however large its score. A query that may attend to **no** key gets weights 0 and output 0, never
 `nan`: that is this package's convention (PyTorch's `softmax` gives `nan` there). Return the inputs' dtype:
 float32 in, float32 out; `np.sqrt(d_k)` of a Python int is a NumPy float64 and turns float32 scores into
 float64 (the cells above use it on float64 inputs only), while `d_k ** 0.5` is a Python float and does not.

@@ -73,9 +73,9 @@ CAUSAL_MASK = Exercise(
     symptoms=[_before_every_key],
     fallbacks=[_positions_wrapped],
     title="the causal mask, bottom-right aligned",
-    task="""Write `my_causal_mask(n_q, n_k)`: a boolean `(n_q, n_k)` array, `True` = may attend,
-for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decoding against a cache): query $i$
-sits at position $n_k - n_q + i$ and may see every key up to and including that position. When
+    task="""Write `my_causal_mask(n_q, n_k)` (n_q = T queries, n_k = S keys): a boolean `(n_q, n_k)` array,
+`True` = may attend, for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decoding against a
+cache): query $i$ sits at position $n_k - n_q + i$ and may see every key up to and including that position. When
 `n_q > n_k`, the first `n_q - n_k` queries come before every key and see nothing (rows all `False`). The
 checker tries square masks, one and two new tokens against a long cache (up to 5,000 keys), and more queries
 than keys; it checks the shape, the dtype (`bool`, not 0/1 numbers) and every entry.""",
