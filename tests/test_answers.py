@@ -163,7 +163,8 @@ def _by_numpy(key):
 
 # per exercise: (answers from a classic shortcut, which must fail; answers rounded as the question asks, which pass)
 SHORTCUTS = {
-    "09.1": ([1 / (1 + 1.1 + 1.2)], [0.3006, 0.301]),  # e^x ≈ 1 + x is 0.8% off; 3 and 4 significant figures
+    # e^x ≈ 1 + x is 0.8% off; 4 decimals of 0.300610 rounded wrongly, and 3 decimals (0.301, 0.30: "30%")
+    "09.1": ([1 / (1 + 1.1 + 1.2), 0.3005, 0.3007, 0.301, 0.30], [0.3006, 0.30061]),
     # ℓ ≈ 1 (the second score's e^(−5.5) left out); 4 decimals of 1.004087 truncated (1.0040, 3 decimals too) or
     # rounded up too far, and 1.005, which rtol 1e-3 took
     "18.1": ([1.0, 1.0040, 1.0042, 1.005], [1.0041, 1.00409, 1 + E(-5.5)]),
@@ -174,7 +175,8 @@ SHORTCUTS = {
     # (47120) and 47130, which rtol 1e-3 took
     "16.1": ([2 * math.pi * 10000, 47116, 47118, 47120, 47130], [47117, 47117.24]),
     "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
-    "09.2": ([1.2958], [2 * 1.2958, 2.5916]),  # the +10 answer; the −20 one is exactly twice it (linear in v_4)
+    # the +10 answer; 4 decimals of 2.591644 rounded wrongly, and 3 (the −20 answer is twice the +10 one: linear in v_4)
+    "09.2": ([1.2958, 2.5915, 2.5917, 2.592], [2 * 1.2958, 2.5916, 2.59164]),
     # softmax([1, 2, 3]); 4 significant figures of 0.866813 rounded wrongly (0.867: 3 figures)
     "03.2": ([float(np.max(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum())), 0.8667, 0.8669, 0.867], [0.8668, 0.86681]),
     "03.3": ([-1 / 16, 1 / 256, 1 / 8], [0.0625, 1 / 16]),  # c < 0 (the question asks c > 0); c²; Var = 64 (σ² = 1)
