@@ -357,6 +357,8 @@ def test_check_bad_input():
         quiz.check("dot_product", "seventeen")
     with pytest.raises(ValueError, match=r"must have 3 number\(s\), got 2"):
         quiz.check("softmax_123", [0.5, 0.5])
+    assert "(a list of 3 numbers)" in str(quiz.check("softmax_123", None))  # not "(a number)"
+    assert "(a number)" in str(quiz.check("dot_product", None))
 
 
 def test_a_number_too_large_for_a_float_is_a_clear_error():

@@ -182,7 +182,8 @@ def check(question_id: str, given, lang: str | None = None) -> Verdict:
 def _check(q: Question, given, lang: str) -> Verdict:
     question_id = q.id
     if given is None:
-        how = {"choice": msg("one letter"), "multi": msg("letters")}.get(q.kind, msg("a number"))
+        how = {"choice": msg("one letter"), "multi": msg("letters"), "number": msg("a number")}.get(q.kind) or msg(
+            "a list of {n} numbers", n=len(q.expected()))  # a vector
         return verdict(question_id, False, msg("Not answered yet: replace None with your answer ({how}) and run the "
                                                "cell again.", how=how), lang, answered=False)
     expected = q.expected()
