@@ -174,6 +174,8 @@ SHORTCUTS = {
     # θ_31 taken as 10000^(−1); the neighbours of the nearest token (47117.243 -> 47117), 4 significant figures
     # (47120) and 47130, which rtol 1e-3 took
     "16.1": ([2 * math.pi * 10000, 47116, 47118, 47120, 47130], [47117, 47117.24]),
+    # "4 decimals" of 1.090778: the wrongly rounded neighbours and 1.091 (3 decimals), which rtol 1e-3 took
+    "16.3": ([1.0907, 1.0909, 1.091], [1.0908, 1.09078]),
     "24.2": ([], [1.17e-7, 1.174e-7]),  # "3 significant figures"
     # the +10 answer; 4 decimals of 2.591644 rounded wrongly, and 3 (the −20 answer is twice the +10 one: linear in v_4)
     "09.2": ([1.2958, 2.5915, 2.5917, 2.592], [2 * 1.2958, 2.5916, 2.59164]),
