@@ -77,7 +77,7 @@ def plot_infonce_temperature():
 def plot_dot_vs_additive_saturation():
     """At initialisation: mean top softmax weight over 16 keys vs d_k, unscaled dot, scaled dot, additive.
 
-    Random unit-variance q, k and freshly initialised W_1, W_2, v_a -- the regime where training starts;
+    Random unit-variance q, k and freshly initialised W_q, W_k, v_a -- the regime where training starts;
     trained weights are not what this measures.
     """
     from ...scaling import saturation_stats
@@ -88,9 +88,9 @@ def plot_dot_vs_additive_saturation():
         ax.semilogx(dims, [saturation_stats(d, n_rows=300, scaled=scaled).max_weight for d in dims], "o-", label=label)
     ax.semilogx(dims, [additive_score_stats(d)[1] for d in dims], "s--", label="additive (Bahdanau)")
     ax.axhline(1 / 16, color="gray", lw=1, ls=":", label="uniform (1/16)")
-    ax.set(xlabel="d_k", ylabel="mean largest softmax weight", ylim=(0, 1.05),
+    ax.set(xlabel="d_k (log scale)", ylabel="mean largest softmax weight", ylim=(0, 1.05),
            title="At initialisation, only the unscaled dot product saturates")
-    ax.text(0.02, 0.97, "random unit-variance q, k; fresh W_1, W_2, v_a", transform=ax.transAxes, fontsize=8,
+    ax.text(0.02, 0.97, "random unit-variance q, k; fresh W_q, W_k, v_a", transform=ax.transAxes, fontsize=8,
             va="top", color="0.35")
     ax.legend(fontsize=8)
     fig.tight_layout()
