@@ -245,12 +245,25 @@ def copy_notebook(src: Path, dest: Path) -> None:
         source = "".join(cell["source"])
         source = _ANCHORED_DETAILS.sub(lambda m: f'({m.group(1)})=\n<details id="{m.group(1)}"', source)
         source = _HTML_ANCHOR.sub(lambda m: f"({m.group(1)})=", source)
-        source = _LINK.sub(lambda m: f"](../{m.group(1)})" if m.group(1).startswith("../") else m.group(0), source)
+        source = _LINK.sub(_deeper_link, source)
         source = _HTML_SRC.sub(
             lambda m: f'{m.group(1)}="../{m.group(2)}"' if m.group(2).startswith("../") else m.group(0), source
         )
         cell["source"] = source
     _write(dest, json.dumps(nb, ensure_ascii=False, indent=1) + "\n")
+
+
+_README = re.compile(r"(?:\.\./)+README(?:\.zh)?\.md(#\S*)?")
+
+
+def _deeper_link(match: re.Match) -> str:
+    """A notebook's ``../x`` link for its copy one folder deeper, ``../../x``; a link to README (README.zh.md from a
+    Chinese notebook) goes to the front page of the notebook's own site, which is that README."""
+    target = match.group(1)
+    if not target.startswith("../"):
+        return match.group(0)
+    readme = _README.fullmatch(target)
+    return f"](../index.md{readme.group(1) or ''})" if readme else f"](../{target})"
 
 
 def _md_escape(text: str) -> str:

@@ -258,7 +258,8 @@ def test_readme_links_are_rewritten_for_the_site():
 def test_notebook_copies_keep_their_relative_links(tmp_path):
     pages = _make_pages()
     nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [
-        "![f](../figures/a.png) [next](02_x.ipynb) <img src=\"../figures/b.png\"> [w](https://x.org)"]},
+        "![f](../figures/a.png) [next](02_x.ipynb) <img src=\"../figures/b.png\"> [w](https://x.org) "
+        "[README](../README.md) [原文](../../README.zh.md#原文)"]},
         {"cell_type": "markdown", "metadata": {}, "source": [
             '<a id="erratum-x"></a>\n<details class="erratum">\n<summary>s</summary>\n\ntext\n\n</details>\n'
             '<a id="plain"></a>\n**Bold**']}],
@@ -266,8 +267,9 @@ def test_notebook_copies_keep_their_relative_links(tmp_path):
     (tmp_path / "01_x.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     pages.copy_notebook(tmp_path / "01_x.ipynb", tmp_path / "copy" / "01_x.ipynb")
     cells = json.loads((tmp_path / "copy" / "01_x.ipynb").read_text(encoding="utf-8"))["cells"]
+    # README (README.zh.md from a Chinese notebook) is the front page of the notebook's own site
     assert cells[0]["source"] == ("![f](../../figures/a.png) [next](02_x.ipynb) <img src=\"../../figures/b.png\"> "
-                                  "[w](https://x.org)")
+                                  "[w](https://x.org) [README](../index.md) [原文](../index.md#原文)")
     # anchors become MyST targets; above an erratum box the id also goes on the <details> (raw HTML)
     assert cells[1]["source"] == ('(erratum-x)=\n<details id="erratum-x" class="erratum">\n<summary>s</summary>\n\n'
                                   "text\n\n</details>\n(plain)=\n**Bold**")
