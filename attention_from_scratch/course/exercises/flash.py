@@ -154,14 +154,14 @@ ONLINE_SOFTMAX_MERGE = Exercise(
     canonical=_empty_union_m_is_free,
     new_arrays=True,
     title="the online-softmax merge",
-    task="""Write `my_merge(a, b)`: merge the online-softmax states `a = (m_a, l_a, acc_a)` and
-`b = (m_b, l_b, acc_b)` of two disjoint blocks of keys into the state of their union (`m`, `l` `(..., T, 1)`,
-`acc` `(..., T, d_v)`). An empty block (fully masked: `m = -inf`, `l = 0`, `acc = 0`) must change nothing,
-even when both are empty, and row by row: some rows of a block may be empty and others not. Where the
-union is empty, `l` and `acc` must be 0 and any `m` is accepted (`online_softmax_merge` gives `-inf`).
-Return the inputs' dtype and new arrays: `a` and `b` must be left unchanged (a caller may still need
-them). The checker compares with `online_softmax_merge` on batch dimensions, float32, huge scores, blocks far
-apart (in float32 too), empty blocks and rows empty in both blocks mixed with rows that are not.""",
+    task="""Write `my_merge(a, b)`: merge the online-softmax states `a = (m_a, l_a, acc_a)` and `b = (m_b, l_b, acc_b)`
+of two disjoint blocks of keys into the state of their union (`m`, `l` `(..., T, 1)`, `acc` `(..., T, d_v)`: section
+1's $m$, $\\ell$ and $a$). An empty block (fully masked: `m = -inf`, `l = 0`, `acc = 0`) must change nothing, even
+when both are empty, and row by row: some rows of a block may be empty and others not. Where the union is empty, `l`
+and `acc` must be 0 and any `m` is accepted (`online_softmax_merge` gives `-inf`). Return the inputs' dtype and new
+arrays: `a` and `b` must be left unchanged (a caller may still need them). The checker compares with
+`online_softmax_merge` on batch dimensions, float32, huge scores, blocks far apart (in float32 too), empty blocks
+and rows empty in both blocks mixed with rows that are not.""",
     stub='''def my_merge(a, b):
     """Merge states (m, l, acc) of two disjoint key blocks into the state of their union."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -105,14 +105,14 @@ MLA_ABSORBED_SCORES = Exercise(
     most_bytes=_keys_not_built,
     title="the absorbed MLA score",
     task="""Write `my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk)`: the MLA scores
-$q^C_h\\cdot(W_{UK,h}\\,c_s) + q^R_h\\cdot k^R_s$ (unscaled) **without** rebuilding the keys: fold $W_{UK}$
-into the query instead. Shapes: `q_nope` `(B, H, T, d_h)`, `q_pe` `(B, H, T, d_r)`, `c_kv` `(B, S, d_c)`,
-`k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_h, d_c)`; return `(B, H, T, S)` in
-the inputs' dtype (float32 in, float32 out), leaving the inputs unchanged. The checker compares with the
-naive form (keys rebuilt) on several sequences and heads (also as many sequences as heads), one new token,
-float32 and one head, checking the shape, dtype and every entry; and on a long cache (4,096 latents, 8 heads,
-$d_h = 256$) it measures the memory your function holds at once: the rebuilt keys would take 64 MB there, one
-head's 8 MB, and more than half of that is refused.""",
+$q^C_i\\cdot(W_{UK,i}\\,c_s) + q^R_i\\cdot k^R_s$ of each head $i$ (unscaled) **without** rebuilding the keys:
+fold $W_{UK}$ into the query instead. Shapes: `q_nope` `(B, H, T, d_h)`, `q_pe` `(B, H, T, d_r)`, `c_kv` `(B, S,
+d_c)`, `k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_h, d_c)`; return `(B, H, T, S)` in
+the inputs' dtype (float32 in, float32 out), leaving the inputs unchanged. The checker compares with the naive form
+(keys rebuilt) on several sequences and heads (also as many sequences as heads), one new token, float32 and one
+head, checking the shape, dtype and every entry; and on a long cache (4,096 latents, 8 heads, $d_h = 256$) it
+measures the memory your function holds at once: the rebuilt keys would take 64 MB there, one head's 8 MB, and more
+than half of that is refused.""",
     stub='''def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     """MLA scores (B, H, T, S) with W_UK absorbed into the query, plus the RoPE part."""
     raise NotImplementedError  # delete this line and write your code''',
