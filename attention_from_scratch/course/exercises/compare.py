@@ -150,7 +150,7 @@ def _dtype_hint(e, g, python_float):
     if e.dtype == np.float32:
         hint = msg("float32 in, float32 out: a NumPy float64 (np.sqrt of a Python int, np.zeros without dtype=, "
                    "np.cos of float64 angles, an additive mask np.where(mask, 0.0, -np.inf)) promotes the result, and "
-                   "so does a NumPy integer (np.prod(x.shape), np.count_nonzero, np.sum of a mask); Python numbers "
+                   "so does a NumPy integer (np.prod(x.shape), np.sum of a mask); Python numbers "
                    "(d_k ** 0.5, x.size, len(x)) do not, and .astype(x.dtype) casts back.")
         if python_float:
             return msg("{hint} A 0-d result too: float(...), .item() and math functions give a Python float "
