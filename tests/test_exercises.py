@@ -354,10 +354,7 @@ def test_the_memory_held_at_once_is_measured_and_a_tracing_already_on_is_left_on
 
 def test_mla_rebuilding_the_keys_is_refused_on_the_long_cache_only_after_the_values_pass():
     from exercise_solutions import my_absorbed_scores
-
-    def rebuilds(q_nope, q_pe, c_kv, k_pe, w_uk):  # right values, the naive way
-        keys = c_kv[:, None] @ np.swapaxes(w_uk, -1, -2)  # (B, H, S, d_h)
-        return q_nope @ np.swapaxes(keys, -1, -2) + q_pe @ np.swapaxes(k_pe, -1, -2)[:, None]
+    from mutants_mla import keys_rebuilt as rebuilds  # right values, the naive way
 
     report = exercises.check("mla_absorbed_scores", rebuilds, quiet=True).report
     assert "FAILED on case 6 of 7 (a long cache" in report

@@ -31,6 +31,7 @@ class Case:
     label: str
     args: tuple
     dtype: type = None
+    most_bytes: int | None = None  # the most bytes the function may hold at once here (Exercise.memory_hint): None, any
 
     def __post_init__(self):
         def floats(a):
@@ -66,9 +67,9 @@ class Exercise:
     canonical: Callable | None = None  # fn(case, expected_parts, got_parts) -> got_parts: a free convention
     exact_zeros: Callable | None = None  # fn(case) -> {output: where it must be exactly 0 (a blocked key's weight)}
     new_arrays: bool = False  # the task asks for new arrays: an output that is an input (or a view of one) fails
-    # a task that forbids building a large array (MLA's rebuilt keys): fn(case) -> (the most bytes the function may
-    # hold at once on that case, beyond its inputs; the hint if it holds more), or None where any amount will do
-    most_bytes: Callable | None = None
+    # a task that forbids building a large array (MLA's rebuilt keys): fn(case) -> the hint for a function that held
+    # more than its case's most_bytes at once
+    memory_hint: Callable | None = None
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
     stub: str = ""

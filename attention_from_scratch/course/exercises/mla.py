@@ -10,13 +10,19 @@ import numpy as np
 from ..i18n import msg
 from .cases import FRESH, Case, Exercise, draw, fresh_dims, fresh_seed
 
-__all__ = ["LONG_CACHE", "MLA_ABSORBED_SCORES"]
+__all__ = ["MLA_ABSORBED_SCORES"]
 
 
-def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64):
+def _mla_case(label, seed, b, h, t, s, d_h=4, d_r=2, d_c=6, dtype=np.float64, most_bytes=None):
     shapes = (b, h, t, d_h), (b, h, t, d_r), (b, s, d_c), (b, s, d_r), (h, d_h, d_c)
     q_nope, q_pe, c_kv, k_pe, w_uk = draw(seed, *shapes, dtype=dtype)
-    return Case(label, (q_nope, q_pe, c_kv, k_pe, w_uk), dtype)
+    return Case(label, (q_nope, q_pe, c_kv, k_pe, w_uk), dtype, most_bytes)
+
+
+def _head_keys_bytes(case) -> int:
+    """One head's rebuilt keys W_UK·c: B·S·d_h numbers."""
+    q_nope, _, c_kv, _, _ = case.args
+    return q_nope.shape[0] * c_kv.shape[1] * q_nope.shape[-1] * q_nope.itemsize
 
 
 def _fresh_mla(seed):
@@ -36,23 +42,20 @@ def _mla_cases():
         _mla_case("float32, (1, 2, 2, 4)", 52, 1, 2, 2, 4, dtype=np.float32),
         _mla_case("as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4", 54, 2, 2, 3, 4),
         _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
-        _mla_case(LONG_CACHE, 55, 1, 8, 1, 4096, d_h=256, d_c=8),
+        # at most half of one head's rebuilt keys held at once (8 MB; the absorbed form holds a few (B, H, T, S)
+        # score arrays, under 1 MB)
+        _mla_case(LONG_CACHE, 55, 1, 8, 1, 4096, d_h=256, d_c=8, most_bytes=1 * 4096 * 256 * 8 // 2),
         _fresh_mla(fresh_seed()),
     ]
 
 
-def _keys_not_built(case):
-    """On the long cache: at most half of one head's rebuilt keys held at once (the absorbed form holds a few (B, H,
-    T, S) score arrays, under 1 MB), and the hint; elsewhere any amount."""
-    if case.label is not LONG_CACHE:
-        return None
-    q_nope, _, c_kv, _, _ = case.args
-    keys = q_nope.shape[0] * q_nope.shape[1] * c_kv.shape[1] * q_nope.shape[-1] * q_nope.itemsize  # B·H·S·d_h
-    hint = msg("the rebuilt keys W_UK·c, one per head and latent, are B·H·S·d_h numbers ({keys} MB here, {head} MB "
+def _keys_hint(case):
+    """What a solution that held too much at once did: it built the keys the task folds away."""
+    head = _head_keys_bytes(case)
+    return msg("the rebuilt keys W_UK·c, one per head and latent, are B·H·S·d_h numbers ({keys} MB here, {head} MB "
                "for one head): fold W_UK into the query instead (q_nope @ w_uk is (B, H, T, d_c)) and score that "
                "against c_kv; no (B, H, S, d_h) array is needed, not even one head's",
-               keys=keys // 2**20, head=keys // q_nope.shape[1] // 2**20)
-    return keys // q_nope.shape[1] // 2, hint
+               keys=head * case.args[0].shape[1] // 2**20, head=head // 2**20)
 
 
 _HEAD_AXIS = (msg("c_kv and k_pe have no head axis: every head shares them, so they need a head axis of size 1 (in "
@@ -102,7 +105,7 @@ MLA_ABSORBED_SCORES = Exercise(
                                                                np.broadcast_to(w_uk.mean(axis=0), w_uk.shape))),
     ],
     error_hint=_mla_error,
-    most_bytes=_keys_not_built,
+    memory_hint=_keys_hint,
     title="the absorbed MLA score",
     task="""Write `my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk)`: the MLA scores
 $q^C_i\\cdot(W_{UK,i}\\,c_s) + q^R_i\\cdot k^R_s$ of each head $i$ (unscaled) **without** rebuilding the keys:

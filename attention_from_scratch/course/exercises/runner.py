@@ -130,14 +130,13 @@ def _call(ex: Exercise, fn, case: Case):
     output, heavy), aliased the (output, input) where the task asks for new arrays and an output is an input, heavy
     the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it held more."""
     args = copy.deepcopy(case.args)
-    limit = ex.most_bytes(case) if ex.most_bytes is not None else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if limit is None:
+        if case.most_bytes is None:
             got, heavy = fn(*args), None
         else:
             got, held = _held(fn, args)
-            heavy = (held, *limit) if held > limit[0] else None
+            heavy = (held, case.most_bytes, ex.memory_hint(case)) if held > case.most_bytes else None
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
