@@ -74,7 +74,7 @@ def plot_cross_attention():
     """Cross-attention weights, per head: decoder queries (English) over encoder keys (Chinese, pinyin)."""
     return plot_mha_heads(cross_attention_weights()[0], CROSS_TOKENS["decoder"], CROSS_TOKENS["encoder"],
                           head_names=["head 0: aligns meanings", "head 1: untrained (random)"],
-                          title="cross-attention: decoder queries (English) -> encoder keys (Chinese)")
+                          title="cross-attention: decoder queries (English) -> encoder keys (Chinese, in pinyin)")
 
 
 FIGURES = {  # file name -> function returning a Figure
