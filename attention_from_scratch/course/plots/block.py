@@ -61,10 +61,10 @@ def plot_block_diagram():
     ax.text(0.45, 7.95, "one block (× n_layers)", fontsize=10, style="italic", color="0.35")
     ax.plot([stream, stream], [1.81, 2.4], color="0.25", lw=1.3)
     sublayers = (  # (where the branch leaves the stream, where it is added back, norm, sublayer, its parameters)
-        (2.4, 4.9, "RMSNorm  (gain g_1)", "multi-head attention, causal\nQ = h W_Q, K = h W_K, V = h W_V\n"
+        (2.4, 4.9, "RMSNorm  (gain attn_norm)", "multi-head attention, causal\nQ = h W_Q, K = h W_K, V = h W_V\n"
          "RoPE on q and k; H heads of d_k\nconcatenate the heads, · W_O", _MIX,
          "W_Q, W_K, W_V:\n  (d_model, H·d_k)\nW_O: (H·d_k, d_model)"),
-        (5.2, 7.6, "RMSNorm  (gain g_2)", "MLP, each position alone\nGELU(h W_1) W_2", _MLP,
+        (5.2, 7.6, "RMSNorm  (gain mlp_norm)", "MLP, each position alone\nGELU(h W_1) W_2", _MLP,
          "W_1: (d_model, d_ff)\nW_2: (d_ff, d_model)"),
     )
     for leave, join, norm, inner, color, params in sublayers:
@@ -87,7 +87,7 @@ def plot_block_diagram():
     ax.text(stream - 0.25, 3.6, "the residual\nstream x\n(B, T, d_model)\n\nx ← x +\nsublayer(norm(x))",
             ha="right", va="center", fontsize=8.5, color="0.25")
     _flow(ax, stream, 7.78, stream, 8.64)
-    _stage(ax, stream, 8.95, "final RMSNorm", "(B, T, d_model)", _NORM)
+    _stage(ax, stream, 8.95, "final RMSNorm  (gain final_norm)", "(B, T, d_model)", _NORM)
     _flow(ax, stream, 9.26, stream, 9.64)
     _stage(ax, stream, 9.95, "unembedding  · W_out", "logits (B, T, V)", _OUT)
     ax.text(stream + 1.85, 9.95, "W_out: (d_model, V)", fontsize=8.5, va="center", family="monospace")
@@ -125,7 +125,9 @@ def plot_gelu(u=None):
     ax1.plot(u, np.maximum(u, 0.0), color="0.6", ls="--", label="ReLU(u) = max(u, 0)")
     ax1.plot(u, approx, color="tab:blue", lw=2, label="GELU(u) ≈ u Φ(u) (tanh form)")
     ax1.axhline(0, color="0.85", lw=0.8)
-    ax1.set(xlabel="u", ylabel="activation", title="GELU: smooth, and slightly negative for u < 0")
+    ax1.set(xlabel="u", ylabel="activation",
+            title=f"GELU: about u for large u, about 0 for very negative u;\n"
+                  f"in between a small dip below 0 (lowest {approx.min():.2f})".replace("-", "−"))
     ax1.legend(fontsize=8)
     ax2.plot(u, approx - exact, color="tab:purple")
     ax2.set(xlabel="u", ylabel="difference", title="tanh form − exact u Φ(u)")
