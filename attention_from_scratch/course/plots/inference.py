@@ -16,7 +16,7 @@ def plot_kv_cache_memory():
     cfg = MLAConfig()
     lengths = np.array([1024, 4096, 16384, 65536, 131072])
     kinds = [("mha", {}, "MHA, 128 heads (K 192 + V 128 per head)"), ("gqa", {"n_kv_heads": 8}, "GQA, 8 KV heads"),
-             ("mqa", {}, "MQA, 1 KV head"), ("mla", {}, "MLA: c_KV 512 + k_R 64")]
+             ("mqa", {}, "MQA, 1 KV head"), ("mla", {}, r"MLA: latent $c^{KV}$ 512 + RoPE key $k^R$ 64")]
     fig, ax = plt.subplots(figsize=(9.0, 4))
     for kind, extra, label in kinds:
         gib = lengths * bytes_per_token(cfg, kind, **extra) / 2**30
