@@ -41,13 +41,13 @@ def plot_rope_relative():
     scores = apply_rope(q, range(n)) @ apply_rope(k, range(n)).T  # (n, n): entry (m, s)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
     im = ax1.imshow(scores, cmap="RdBu_r")
-    ax1.set(xlabel="key position n", ylabel="query position m", title="q_m . k_n: constant along diagonals")
+    ax1.set(xlabel="key position n", ylabel="query position m", title=f"q_m · k_n (d = {d}): constant along diagonals")
     fig.colorbar(im, ax=ax1, shrink=0.8, label="score q_m · k_n")
     freqs = np.asarray(rope_frequencies(d))
     m = np.arange(100)
     for i in (2, 4, 8, 15):
-        ax2.plot(m, np.cos(m * freqs[i]), label=f"pair {i}: theta = {freqs[i]:.3g}")
-    ax2.set(xlabel="position m", ylabel="cos(m theta_r)", title="Each pair turns at its own speed")
+        ax2.plot(m, np.cos(m * freqs[i]), label=rf"pair $r$ = {i}: $\theta_r$ = {freqs[i]:.3g}")
+    ax2.set(xlabel="position m", ylabel=r"cos($m\theta_r$)", title=f"Each pair turns at its own speed (d = {d})")
     # below the axes: inside, any corner hides the troughs of the fast pairs
     ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     fig.tight_layout()
