@@ -164,43 +164,48 @@ def plot_kv_cache_decoding(steps=4):
 
 
 def plot_mla_paths(config=None):
-    """MLA: the cached latent c_KV, and the two ways to attend to it (rebuild K and V, or absorb W_UK, W_UV)."""
+    """MLA: the cached c^KV and k^R, and the two ways to attend to them (rebuild k^C and v, or absorb W_UK, W_UV).
+
+    The labels are notebook 17's: column vectors (W_UK,i c^KV is head i's k^C), c^KV, k^R, k^C, q^C, q^R.
+    """
     c = MLAConfig() if config is None else config
     d, d_c, n_h = c.dim, c.kv_lora_rank, c.n_heads
     d_nope, d_rope, d_v = c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim
     fig, ax = _canvas(16.0, 7.6, "MLA: cache the latent, then rebuild K and V (naive) or absorb the up-projections")
     h = _box(ax, 1.1, 3.6, "h", f"(S, {d})", _INPUT, w=1.4)
-    latent = _box(ax, 4.0, 4.4, "c_KV", f"(S, {d_c})", _CACHE, w=1.5)
-    k_pe = _box(ax, 4.0, 2.6, "k_pe", f"(S, {d_rope})", _CACHE, w=1.5)
-    _arrow(ax, h, latent, "W_DKV,\nRMSNorm", offset=0.4)
-    _arrow(ax, h, k_pe, "W_KR, RoPE", side=-1, offset=0.4)
-    ax.text(4.0, 1.55, f"the cache, per token and layer:\n{d_c} + {d_rope} = {d_c + d_rope} values", ha="center",
-            fontsize=8.5)
+    latent = _box(ax, 4.0, 4.4, r"$c^{KV}$", f"(S, {d_c})", _CACHE, w=1.5)
+    k_r = _box(ax, 4.0, 2.6, r"$k^R$", f"(S, {d_rope})", _CACHE, w=1.5)
+    _arrow(ax, h, latent, "RMSNorm\n" r"($W_{DKV}\,h$)", offset=0.4)
+    _arrow(ax, h, k_r, r"RoPE($W_{KR}\,h$)", side=-1, offset=0.4)
+    ax.text(4.0, 1.55, "the cache, per token and layer:\n" rf"$d_c + d_r$ = {d_c} + {d_rope} = {d_c + d_rope} values",
+            ha="center", fontsize=8.5)
     # naive path (top)
     ax.text(10.0, 7.1, "naive: rebuild every head's keys and values from the latent", ha="center", fontsize=10,
             weight="bold")
-    k = _box(ax, 7.3, 6.2, "k_nope", f"(H, S, {d_nope})", w=1.8)
-    v = _box(ax, 7.3, 4.9, "V", f"(H, S, {d_v})", w=1.8)
-    _arrow(ax, latent, k, "· W_UK", offset=0.3)
-    _arrow(ax, latent, v, "· W_UV", side=-1, offset=0.3)
+    k = _box(ax, 7.3, 6.2, r"$k^C$", f"(H, S, {d_nope})", w=1.8)
+    v = _box(ax, 7.3, 4.9, r"$v$", f"(H, S, {d_v})", w=1.8)
+    _arrow(ax, latent, k, r"$W_{UK,i}\,c^{KV}$", offset=0.3)
+    _arrow(ax, latent, v, r"$W_{UV,i}\,c^{KV}$", side=-1, offset=0.3)
     s1 = _box(ax, 10.6, 6.2, "scores", "(H, T, S)", w=1.6)
-    _arrow(ax, k, s1, "q_nope k_nopeᵀ\n+ q_pe k_peᵀ", offset=0.62)
+    _arrow(ax, k, s1, r"$q^C \cdot k^C$" "\n" r"$+\ q^R \cdot k^R$", offset=0.62)
     o1 = _box(ax, 14.0, 5.55, "out", f"(H, T, {d_v})", w=1.6)
-    _arrow(ax, s1, o1, "softmax, · V", offset=0.3)
-    _arrow(ax, v, o1, f"V: (H, S, {d_v})", side=-1, offset=0.2)
+    _arrow(ax, s1, o1, r"softmax, $\Sigma_s\, p_s v_s$", offset=0.3)
+    _arrow(ax, v, o1, rf"$v$: (H, S, {d_v})", side=-1, offset=0.2)
     # absorbed path (bottom)
-    ax.text(10.0, 3.55, "absorbed: fold W_UK into the query, W_UV into the output; attend to c_KV itself",
-            ha="center", fontsize=10, weight="bold")
-    q_t = _box(ax, 7.3, 2.6, "q_nope W_UKᵀ", f"(H, T, {d_c})", w=2.0)
+    ax.text(10.0, 3.55, r"absorbed: fold $W_{UK,i}$ into the query, $W_{UV,i}$ into the output; "
+            r"attend to $c^{KV}$ itself", ha="center", fontsize=10, weight="bold")
+    q_t = _box(ax, 7.3, 2.6, r"$W_{UK,i}^\top q^C$", f"(H, T, {d_c})", w=2.0)
     s2 = _box(ax, 10.6, 2.6, "scores", "(H, T, S)", w=1.6)
-    _arrow(ax, q_t, s2, "· c_KVᵀ\n+ q_pe k_peᵀ", offset=0.62)
-    ctx = _box(ax, 14.0, 2.6, "weights · c_KV", f"(H, T, {d_c})", w=2.1)
-    _arrow(ax, s2, ctx, "softmax,\n· c_KV", offset=0.55)
+    _arrow(ax, q_t, s2, r"$\cdot\ c^{KV}$" "\n" r"$+\ q^R \cdot k^R$", offset=0.62)
+    ctx = _box(ax, 14.0, 2.6, r"$\Sigma_s\, p_s c^{KV}_s$", f"(H, T, {d_c})", w=2.1)
+    _arrow(ax, s2, ctx, "softmax,\nweighted sum", offset=0.55)
     o2 = _box(ax, 14.0, 0.9, "out", f"(H, T, {d_v})", w=1.6, h=0.7)
-    _arrow(ax, ctx, o2, "· W_UV", offset=0.45)
-    _arrow(ax, k_pe, s2, "", rad=0.25, ls="--", color="0.5")
-    ax.text(9.0, 0.9, f"never built: the (H, S, {d_nope}) keys and (H, S, {d_v}) values,\n"
+    _arrow(ax, ctx, o2, r"$W_{UV,i}\,\cdot$", offset=0.45)
+    _arrow(ax, k_r, s2, "", rad=0.25, ls="--", color="0.5")
+    ax.text(9.0, 0.9, rf"never built: the keys $k^C$ (H, S, {d_nope}) and values $v$ (H, S, {d_v})," "\n"
             f"S × {n_h} heads × ({d_nope} + {d_v}) numbers per layer", ha="center", fontsize=8.5)
+    ax.text(0.3, 0.35, r"per head $i$, column vectors as in section 2; $p_s$: the softmax weight on cached token $s$",
+            fontsize=8.5, color="0.3")
     _legend(ax, 0.3, 7.1, [(_INPUT, "input"), (_CACHE, "cached per token")])
     return fig
 
