@@ -120,21 +120,20 @@ def plot_flash_tiling(n: int = 16, block: int = 4):
                        Patch(facecolor="0.92", edgecolor="0.6", label="skipped (future)")],
               loc="lower left", fontsize=7, framealpha=0.95)
     ax2.axis("off")
-    lines = [
-        "For each query block (runs in parallel on a GPU):",
-        "    m = -inf,  l = 0,  acc = 0          (one row each)",
-        "    for each visible key block j:",
-        "        s    = q_blk k_j^T * scale      (block x block)",
-        "        m_j  = rowmax(s)",
-        "        p    = exp(s - m_j)",
-        "        m'   = max(m, m_j)",
-        "        l    = e^(m - m') l   + e^(m_j - m') rowsum(p)",
-        "        acc  = e^(m - m') acc + e^(m_j - m') p v_j",
-        "        m    = m'",
-        "    out_blk = acc / l,   lse = m + log l",
-        "",
-        "Only one (block x block) tile of scores exists",
-        "at a time: memory O(T d), not O(T S).",
+    lines = [  # section 1's names: the running max m, sum ℓ and un-normalised output a, per query row
+        r"For each query block (runs in parallel on a GPU):",
+        r"  m = -∞,  $\ell$ = 0,  a = 0        (one per query row)",
+        r"  for each visible key block (keys j):",
+        r"    s  = Q_blk K_jᵀ / √d_k     (block x block)",
+        r"    each row, over the block's keys j:",
+        r"      m' = max(m, max_j s_j)",
+        r"      $\ell$  = e^(m - m') $\ell$ + Σ_j e^(s_j - m')",
+        r"      a  = e^(m - m') a + Σ_j e^(s_j - m') v_j",
+        r"      m  = m'",
+        r"  O_blk = a / $\ell$",
+        r"",
+        r"Only one (block x block) tile of scores exists",
+        r"at a time: memory O(T d), not O(T S).",
     ]
     ax2.text(0.0, 0.85, "\n".join(lines), family="monospace", fontsize=8.5, va="top")
     ax2.set_title("The online softmax inside each query block")
