@@ -1,6 +1,8 @@
 """The linear-attention notebook's mutant batteries (delta_step, chunk_state): wrong solutions as students
 write them, and other correct ones."""
 
+import functools
+
 import exercise_solutions
 import numpy as np
 
@@ -233,7 +235,7 @@ def cs_as_list(state, k, v, beta, g):
     return _hand_over(state, k, v, beta, gamma, _system(k, beta, gamma)).tolist()
 
 
-# --- chunk_state: right -------------------------------------------------------------------------------------
+# right values, but a Python loop over the tokens, which the task rules out (the checker counts the steps)
 
 
 def cs_token_by_token(state, k, v, beta, g):
@@ -261,6 +263,37 @@ def cs_forward_substitution(state, k, v, beta, g):
     u = solved[..., : v.shape[-1]] - solved[..., v.shape[-1] :] @ state
     return np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
 
+
+
+def cs_tokens_by_reduce(state, k, v, beta, g):  # the same loop, hidden in functools.reduce: each round calls step
+    def step(s, t):
+        s = np.exp(g[..., t])[..., None, None] * s
+        error = beta[..., t, None] * (v[..., t, :] - np.einsum("bhkv,bhk->bhv", s, k[..., t, :]))
+        return s + k[..., t, :, None] * error[..., None, :]
+
+    return functools.reduce(step, range(k.shape[-2]), state.copy())
+
+
+# --- chunk_state: right -------------------------------------------------------------------------------------
+
+
+def cs_inverse(state, k, v, beta, g):  # (I + L)⁻¹ once, by np.linalg.inv, for both right-hand sides
+    gamma = np.cumsum(g, axis=-1)
+    c = k.shape[-2]
+    earlier = np.tril(np.ones((c, c), dtype=bool), -1)
+    decay = np.exp(np.where(earlier, gamma[..., :, None] - gamma[..., None, :], 0.0))
+    inverse = np.linalg.inv(np.eye(c) + np.where(earlier, beta[..., :, None] * (k @ _t(k)) * decay, 0.0))
+    u = inverse @ (beta[..., None] * v) - inverse @ (beta[..., None] * k * np.exp(gamma)[..., None]) @ state
+    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
+            ).astype(k.dtype)
+
+
+def cs_head_by_head(state, k, v, beta, g):  # a loop over batch and heads is no loop over the tokens
+    out = np.empty_like(state)
+    for b in range(state.shape[0]):
+        for h in range(state.shape[1]):
+            out[b, h] = exercise_solutions.my_chunk_state(state[b, h], k[b, h], v[b, h], beta[b, h], g[b, h])
+    return out
 
 
 def step_without_beta(state, q, k, v, beta, g):  # β forgotten: every write replaces what the key held
@@ -303,7 +336,10 @@ BATTERIES = {
             (cs_w_without_beta, "W's right-hand side is diag(β)"),
             (cs_mask_after_exp, "inf · 0 (a mask of zeros applied afterwards"),
             (cs_split_exponent, "never split e^(a − b) into e^a · e^(−b)"),
+            (cs_token_by_token, "a Python loop over the chunk's tokens: the recurrent form"),
+            (cs_forward_substitution, "a forward substitution written by hand"),
+            (cs_tokens_by_reduce, "a Python loop over that axis"),
         ],
-        "right": [cs_token_by_token, cs_forward_substitution],
+        "right": [cs_inverse, cs_head_by_head],
     },
 }

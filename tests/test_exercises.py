@@ -333,7 +333,7 @@ def test_hints_name_the_idea_not_the_line():
 def test_the_memory_held_at_once_is_measured_and_a_tracing_already_on_is_left_on():
     import tracemalloc
 
-    from attention_from_scratch.course.exercises.runner import _held
+    from attention_from_scratch.course.exercises.measure import held_at_once as _held
 
     def holds(n):
         a = np.ones(n)  # n float64: 8n bytes, freed before returning
@@ -350,6 +350,63 @@ def test_the_memory_held_at_once_is_measured_and_a_tracing_already_on_is_left_on
         assert tracemalloc.is_tracing()  # the caller's tracing goes on
     finally:
         tracemalloc.stop()
+
+
+def test_python_steps_grow_with_a_loop_of_any_form_and_a_hook_already_set_is_restored():
+    import functools
+    import sys
+
+    from attention_from_scratch.course.exercises.measure import python_steps
+
+    def for_loop(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+    loops = {
+        "for": for_loop,
+        "comprehension": lambda n: sum([i * i for i in range(n)]),
+        "generator": lambda n: sum(i for i in range(n)),
+        "reduce": lambda n: functools.reduce(lambda a, i: a + i, range(n), 0),
+    }
+    for form, fn in loops.items():  # each round runs a line or calls a function: 60 more rounds, 60 steps or more
+        (small, few), (large, many) = python_steps(fn, (4,)), python_steps(fn, (64,))
+        assert (small, large) == (fn(4), fn(64)) and many - few >= 60, (form, few, many)
+    for fn in (lambda n: int(np.arange(n).sum()), lambda n: sum(range(n))):  # loops in C: no Python steps
+        assert python_steps(fn, (4,))[1] == python_steps(fn, (64,))[1]
+    seen = []
+
+    def hook(frame, event, arg):
+        seen.append(event)
+
+    sys.settrace(hook)
+    try:
+        python_steps(len, ("abc",))
+        assert sys.gettrace() is hook
+    finally:
+        sys.settrace(None)
+
+
+def test_a_loop_over_the_chunks_tokens_is_refused_only_after_the_values_pass():
+    from mutants_linear import cs_token_by_token
+
+    from attention_from_scratch.course.exercises.linear import CHUNK_STATE
+
+    report = exercises.check("chunk_state", cs_token_by_token, quiet=True).report
+    assert "FAILED on case 9 of 10 (the same with C = 64" in report
+    assert re.search(r"ran (\d+) Python steps .* on case 8 and (\d+) on this one, alike but for 60 more", report)
+    assert "hint: a Python loop over the chunk's tokens" in report
+    cases = CHUNK_STATE.cases()  # case 9 is case 8 with 60 more tokens, nothing else changed
+    (short, long), c = cases[7:9], 4
+    assert long.steps_beyond == (8, 60) and long.args[1].shape[-2] == c + 60 == long.args[2].shape[-2]
+    assert [a.shape[:2] for a in short.args] == [a.shape[:2] for a in long.args]
+
+    def loops_and_errs(state, k, v, beta, g):  # a wrong value on a later case is reported, not the loop
+        return cs_token_by_token(state, k, v, beta, g) + (k.shape[-2] == 1)
+
+    report = exercises.check("chunk_state", loops_and_errs, quiet=True).report
+    assert "FAILED on case 5 of 10" in report and "Python steps" not in report
 
 
 def test_mla_rebuilding_the_keys_is_refused_on_the_long_cache_only_after_the_values_pass():

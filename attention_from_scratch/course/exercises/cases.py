@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..i18n import msg
+from ..i18n import Message, msg
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class Case:
     args: tuple
     dtype: type = None
     most_bytes: int | None = None  # the most bytes the function may hold at once here (Exercise.memory_hint): None, any
+    # (m, n): this case is case m (numbered from 1) made n elements longer along the axis the task rules out a loop
+    # over (Exercise.loop_hint); the function may run fewer than n / 2 Python steps more here than there
+    steps_beyond: tuple[int, int] | None = None
 
     def __post_init__(self):
         def floats(a):
@@ -70,6 +73,9 @@ class Exercise:
     # a task that forbids building a large array (MLA's rebuilt keys): fn(case) -> the hint for a function that held
     # more than its case's most_bytes at once
     memory_hint: Callable | None = None
+    # a task that rules out a Python loop over an axis (a chunk's tokens): the hint for a function whose Python steps
+    # grow with that axis (Case.steps_beyond); the function's steps are then counted on every case
+    loop_hint: Message | None = None
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
     stub: str = ""

@@ -8,6 +8,8 @@ chunk's length for the chunk), which ``tests/test_linear.py`` holds to loops wri
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...linear import gated_delta_rule
@@ -157,8 +159,19 @@ def _chunk_cases():
         _chunk_case("C = 1: one token", 74, 1, 2, 1, 4, 3),
         _chunk_case("a strong decay (g ≈ −3 per token), C = 6", 75, 1, 1, 6, 4, 4, strength=4.0),
         Case("a very strong decay (g ≈ −200 per token), C = 6", _decay_about_200(76)),
+        # cases 8 and 9: alike but for 60 more tokens; a loop over the tokens runs 60 more rounds on the second
+        _chunk_case("2 heads, d_k = d_v = 4, C = 4", 77, 1, 2, 4, 4, 4),
+        replace(_chunk_case("the same with C = 64: your function's Python steps are counted on both", 77, 1, 2, 64,
+                            4, 4), steps_beyond=(8, 60)),
         _fresh_chunk(fresh_seed()),
     ]
+
+
+_TOKEN_LOOP = msg("a Python loop over the chunk's tokens: the recurrent form (one delta-rule step per token) and a "
+                  "forward substitution written by hand both handle the chunk one token at a time, which is what "
+                  "the chunked form replaces by matrix products. Build L for every pair (r, s) at once (a mask of "
+                  "s < r, then np.where), and let np.linalg.solve solve (I + L) [Ũ, W] = diag(β) [V, K ⊙ e^Γ] for "
+                  "all rows together: it works on the leading axes (B, H)")
 
 
 def _fresh_chunk(seed):
@@ -235,6 +248,7 @@ CHUNK_STATE = Exercise(
         ("between tokens s and r the memory decays by e^(γ_r − γ_s): L needs that factor",
          lambda *a: _chunk(*a, decay_l=False)),
     ],
+    loop_hint=_TOKEN_LOOP,
     title="one step of the gated delta rule, and a chunk's state",
     task="""Write `my_chunk_state(state, k, v, beta, g)`: the state after a chunk of C tokens, in the chunked form of
 this notebook (no loop over the tokens). Shapes: `state` $S_0$ `(B, H, d_k, d_v)`, `k` `(B, H, C, d_k)`, `v`
@@ -245,7 +259,9 @@ $(I + L)\\,\\tilde U = \\mathrm{diag}(\\beta) V$ and $(I + L)\\,W = \\mathrm{dia
 $S_C = e^{\\gamma_C} S_0 + (K \\odot e^{\\gamma_C - \\Gamma})^\\top U$, `(B, H, d_k, d_v)`, in the inputs' dtype.
 The checker tries batch and head axes, a non-square state, float32, g = 0 (plain DeltaNet), C = 1, a strong
 decay (g ≈ −3 per token) and a very strong one (g ≈ −200), against the package's `gated_delta_rule` (token
-by token, it is the same state).""",
+by token, it is the same state). Then it counts the Python steps (lines and calls) your function runs on a chunk
+of 4 tokens and on one of 64: a loop over the tokens, token by token or a forward substitution by hand, runs
+about 60 rounds more on the second and fails; NumPy's own loops are not Python steps.""",
     stub='''def my_chunk_state(state, k, v, beta, g):
     """The state after the chunk: solve (I + L) [Ũ, W] = diag(β) [V, K ⊙ e^Γ], then hand S₀ on."""
     raise NotImplementedError  # delete this line and write your code''',

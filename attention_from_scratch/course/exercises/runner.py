@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import re
-import tracemalloc
 import warnings
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy as np
 from ..i18n import Message, msg
 from .cases import Case, Exercise
 from .compare import LOWER_PRECISION, close, compare, describe_arg, hint_line, lower_precision, parts, rtol_of
+from .measure import held_at_once, python_steps
 
 __all__ = ["run"]
 
@@ -109,41 +109,29 @@ def _aliased(ex: Exercise, args, got):
     return None
 
 
-def _held(fn, args):
-    """``(fn(*args), the most bytes it held at once beyond what existed before the call)``, by Python's tracemalloc,
-    which NumPy tells of every array it allocates (a tracing already on is left on, its peak reset)."""
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
-        tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    tracemalloc.reset_peak()
-    try:
-        got = fn(*args)
-        return got, tracemalloc.get_traced_memory()[1] - before
-    finally:
-        if not tracing:
-            tracemalloc.stop()
-
-
 def _call(ex: Exercise, fn, case: Case):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
-    output, heavy), aliased the (output, input) where the task asks for new arrays and an output is an input, heavy
-    the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it held more."""
+    output, heavy, steps), aliased the (output, input) where the task asks for new arrays and an output is an input,
+    heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it held
+    more, steps the Python steps it ran where the task rules out a loop (``Exercise.loop_hint``), else None."""
     args = copy.deepcopy(case.args)
+    steps = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if case.most_bytes is None:
-            got, heavy = fn(*args), None
-        else:
-            got, held = _held(fn, args)
+        if case.most_bytes is not None:
+            got, held = held_at_once(fn, args)
             heavy = (held, case.most_bytes, ex.memory_hint(case)) if held > case.most_bytes else None
+        elif ex.loop_hint is not None:
+            (got, steps), heavy = python_steps(fn, args), None
+        else:
+            got, heavy = fn(*args), None
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
         changed = _changed(before, after, name, ex.part_names.get(name, ()))
         if changed is not None:
             break
-    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None, heavy
+    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None, heavy, steps
 
 
 def _inputs(ex: Exercise, case: Case) -> Message:
@@ -155,7 +143,8 @@ def run(ex: Exercise, fn):
     """(passed, report lines) of ``fn`` on every case of ``ex``: the first failing case, or the cases passed. An
     answer right in value whose output is an input's own array (where the task asks for new arrays), or that held
     more memory at once than the case allows (where the task forbids building a large array), fails on the first
-    case where it did, once every case has been tried.
+    case where it did, once every case has been tried; so does one whose Python steps grow with an axis that the task
+    computes at once (``Case.steps_beyond``: a loop over it).
 
     The expected answer of a case is computed only after ``fn`` has returned, in :func:`_judge`'s frame: while
     the student's function runs, no frame it could walk up to (``inspect.currentframe().f_back``) holds it.
@@ -163,12 +152,12 @@ def run(ex: Exercise, fn):
     fn_name = getattr(fn, "__name__", "your function")
     with np.errstate(all="ignore"):  # the checker's own arithmetic, whatever np.seterr the notebook set
         cases = ex.cases()
-    deferred = None
+    deferred, steps = None, {}  # steps: {case number: the Python steps fn ran on it} where the task rules out a loop
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed, aliased, heavy = _call(ex, fn, case)
+            got, warned, changed, aliased, heavy, steps[n] = _call(ex, fn, case)
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
@@ -192,6 +181,13 @@ def run(ex: Exercise, fn):
             deferred = [head, _inputs(ex, case), msg(  # once no case has a wrong value, as an aliased output is
                 "  your function held {held} MB at once on this case, where the task's way needs at most {most} MB",
                 held=f"{heavy[0] / 2**20:.1f}", most=f"{heavy[1] / 2**20:.1f}"), hint_line(heavy[2])]
+        if case.steps_beyond is not None and deferred is None:  # right values, and a loop the task rules out?
+            m, added = case.steps_beyond
+            if steps[n] - steps[m] >= added / 2:  # a loop runs a line per round or more; NumPy's loops are in C
+                deferred = [head, _inputs(ex, case), msg(
+                    "  your function ran {short} Python steps (lines and calls) on case {m} and {long} on this one, "
+                    "alike but for {added} more elements along one axis: a Python loop over that axis",
+                    short=steps[m], m=m, long=steps[n], added=added), hint_line(ex.loop_hint)]
         if aliased is not None and deferred is None:  # right values, but one of them is an input's own array:
             deferred = [head, _inputs(ex, case), msg(  # reported once no case has a wrong value
                 "  your {output} is the input {input} itself (or a view of it), not a new array", output=aliased[0],
