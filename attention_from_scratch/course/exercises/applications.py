@@ -126,9 +126,10 @@ $L = \\frac1N\\sum_i\\big[\\log\\sum_j e^{q_i\\cdot k_j/\\tau} - q_i\\cdot k_i/\
 result (a NumPy scalar or 0-d array) in the inputs' dtype: float32 in, float32 out (`float(...)` or
 `.item()` would make it a Python float, i.e. float64). It must not overflow for a small $\\tau$, and must
 leave `q` and `k` unchanged (normalise into new arrays if you normalise at all: the loss here uses `q` and
-`k` as given). The checker compares with `info_nce` on several sizes and temperatures, float32, logits all
-about 800, a negative scoring 720 above its positive, unit vectors with τ = 0.001, logits all far below zero
-(about −1000), a single pair and rows far apart, checking the shape, dtype and value.""",
+`k` as given). The checker compares with `info_nce` on several sizes and temperatures, float32, logits (here
+the scores $q_i\\cdot k_j/\\tau$ that go into the softmax) all about 800, a negative scoring 720 above its
+positive, unit vectors with τ = 0.001, logits all far below zero (about −1000), a single pair and rows far
+apart, checking the shape, dtype and value.""",
     stub='''def my_info_nce(q, k, temperature):
     """Mean over i of logsumexp_j(q_i·k_j / τ) − q_i·k_i / τ, for q, k (N, d)."""
     raise NotImplementedError  # delete this line and write your code''',
