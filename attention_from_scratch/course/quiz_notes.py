@@ -197,8 +197,9 @@ def _explain_mask():
 
 def _explain_head_dim():
     return (
-        msg("The model width is split evenly across heads: d_k = d_model / h = 512 / 8 = {head_dim}, "
-            "so eight heads cost about as much as one full-width head.", head_dim=_head_dim())
+        msg("By the usual convention (the Transformer paper's; DeepSeek-V3 departs from it, notebook 08) the model "
+            "width is split evenly across heads: d_k = d_model / h = 512 / 8 = {head_dim}, so eight heads cost about "
+            "as much as one full-width head.", head_dim=_head_dim())
     )
 
 
