@@ -38,25 +38,28 @@ def plot_dsa_pipeline():
             x, y = at or ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2 + 0.15)
             ax.text(x, y, text, ha="center", fontsize=8, color=colour)
 
-    box(0.1, 2.2, 1.5, 0.9, "hidden state h_t\nquery latent c^Q_t", "#f0f0f0")
-    box(2.3, 3.4, 3.0, 1.4, "lightning indexer (FP8)\nq_{t,j} = RoPE(W^IQ_j c^Q_t), j = 1..H_I\n"
-        "w_t = W^w h_t / √H_I\nI(t, s) = Σ_j w_{t,j} ReLU(q_{t,j} · k_s)", "#fdd0a2", 8.5)
-    box(2.3, 0.4, 3.0, 1.3, "cache, per token s ≤ t\nlatent row [c^KV_s ; k^R_s] (576 values)\n"
-        "indexer key k_s (128 FP8 + scale)", "#deebf7", 8.5)
-    box(6.0, 3.6, 1.9, 1.0, "top-k\nS_t = the k = 2048\nbest s by I(t, s)", "#fee391", 8.5)
-    box(8.6, 1.9, 2.2, 1.6, "MLA, MQA mode\n(all heads share\nthe selected rows):\nattend over s ∈ S_t only",
-        "#c7e9c0", 8.5)
-    box(11.1, 2.3, 0.8, 0.8, "out_t", "#f0f0f0")
-    arrow((1.6, 2.9), (2.3, 3.9), "q, w", at=(1.65, 3.55))
+    box(0.1, 2.2, 1.5, 0.9, "hidden state $h_t$\nquery latent $c^Q_t$", "#f0f0f0")
+    box(2.3, 3.4, 3.0, 1.4, "lightning indexer (8-bit numbers)\n"
+        r"$q_{t,j} = \mathrm{RoPE}(W^{IQ}_j\, c^Q_t)$,  $j = 1, \dots, H_I$" "\n"
+        r"$w_t = W^{w} h_t \,/\, \sqrt{H_I}$" "\n"
+        r"$I(t, s) = \sum_j\, w_{t,j}\, \mathrm{ReLU}(q_{t,j} \cdot k_s)$", "#fdd0a2", 8.5)
+    box(2.3, 0.4, 3.0, 1.3, r"cache, per token $s \leq t$" "\n"
+        r"latent row $[c^{KV}_s; k^R_s]$ (576 values)" "\n"
+        r"indexer key $k_s$ (128 values of 8 bits + a scale)", "#deebf7", 8.5)
+    box(6.0, 3.6, 1.9, 1.0, "top-$k$\n$S_t$ = the $k$ = 2048\nbest $s$ by $I(t, s)$", "#fee391", 8.5)
+    box(8.6, 1.9, 2.2, 1.6, "MLA, MQA mode\n(all heads share\nthe selected rows):\n"
+        r"attend over $s \in S_t$ only", "#c7e9c0", 8.5)
+    box(11.1, 2.3, 0.8, 0.8, "output", "#f0f0f0", 8.5)
+    arrow((1.6, 2.9), (2.3, 3.9), "$c^Q_t$, $h_t$", at=(1.65, 3.55))
     arrow((1.6, 2.5), (8.6, 2.5), "queries of all heads (MLA)", "0.3", at=(6.9, 2.65))
-    arrow((3.8, 1.7), (3.8, 3.4), "every k_s", "#e6550d", at=(4.35, 2.85))
-    arrow((5.3, 4.1), (6.0, 4.1), "I(t, ·)", at=(5.65, 4.35))
-    arrow((7.9, 4.0), (9.7, 3.5), "indices S_t")
-    arrow((5.3, 1.0), (9.2, 1.9), "gather the k selected rows", "#3182bd", at=(7.6, 1.15))
+    arrow((3.8, 1.7), (3.8, 3.4), "every $k_s$", "#e6550d", at=(4.35, 2.85))
+    arrow((5.3, 4.1), (6.0, 4.1), r"$I(t, \cdot)$", at=(5.65, 4.35))
+    arrow((7.9, 4.0), (9.7, 3.5), "indices $S_t$")
+    arrow((5.3, 1.0), (9.2, 1.9), "gather the $k$ selected rows", "#3182bd", at=(7.6, 1.15))
     arrow((10.8, 2.7), (11.1, 2.7))
-    ax.text(6.0, 0.1, "per query: the indexer reads every cached key (cheap: 64 heads × 128, FP8); "
-            "MLA reads only k latent rows, however long the context", ha="center", fontsize=9, style="italic")
-    ax.set_title("DeepSeek Sparse Attention for one query token t (after the V3.2 report's Figure 2)", fontsize=11)
+    ax.text(6.0, 0.1, "per query: the indexer reads every cached key (cheap: 64 heads × 128, in 8 bits); "
+            "MLA reads only $k$ latent rows, however long the context", ha="center", fontsize=9, style="italic")
+    ax.set_title("DeepSeek Sparse Attention for one query token $t$ (after the V3.2 report's Figure 2)", fontsize=11)
     fig.tight_layout()
     return fig
 
