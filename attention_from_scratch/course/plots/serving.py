@@ -34,6 +34,8 @@ def plot_window_band(n: int = 16, window: int = 4, n_sinks: int = 2, block: int 
     ax.set(xlabel="key position j", ylabel="query position p",
            title=f"W = {window}, {n_sinks} sinks: p - W < j <= p, or j < {n_sinks}")
     ax.legend(handles=[Patch(facecolor="#3182bd", label="may attend"),
+                       Patch(facecolor=plt.get_cmap("Blues")(0.0), edgecolor="0.6",
+                             label="computed in a visited tile, then masked"),
                        Patch(facecolor="0.85", edgecolor="k", label=f"{block} x {block} tile skipped")],
               loc="upper right", fontsize=7, framealpha=0.95)
     cache = RollingKVCache(window, n_sinks=n_sinks)
