@@ -197,18 +197,21 @@ def _scores_only_j_le_p(n: int, n_devices: int, *, zigzag: bool = False) -> list
 
 
 def plot_ring(n: int = 16, n_devices: int = 4):
-    """Causal ring attention: which device computes each (query chunk, key chunk) pair, contiguous vs zigzag."""
+    """Causal ring attention: which device computes each (query chunk, key chunk) pair, contiguous vs zigzag.
+    A key chunk before the query chunk is a square (all its pairs), the query chunk's own a triangle (j <= p)."""
+    from matplotlib.patches import Polygon, Rectangle
+
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.4), gridspec_kw={"width_ratios": [1, 1, 1.2]})
     for ax, zigzag in zip(axes[:2], (False, True), strict=True):
         parts = 2 * n_devices if zigzag else n_devices
-        size = n // parts
         owner = [min(c, parts - 1 - c) for c in range(parts)] if zigzag else list(range(parts))
-        grid = np.full((parts, parts), np.nan)
-        for a in range(parts):
-            for b in range(parts):
-                if b * size <= (a + 1) * size - 1:  # the key chunk is not wholly in the query chunk's future
-                    grid[a, b] = owner[a]
-        ax.imshow(grid, cmap="tab10", vmin=0, vmax=9)
+        for a in range(parts):  # query chunk a: every earlier key chunk whole, the pairs j <= p of its own
+            colour = plt.get_cmap("tab10")(owner[a])
+            for b in range(a):
+                ax.add_patch(Rectangle((b - 0.5, a - 0.5), 1, 1, facecolor=colour, edgecolor="white", lw=0.5))
+            ax.add_patch(Polygon([(a - 0.5, a - 0.5), (a - 0.5, a + 0.5), (a + 0.5, a + 0.5)], facecolor=colour,
+                                 edgecolor="white", lw=0.5))
+        ax.set(xlim=(-0.5, parts - 0.5), ylim=(parts - 0.5, -0.5), aspect="equal")
         ax.set_xlabel("key chunk (travels around the ring)", fontsize=10)
         ax.set_ylabel("query chunk (stays on its device)", fontsize=10)
         ax.set_title("zigzag: chunks r and 2N-1-r on device r" if zigzag else "contiguous: chunk r on device r",
@@ -216,6 +219,9 @@ def plot_ring(n: int = 16, n_devices: int = 4):
         ax.set_xticks(range(parts))
         ax.set_yticks(range(parts), [f"{c} (dev {owner[c]})" for c in range(parts)])
         ax.tick_params(labelsize=10)
+    axes[0].text(n_devices - 0.6, -0.35, "colour: the device computing the scores\nsquare: a key chunk before "
+                 "the query chunk,\n  all its pairs\ntriangle: the query chunk's own,\n  only the pairs j <= p",
+                 ha="right", va="top", fontsize=8)
     x = np.arange(n_devices)
     for offset, zigzag, colour, label in ((-0.2, False, "#1f77b4", "contiguous"), (0.2, True, "#ff7f0e", "zigzag")):
         whole, exact = ring_work(n, n, n_devices, zigzag=zigzag), _scores_only_j_le_p(n, n_devices, zigzag=zigzag)
