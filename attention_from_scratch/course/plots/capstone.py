@@ -41,10 +41,14 @@ def _smooth(values, width=10):
 
 
 def plot_training_loss(history=None, task=None):
-    """Loss per step of the induction run, and the floor no causal model can beat (the first half)."""
+    """Loss per step of the induction run, and the floor no causal model can beat (the first half), averaged
+    over the task's lengths n (each batch draws one n)."""
     if history is None:
+        from ...model.training import RECIPES
+
         stored = _stored("induction")
         loss, floor, vocab_size = stored["loss"], stored["floor"], stored["vocab_size"]
+        low, high = RECIPES["induction"]["task"].length
     else:
         low, high = task.length
         loss, floor, vocab_size = history.loss, np.mean([task.loss_floor(n) for n in range(low, high + 1)]), \
@@ -53,7 +57,8 @@ def plot_training_loss(history=None, task=None):
     ax.plot(loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
     ax.plot(_smooth(loss), color="tab:blue", label="running mean (10 steps)")
     ax.axhline(floor, color="gray", ls="--", lw=1,
-               label=f"floor (a lower bound): the unpredictable first half ({floor:.2f})")
+               label=f"floor (a lower bound): the unpredictable first half,\n"
+                     f"mean over n = {low} to {high} ({floor:.2f})")
     guess = np.log(vocab_size)
     ax.axhline(guess, color="gray", ls=":", lw=1, label=f"guessing: ln V = {guess:.2f}")
     ax.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="A 2-layer Transformer learns induction")
@@ -76,7 +81,8 @@ def plot_learned_heads(model=None, tokens=None, length=8):
                                             ("induction", "induction head")], strict=True):
         h = heads[which]
         plot_attention_weights(np.asarray(h["map"]), labels, ax=ax, colorbar=False,
-                               title=f"learned {what}: layer {h['layer']}, head {h['head']}\n(score {h['score']:.2f})")
+                               title=f"learned {what}: layer {h['layer']}, head {h['head']}\n"
+                                     f"(score on this one sequence: {h['score']:.2f})")
     axes[2].plot(np.arange(length - 1) + 1, np.arange(length, 2 * length - 1), "o", mfc="none", mec="tab:red",
                  ms=13, label="key after the earlier copy of the query's token")
     axes[2].legend(loc="upper right", fontsize=8)
