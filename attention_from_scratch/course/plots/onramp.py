@@ -52,7 +52,7 @@ def plot_decoder_overview():
     # the block, repeated n_layers times
     ax.add_patch(FancyBboxPatch((x - 2.6, 2.0), 5.2, 4.8, boxstyle="round,pad=0.05", fc="white", ec="0.5",
                                 lw=1.2, ls="--"))
-    ax.text(x + 2.75, 4.4, "× n_layers", ha="left", va="center", fontsize=10, style="italic")
+    ax.text(x + 2.85, 5.5, "× n_layers", ha="left", va="center", fontsize=10, style="italic")
     inner = [(2.45, "norm", _PLAIN), (3.2, "masked multi-head attention", _ATTN), (3.95, "add (residual)", _PLAIN),
              (4.75, "norm", _PLAIN), (5.5, "MLP", _PLAIN), (6.25, "add (residual)", _PLAIN)]
     for y, text, color in inner:
@@ -65,9 +65,11 @@ def plot_decoder_overview():
     for y0, y1 in ((2.1, 3.95), (4.3, 6.25)):
         ax.plot([x, x - 2.25, x - 2.25], [y0, y0, y1], color="#4a7ab5", lw=1.4)
         _arrow(ax, x - 2.25, y1, x - 1.6, y1, color="#4a7ab5", lw=1.4)
-    ax.text(x - 2.35, 3.0, "residual\nstream", ha="right", va="center", fontsize=8.5, color="#4a7ab5")
-    ax.text(x + 1.75, 3.25, "← Part 1 builds this:\n   query, key, value,\n   softmax, mask, heads",
-            ha="left", va="center", fontsize=9, color="#a05a00")
+    ax.text(x - 2.42, 3.0, "residual stream", ha="center", va="center", rotation=90, fontsize=8.5,
+            color="#4a7ab5")
+    ax.annotate("Part 1 builds this:\nquery, key, value,\nsoftmax, mask, heads", xy=(x + 1.62, 3.2),
+                xytext=(x + 2.85, 3.2), ha="left", va="center", fontsize=9, color="#a05a00",
+                arrowprops={"arrowstyle": "-|>", "color": "#a05a00", "lw": 1.1, "shrinkA": 2, "shrinkB": 1})
     ax.set_xlim(-0.4, 7.6)
     ax.set_ylim(0, 9.4)
     ax.axis("off")
@@ -75,39 +77,116 @@ def plot_decoder_overview():
     return fig
 
 
+_COL, _ROW, _BW, _BH = 2.9, 0.9, 2.2, 0.62  # column and row spacing; a box's width and height
+_EDGE_COLOURS = ("0.4", "#3b6ea5", "#4f8a3a", "#b86f12", "#a3457a", "#6a5aa8", "#8a7a20", "0.4")
+
+
+def _routes(pos, edges, rows):
+    """Right-angled paths for the concept map's arrows, in the gutters between columns, never through a box.
+
+    ``pos``: stem -> (column, row); ``edges``: (need, stem) pairs; ``rows``: boxes per column. The next box
+    down gets a short arrow; a skip down its own column runs in the gutter on its left; an arrow to a later
+    column leaves its box on the right, runs below any column between (under its last box) and climbs in the
+    gutter before its target. In a gutter the lane of the highest target is leftmost (skips rightmost), so
+    that paths cross, where they must, near where they start, not at an arrowhead; several ends on one side of
+    a box are spread out so that no two paths share a point. Returns (need, stem, points)."""
+    y_of = lambda r: -r * _ROW  # noqa: E731
+    lanes, ends, plans = {}, {}, []  # gutter -> [(key, id, y_from, y_to)]; (stem, side) -> [(id, up, lane?)]
+    for i, (need, stem) in enumerate(edges):
+        (c0, r0), (c1, r1) = pos[need], pos[stem]
+        if c0 == c1 and r1 == r0 + 1:
+            plans.append((i, "down", None))
+            continue
+        if c0 == c1:  # a skip down the column, in the gutter on its left (col - 1; -1 is the margin)
+            lanes.setdefault(c0 - 1, []).append(((1, r0 - r1, 0), i, y_of(r0), y_of(r1)))
+            ends.setdefault((need, "L"), []).append((i, -1))
+            ends.setdefault((stem, "L"), []).append((i, 1))
+            plans.append((i, "skip", c0 - 1))
+            continue
+        between = range(c0 + 1, c1)
+        route = y_of(r0) if all(r0 >= rows[c] for c in between) else \
+            min(y_of(rows[c] - 1) for c in between) - _BH / 2 - 0.3
+        if route != y_of(r0):
+            lanes.setdefault(c0, []).append(((0, -route, -y_of(r0)), i, y_of(r0), route))
+        lanes.setdefault(c1 - 1, []).append(((0, -y_of(r1), -route), i, route, y_of(r1)))
+        ends.setdefault((need, "R"), []).append((i, 0 if c1 > c0 + 1 and route == y_of(r0) else
+                                                 (1 if r1 < r0 else -1) if c1 == c0 + 1 else -1))
+        ends.setdefault((stem, "L"), []).append((i, 1 if y_of(r1) > route else -1))
+        plans.append((i, "across", (c0, c1, route)))
+    lane_x = {}
+    for g, items in lanes.items():
+        items.sort()
+        for k, (_key, i, *_ys) in enumerate(items):
+            if g < 0:
+                lane_x[g, i] = -_BW / 2 - 0.18 * (len(items) - k)
+            else:
+                left, right = g * _COL + _BW / 2, (g + 1) * _COL - _BW / 2
+                lane_x[g, i] = left + (right - left) * (k + 1) / (len(items) + 1)
+    offset = {}
+    for (stem, side), items in ends.items():  # top to bottom: paths that go up, straight on, then down
+        x_side = pos[stem][0] * _COL + (_BW / 2 if side == "R" else -_BW / 2)
+
+        def dist(i, x_side=x_side):
+            return min((abs(x - x_side) for (g, j), x in lane_x.items() if j == i), default=99.0)
+
+        order = sorted(items, key=lambda it: (-it[1], dist(it[0]) if it[1] > 0 else -dist(it[0])))
+        for k, (i, _up) in enumerate(order):
+            offset[stem, side, i] = 0.0 if len(order) == 1 else 0.18 - 0.36 * k / (len(order) - 1)
+    paths = []
+    for i, kind, info in plans:
+        need, stem = edges[i]
+        (c0, r0), (c1, r1) = pos[need], pos[stem]
+        x0, x1 = c0 * _COL, c1 * _COL
+        if kind == "down":
+            pts = [(x0, y_of(r0) - _BH / 2), (x1, y_of(r1) + _BH / 2)]
+        elif kind == "skip":
+            ya, yb, lx = y_of(r0) + offset[need, "L", i], y_of(r1) + offset[stem, "L", i], lane_x[info, i]
+            pts = [(x0 - _BW / 2, ya), (lx, ya), (lx, yb), (x1 - _BW / 2, yb)]
+        else:
+            ya, yb = y_of(r0) + offset[need, "R", i], y_of(r1) + offset[stem, "L", i]
+            route = ya if info[2] == y_of(r0) else info[2]
+            pts = [(x0 + _BW / 2, ya)]
+            if (c0, i) in lane_x and c1 > c0 + 1:
+                pts += [(lane_x[c0, i], ya), (lane_x[c0, i], route)]
+            pts += [(lane_x[c1 - 1, i], route), (lane_x[c1 - 1, i], yb), (x1 - _BW / 2, yb)]
+        paths.append((need, stem, pts))
+    return paths
+
+
 def plot_concept_map():
     """Every notebook of the course in its part's column, top to bottom in teaching order, with an arrow
-    from each notebook to each one that builds on it (course/parts.py: COURSE and REQUIRES)."""
+    from each notebook to each one that builds on it (course/parts.py: COURSE and REQUIRES), drawn in the
+    colour of the part it starts from, on right-angled paths between the columns."""
+    from matplotlib import patheffects
+
     shown = [nb for nb in COURSE if 1 <= nb.part <= 6]
     columns = sorted({nb.part for nb in shown})
-    pos = {}
+    pos, rows = {}, []
     for col, part in enumerate(columns):
         members = [nb for nb in shown if nb.part == part]
+        rows.append(len(members))
         for row, nb in enumerate(members):
-            pos[nb.stem] = (col * 2.6, -row * 0.9)
-    fig, ax = plt.subplots(figsize=(2.35 * len(columns), 7.6))
-    for stem, needs in REQUIRES.items():
-        for need in needs:
-            if stem in pos and need in pos:
-                (x0, y0), (x1, y1) = pos[need], pos[stem]
-                same = x0 == x1
-                if same and y0 - y1 > 1.0:  # not the next box down: an arc beside the column
-                    ax.annotate("", xy=(x1 + 1.1, y1), xytext=(x0 + 1.1, y0), arrowprops={
-                        "arrowstyle": "-|>", "color": "0.55", "lw": 0.9, "connectionstyle": "arc3,rad=-0.4"})
-                    continue
-                ax.annotate("", xy=(x1 - (0 if same else 1.1), y1 + (0.3 if same else 0)),
-                            xytext=(x0 + (0 if same else 1.1), y0 - (0.3 if same else 0)),
-                            arrowprops={"arrowstyle": "-|>", "color": "0.55", "lw": 0.9,
-                                        "connectionstyle": "arc3,rad=0.0" if same else "arc3,rad=-0.15"})
+            pos[nb.stem] = (col, row)
+    part_of = {nb.stem: nb.part for nb in shown}
+    edges = [(need, stem) for stem, needs in REQUIRES.items() for need in needs if stem in pos and need in pos]
+    fig, ax = plt.subplots(figsize=(2.55 * len(columns), 7.6))
+    halo = [patheffects.withStroke(linewidth=5.5, foreground="white")]  # a crossing shows as a gap
+    for need, _stem, pts in _routes(pos, edges, rows):
+        colour = _EDGE_COLOURS[part_of[need]]
+        xs, ys = zip(*pts, strict=True)
+        ax.plot(xs, ys, color=colour, lw=1.1, path_effects=halo, solid_joinstyle="miter",
+                zorder=1)
+        ax.annotate("", xy=pts[-1], xytext=pts[-2], zorder=2,
+                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.1, "shrinkA": 0, "shrinkB": 0})
     for nb in shown:
-        x, y = pos[nb.stem]
+        col, row = pos[nb.stem]
         title = textwrap.fill(nb.title.split(":")[0].split(" (")[0], 22)
-        _box(ax, x, y, title, _PART_COLOURS[nb.part], 2.2, 0.62, size=8)
+        _box(ax, col * _COL, -row * _ROW, title, _PART_COLOURS[nb.part], _BW, _BH, size=8)
     for col, part in enumerate(columns):
-        ax.text(col * 2.6, 0.75, PARTS[part][0].replace(" · ", "\n"), ha="center", va="bottom", fontsize=9,
+        ax.text(col * _COL, 0.75, PARTS[part][0].replace(" · ", "\n"), ha="center", va="bottom", fontsize=9,
                 weight="bold")
-    ax.set_xlim(-1.3, 2.6 * (len(columns) - 1) + 1.3)
-    ax.set_ylim(-0.9 * max(sum(nb.part == p for nb in shown) for p in columns) + 0.2, 1.6)
+    ax.set_xlim(-_BW / 2 - 0.6, _COL * (len(columns) - 1) + _BW / 2 + 0.1)
+    ax.set_ylim(-_ROW * max(rows) + 0.2, 1.6)
     ax.axis("off")
     ax.set_title("What depends on what: read down a column; an arrow means “builds on”", fontsize=11)
     return fig
