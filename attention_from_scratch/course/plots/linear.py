@@ -16,6 +16,7 @@ panel :func:`attention_from_scratch.cache_costs.hybrid_cache_bytes`.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter
 
 from ...cache_costs import hybrid_cache_bytes
 from ...recall import associative_recall, overwrite_recall
@@ -56,8 +57,10 @@ def plot_recall(recall=None, overwrite=None):
     left.text(33, 0.5, "N = d", color="0.4", fontsize=9)
     right.axhline(0.5, color="0.6", ls=":", lw=1)
     right.text(4, 0.53, "a coin flip", color="0.4", fontsize=9)
-    left.legend(fontsize=8.5, loc="lower left")
-    fig.tight_layout()
+    # one legend for both panels, below them: inside the left panel it hid linear attention's points at N = 8-16
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8.5, loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
@@ -75,15 +78,16 @@ def plot_costs(bench=None, sizes=(256, 1024, 4096, 16384, 65536, 262144)):
     left.legend(fontsize=8.5)
     left.grid(alpha=0.3, which="both")
     rows = [hybrid_cache_bytes(context_len=t) for t in sizes]
-    gib = 2.0**30
-    right.plot(sizes, [r["full_attention_bytes"] / gib for r in rows], marker="o", color="C0",
+    mib = 2.0**20  # the unit the notebook prints and quotes (MiB), ticks written out: 100, 1,000, 10,000
+    states = rows[0]["linear_layers"] * rows[0]["linear_state_bytes_layer"] / mib
+    right.plot(sizes, [r["full_attention_bytes"] / mib for r in rows], marker="o", color="C0",
                label="48 layers, all full attention")
-    right.plot(sizes, [r["hybrid_bytes"] / gib for r in rows], marker="^", color="C2",
+    right.plot(sizes, [r["hybrid_bytes"] / mib for r in rows], marker="^", color="C2",
                label="Qwen3-Next: 36 Gated DeltaNet + 12 full")
-    right.axhline(rows[0]["linear_layers"] * rows[0]["linear_state_bytes_layer"] / gib, color="C2", ls=":", lw=1,
-                  label="the 36 fixed states alone")
-    right.set(xscale="log", yscale="log", xlabel="T (tokens in the context)", ylabel="GiB per sequence",
+    right.axhline(states, color="C2", ls=":", lw=1, label=f"the 36 fixed states alone ({states:.0f} MiB)")
+    right.set(xscale="log", yscale="log", xlabel="T (tokens in the context)", ylabel="MiB per sequence",
               title="Cache bytes per sequence (BF16 KV, float32 states)")
+    right.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:,.0f}"))
     right.set_xticks(list(sizes), [f"{t // 1024}k" if t >= 1024 else str(t) for t in sizes])
     right.legend(fontsize=8.5)
     right.grid(alpha=0.3, which="both")
