@@ -37,8 +37,8 @@ def plot_text_training(runs=None):
                      fontsize=10)
         ax.set_xlabel("training step")
         ax.set_ylabel("loss per character (nats)")
-        low = min(min(h["train"]), min(meta["baselines"].values()))
-        ax.set_ylim(low - 0.3, max(h["held_out"][1:] + list(meta["baselines"].values())) + 0.3)
+        curves = list(h["train"]) + list(h["held_out"]) + list(meta["baselines"].values())
+        ax.set_ylim(min(curves) - 0.3, max(curves) + 0.3)  # every point of both curves inside the axes
         ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     return fig
@@ -49,15 +49,18 @@ def plot_head_maps(maps=None):
     or punctuation, drawn as thin lines so that a poem's lines can be found without its characters."""
     if maps is None:
         maps = default_head_maps()
-    fig, axes = plt.subplots(1, len(maps), figsize=(4.4 * len(maps), 4.4))
+    fig, axes = plt.subplots(1, len(maps), figsize=(4.4 * len(maps) + 0.8, 4.4))
     for ax, (title, w, marks) in zip(np.atleast_1d(axes), maps, strict=True):
-        ax.imshow(np.asarray(w), cmap="Blues", vmin=0.0, vmax=1.0)
+        image = ax.imshow(np.asarray(w), cmap="Blues", vmin=0.0, vmax=1.0)
         for m in marks:
             ax.axvline(m, color="tab:red", lw=0.4, alpha=0.5)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("key position (red: punctuation, line breaks)")
         ax.set_ylabel("query position")
     fig.tight_layout()
+    # one scale for every map (all drawn from 0 to 1), so that a square's weight can be read off the picture
+    fig.colorbar(image, ax=list(np.atleast_1d(axes)), fraction=0.012, pad=0.01,
+                 label="attention weight (a query's row sums to 1)")
     return fig
 
 
