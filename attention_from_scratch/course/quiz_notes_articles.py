@@ -146,9 +146,9 @@ def _note_fill(value, name):
 def _note_additive_cost():
     t = s = 256
     d_a = 64
-    return (msg("for T = S = {t} and d_a = {d_a} hidden units, additive scoring builds a ({t}, {s}, {d_a}) "
-        "tensor of tanh's -- {value:,} numbers -- where the dot product needs one ({t}, {s}) "
-        "matrix product ({value2:,} scores); timed in notebooks 02 and 09.",
+    return (msg("for T = S = {t} and d_a = {d_a} hidden units, additive scoring computes {value:,} tanh's outside "
+        "the matrix product (vectorised in NumPy, as a ({t}, {s}, {d_a}) tensor), where the dot product needs one "
+        "({t}, {s}) matrix product ({value2:,} scores); timed in notebooks 02 and 09.",
             t=t, d_a=d_a, s=s, value=t * s * d_a, value2=t * s))
 
 
