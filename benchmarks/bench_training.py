@@ -7,10 +7,10 @@
 
 A step is ``loss_and_grads`` + one Adam update, float32, on fixed random tokens. For each
 configuration and BLAS thread count it prints the median step time, tokens per second and two ratios;
-for each count above one, a second row "N (parts)" times the step with the batch cut in N parts computed
-at the same time, one in this process and the others in worker processes, one BLAS thread each
-(``model/data_parallel.BatchParts``, the text trainer's ``workers``), against the same floor and the same
-PyTorch row:
+for each count above one, two more rows time the step with the batch cut in N parts computed at the same time,
+one BLAS thread each (``model/data_parallel.BatchParts``, the text trainer's ``workers`` and ``parts_in``): "N (parts
+in processes)", one part in this process and the others in worker processes, and "N (parts in threads)", all in
+this process, the others on threads; against the same floor and the same PyTorch row:
 
 * **step / floor**. The floor is the step's matrix products alone: every matmul of the forward pass
   (the projections, attention's ``q kᵀ`` and ``P v``, the MLP, the unembedding) and the two of the
@@ -77,6 +77,8 @@ def text_config(corpus: str):
 
 TEXT_CONFIGS = {f"text: {corpus} checkpoint (d {c.d_model}, {c.n_layers} layers, vocab {c.vocab_size}, T {t}, "
                 f"batch {b})": (c, b, t) for corpus in ("tang", "devil") for c, b, t in [text_config(corpus)]}
+# the batch in parts, one BLAS thread each (model/data_parallel.BatchParts): where the parts beyond the first run
+PARTS = {"parts": "parts in processes", "threads": "parts in threads"}
 BURST = 4  # timed steps in a row per variant and round, after one untimed (see the module docstring)
 TORCH_TARGET = 1.0  # issue 32: the NumPy step at most PyTorch's, at 1 and 2 threads, on the real-text configurations
 # name -> the most step / floor may be on one BLAS thread: the large step is bound by its matmuls and elementwise
@@ -109,15 +111,16 @@ def make_step(config, batch, t, seed=0):
     return step, model, tokens, targets
 
 
-def parts_step(model, tokens, targets, workers):
+def parts_step(model, tokens, targets, workers, in_threads=False):
     """One step of ``model`` on the batch cut in ``workers`` parts computed at once (``BatchParts``: worker
-    processes, one BLAS thread each), with an Adam update of its own: make_step's step on the same batch."""
-    parts, optimizer = BatchParts(model, workers), Adam(model.params, lr=1e-3)
+    processes, or threads of this process, one BLAS thread each), with an Adam update of its own: make_step's step
+    on the same batch."""
+    parts, optimizer = BatchParts(model, workers, in_threads=in_threads), Adam(model.params, lr=1e-3)
 
     def step():
         optimizer.step(parts.loss_and_grads(tokens, targets)[1])
 
-    step.close = parts.close  # ends the worker processes
+    step.close = parts.close  # ends the worker processes or threads
     return step
 
 
@@ -225,22 +228,24 @@ def run(configs, threads=(1, 2), repeat=25):
     for label, (config, batch, t) in configs.items():
         step, model, tokens, targets = make_step(config, batch, t)
         floor, flops = make_floor(matmul_shapes(config, batch, t))
-        fns, notes, ways = {}, set(), [(n, "BLAS") for n in threads] + [(n, "parts") for n in threads if n > 1]
+        ways = [(n, "BLAS") for n in threads] + [(n, way) for n in threads if n > 1 for way in PARTS]
+        fns, notes = {}, set()
         for n, way in ways:
-            fns[("step", n, way)] = step if way == "BLAS" else parts_step(model, tokens, targets, n)
+            fns[("step", n, way)] = step if way == "BLAS" else parts_step(model, tokens, targets, n,
+                                                                          in_threads=way == "threads")
         for n in threads:
             fns[("floor", n, "BLAS")] = floor
             twin, note = torch_step(model, tokens, targets, n)
             if twin is not None:
                 fns[("torch", n, "BLAS")] = twin
             notes.add(note)
-        blas = {name: 1 if name[2] == "parts" else name[1] for name in fns}  # parts: one BLAS thread each
+        blas = {name: 1 if name[2] in PARTS else name[1] for name in fns}  # parts: one BLAS thread each
         med = median_times(fns, rounds(repeat), warmup=3, threads=blas, burst=BURST)
         for n, way in ways:
             s, f = med[("step", n, way)], med[("floor", n, "BLAS")]
             torch_time = med.get(("torch", n, "BLAS"))
             rows.append([
-                label, f"{n}" if way == "BLAS" else f"{n} (parts)", f"{s * 1e3:.1f}", f"{batch * t / s:,.0f}",
+                label, f"{n}" if way == "BLAS" else f"{n} ({PARTS[way]})", f"{s * 1e3:.1f}", f"{batch * t / s:,.0f}",
                 f"{flops / f / 1e9:.1f}", f"{s / f:.2f}", "-" if torch_time is None else f"{s / torch_time:.2f}",
                 "-" if torch_time is None else f"{torch_time / f:.2f}",
             ])
@@ -249,7 +254,7 @@ def run(configs, threads=(1, 2), repeat=25):
             fn = fns[("step", n, way)]
             peaks[fn] = peaks.get(fn) or f"{peak_step_bytes(fn) / 2**20:.1f}" + (" (caller)" if way == "parts" else "")
             row += [str(blas_threads_for(config, batch * t) or "all"), peaks[fn]]
-            if way == "parts":
+            if way in PARTS:
                 fn.close()
         for note in notes - {None}:
             print(f"note ({label}): {note}")
@@ -289,7 +294,8 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
         if row[1] == "1" and row[0] in TARGETS:
             verdict(f"{row[0]}, one BLAS thread: step / floor", float(row[5]), TARGETS[row[0]])
         if row[0] in TEXT_CONFIGS and row[6] != "-":
-            way = "parts at once (one BLAS thread each)" if "parts" in row[1] else "BLAS thread(s)"
+            way = next((f"{words} at once (one BLAS thread each)" for words in PARTS.values() if words in row[1]),
+                       "BLAS thread(s)")
             verdict(f"{row[0]}, {row[1].split()[0]} {way}: step / PyTorch", float(row[6]), TORCH_TARGET)
     if any(row[0] in TEXT_CONFIGS and row[6] == "-" for row in rows):
         print(f"target: real-text step / PyTorch <= {TORCH_TARGET:g}x: not measured (PyTorch is not installed)")

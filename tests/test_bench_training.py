@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -56,9 +57,11 @@ def test_two_threads_add_a_row_of_the_batch_in_parts():
     bench = importlib.import_module("bench_training")
     config, before = TransformerConfig(7, 8, 2, 1, 12, 6), set(multiprocessing.active_children())
     rows = bench.run({"tiny": (config, 4, 6)}, threads=(1, 2), repeat=1)
-    assert [row[1] for row in rows] == ["1", "2", "2 (parts)"]
-    assert rows[2][-1].endswith(" (caller)")  # the parts row's peak: this process's share
+    assert [row[1] for row in rows] == ["1", "2", "2 (parts in processes)", "2 (parts in threads)"]
+    assert rows[2][-1].endswith(" (caller)")  # the processes' row's peak: this process's share
+    assert not rows[3][-1].endswith(" (caller)")  # the threads' row's: every part's, all in this process
     assert set(multiprocessing.active_children()) <= before  # the parts' worker processes were ended
+    assert not any(t.name.startswith("attention_from_scratch-part") for t in threading.enumerate())  # and threads
     plain, model, tokens, targets = bench.make_step(config, 4, 6)  # float32, as the benchmark's steps
     _, twin, _, _ = bench.make_step(config, 4, 6)
     plain()

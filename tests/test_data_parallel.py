@@ -467,3 +467,52 @@ def test_workers_end_and_their_memory_is_freed_when_the_caller_is_killed():
     while not gone() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert gone()
+
+
+def test_parts_in_threads_give_the_same_bits_as_in_processes_and_run_at_the_same_time():
+    """in_threads=True: the parts beyond the first on threads of this process, the same arithmetic as in worker
+    processes (one BLAS thread each, combined in the same order): the same bits; no process is started."""
+    model, before = Transformer(CONFIG, seed=21), set(multiprocessing.active_children())
+    with BatchParts(model, 3) as in_processes:
+        expected = in_processes.loss_and_grads(TOKENS)
+    seen, both = set(), threading.Barrier(3, timeout=10)  # every part waits for the others: they run at once
+
+    class Meeting(Transformer):
+        def loss_and_grads(self, tokens, targets=None):
+            seen.add(threading.current_thread().name)
+            both.wait()
+            return super().loss_and_grads(tokens, targets)
+
+    met = Meeting(CONFIG, seed=21)
+    with BatchParts(met, 3, in_threads=True) as in_threads:
+        loss, grads = in_threads.loss_and_grads(TOKENS)
+        assert set(multiprocessing.active_children()) <= before  # threads only
+        assert len(seen) == 3 and sum(name.startswith("attention_from_scratch-part") for name in seen) == 2
+    assert loss == expected[0] and all(np.array_equal(grads[k], expected[1][k]) for k in grads)
+    assert not any(t.name.startswith("attention_from_scratch-part") for t in threading.enumerate())  # closed
+    with pytest.raises(TypeError, match="in_threads must be True or False, got 'yes'"):
+        BatchParts(model, 2, in_threads="yes")
+
+
+def test_parts_in_threads_raise_an_error_once_every_part_has_ended_and_serve_the_next_batch():
+    ended, fail = [], {"part": None}
+
+    class Failing(Transformer):
+        def loss_and_grads(self, tokens, targets=None):
+            try:
+                if tokens.shape[0] == fail["part"]:  # parts of 1 and 2 rows when B = 3 ... here 5 rows: 2 and 3
+                    raise ValueError(f"a part of {tokens.shape[0]} rows is refused")
+                time.sleep(0.2)
+                return super().loss_and_grads(tokens, targets)
+            finally:
+                ended.append(tokens.shape[0])
+
+    model = Failing(CONFIG, seed=22)
+    with BatchParts(model, 2, in_threads=True) as parts:
+        for rows in (2, 3):  # the caller's part (rows 0-1), then the thread's (rows 2-4)
+            fail["part"], ended[:] = rows, []
+            with pytest.raises(ValueError, match=f"a part of {rows} rows is refused"):
+                parts.loss_and_grads(TOKENS)
+            assert sorted(ended) == [2, 3]  # the other part had ended too, although it slept
+        fail["part"] = None
+        assert_same(parts.loss_and_grads(TOKENS), Transformer.loss_and_grads(model, TOKENS), rtol=1e-12)

@@ -146,6 +146,14 @@ def test_batch_parts_train_as_the_whole_batch_does_and_resume_to_the_same_bits(t
     with pytest.raises(ValueError, match="workers"):
         train_on_text(train_ids, held, TOK, TrainOptions(**{**TINY.__dict__, "workers": 0}), tmp_path / "e")
     assert not (tmp_path / "d").exists() and not (tmp_path / "e").exists()  # refused before anything is written
+    # the parts beyond the first on threads of this process: the same arithmetic, the same bits
+    threaded = train_on_text(train_ids, held, TOK, TrainOptions(**{**parts.__dict__, "parts_in": "threads"}),
+                             tmp_path / "f")
+    assert threaded.history["held_out"] == straight.history["held_out"]
+    f = load_checkpoint(tmp_path / "f" / "last")[0].params
+    assert all(np.array_equal(b[k], f[k]) for k in b)
+    with pytest.raises(ValueError, match="parts_in must be 'processes' or 'threads', got 'thread'"):
+        TrainOptions(**{**parts.__dict__, "parts_in": "thread"})
 
 
 def test_ctrl_c_in_the_middle_of_a_step_resumes_to_the_same_bits(tmp_path, monkeypatch):

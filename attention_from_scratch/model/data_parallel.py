@@ -10,31 +10,33 @@ and ``n_p`` the positions that part counts. This is how a batch is trained on ma
 its own part's gradients in a process of its own, and an all-reduce adds them up (Li et al. 2020, "PyTorch
 Distributed"). Here each part runs on a core of the CPU.
 
-Why parts help a NumPy step on a CPU: a multi-threaded BLAS speeds up the matrix products only; NumPy runs
-the elementwise passes (GELU, softmax, the norms, RoPE) and attention's many small products on one core.
-Parts computed at the same time, each with a one-thread BLAS, put all of that work on every core. On NumPy
-each part beyond the first runs in a worker process (:mod:`.part_processes`; threads wait for one another
-at Python's interpreter lock: as fast for the Tang model's step, 5% slower for the Devil model's, measured
-there). Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an
-AMD EPYC virtual machine (``docs/guide/benchmarks.md``, "The batch in parts, in processes"), two parts took
-0.77-0.88x the time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.76x for the
-Devil model's, with the freed memory kept (``infra/allocator.keep_freed_memory``, which the benchmark and the
-``train`` command set and the workers take from their caller). A part costs a round trip to its process (about
-0.65 ms here), so parts pay only for steps of tens of milliseconds and more. On any other backend the parts take
-turns in the caller (the same numbers): on a GPU they would only take turns on one device anyway, so use one
-worker there.
+Why parts help a NumPy step on a CPU: a multi-threaded BLAS speeds up the matrix products only; NumPy runs the
+elementwise passes (GELU, softmax, the norms, RoPE) and attention's many small products on one core. Parts computed
+at the same time, each with a one-thread BLAS, put all of that work on every core. On NumPy each part beyond the
+first runs in a worker process (:mod:`.part_processes`), or with ``in_threads=True`` on a thread of this process:
+NumPy lets go of Python's interpreter lock inside its loops and BLAS calls, but threads wait for one another at it
+between the step's thousands of short calls (as fast for the Tang model's step, 5% slower for the Devil model's,
+measured in :mod:`.part_processes`); a thread needs no process started, no shared memory and nothing copied, and
+keeps the whole step in one process. Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an AMD EPYC
+virtual machine (``docs/guide/benchmarks.md``, "The batch in parts, in processes"), two parts took 0.77-0.88x the
+time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.76x for the Devil model's, with the
+freed memory kept (``infra/allocator.keep_freed_memory``, which the benchmark and the ``train`` command set and the
+workers take from their caller). A part costs a round trip to its process (about 0.65 ms here), so parts pay only
+for steps of tens of milliseconds and more. On any other backend the parts take turns in the caller (the same
+numbers): on a GPU they would only take turns on one device anyway, so use one worker there.
 
 The result equals the whole batch's up to rounding (sums in another order), not bit for bit; a given
-number of parts always gives the same bits (the parts are combined in a fixed order).
+number of parts always gives the same bits, in processes or threads (the parts are combined in a fixed order).
 """
 
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from ..infra.backend import backend_name, get_namespace
-from ..infra.blas import one_blas_thread
-from ..infra.checks import check_positive_int
+from ..infra.blas import limit_worker_thread, one_blas_thread
+from ..infra.checks import check_flag, check_positive_int
 from .layers import count_targets
 from .part_processes import PartProcesses
 
@@ -44,18 +46,21 @@ __all__ = ["BatchParts", "weighted_sum"]
 class BatchParts:
     """``model.loss_and_grads`` of a batch computed as ``workers`` parts of its rows at the same time.
 
-    On NumPy the caller computes the first part and ``workers - 1`` worker processes the others, all with BLAS held
-    to one thread; elsewhere the parts take turns in the caller. One worker is the plain call. The processes start with
+    On NumPy the caller computes the first part and ``workers - 1`` worker processes the others (``in_threads``:
+    ``workers - 1`` threads of this process), all with BLAS held to one thread; elsewhere the parts take turns in
+    the caller. One worker is the plain call. The processes (or threads) start with
     the first batch that has more than one part and end with ``close()``, the ``with`` block, or when the object
     is collected (a script keeps its work under ``if __name__ == "__main__":``, :mod:`.part_processes`); a call cut
     short while parts run (Ctrl-C) or a worker's death ends them too, and the next call starts new ones. One
     object serves one caller at a time.
     """
 
-    def __init__(self, model, workers: int):
+    def __init__(self, model, workers: int, *, in_threads: bool = False):
         self.model = model
         self.workers = check_positive_int(workers, "workers (parts of each batch computed at the same time)")
+        self.in_threads = check_flag(in_threads, "in_threads")
         self._processes = None  # PartProcesses, made when a batch first has more than one part
+        self._threads = None  # or, in_threads, a pool of workers - 1 threads, made then
 
     def __enter__(self):
         return self
@@ -64,10 +69,13 @@ class BatchParts:
         self.close()
 
     def close(self):
-        """End the worker processes (a later call starts new ones)."""
+        """End the worker processes or threads (a later call starts new ones)."""
         if self._processes is not None:
             self._processes.close()
             self._processes = None
+        if self._threads is not None:
+            self._threads.shutdown()
+            self._threads = None
 
     def loss_and_grads(self, tokens, targets=None):
         """``(loss, grads)`` of the whole batch, as ``model.loss_and_grads(tokens, targets)`` returns them:
@@ -94,15 +102,32 @@ class BatchParts:
 
     def _run(self, parts):
         """``[model.loss_and_grads(*part)]`` in the parts' order: on NumPy the first part here and the others in
-        the worker processes at the same time, BLAS held to one thread in each (every part has ended when this
-        returns or raises); on other backends one after the other, as they are."""
+        the worker processes (or threads) at the same time, BLAS held to one thread in each (every part has ended
+        when this returns or raises); on other backends one after the other, as they are."""
         model = self.model
         if backend_name(model.xp) != "numpy":
             return [model.loss_and_grads(*part) for part in parts]
+        if self.in_threads:
+            return self._run_in_threads(parts)
         if self._processes is None or self._processes.closed:  # closed by a cut-short call or a worker's death
             self._processes = PartProcesses(model, self.workers)
         with one_blas_thread():  # the caller's part; the workers hold their own (part_processes.py)
             return self._processes.run(model, parts)
+
+    def _run_in_threads(self, parts):
+        """``_run`` with the parts beyond the first on this object's threads (every part has ended when this
+        returns or raises; an error of the first part, else of the earliest part that failed, is raised)."""
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(max_workers=self.workers - 1, initializer=limit_worker_thread,
+                                               thread_name_prefix="attention_from_scratch-part")
+        model = self.model
+        with one_blas_thread():  # process-wide for OpenBLAS's own threads; limit_worker_thread for an OpenMP BLAS
+            others = [self._threads.submit(model.loss_and_grads, *part) for part in parts[1:]]
+            try:
+                first = model.loss_and_grads(*parts[0])
+            finally:
+                wait(others)  # a part cut short here (Ctrl-C) leaves no thread computing into the next call
+            return [first, *(part.result() for part in others)]
 
 
 def weighted_sum(weights, values):

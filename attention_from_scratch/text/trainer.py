@@ -33,7 +33,9 @@ random places of the training stream (``default_rng(seed)``). Around it:
   data parallelism, the parts' gradients averaged by the positions they count). It uses every core for the
   elementwise work too, which BLAS threads do not: on 2 cores (an AMD EPYC virtual machine) 200 steps of
   ``train --corpus devil`` took 0.70-0.78x the time of ``--threads 2`` (``docs/guide/numbers.md``). The numbers equal
-  one worker's up to rounding, and the same ``workers`` gives the same bits on any load.
+  one worker's up to rounding, and the same ``workers`` gives the same bits on any load;
+* ``parts_in`` (default ``"processes"``): where the parts beyond the first run, worker processes or ``"threads"`` of
+  this process (``BatchParts(in_threads=True)``: no process to start, the whole step in one process; the same bits).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class TrainOptions:
     seed: int = 0  # model initialisation and batches
     threads: int = 1  # BLAS threads (see the module docstring)
     workers: int = 1  # parts of each batch computed at the same time, one BLAS thread each (the module docstring)
+    parts_in: str = "processes"  # where the parts beyond the first run: "processes" or "threads"
     dtype: str = "float32"
 
     def __post_init__(self):
@@ -92,6 +95,8 @@ class TrainOptions:
             check_positive_int(getattr(self, name), name)
         for name in ("warmup", "patience", "seed"):
             check_positive_int(getattr(self, name), name, minimum=0)
+        if self.parts_in not in ("processes", "threads"):
+            raise ValueError(f"parts_in must be 'processes' or 'threads', got {self.parts_in!r}")
         check_real(self.lr, "lr", above=0)
         check_real(self.weight_decay, "weight_decay", at_least=0)
         for name, closed in (("min_lr_ratio", True), ("input_noise", False), ("ema", False)):  # fractions
@@ -155,7 +160,7 @@ def train_on_text(train_ids, held: HeldOut, tokenizer, options: TrainOptions, ou
     if len(train_ids) <= o.context + 1:
         raise ValueError(f"the training stream has {len(train_ids)} tokens; context={o.context} needs more")
     model = Transformer(o.model_config(tokenizer.vocab_size), seed=o.seed, dtype=getattr(np, o.dtype))
-    parts = BatchParts(model, o.workers)  # checks workers before anything is written; its pool starts with a batch
+    parts = BatchParts(model, o.workers, in_threads=o.parts_in == "threads")  # checked before anything is written
     optimizer, rng = Adam(model.params, lr=o.lr), np.random.default_rng(o.seed)
     averaged = Transformer(model.config, seed=o.seed, dtype=getattr(np, o.dtype)) if o.ema else None
     state = {"step": 0, "best_loss": math.inf, "best_step": -1, "seconds": 0.0,
