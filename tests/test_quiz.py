@@ -200,7 +200,7 @@ def test_other_article_notes_quote_the_right_numbers():
     assert "(3, 5)" in _note("q1_score_matrix", "A") and "(3, 6)" in _note("q1_score_matrix", "C")
     assert "largest difference less than 1e-12" in _note("q7_steps", "D")
     assert "give scores (3, 7)" in _note("q6_additive_drawback", "B")
-    assert f"{256 * 256 * 64:,} numbers" in _note("q6_additive_drawback", "A")
+    assert f"computes {256 * 256 * 64:,} tanh's outside the matrix product" in _note("q6_additive_drawback", "A")
 
 
 # --- the extra questions --------------------------------------------------------------------------
