@@ -336,7 +336,7 @@ BATTERIES = {
             (cs_w_without_beta, "W's right-hand side is diag(β)"),
             (cs_mask_after_exp, "inf · 0 (a mask of zeros applied afterwards"),
             (cs_split_exponent, "never split e^(a − b) into e^a · e^(−b)"),
-            (cs_token_by_token, "a Python loop over the chunk's tokens: the recurrent form"),
+            (cs_token_by_token, "a Python loop over the chunk's tokens, which the task rules out: the recurrent form"),
             (cs_forward_substitution, "a forward substitution written by hand"),
             (cs_tokens_by_reduce, "a Python loop over that axis"),
         ],

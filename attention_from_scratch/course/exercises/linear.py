@@ -167,11 +167,12 @@ def _chunk_cases():
     ]
 
 
-_TOKEN_LOOP = msg("a Python loop over the chunk's tokens: the recurrent form (one delta-rule step per token) and a "
-                  "forward substitution written by hand both handle the chunk one token at a time, which is what "
-                  "the chunked form replaces by matrix products. Build L for every pair (r, s) at once (a mask of "
-                  "s < r, then np.where), and let np.linalg.solve solve (I + L) [Ũ, W] = diag(β) [V, K ⊙ e^Γ] for "
-                  "all rows together: it works on the leading axes (B, H)")
+_TOKEN_LOOP = msg("a Python loop over the chunk's tokens, which the task rules out: the recurrent form (one "
+                  "delta-rule step per token) runs one, and so does a forward substitution written by hand (a right "
+                  "way to solve a triangular system, which the package's gated_delta_rule runs once for all the "
+                  "chunks of a sequence together; here the task asks for the matrix form). Build L for every pair "
+                  "(r, s) at once (a mask of s < r, then np.where), and let np.linalg.solve solve "
+                  "(I + L) [Ũ, W] = diag(β) [V, K ⊙ e^Γ] for all rows together: it works on the leading axes (B, H)")
 
 
 def _fresh_chunk(seed):

@@ -19,7 +19,7 @@ def plot_mf_training():
     unseen = ~np.asarray(observed)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     ax1.semilogy(model.losses)
-    ax1.set(xlabel="gradient-descent step", ylabel="training loss (observed ratings)",
+    ax1.set(xlabel="gradient-descent step", ylabel="training loss (observed ratings, log scale)",
             title="The error falls")
     ax2.scatter(np.asarray(truth)[unseen], np.asarray(model.predict())[unseen], s=8, alpha=0.6, label="model")
     ax2.scatter(np.asarray(truth)[unseen], np.full(unseen.sum(), model.mean), s=8, alpha=0.4, label="global mean")
@@ -51,7 +51,7 @@ def plot_infonce_temperature():
     width = 0.27
     for j, t in enumerate((0.05, 0.2, 1.0)):
         p = np.asarray(softmax(q[0] @ k.T / t))
-        ax1.bar(np.arange(8) + (j - 1) * width, p, width, label=f"tau = {t}")
+        ax1.bar(np.arange(8) + (j - 1) * width, p, width, label=f"τ = {t}")
     ax1.set(xlabel="candidate key (0 = the positive)", ylabel="softmax weight", title="Query 0 over 8 candidates")
     ax1.legend()
     taus = np.geomspace(0.01, 5, 60)
@@ -59,16 +59,16 @@ def plot_infonce_temperature():
     grad = [float(np.linalg.norm(info_nce_backward(q, k, temperature=t)[0])) for t in taus]
     ax2.semilogx(taus, loss, color="tab:blue", label="InfoNCE loss")
     ax2.axhline(np.log(8), color="tab:blue", ls=":", lw=1, label="log N (uniform guess)")
-    ax2.set_xlabel("temperature tau")
+    ax2.set_xlabel("temperature τ (log scale)")
     ax2.set_ylabel("InfoNCE loss", color="tab:blue")
     g = ax2.twinx()
     g.semilogx(taus, grad, color="tab:red", ls="--", label="gradient size |dL/dq|")
     best = taus[int(np.argmax(grad))]
-    g.axvline(best, color="tab:red", lw=0.8, alpha=0.5)
+    g.axvline(best, color="tab:red", lw=0.8, alpha=0.5, label=f"largest gradient (τ ≈ {best:.2f})")
     g.set_ylabel("gradient size |dL/dq|", color="tab:red")
     g.set_ylim(bottom=0)
-    ax2.set_title("Lower loss at small tau, but the gradient vanishes", fontsize=10)
-    lines = ax2.get_lines()[:2] + g.get_lines()[:1]
+    ax2.set_title("Lower loss at small τ, but the gradient vanishes", fontsize=10)
+    lines = ax2.get_lines()[:2] + g.get_lines()[:2]
     ax2.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.93))
     fig.tight_layout()
     return fig
