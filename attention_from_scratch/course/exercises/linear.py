@@ -167,8 +167,9 @@ def _chunk_cases():
     ]
 
 
-_TOKEN_LOOP = msg("a Python loop over the chunk's tokens, which the task rules out: the recurrent form (one "
-                  "delta-rule step per token) runs one, and so does a forward substitution written by hand (a right "
+_TOKEN_LOOP = msg("a Python loop over the chunk's tokens (or over its pairs of tokens), which the task rules out: "
+                  "the recurrent form (one delta-rule step per token) runs one, L built entry by entry in a "
+                  "comprehension runs one, and so does a forward substitution written by hand (a right "
                   "way to solve a triangular system, which the package's gated_delta_rule runs once for all the "
                   "chunks of a sequence together; here the task asks for the matrix form). Build L for every pair "
                   "(r, s) at once (a mask of s < r, then np.where), and let np.linalg.solve solve "

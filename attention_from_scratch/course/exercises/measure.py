@@ -4,13 +4,21 @@ over an axis).
 
 Both are measured on the student's call alone, in this process, with Python's own instruments: tracemalloc, which
 NumPy tells of every array it allocates, and the trace hook that debuggers use (``sys.settrace``), which sees every
-line and every call of Python code. A tracing or a trace hook the caller had set is left as it was.
+line and every call of Python code (here the student's own, not the libraries'). A tracing or a trace hook the caller
+had set is left as it was.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import os
+import site
 import sys
+import sysconfig
+import threading
 import tracemalloc
+from pathlib import Path
 
 __all__ = ["held_at_once", "python_steps"]
 
@@ -31,12 +39,38 @@ def held_at_once(fn, args):
             tracemalloc.stop()
 
 
+@functools.cache
+def _library_folders() -> tuple[str, ...]:
+    """Where Python's standard library and installed packages live (each ending in the path separator)."""
+    paths = sysconfig.get_paths()
+    folders = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    folders |= set(getattr(site, "getsitepackages", list)()) | {site.getusersitepackages()}
+    return tuple(os.path.join(os.path.realpath(f), "") for f in folders if f)
+
+
+_OWN = os.path.join(os.path.realpath(Path(__file__).parents[2]), "")  # this package: counted wherever installed
+
+
+@functools.lru_cache(maxsize=4096)
+def _counted(filename: str) -> bool:
+    """Whether the code in ``filename`` is the student's (a notebook cell, a script, this package), not a
+    library's (Python's own modules, NumPy, SciPy: their lines depend on their versions and the paths they take)."""
+    if filename.startswith("<"):
+        return not filename.startswith("<frozen")  # exec'd code and notebook cells count, frozen modules do not
+    path = os.path.realpath(filename)
+    return path.startswith(_OWN) or not path.startswith(_library_folders())
+
+
 def python_steps(fn, args):
     """``(fn(*args), the Python steps it ran)``: the lines of Python code it executed and the Python functions it
-    called, its own and those of the libraries it calls (NumPy's wrappers are Python too). A loop that runs once per
-    token runs at least one line per token (a comprehension too: each round jumps back to its line, which counts), so
-    on two inputs that differ only in their number of tokens, a loop over the tokens shows as that many more steps;
-    code without one runs the same steps on both."""
+    called, in its own code and this package's -- not in Python's library or installed packages (NumPy's wrappers
+    are Python too, and how many lines they run depends on their version and on sizes: einsum's path search).
+    ``fn`` runs once untimed on a copy of ``args`` first, so that what a first call does once (a cache filled, an
+    import) is not counted; threads it starts are traced too. A loop that runs once per token runs at least one
+    line per token (a comprehension too: each round jumps back to its line, which counts), so on two inputs that
+    differ only in their number of tokens a loop over the tokens shows as that many more steps, while code without
+    one runs the same steps on both. A loop that C runs (``functools.reduce(np.matmul, ...)``) is not seen."""
+    fn(*copy.deepcopy(args))
     steps = 0
 
     def local(frame, event, arg):
@@ -46,13 +80,17 @@ def python_steps(fn, args):
 
     def called(frame, event, arg):
         nonlocal steps
-        steps += 1  # a "call" event: a Python function starts
+        if not _counted(frame.f_code.co_filename):
+            return None  # no line events in a library's frame; the frames it calls are asked again
+        steps += 1  # a "call" event: a Python function of the student's starts
         return local
 
-    before = sys.gettrace()
+    before, threads_before = sys.gettrace(), threading.gettrace()
     sys.settrace(called)
+    threading.settrace(called)
     try:
         got = fn(*args)
     finally:
         sys.settrace(before)
+        threading.settrace(threads_before)
     return got, steps

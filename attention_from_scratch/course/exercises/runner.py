@@ -109,11 +109,12 @@ def _aliased(ex: Exercise, args, got):
     return None
 
 
-def _call(ex: Exercise, fn, case: Case):
+def _call(ex: Exercise, fn, case: Case, counted: bool = False):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
     output, heavy, steps), aliased the (output, input) where the task asks for new arrays and an output is an input,
     heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it held
-    more, steps the Python steps it ran where the task rules out a loop (``Exercise.loop_hint``), else None."""
+    more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``), else
+    None."""
     args = copy.deepcopy(case.args)
     steps = None
     with warnings.catch_warnings(record=True) as caught:
@@ -121,7 +122,7 @@ def _call(ex: Exercise, fn, case: Case):
         if case.most_bytes is not None:
             got, held = held_at_once(fn, args)
             heavy = (held, case.most_bytes, ex.memory_hint(case)) if held > case.most_bytes else None
-        elif ex.loop_hint is not None:
+        elif counted:
             (got, steps), heavy = python_steps(fn, args), None
         else:
             got, heavy = fn(*args), None
@@ -152,12 +153,14 @@ def run(ex: Exercise, fn):
     fn_name = getattr(fn, "__name__", "your function")
     with np.errstate(all="ignore"):  # the checker's own arithmetic, whatever np.seterr the notebook set
         cases = ex.cases()
-    deferred, steps = None, {}  # steps: {case number: the Python steps fn ran on it} where the task rules out a loop
+    deferred, steps = None, {}  # steps: {case number: the Python steps fn ran on it}, for the cases compared so
+    compared = {n for n, c in enumerate(cases, start=1) if c.steps_beyond} | {c.steps_beyond[0] for c in cases
+                                                                             if c.steps_beyond}
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed, aliased, heavy, steps[n] = _call(ex, fn, case)
+            got, warned, changed, aliased, heavy, steps[n] = _call(ex, fn, case, n in compared)
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
