@@ -78,7 +78,7 @@ def text_config(corpus: str):
 TEXT_CONFIGS = {f"text: {corpus} checkpoint (d {c.d_model}, {c.n_layers} layers, vocab {c.vocab_size}, T {t}, "
                 f"batch {b})": (c, b, t) for corpus in ("tang", "devil") for c, b, t in [text_config(corpus)]}
 # the batch in parts, one BLAS thread each (model/data_parallel.BatchParts): where the parts beyond the first run
-PARTS = {"parts": "parts in processes", "threads": "parts in threads"}
+PARTS = {"processes": "parts in processes", "threads": "parts in threads"}
 BURST = 4  # timed steps in a row per variant and round, after one untimed (see the module docstring)
 TORCH_TARGET = 1.0  # issue 32: the NumPy step at most PyTorch's, at 1 and 2 threads, on the real-text configurations
 # name -> the most step / floor may be on one BLAS thread: the large step is bound by its matmuls and elementwise
@@ -252,7 +252,8 @@ def run(configs, threads=(1, 2), repeat=25):
         peaks = {}  # step function -> MiB: the BLAS rows share one step; a parts step counts this process's arrays
         for row, (n, way) in zip(rows[-len(ways):], ways, strict=True):
             fn = fns[("step", n, way)]
-            peaks[fn] = peaks.get(fn) or f"{peak_step_bytes(fn) / 2**20:.1f}" + (" (caller)" if way == "parts" else "")
+            caller = " (caller)" if way == "processes" else ""  # the workers hold their own parts' arrays
+            peaks[fn] = peaks.get(fn) or f"{peak_step_bytes(fn) / 2**20:.1f}{caller}"
             row += [str(blas_threads_for(config, batch * t) or "all"), peaks[fn]]
             if way in PARTS:
                 fn.close()

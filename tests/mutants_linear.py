@@ -283,16 +283,20 @@ def cs_loop_on_a_thread(state, k, v, beta, g):  # the token loop, run on a threa
 # --- chunk_state: right -------------------------------------------------------------------------------------
 
 
-def _lower_and_gamma(k, beta, g):
-    c, gamma = k.shape[-2], np.cumsum(g, axis=-1)
-    earlier = np.tril(np.ones((c, c), dtype=bool), -1)
-    decay = np.exp(np.where(earlier, gamma[..., :, None] - gamma[..., None, :], 0.0))
-    return np.where(earlier, beta[..., :, None] * (k @ _t(k)) * decay, 0.0), gamma
+def _written_by(inverse, state, k, v, beta, gamma):
+    """U = (I + L)⁻¹ diag(β)(V − (K ⊙ e^Γ) S₀), from the inverse, however it was found."""
+    return inverse @ (beta[..., None] * (v - (k * np.exp(gamma)[..., None]) @ state))
+
+
+def _handed_on(state, k, gamma, u):
+    """S_C = e^{γ_C} S₀ + (K ⊙ e^{γ_C − Γ})ᵀ U, in the inputs' dtype."""
+    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
+            ).astype(k.dtype)
 
 
 def cs_einsum_optimized(state, k, v, beta, g):  # NumPy's einsum picks another path for C = 64 than for C = 4
-    lower, gamma = _lower_and_gamma(k, beta, g)
-    inverse = np.linalg.inv(np.eye(k.shape[-2]) + lower)  # (I + L)⁻¹
+    gamma = np.cumsum(g, axis=-1)
+    inverse = np.linalg.inv(_system(k, beta, gamma))  # (I + L)⁻¹
     rest = v - (k * np.exp(gamma)[..., None]) @ state  # V − (K ⊙ e^Γ) S₀; β comes in the einsum
     to_end = np.exp(gamma[..., -1:] - gamma)
     written = np.einsum("bhcd,bhc,bhcx,bhx,bhxe->bhde", k, to_end, inverse, beta, rest, optimize="optimal")
@@ -305,32 +309,26 @@ def _eye(c):
 
 
 def cs_cached_identity(state, k, v, beta, g):  # a cache filled at the first C = 64 (case 9) is no loop
-    lower, gamma = _lower_and_gamma(k, beta, g)
+    gamma = np.cumsum(g, axis=-1)
+    lower = _system(k, beta, gamma) - _eye(k.shape[-2])  # L
     u = np.linalg.solve(_eye(k.shape[-2]) + lower, beta[..., None] * (v - (k * np.exp(gamma)[..., None]) @ state))
-    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
-            ).astype(k.dtype)
+    return _handed_on(state, k, gamma, u)
 
 
 def cs_inverse_by_doubling(state, k, v, beta, g):  # (I + L)⁻¹ = (I − L)(I + L²)(I + L⁴)…: ⌈log₂ C⌉ rounds
-    lower, gamma = _lower_and_gamma(k, beta, g)
+    gamma = np.cumsum(g, axis=-1)
+    lower = _system(k, beta, gamma) - np.eye(k.shape[-2])  # L
     inverse, power = np.eye(k.shape[-2]) - lower, lower
     while np.any(power):  # L is nilpotent: L^C = 0
         power = power @ power
         inverse = inverse + inverse @ power
-    u = inverse @ (beta[..., None] * (v - (k * np.exp(gamma)[..., None]) @ state))
-    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
-            ).astype(k.dtype)
+    return _handed_on(state, k, gamma, _written_by(inverse, state, k, v, beta, gamma))
 
 
 def cs_inverse(state, k, v, beta, g):  # (I + L)⁻¹ once, by np.linalg.inv, for both right-hand sides
     gamma = np.cumsum(g, axis=-1)
-    c = k.shape[-2]
-    earlier = np.tril(np.ones((c, c), dtype=bool), -1)
-    decay = np.exp(np.where(earlier, gamma[..., :, None] - gamma[..., None, :], 0.0))
-    inverse = np.linalg.inv(np.eye(c) + np.where(earlier, beta[..., :, None] * (k @ _t(k)) * decay, 0.0))
-    u = inverse @ (beta[..., None] * v) - inverse @ (beta[..., None] * k * np.exp(gamma)[..., None]) @ state
-    return (np.exp(gamma[..., -1])[..., None, None] * state + _t(k * np.exp(gamma[..., -1:] - gamma)[..., None]) @ u
-            ).astype(k.dtype)
+    inverse = np.linalg.inv(_system(k, beta, gamma))
+    return _handed_on(state, k, gamma, _written_by(inverse, state, k, v, beta, gamma))
 
 
 def cs_head_by_head(state, k, v, beta, g):  # a loop over batch and heads is no loop over the tokens

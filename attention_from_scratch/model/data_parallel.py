@@ -15,15 +15,16 @@ elementwise passes (GELU, softmax, the norms, RoPE) and attention's many small p
 at the same time, each with a one-thread BLAS, put all of that work on every core. On NumPy each part beyond the
 first runs in a worker process (:mod:`.part_processes`), or with ``in_threads=True`` on a thread of this process:
 NumPy lets go of Python's interpreter lock inside its loops and BLAS calls, but threads wait for one another at it
-between the step's thousands of short calls (as fast for the Tang model's step, 5% slower for the Devil model's,
-measured in :mod:`.part_processes`); a thread needs no process started, no shared memory and nothing copied, and
-keeps the whole step in one process. Measured with ``benchmarks/bench_training.py --text`` on 2 cores of an AMD EPYC
-virtual machine (``docs/guide/benchmarks.md``, "The batch in parts, in processes"), two parts took 0.77-0.88x the
-time of the whole batch on two BLAS threads for the Tang model's step and 0.66-0.76x for the Devil model's, with the
-freed memory kept (``infra/allocator.keep_freed_memory``, which the benchmark and the ``train`` command set and the
-workers take from their caller). A part costs a round trip to its process (about 0.65 ms here), so parts pay only
-for steps of tens of milliseconds and more. On any other backend the parts take turns in the caller (the same
-numbers): on a GPU they would only take turns on one device anyway, so use one worker there.
+between the step's thousands of short calls (``bench_training.py --text`` on 2026-12-05: 1.13-1.15x the time in
+processes for the Tang model's step, 1.00-1.06x for the Devil model's; ``docs/guide/benchmarks.md``); a thread needs
+no process started, no shared memory and nothing copied, and keeps the whole step in one process. Measured with
+``benchmarks/bench_training.py --text`` on 2 cores of an AMD EPYC virtual machine (``docs/guide/benchmarks.md``,
+"The batch in parts, in processes"), two parts took 0.77-0.88x the time of the whole batch on two BLAS threads for
+the Tang model's step and 0.66-0.76x for the Devil model's, with the freed memory kept
+(``infra/allocator.keep_freed_memory``, which the benchmark and the ``train`` command set and the workers take from
+their caller). A part costs a round trip to its process (about 0.65 ms here), so parts pay only for steps of tens of
+milliseconds and more. On any other backend the parts take turns in the caller (the same numbers): on a GPU they
+would only take turns on one device anyway, so use one worker there.
 
 The result equals the whole batch's up to rounding (sums in another order), not bit for bit; a given
 number of parts always gives the same bits, in processes or threads (the parts are combined in a fixed order).

@@ -74,7 +74,7 @@ class Exercise:
     # more than its case's most_bytes at once
     memory_hint: Callable | None = None
     # a task that rules out a Python loop over an axis (a chunk's tokens): the hint for a function whose Python steps
-    # grow with that axis (Case.steps_beyond); the function's steps are then counted on every case
+    # grow with that axis (Case.steps_beyond: the steps are counted on that case and on the one it is compared with)
     loop_hint: Message | None = None
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
