@@ -206,6 +206,33 @@ def test_additive_scores_do_not_grow_with_dk():
     assert 1 / 16 < large[1] < 0.3
 
 
+def test_the_recommender_figure_draws_the_fit_it_is_given():
+    """plot_mf_training draws a fit, it does not make one: the loss curve and the unseen ratings' points are those
+    of the model passed in (a shorter fit draws its own), and the figures command's fit is notebook 24's."""
+    from attention_from_scratch.course.plots.applications import plot_mf_training
+    from attention_from_scratch.recommender import fit_matrix_factorization, synthetic_ratings
+
+    model, truth, observed = examples.matrix_factorisation_example()
+    ratings = synthetic_ratings(30, 20, rank=3, density=0.3, noise=0.1, seed=0)[0]
+    short = fit_matrix_factorization(ratings, observed, rank=3, steps=20, seed=0)
+    unseen = ~observed
+    for fit in (model, short):
+        fig = plot_mf_training(fit, truth, observed)
+        loss, scatter = fig.axes
+        np.testing.assert_array_equal(loss.lines[0].get_ydata(), fit.losses)
+        np.testing.assert_array_equal(scatter.collections[0].get_offsets(),
+                                      np.stack([truth[unseen], fit.predict()[unseen]], axis=1))
+        matplotlib.pyplot.close(fig)
+    # notebook 24 prints its fit's losses at these steps: the figure's fit is that one
+    notebook = bt.load(COMMITTED.parent / "notebooks" / "24_applications.ipynb")
+    printed = re.findall(r"step +(\d+): training loss ([\d.]+)", "".join(
+        "".join(out.get("text", "")) for cell in notebook["cells"] if cell["cell_type"] == "code"
+        for out in cell["outputs"]))
+    assert len(printed) == 5, printed
+    for step, value in printed:
+        assert f"{model.losses[int(step)]:.4f}" == value
+
+
 def test_mla_singular_values_do_not_depend_on_blas_rounding(written, tmp_path, monkeypatch):
     # another BLAS (or thread count) rounds the product W_UK W_DKV and the SVD differently: singular
     # values change by ~1e-16 of the largest, which moves the rank-deficient tail (all rounding noise)

@@ -30,6 +30,7 @@ __all__ = [
     "kernel_regression_data",
     "kernel_regression_truth",
     "mask_fill_weights",
+    "matrix_factorisation_example",
     "mha_head_example",
     "zero_filled_causal_attention",
 ]
@@ -252,3 +253,14 @@ def indexer_example(steps: int = 300):
     held_out = np.random.default_rng(99).standard_normal((8, 32, cfg.dim))
     return {"config": cfg, "random": layers[0], "trained": layers[1], "held_out": held_out,
             "target": attention_target(layers[0], held_out), "losses": losses}
+
+
+# Notebook 24's recommender: 30 users x 20 items of rank-3 ratings, 30% observed, noise 0.1; a rank-3 fit,
+# 300 gradient-descent steps (the notebook's cells make the same calls, in the open)
+def matrix_factorisation_example():
+    """``(model, truth, observed)``: notebook 24's fit of its synthetic ratings (``recommender``), for its figure."""
+    from ..recommender import fit_matrix_factorization, synthetic_ratings
+
+    ratings, observed, truth = synthetic_ratings(30, 20, rank=3, density=0.3, noise=0.1, seed=0)
+    model = fit_matrix_factorization(ratings, observed, rank=3, steps=300, lr=0.1, l2=1e-3, seed=0)
+    return model, truth, observed

@@ -1,4 +1,4 @@
-"""Figures of notebooks 24 and 09: a recommender training, InfoNCE's temperature, dot-product vs additive
+"""Figures of notebooks 24 and 09: a recommender's fit, InfoNCE's temperature, dot-product vs additive
 saturation. Each function draws on a new figure and returns it."""
 
 from __future__ import annotations
@@ -6,16 +6,18 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..examples import additive_score_stats
+from ..examples import additive_score_stats, matrix_factorisation_example
 
 __all__ = ["FIGURES", "plot_dot_vs_additive_saturation", "plot_infonce_temperature", "plot_mf_training"]
 
-def plot_mf_training():
-    """Matrix factorisation on synthetic ratings: training loss per step, and predicted vs true unseen ratings."""
-    from ...recommender import fit_matrix_factorization, synthetic_ratings
+def plot_mf_training(model, truth, observed):
+    """A matrix factorisation's fit: its training loss per step, and its predictions of the ratings it never saw
+    against the true ones (and against the global mean).
 
-    ratings, observed, truth = synthetic_ratings(30, 20, 3, density=0.3, seed=0)
-    model = fit_matrix_factorization(ratings, observed, rank=3, steps=300, seed=0)
+    ``model`` is what ``recommender.fit_matrix_factorization`` returned (its ``losses``, ``mean`` and
+    ``predict()``); ``truth`` ``(U, I)`` the ratings before noise and ``observed`` ``(U, I)`` booleans, as
+    ``recommender.synthetic_ratings`` returns them. Notebook 24 trains the model; this only draws it.
+    """
     unseen = ~np.asarray(observed)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
     ax1.semilogy(model.losses)
@@ -98,7 +100,7 @@ def plot_dot_vs_additive_saturation():
 
 
 FIGURES = {  # file name -> function returning a Figure
-    "24_matrix_factorisation.png": plot_mf_training,
+    "24_matrix_factorisation.png": lambda: plot_mf_training(*matrix_factorisation_example()),
     "24_infonce_temperature.png": plot_infonce_temperature,
     "09_dot_vs_additive_saturation.png": plot_dot_vs_additive_saturation,
 }
