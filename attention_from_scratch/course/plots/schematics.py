@@ -124,7 +124,7 @@ def plot_multihead_split_merge():
     ax.text(12.6, 1.3, "transpose back, reshape:\nthe heads side by side", ha="center", fontsize=8.5)
     ax.text(7.0, 1.3, "(B, T, H·d_k) → (B, T, H, d_k)\n→ (B, H, T, d_k)", ha="center", fontsize=8.5,
             family="monospace")
-    ax.text(8.0, 0.25, "d_k = d_model / H: the heads together cost the multiply-adds of one wide head, "
+    ax.text(8.0, 0.25, "with the usual d_k = d_model / H, the heads together cost the multiply-adds of one wide head, "
             "but hold H score matrices of (T, S); here S = T, as the keys come from the same X", ha="center",
             fontsize=9, style="italic")
     return fig
