@@ -13,8 +13,10 @@ exactly (``tokenizers.py``).
 Chunks first (GPT-2's "pre-tokenization"): the text is cut by a regular expression into words with
 their leading space, runs of digits, runs of punctuation and runs of white space, and pairs are never
 counted across two chunks, so no token glues the end of one word to the next. The chunk pattern
-(:data:`CHUNK_PATTERN`) is GPT-2's, written with Python's ``re`` classes; its pieces always join back
-into the text. A Chinese line has no spaces: its chunks are the runs of characters between punctuation.
+(:data:`CHUNK_PATTERN`) is GPT-2's, written with Python's ``re`` classes, which differ on a few characters:
+GPT-2's class of numbers (Unicode's N) holds ``²``, ``½`` and ``Ⅻ``, which ``re`` takes for letters (``"x²"`` is
+one chunk here, two in GPT-2); its pieces always join back into the text. A Chinese line has no spaces: its
+chunks are the runs of characters between punctuation.
 
 Training is incremental, as in practice: the pair counts are computed once; a merge updates only the
 chunks that contain the merged pair (their pairs are subtracted, the merged chunk's pairs added), and

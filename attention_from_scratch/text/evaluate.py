@@ -6,8 +6,10 @@ A model assigns each held-out token a probability given the tokens before it; th
     bits per character = nats per character / ln 2
 
 Per *character*, not per token: a tokenizer with longer tokens has fewer, harder tokens to predict, and
-only the cost of the whole text is comparable between tokenizers (and equals the cost of the text
-under the model: the tokenizers here spell each string one way). The held-out stream is the held-out
+only the cost of the whole text is comparable between tokenizers. That cost is the text's through the
+tokenizer's one spelling of it: the model gives some probability to other token sequences that spell the
+same text too, so it is an upper bound on -ln p(text) (a sum over every spelling), and what language
+models report. The held-out stream is the held-out
 documents joined by the corpus separator, with one separator in front (so the first document's first
 token is predicted too, as every other's: after a blank line); the stream's first token is given.
 

@@ -4,9 +4,11 @@ For each head (layer l, head h) and each pattern, the score is the attention wei
 the keys that pattern names, averaged over the query positions where that key exists:
 
     previous     key t - 1                                   (a "previous-token head")
-    same_column  the character at the same column of the previous line (in a poem, the character it
-                 stands opposite to: 对仗, parallel couplets); queries on a line's first column and on the
-                 first line have none
+    same_column  the character at the same column of the previous line; queries on a line's first column
+                 and on the first line have none. A line of the Tang poems holds a whole couplet (two
+                 clauses), so this is the same place in the couplet before: the characters that answer
+                 each other in a parallel couplet (对仗) sit in one line, a clause apart, which no pattern
+                 here measures
     punctuation  every key that is a punctuation mark or a line break, summed
     self         key t itself
 

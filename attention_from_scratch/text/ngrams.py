@@ -7,8 +7,8 @@ training stream:
 
       p(w | h) = (c(h w) + k) / (c(h) + k V)        c(h) = Σ_w c(h w); for the unigram h is empty
 
-* **interpolated Kneser-Ney** (Kneser & Ney 1995; the interpolated form of Chen & Goodman 1998, §3.5,
-  with one discount per order, D = n1 / (n1 + 2 n2) from the counts-of-counts):
+* **interpolated Kneser-Ney** (Kneser & Ney 1995; the interpolated form that Chen & Goodman 1998 compare,
+  with one discount per order, D = n1 / (n1 + 2 n2) from the counts-of-counts, Ney, Essen & Kneser 1994):
 
       p_m(w | h) = max(c_m(h w) - D_m, 0) / c_m(h)  +  D_m N_m(h) / c_m(h) · p_(m-1)(w | h')
       p_0(w) = 1 / V
