@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -47,11 +49,47 @@ def test_key_masks_name_the_right_keys():
     tok = CharTokenizer.train(POEM)
     masks = _key_masks(tok, tok.encode(POEM))
     line2 = POEM.index("\n") + 1
-    # 望 (line 2, column 2) stands opposite 明 (line 1, column 2); a first column has no partner
+    # 望 (line 2, column 2) sits below 明 (line 1, column 2); a first column has no partner
     assert np.flatnonzero(masks["same_column"][line2 + 2]).tolist() == [2]
     assert not masks["same_column"][line2].any() and not masks["same_column"][:line2].any()
     assert np.flatnonzero(masks["punctuation"][-1]).tolist() == [5, 11, 12, 18, 24]  # ，。\n，。
     assert masks["previous"][7, 6] and masks["self"][7, 7] and masks["previous"].sum() == len(POEM) - 1
+
+
+def _opposite_by_a_loop(text):
+    """The (T, T) opposite mask of a character-per-token text, by scanning each line's clauses by hand."""
+    expected, offset = np.zeros((len(text), len(text)), dtype=bool), 0
+    for line in text.split("\n"):
+        clauses, current = [], []
+        for i, ch in enumerate(line):
+            if ch in "，。！？、；：":
+                clauses.append(current)
+                current = []
+            else:
+                current.append(offset + i)
+        clauses.append(current)
+        for before, after in itertools.pairwise(clauses):
+            for q, k in zip(after, before, strict=False):  # a clause's i-th character answers the i-th before it
+                expected[q, k] = True
+        offset += len(line) + 1
+    return expected
+
+
+@pytest.mark.parametrize("text", [POEM, "一二三，四五\n六，七八。九", "，一二，三四，五六七"])
+def test_opposite_names_the_character_the_clause_before_holds_at_the_same_place(text):
+    tok = CharTokenizer.train(text)
+    masks = _key_masks(tok, tok.encode(text))
+    np.testing.assert_array_equal(masks["opposite"], _opposite_by_a_loop(text))
+    assert masks["opposite"].any()
+
+
+def test_opposite_in_a_couplet():
+    tok = CharTokenizer.train(POEM)
+    masks = _key_masks(tok, tok.encode(POEM))
+    line2 = POEM.index("\n") + 1
+    answered = {POEM[q]: POEM[k] for q, k in zip(*np.nonzero(masks["opposite"]), strict=True) if q >= line2}
+    assert answered == {"低": "举", "头": "头", "思": "望", "故": "明", "乡": "月"}  # 举头望明月，低头思故乡
+    assert not masks["opposite"][line2:line2 + 6].any()  # the first clause of a line answers nothing
 
 
 def test_key_masks_place_byte_tokens_on_their_character():
@@ -59,6 +97,8 @@ def test_key_masks_place_byte_tokens_on_their_character():
     ids = tok.encode("一二\n三四")
     masks = _key_masks(tok, ids)
     assert len(ids) == 13 and np.flatnonzero(masks["same_column"][10]).tolist() == [3, 4, 5]  # 四's bytes -> 二's
+    ids = tok.encode("一二，三四")
+    assert np.flatnonzero(_key_masks(tok, ids)["opposite"][13]).tolist() == [3, 4, 5]  # 四's bytes -> 二's
 
 
 def test_head_scores_find_a_previous_token_head():
@@ -80,4 +120,5 @@ def test_head_scores_find_a_previous_token_head():
     assert weights.shape == (1, 2, 25, 25)
     s = head_scores(model, tok, [POEM, POEM[:12]])
     assert s.best("previous")[:2] == (0, 0) and s.scores["previous"][0, 0] > 0.9 > s.uniform["previous"]
-    assert s.scores["previous"][0, 1] < 0.5 and set(s.scores) == {"previous", "same_column", "punctuation", "self"}
+    assert s.scores["previous"][0, 1] < 0.5
+    assert set(s.scores) == {"previous", "same_column", "opposite", "punctuation", "self"}

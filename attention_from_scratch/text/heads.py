@@ -6,9 +6,10 @@ the keys that pattern names, averaged over the query positions where that key ex
     previous     key t - 1                                   (a "previous-token head")
     same_column  the character at the same column of the previous line; queries on a line's first column
                  and on the first line have none. A line of the Tang poems holds a whole couplet (two
-                 clauses), so this is the same place in the couplet before: the characters that answer
-                 each other in a parallel couplet (对仗) sit in one line, a clause apart, which no pattern
-                 here measures
+                 clauses), so this is the same place in the couplet before
+    opposite     the character at the same place in the clause before, on the same line (clauses end at
+                 punctuation): in a parallel couplet (对仗), the character it answers, 黄 for 白 in
+                 白日依山尽，黄河入海流; punctuation marks and a line's first clause have none
     punctuation  every key that is a punctuation mark or a line break, summed
     self         key t itself
 
@@ -35,7 +36,7 @@ from .tokenizers import utf8
 
 __all__ = ["HeadScores", "attention_maps", "head_scores"]
 
-PATTERNS = ("previous", "same_column", "punctuation", "self")
+PATTERNS = ("previous", "same_column", "opposite", "punctuation", "self")
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,20 @@ def _key_masks(tokenizer, ids) -> dict[str, np.ndarray]:
     starts = np.searchsorted(char_starts, byte_starts, side="right") - 1  # (T,): the character a token is in
     line = np.array([text.count("\n", 0, s) for s in starts])  # (T,)
     column = starts - np.array([text.rfind("\n", 0, s) + 1 for s in starts])  # (T,)
-    punct = np.array([text[s] == "\n" or unicodedata.category(text[s]).startswith("P") for s in starts])
+    is_punct = [c == "\n" or unicodedata.category(c).startswith("P") for c in text]  # per character
+    punct = np.array([is_punct[s] for s in starts])
+    marks = np.cumsum([0, *is_punct])  # marks[i]: punctuation marks (line breaks too) before character i
+    clause = marks[starts] - marks[starts - column]  # (T,): the clause of its line, from 0
+    latest = np.maximum.accumulate(np.where(is_punct, np.arange(len(text)), -1))  # the last mark at or before i
+    place = starts - np.where(starts > 0, latest[starts - 1], -1) - 1  # (T,): its place in its clause, from 0
     t = np.arange(len(ids))
     causal = t[None, :] <= t[:, None]  # (T, T): key j visible from query t
     return {
         "previous": t[None, :] == t[:, None] - 1,
         "same_column": causal & (line[None, :] == line[:, None] - 1) & (column[None, :] == column[:, None])
         & (column[:, None] > 0),
+        "opposite": causal & (line[None, :] == line[:, None]) & (clause[None, :] == clause[:, None] - 1)
+        & (place[None, :] == place[:, None]) & ~punct[None, :] & ~punct[:, None],
         "punctuation": causal & punct[None, :],
         "self": t[None, :] == t[:, None],
     }
