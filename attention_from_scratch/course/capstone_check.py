@@ -1,0 +1,60 @@
+"""Notebook 13's three training exercises, checked in the learner's language: ``check_capstone_exercise(n, model)``.
+
+    >>> from attention_from_scratch.course.capstone_check import check_capstone_exercise
+    >>> check_capstone_exercise(1, None)
+    exercise 1: not trained yet (set model_1)
+
+Exercise 1 trains the copy task with learned positions instead of RoPE, exercise 2 the induction task with one
+layer, exercise 3 the induction recipe on a reversal task. None has one right model: the report says what the
+learner's model does, measured: the accuracy of the tokens it generates (``evaluate(..., generate=True)``,
+"learned" above 0.99) and, for exercises 1 and 3, what each layer's heads attend to on 256 fresh sequences
+(the previous-token and "n - 1 back" scores of ``model/tasks.py``; the weight of query n + j on key n - 1 - j,
+the reversed copy). Notebook 13's "Solutions" block compares them with the worked solutions' runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..infra.checks import check_positive_int
+from ..model.tasks import ReversalTask, evaluate, induction_score, previous_token_score
+from ..model.training import RECIPES
+from .i18n import msg, render
+
+__all__ = ["EXERCISES", "check_capstone_exercise"]
+
+# exercise -> the task its model is trained on (exercise 3's is the reversal of 6 tokens over 16 symbols)
+EXERCISES = {1: lambda: RECIPES["copy"]["task"], 2: lambda: RECIPES["induction"]["task"],
+             3: lambda: ReversalTask(16, 6)}
+
+
+def check_capstone_exercise(n: int, model, lang: str | None = None) -> None:
+    """Print what exercise ``n``'s ``model`` does (None: not trained yet); ``lang`` "en" or "zh" (default: the
+    course-wide language, :func:`.i18n.set_language`)."""
+    n = check_positive_int(n, "n (the exercise: 1, 2 or 3)")
+    if n not in EXERCISES:
+        raise ValueError(f"n (the exercise) must be 1, 2 or 3, got {n}")
+    sys.stdout.write("\n".join(render(line, lang) for line in _report(n, model)) + "\n")  # one stored output
+
+
+def _report(n: int, model) -> list:
+    if model is None:
+        return [msg("exercise {n}: not trained yet (set model_{n})", n=n)]
+    task = EXERCISES[n]()
+    length = task.length if isinstance(task.length, int) else 8
+    maps = model.attention_weights(task.sample(np.random.default_rng(7), 256, length)[0])  # [(B, H, T, T)] per layer
+    accuracy = evaluate(model, task, generate=True)
+    lines = [msg("exercise {n}: generated accuracy {accuracy:.3f} ({verdict})", n=n, accuracy=accuracy,
+                 verdict=msg("learned") if accuracy > 0.99 else msg("not learned"))]
+    for i, w in enumerate(maps):
+        if n == 1:
+            lines.append(msg("  layer {i}: previous-token scores {previous}, 'n - 1 back' scores {back}", i=i,
+                             previous=np.round(previous_token_score(w).mean(0), 2),
+                             back=np.round(induction_score(w, length).mean(0), 2)))
+        elif n == 3:
+            rows = np.arange(length, 2 * length)  # query n + j, key n - 1 - j
+            lines.append(msg("  layer {i}: weight of query n + j on key n - 1 - j {weights}", i=i,
+                             weights=np.round(w[..., rows, 2 * length - 1 - rows].mean(-1).mean(0), 2)))
+    return lines
