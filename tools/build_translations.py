@@ -15,10 +15,11 @@ nbformat id and the SHA-256 (first 16 hex digits) of the English source it trans
 A catalog covers a notebook completely or it is wrong: the notebook ``notebooks/zh/NN_topic.ipynb`` is
 the English notebook with each markdown cell's source replaced by its Chinese text -- code cells, their
 outputs, every cell's id and metadata and the notebook's metadata are copied unchanged, but for the
-outputs of the check cells (:data:`CHECK_CALL`: the exercises' checkers, the short answers, the quiz, notebook
-13's capstone check), whose replies the learner reads: those are the Chinese notebook's own, recorded by running it where its
-kernel speaks Chinese (``--replies``, below) in ``translations/zh/replies/NN_topic.json``, each with the
-hash of the English cell (source and outputs) it answers for. A check cell whose English changed since its
+outputs of the check cells (:data:`CHECK_CALL`: the exercises' checkers, the short answers, the quiz,
+notebook 13's capstone check), whose replies the learner reads: those are the Chinese notebook's own,
+recorded by running it where its kernel speaks Chinese (``--replies``, below) in
+``translations/zh/replies/NN_topic.json``, each with the hash of the English cell (source and outputs) it
+answers for. A check cell whose English changed since its
 reply was recorded is reported like a stale translation. A markdown cell
 is *missing* when no section of the catalog carries its English hash, and *stale* when the section
 with its id translates an older English text (or is flagged ``todo``/``stale``). Any missing or stale
