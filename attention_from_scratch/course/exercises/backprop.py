@@ -224,7 +224,7 @@ dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = scale · 
 (boolean, True = may attend) broadcasts against the `(..., T, S)` scores, e.g. `(B, 1, 1, S)`; a masked key
 gets no gradient, and a fully masked row contributes nothing (no `nan`). Return the inputs' dtype and leave
 the inputs unchanged. The checker tries T ≠ S, d_v ≠ d_k, batch and head dimensions, float32, a causal mask,
-a padding mask, a blocked key and an allowed key scoring about 1000 above the others, a square padding
+a padding mask, a key scoring about 1000 above the others (blocked, and not blocked), a square padding
 mask (T = S, not causal), a fully masked row, rows far apart, a row of scores all far below zero (about
 −1000), d_k = 16, one token, a `(B, 1, T, S)` mask with a pattern per sequence, scores of exactly 0 and float32
 scores about 100 (exp overflows float32 above 88.7).""",
