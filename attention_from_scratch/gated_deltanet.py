@@ -156,7 +156,7 @@ class GatedDeltaNet:
 
     ``layer.params`` maps Qwen3-Next's names to arrays (they may be reassigned). A new layer draws its
     projections N(0, 1/fan_in) and its convolution N(0, 1/K) from ``seed``, sets dt_bias = 1, norm = 1 and
-    A = exp(A_log) spread over [1, 16] (transformers draws A uniformly in (0.01, 16)), on ``xp``, ``device``.
+    A = exp(A_log) spread over [1, 16] (transformers' Qwen3-Next draws A uniformly in (0, 16)), on ``xp``, ``device``.
     """
 
     def __init__(self, config: GatedDeltaNetConfig, *, seed: int = 0, xp=None, dtype=None, device=None):

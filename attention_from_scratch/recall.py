@@ -16,7 +16,8 @@ Two experiments, one function each:
 * :func:`associative_recall` stores N distinct pairs once: an answer counts when its nearest stored
   value (in angle) is its own. Softmax holds; linear attention falls first (N = 8: about 0.3 at d = 32);
   the delta rule holds to N ≈ d/2 and then falls -- *faster* than the plain sum, because each exact
-  write also erases a little of the older pairs (one pass of random keys favours the recent ones);
+  write also erases a little of the pairs written before it (only the last pair written is sure to read back
+  exactly);
 * :func:`overwrite_recall` stores N pairs, then writes the same N keys again with new values: an
   answer counts when it is nearer the new value than the old one. Only the delta rule replaces (≈ 1);
   the sum, linear attention and even softmax attention return a blend of both (≈ 0.5, a coin flip).
