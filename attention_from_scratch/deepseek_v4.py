@@ -17,13 +17,14 @@ state h (legend below):
               min(index_topk, visible) best entries, ties to the lower index (``select_topk``).
 5. attention  one softmax per head over [the last W tokens' kv | the selected (CSA) or all visible (HCA)
               entries] with a learned sink logit per head (``sinks.py``): o_i = Σ_s P_is kv_s.
-6. output     the values carry RoPE (V = K), so o's rotated channels are turned back by -p; the H
+6. output     the values carry RoPE (V = K), so o's rotated channels are turned back by -pθ; the H
               outputs are projected in g groups to o_lora_rank each (W_Oa), then mixed (W_Ob).
 
 RoPE turns consecutive pairs of each vector's LAST r = int(head_dim · partial_rotary_factor) channels
 ([nope | rope]); sliding layers use ``rope_theta``, CSA/HCA layers ``compress_rope_theta`` with YaRN
-(their q, window kv, entries, indexer q and k). Each query reads at most W + k keys (CSA): the
-context's length enters only through the indexer, which scores 1/m of the tokens.
+(their q, window kv, entries, indexer q and k). Each query of a CSA layer reads at most W + k keys: there the
+context's length enters only through the indexer, which scores 1/m of the tokens (an HCA layer reads all n/m'
+entries).
 
 Equal to transformers 5.24's ``DeepseekV4Attention`` (checked by hand, report of issue 33: random float64
 layers of width 64, 4 heads of 32, window 6, CSA m = 4 with 16 indexer heads keeping 3, HCA m' = 8, 41
