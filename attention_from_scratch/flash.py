@@ -31,7 +31,7 @@ backward pass (``flash_backward.py``) rebuilds any tile's weights from ``lse``: 
 with a sliding ``window`` (``windows.py``), every block before its band except the ``n_sinks`` kept
 sink keys: the cost grows as T·W, not T·S. Only tiles that straddle an edge need a mask
 (:func:`tile_mask`). Learned ``sink_logits`` are the state the running max and sum start from
-(:func:`empty_state`). On a GPU each (batch·head, query block) runs on its own multiprocessor; here
+(:func:`empty_state`). On a GPU each (batch·head, query block) runs as its own thread block; here
 ``workers=N`` runs them on N threads (NumPy releases the GIL inside matmul and exp). What the tiles save in
 memory traffic is counted in ``flash_io.py``.
 """

@@ -34,7 +34,9 @@ def attention_io_bytes(n: int, d: int, block_q: int | None = None, *, element_si
 
 
 def tile_sram_bytes(block_q: int, block_k: int, d: int, *, element_size: int = 4) -> int:
-    """Fast memory one tile needs: Q block, K and V blocks, the score tile, the accumulator, m and l."""
+    """Fast memory one tile needs: Q block, K and V blocks, the score tile, the accumulator, m and l, all at
+    ``element_size`` bytes: a simple model (real kernels keep the score tile and the accumulator in registers, in
+    float32, and the inputs in 16-bit shared memory)."""
     b_q, b_k = check_positive_int(block_q, "block_q"), check_positive_int(block_k, "block_k")
     d = check_positive_int(d, "d")
     return (2 * b_q * d + 2 * b_k * d + b_q * b_k + 2 * b_q) * check_positive_int(element_size, "element_size")

@@ -19,8 +19,10 @@ is such a state too: ``(m, l, acc) = (lse, 1, out)``, since ``Σ exp(s - lse) = 
   what it holds to r + 1) and each device merges what it sees into its queries' states. Every block
   is sent N - 1 times: ``bytes_sent = (N - 1) · (bytes(K) + bytes(V))``. With a causal mask the blocks
   in a device's future are skipped, so with a contiguous placement device r computes r + 1 blocks and
-  the last one N: the **zigzag** placement (chunk r and chunk 2N - 1 - r of 2N on device r; Brandon et
-  al. 2023, Llama 3's context parallelism) gives every device the same work (:func:`ring_work`).
+  the last one N: the **zigzag** placement (chunk r and chunk 2N - 1 - r of 2N on device r, as in the
+  ring-flash-attention implementation and in Llama 3's context parallelism, which all-gathers the keys and values
+  instead of passing them around a ring) gives every device the same work (:func:`ring_work`); Striped Attention
+  (Brandon et al. 2023) balances it otherwise, dealing the tokens out round-robin (p mod N).
 
 Legend: T queries, S keys; leading (batch, head) dims broadcast, as in ``attention.py``.
 """
