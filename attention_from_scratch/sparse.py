@@ -10,8 +10,8 @@ MLA and adds a small scorer in front of it. For the query token t and every visi
 
 and the main attention of query t runs over ``S_t = top-k_s I(t, s)`` only (k = index_topk = 2048;
 all visible keys when fewer). ``c_Q`` is MLA's normalised query latent, reused: the indexer costs one
-d_I-wide dot product per head and key, in FP8 in the reference, instead of MLA's 576-wide products for
-each of 128 heads; the main attention then costs O(k) per query instead of O(S).
+d_I-wide dot product per head and key, in FP8 in the reference, instead of absorbed MLA's 2·512 + 64 = 1,088
+multiply-adds for each of 128 heads; the main attention then costs O(k) per query instead of O(S).
 
 Two layouts of RoPE meet here. The indexer rotates the first ``qk_rope_head_dim`` dims of q and k in
 the *rotate-half* layout (feature i pairs with i + d_r/2, :func:`~attention_from_scratch.rope.rotate_half_rope`),

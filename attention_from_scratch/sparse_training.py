@@ -6,6 +6,8 @@ indexer's scores are trained so that their softmax over the visible keys matches
 
     L = mean_t KL(p_{t,:} || softmax(I_{t,:}))       (the indexer's inputs are detached from the model)
 
+(the report's Eq. 3 sums over t; the mean divides that loss and its gradient by the number of queries).
+
 Writing ``G = softmax(I) - p`` (per row, divided by the number of rows) the gradient flows back through
 ``I(t, s) = Σ_h w_{t,h} ReLU(z_{t,h,s})`` with ``z = q_{t,h}·k_s / sqrt(d_I)``:
 

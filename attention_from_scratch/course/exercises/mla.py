@@ -32,7 +32,7 @@ def _fresh_mla(seed):
     return _mla_case(FRESH, seed + 1, b, h, t, s, d_h=d_h, d_r=d_r, d_c=int(rng.integers(1, 9)))
 
 
-LONG_CACHE = "a long cache, one new token: (1, 8, 1, 4096), d_h = 256, d_c = 8 (the keys rebuilt would take 64 MB)"
+LONG_CACHE = "a long cache, one new token: (1, 8, 1, 4096), d_h = 256, d_c = 8 (the keys rebuilt would take 64 MiB)"
 
 
 def _mla_cases():
@@ -42,7 +42,7 @@ def _mla_cases():
         _mla_case("float32, (1, 2, 2, 4)", 52, 1, 2, 2, 4, dtype=np.float32),
         _mla_case("as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4", 54, 2, 2, 3, 4),
         _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
-        # at most half of one head's rebuilt keys held at once (8 MB; the absorbed form holds a few (B, H, T, S)
+        # at most half of one head's rebuilt keys held at once (8 MiB; the absorbed form holds a few (B, H, T, S)
         # score arrays, under 1 MB)
         _mla_case(LONG_CACHE, 55, 1, 8, 1, 4096, d_h=256, d_c=8, most_bytes=1 * 4096 * 256 * 8 // 2),
         _fresh_mla(fresh_seed()),
@@ -114,7 +114,7 @@ d_c)`, `k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_
 the inputs' dtype (float32 in, float32 out), leaving the inputs unchanged. The checker compares with the naive form
 (keys rebuilt) on several sequences and heads (also as many sequences as heads), one new token, float32 and one
 head, checking the shape, dtype and every entry; and on a long cache (4,096 latents, 8 heads, $d_h = 256$) it
-measures the memory your function holds at once: the rebuilt keys would take 64 MB there, one head's 8 MB, and more
+measures the memory your function holds at once: the rebuilt keys would take 64 MiB there, one head's 8 MiB, and more
 than half of that is refused.""",
     stub='''def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     """MLA scores (B, H, T, S) with W_UK absorbed into the query, plus the RoPE part."""
