@@ -8,8 +8,9 @@ the keys that pattern names, averaged over the query positions where that key ex
                  and on the first line have none. A line of the Tang poems holds a whole couplet (two
                  clauses), so this is the same place in the couplet before
     opposite     the character at the same place in the clause before, on the same line (clauses end at
-                 punctuation): in a parallel couplet (对仗), the character it answers, 黄 for 白 in
-                 白日依山尽，黄河入海流; punctuation marks and a line's first clause have none
+                 punctuation; two marks in a row leave an empty clause between them): in a parallel
+                 couplet (对仗), the character it answers, 黄 for 白 in 白日依山尽，黄河入海流; punctuation
+                 marks and a line's first clause have none
     punctuation  every key that is a punctuation mark or a line break, summed
     self         key t itself
 
