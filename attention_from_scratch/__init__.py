@@ -4,6 +4,7 @@ Each module holds one concept (see README's course map); the most used names are
 """
 
 from .attention import additive_attention, attention_backward, attention_loop, scaled_dot_product_attention
+from .batching import batch_schedule, schedule_stats
 from .cache_costs import hybrid_cache_bytes
 from .deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
 from .flash import flash_attention
@@ -55,6 +56,7 @@ __all__ = [
     "attention_loop",
     "attention_mass_recall",
     "attention_target",
+    "batch_schedule",
     "bytes_per_token",
     "causal_mask",
     "combine_masks",
@@ -92,6 +94,7 @@ __all__ = [
     "rope_frequencies",
     "rotate_half_rope",
     "scaled_dot_product_attention",
+    "schedule_stats",
     "select_topk",
     "sliding_window_mask",
     "softmax",

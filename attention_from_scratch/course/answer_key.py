@@ -293,7 +293,14 @@ def _ring_imbalance(n_devices: int, n: int = 4096) -> float:
     return max(work) / (sum(work) / len(work))
 
 
-ANSWERS.update({  # 20_serving_at_scale (the paged cache, split-KV decoding, ring attention)
+def _schedule(continuous: bool) -> list:
+    """Exercise 20.3's schedule: ten requests, 3 slots, request 0 decoding 5 tokens and the others 1."""
+    from ..batching import batch_schedule
+
+    return batch_schedule([5] + [1] * 9, 3, continuous=continuous)
+
+
+ANSWERS.update({  # 20_serving_at_scale (the paged cache, continuous batching, split-KV decoding, ring attention)
     "20.1": ShortAnswer(_paged_waste, "wasted slots are the allocated ones (paged_slots) minus the "
                                       "tokens, and the share is taken of the memory allocated, not of the tokens; "
                                       "give a fraction, not a percentage.",
@@ -302,4 +309,8 @@ ANSWERS.update({  # 20_serving_at_scale (the paged cache, split-KV decoding, rin
                                       "key blocks whole (what ring_work counts): divide the busiest device's work by "
                                       "the average over the 16 devices; the limit for large N is not the answer.",
                         rtol=0.0, atol=5e-4),  # 4 significant figures: 1.882
+    "20.3": ShortAnswer(lambda: len(_schedule(continuous=False)) - len(_schedule(continuous=True)),
+                        "static batching runs each batch of 3 until its longest request is done; continuous batching "
+                        "refills a slot as soon as its request is done. Count both schedules' steps and subtract.",
+                        kind="count"),
 })

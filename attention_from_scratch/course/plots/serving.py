@@ -1,6 +1,6 @@
 """Figures of notebook 19 (windows and sinks: the window's band and the rolling cache, a sink's share) and
-of notebooks/20_serving_at_scale (paged blocks, flash-decoding's split and merge, ring attention's
-placements). Each function only draws what the package computes."""
+of notebooks/20_serving_at_scale (paged blocks, static and continuous batching, flash-decoding's split and
+merge, ring attention's placements). Each function only draws what the package computes."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import itertools
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ...batching import batch_schedule, schedule_stats
 from ...flash import key_spans
 from ...paged import PagedKVCache
 from ...serving import ring_work
 from ...windows import RollingKVCache, sliding_window_mask
 
-__all__ = ["FIGURES", "plot_paged_blocks", "plot_ring", "plot_sink_share", "plot_split_kv",
+__all__ = ["FIGURES", "plot_batching", "plot_paged_blocks", "plot_ring", "plot_sink_share", "plot_split_kv",
            "plot_window_band"]
 
 
@@ -147,6 +148,41 @@ def plot_paged_blocks(block_size: int = 4, n_blocks: int = 32):
     return fig
 
 
+def plot_batching(new_tokens=(1, 8, 8, 8, 1, 1, 1, 1), max_batch: int = 4):
+    """The batch's slots at each step, static batching above and continuous batching below (``batch_schedule``):
+    each request in its own colour, numbered; an empty slot white. A joining request takes the lowest free slot
+    (a drawing choice: the schedule says who decodes, not where)."""
+    from matplotlib.patches import Rectangle
+
+    schedules = {policy: batch_schedule(list(new_tokens), max_batch, continuous=policy == "continuous")
+                 for policy in ("static", "continuous")}
+    n_steps = max(len(steps) for steps in schedules.values())
+    colours = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(2, 1, figsize=(9, 4.8), sharex=True)
+    for ax, (policy, steps) in zip(axes, schedules.items(), strict=True):
+        slot = {}  # request -> its slot
+        for s, batch in enumerate(steps):
+            for i in [i for i in slot if i not in batch]:  # finished: its slot is free
+                del slot[i]
+            for i in batch:
+                slot.setdefault(i, min(set(range(max_batch)) - set(slot.values())))
+            for i in batch:
+                ax.add_patch(Rectangle((s, slot[i]), 1, 1, facecolor=colours(i % 10), edgecolor="k", alpha=0.8))
+                ax.text(s + 0.5, slot[i] + 0.5, str(i), ha="center", va="center", fontsize=9)
+            for free in set(range(max_batch)) - {slot[i] for i in batch}:
+                ax.add_patch(Rectangle((s, free), 1, 1, facecolor="white", edgecolor="0.8"))
+        stats = schedule_stats(steps, list(new_tokens), max_batch)
+        ax.set(xlim=(0, n_steps), ylim=(max_batch, 0), ylabel="slot", yticks=np.arange(max_batch) + 0.5,
+               yticklabels=range(max_batch),
+               title=f"{policy} batching: {stats.steps} steps, {stats.utilisation:.0%} of the slots make a token, "
+                     f"mean latency {stats.mean_latency:.2f} steps")
+    axes[-1].set(xlabel="decoding step", xticks=np.arange(n_steps) + 0.5, xticklabels=range(n_steps))
+    fig.suptitle(f"{len(new_tokens)} requests decoding {', '.join(map(str, new_tokens))} tokens, "
+                 f"{max_batch} slots (the request's number in its slot)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def plot_split_kv(q, k, v, bounds=(0, 37, 70, 100)):
     """Flash-decoding for one query: the keys cut into splits, each split's own softmax, and the merge weights."""
     from ...serving import merge_partials
@@ -247,6 +283,7 @@ FIGURES: dict = {  # file name -> function returning a Figure
     "19_window_band.png": plot_window_band,
     "19_sink_share.png": plot_sink_share,
     "serving_paged_blocks.png": plot_paged_blocks,
+    "serving_batching.png": plot_batching,
     "serving_split_kv.png": lambda: plot_split_kv(*_split_kv_example()),
     "serving_ring.png": plot_ring,
 }
