@@ -8,20 +8,23 @@ different numbers of new tokens. Who is in the batch at each step is the server'
   *longest* of them is done, then take the next batch. A request that finishes early leaves its slot idle, and a
   request that arrives meanwhile waits for the whole batch to end.
 * **continuous batching** (iteration-level scheduling, Orca's): after *every* step the finished requests leave and
-  waiting ones join, up to ``max_batch``. No slot idles while a request waits. A joining request needs cache for
-  its tokens, not a buffer sized for the longest request: the paged cache's blocks (vLLM, Kwon et al. 2023).
+  waiting ones join, up to ``max_batch``. No slot idles while a request waits. Orca did this with a cache buffer
+  reserved for each request's longest possible length; the paged cache (vLLM, Kwon et al. 2023) gives a request
+  blocks for the tokens it has instead, so the same memory holds more requests and the batch can be larger.
 
 Both serve requests first come, first served: request i arrives at step ``arrivals[i]`` (default 0: every
 request waits from the start) and joins at that step or later; once in, it decodes one token per step,
 ``new_tokens[i]`` steps in a row. Neither policy changes what a request computes: its query attends to its own
-keys whoever shares its step (notebook 20 checks it against decoding each request alone). What changes is time:
+keys whoever shares its step (notebook 20 checks it against decoding each request alone). What changes is time,
+counted in steps (as if every step took the same time whatever its batch):
 
     steps            the schedule's length (a step with an empty batch, waiting for an arrival, counts)
     utilisation      Σ new_tokens / (steps · max_batch): the share of the batch's slots that made a token
     latency_i        the step after request i's last token, minus its arrival (its time in the server)
 
-Real servers also admit a request only while the cache has room for it, and some preempt; these schedules count
-batch slots alone.
+A joining request's prompt is taken as already processed: prefill (computing its keys and values; Orca runs it in
+the same iteration as the others' new tokens, its selective batching) is left out. Real servers also admit a
+request only while the cache has room for it, and some preempt; these schedules count batch slots alone.
 """
 
 from __future__ import annotations
@@ -84,7 +87,13 @@ class ScheduleStats:
 
 
 def schedule_stats(steps, new_tokens, max_batch, *, arrivals=None) -> ScheduleStats:
-    """:class:`ScheduleStats` of ``steps`` (:func:`batch_schedule`'s, for these requests and ``max_batch``)."""
+    """:class:`ScheduleStats` of ``steps`` (:func:`batch_schedule`'s, for these requests and ``max_batch``).
+
+    It refuses a step of more than ``max_batch`` requests, a request id outside ``0..len(new_tokens) - 1`` and a
+    schedule that does not decode exactly ``new_tokens[i]`` tokens for each request. It does not check *when*: a
+    request decoding in steps that are not consecutive is counted as is, and one decoding before its arrival gets
+    a latency of 0 or less.
+    """
     tokens, arrive = _check_requests(new_tokens, arrivals)
     max_batch = check_positive_int(max_batch, "max_batch (requests per step)")
     decoded, done = [0] * len(tokens), [0] * len(tokens)  # per request: tokens decoded, the step after its last

@@ -138,3 +138,10 @@ def test_bad_input_is_refused_naming_the_argument(call, match):
 def test_continuous_must_be_a_flag():
     with pytest.raises(TypeError, match=r"^continuous must be True or False, got 'no'"):
         batch_schedule([1], 1, continuous="no")
+
+
+def test_schedule_stats_counts_any_schedule_as_given():
+    """schedule_stats checks the batch sizes and the tokens, not when a request decodes (its docstring says so):
+    a gap inside a request's steps is counted, and a request decoding before its arrival gets a latency <= 0."""
+    assert schedule_stats([(0,), (), (0,)], [2], 1) == ScheduleStats(3, 2 / 3, 3, 3)
+    assert schedule_stats([(0,)], [1], 1, arrivals=[2]).max_latency == -1
