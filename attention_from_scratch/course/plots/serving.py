@@ -175,7 +175,7 @@ def plot_batching(new_tokens=(1, 8, 8, 8, 1, 1, 1, 1), max_batch: int = 4):
         ax.set(xlim=(0, n_steps), ylim=(max_batch, 0), ylabel="slot", yticks=np.arange(max_batch) + 0.5,
                yticklabels=range(max_batch),
                title=f"{policy} batching: {stats.steps} steps, {stats.utilisation:.0%} of the slots make a token, "
-                     f"mean latency {stats.mean_latency:.2f} steps")
+                     f"mean latency {stats.mean_latency:.3f} steps")
     axes[-1].set(xlabel="decoding step", xticks=np.arange(n_steps) + 0.5, xticklabels=range(n_steps))
     fig.suptitle(f"{len(new_tokens)} requests decoding {', '.join(map(str, new_tokens))} tokens, "
                  f"{max_batch} slots (the request's number in its slot)", fontsize=10)
