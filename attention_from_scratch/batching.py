@@ -37,16 +37,27 @@ from .infra.checks import check_flag, check_positive_int
 __all__ = ["ScheduleStats", "batch_schedule", "schedule_stats"]
 
 
+def _as_list(values) -> list | None:
+    """``values`` (a list, tuple, 1-D array, ...) as a list; None for a string or a number (not a sequence)."""
+    try:
+        return None if isinstance(values, str | bytes) else list(values)
+    except TypeError:  # a number, a 0-d array
+        return None
+
+
 def _check_requests(new_tokens, arrivals) -> tuple[list[int], list[int]]:
     """``new_tokens`` (each >= 1) and ``arrivals`` (each >= 0, default 0; as many as requests) as lists of ints."""
-    if isinstance(new_tokens, str) or not hasattr(new_tokens, "__len__") or len(new_tokens) == 0:
+    tokens = _as_list(new_tokens)
+    if not tokens:
         raise ValueError(f"new_tokens must be a non-empty sequence of positive integers, got {new_tokens!r}")
-    tokens = [check_positive_int(n, "new_tokens (tokens each request decodes)") for n in new_tokens]
+    tokens = [check_positive_int(n, f"new_tokens[{i}] (the tokens request {i} decodes)") for i, n in enumerate(tokens)]
     if arrivals is None:
         return tokens, [0] * len(tokens)
-    if isinstance(arrivals, str) or not hasattr(arrivals, "__len__") or len(arrivals) != len(tokens):
+    arrive = _as_list(arrivals)
+    if arrive is None or len(arrive) != len(tokens):
         raise ValueError(f"arrivals must give one step per request ({len(tokens)}), got {arrivals!r}")
-    return tokens, [check_positive_int(a, "arrivals (the step each request arrives at)", minimum=0) for a in arrivals]
+    return tokens, [check_positive_int(a, f"arrivals[{i}] (the step request {i} arrives at)", minimum=0)
+                    for i, a in enumerate(arrive)]
 
 
 def batch_schedule(new_tokens, max_batch, *, continuous=True, arrivals=None) -> list[tuple[int, ...]]:
@@ -89,20 +100,24 @@ class ScheduleStats:
 def schedule_stats(steps, new_tokens, max_batch, *, arrivals=None) -> ScheduleStats:
     """:class:`ScheduleStats` of ``steps`` (:func:`batch_schedule`'s, for these requests and ``max_batch``).
 
-    It refuses a step of more than ``max_batch`` requests, a request id outside ``0..len(new_tokens) - 1`` and a
-    schedule that does not decode exactly ``new_tokens[i]`` tokens for each request. It does not check *when*: a
-    request decoding in steps that are not consecutive is counted as is, and one decoding before its arrival gets
-    a latency of 0 or less.
+    It refuses a step of more than ``max_batch`` requests or holding a request twice, a request id that is not an
+    integer in ``0..len(new_tokens) - 1``, and a schedule that does not decode exactly ``new_tokens[i]`` tokens for
+    each request. It does not check *when*: a request decoding in steps that are not consecutive is counted as is,
+    and one decoding before its arrival gets a latency of 0 or less.
     """
     tokens, arrive = _check_requests(new_tokens, arrivals)
     max_batch = check_positive_int(max_batch, "max_batch (requests per step)")
+    steps = [tuple(batch) for batch in steps]  # an iterator of steps is read once
     decoded, done = [0] * len(tokens), [0] * len(tokens)  # per request: tokens decoded, the step after its last
     for s, batch in enumerate(steps):
         if len(batch) > max_batch:
             raise ValueError(f"steps[{s}] holds {len(batch)} requests, more than max_batch={max_batch}")
+        if len(set(batch)) != len(batch):
+            raise ValueError(f"steps[{s}] = {batch} holds a request twice: a request decodes one token per step")
         for i in batch:
-            if not 0 <= i < len(tokens):
-                raise ValueError(f"steps[{s}] holds request {i!r}; the requests are 0..{len(tokens) - 1}")
+            i = check_positive_int(i, f"steps[{s}] (request ids)", minimum=0)
+            if i >= len(tokens):
+                raise ValueError(f"steps[{s}] holds request {i}; the requests are 0..{len(tokens) - 1}")
             decoded[i], done[i] = decoded[i] + 1, s + 1
     if decoded != tokens:
         raise ValueError(f"steps must decode new_tokens={tokens} tokens for the requests 0..{len(tokens) - 1}, "

@@ -88,8 +88,8 @@ INDEPENDENT = {
     # one request of each length 1..4096 in blocks of 16: Σ 16·ceil(n/16) = 16 · 16 · (1 + … + 256) slots
     "20.1": 1 - (4096 * 4097 / 2) / (16 * 16 * 256 * 257 / 2),
     "20.2": 2 * 16 / (16 + 1),  # device r computes r + 1 blocks: N against (N + 1) / 2
-    # static: 5 steps, then three one-step batches; continuous: request 0's 5 steps beside 2 slots for the other 9
-    "20.3": (5 + 3 * 1) - max(5, math.ceil(9 / 2)),
+    # static: 6 steps, then four one-step batches; continuous: request 0's 6 steps beside 2 slots for the other 12
+    "20.3": (6 + 4 * 1) - max(6, math.ceil(12 / 2)),
 }
 
 
@@ -193,7 +193,7 @@ SHORTCUTS = {
              [0.003648, 0.0036479]),
     # the limit, pairs j <= p, N = 4; 4 significant figures rounded wrongly (1.88235 -> 1.882)
     "20.2": ([2.0, 31 / 16, 1.6, 1.881, 1.883, 1.884], [1.882, 1.8824]),
-    "20.3": ([8, 5, 2, 4, 3.5], [3]),  # the static or the continuous steps instead of the saving; off by one
+    "20.3": ([10, 6, 3, 5, 4.5], [4, 4.0]),  # the static or the continuous steps instead of the saving; off by one
     # 2/c, the edge of divergence; c itself; 4 decimals rounded wrongly
     "10.1": ([2 * 3 / 28, 3 / 14, 0.2143, 28 / 3, 0.1072, 0.1070], [0.1071, 0.10714]),
     "10.3": ([1, 100], [12]),  # the bias-corrected step (the same at every t); the last step tried

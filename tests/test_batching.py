@@ -3,6 +3,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,6 +91,9 @@ def test_both_schedules_match_a_request_by_request_formulation(case):
         assert all(len(batch) <= max_batch for batch in steps) and steps[-1]  # the last step decodes something
         stats = schedule_stats(steps, tokens, max_batch, arrivals=arrivals)  # every token decoded, none more
         assert stats.utilisation == sum(tokens) / (len(steps) * max_batch) <= 1
+        first = expected(tokens, arrivals, max_batch)  # latency: first step + tokens (in a row) - arrival
+        latency = [first[i] + tokens[i] - arrivals[i] for i in range(len(tokens))]
+        assert stats.mean_latency == pytest.approx(sum(latency) / len(latency)) and stats.max_latency == max(latency)
 
 
 @settings(max_examples=300, deadline=None)
@@ -119,16 +123,21 @@ def test_equal_requests_take_the_same_steps_either_way(n, length, max_batch):
 @pytest.mark.parametrize("call, match", [
     (lambda: batch_schedule([], 2), r"^new_tokens must be a non-empty sequence"),
     (lambda: batch_schedule("12", 2), r"^new_tokens must be a non-empty sequence"),
-    (lambda: batch_schedule([3, 0], 2), r"^new_tokens \(tokens each request decodes\) must be a positive integer, "
-                                        r"got 0"),
-    (lambda: batch_schedule([3, 2.0], 2), r"^new_tokens .* got 2.0"),
+    (lambda: batch_schedule(np.int64(3), 2), r"^new_tokens must be a non-empty sequence"),
+    (lambda: batch_schedule([3, 0], 2), r"^new_tokens\[1\] \(the tokens request 1 decodes\) must be a positive "
+                                        r"integer, got 0"),
+    (lambda: batch_schedule([3, 2.0], 2), r"^new_tokens\[1\] .* got 2.0"),
     (lambda: batch_schedule([3], 0), r"^max_batch \(requests per step\) must be a positive integer, got 0"),
     (lambda: batch_schedule([3], 2, arrivals=[0, 1]), r"^arrivals must give one step per request \(1\), got \[0, 1\]"),
-    (lambda: batch_schedule([3], 2, arrivals=[-1]), r"^arrivals \(the step each request arrives at\) must be an "
+    (lambda: batch_schedule([3], 2, arrivals=[-1]), r"^arrivals\[0\] \(the step request 0 arrives at\) must be an "
                                                     r"integer >= 0, got -1"),
+    (lambda: batch_schedule([3], 2, arrivals=5), r"^arrivals must give one step per request \(1\), got 5"),
     (lambda: schedule_stats([(0, 1, 2)], [1, 1, 1], 2), r"^steps\[0\] holds 3 requests, more than max_batch=2"),
     (lambda: schedule_stats([(0,), (0,)], [1, 1], 2), r"^steps must decode new_tokens=\[1, 1\] tokens .* got \[2, 0\]"),
     (lambda: schedule_stats([(0,), (5,)], [1], 2), r"^steps\[1\] holds request 5; the requests are 0..0"),
+    (lambda: schedule_stats([(0, 0)], [2], 2), r"^steps\[0\] = \(0, 0\) holds a request twice"),
+    (lambda: schedule_stats([(0.0,)], [1], 1), r"^steps\[0\] \(request ids\) must be an integer >= 0, got 0.0"),
+    (lambda: schedule_stats([(True,)], [1], 1), r"^steps\[0\] \(request ids\) must be an integer >= 0, got True"),
 ])
 def test_bad_input_is_refused_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
@@ -145,3 +154,9 @@ def test_schedule_stats_counts_any_schedule_as_given():
     a gap inside a request's steps is counted, and a request decoding before its arrival gets a latency <= 0."""
     assert schedule_stats([(0,), (), (0,)], [2], 1) == ScheduleStats(3, 2 / 3, 3, 3)
     assert schedule_stats([(0,)], [1], 1, arrivals=[2]).max_latency == -1
+
+
+def test_steps_and_requests_may_be_any_sequence():
+    """An iterator of steps is read once; new_tokens and arrivals may be NumPy arrays (their entries are integers)."""
+    assert schedule_stats(iter([(0,), (np.int64(0),)]), [2], 1) == ScheduleStats(2, 1.0, 2, 2)
+    assert batch_schedule(np.array([2, 1]), 1, arrivals=np.array([0, 0])) == [(0,), (0,), (1,)]

@@ -294,10 +294,10 @@ def _ring_imbalance(n_devices: int, n: int = 4096) -> float:
 
 
 def _schedule(continuous: bool) -> list:
-    """Exercise 20.3's schedule: ten requests, 3 slots, request 0 decoding 5 tokens and the others 1."""
+    """Exercise 20.3's schedule: thirteen requests, 3 slots, request 0 decoding 6 tokens and the others 1."""
     from ..batching import batch_schedule
 
-    return batch_schedule([5] + [1] * 9, 3, continuous=continuous)
+    return batch_schedule([6] + [1] * 12, 3, continuous=continuous)
 
 
 ANSWERS.update({  # 20_serving_at_scale (the paged cache, continuous batching, split-KV decoding, ring attention)
