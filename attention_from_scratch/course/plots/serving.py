@@ -150,8 +150,8 @@ def plot_paged_blocks(block_size: int = 4, n_blocks: int = 32):
 
 def plot_batching(new_tokens=(1, 8, 8, 8, 1, 1, 1, 1), max_batch: int = 4):
     """The batch's slots at each step, static batching above and continuous batching below (``batch_schedule``):
-    each request in its own colour, numbered; an empty slot white. A joining request takes the lowest free slot
-    (a drawing choice: the schedule says who decodes, not where)."""
+    each request in its own colour, numbered; an empty slot white; grey after a schedule's last step. A joining
+    request takes the lowest free slot (a drawing choice: the schedule says who decodes, not where)."""
     from matplotlib.patches import Rectangle
 
     schedules = {policy: batch_schedule(list(new_tokens), max_batch, continuous=policy == "continuous")
@@ -171,6 +171,9 @@ def plot_batching(new_tokens=(1, 8, 8, 8, 1, 1, 1, 1), max_batch: int = 4):
                 ax.text(s + 0.5, slot[i] + 0.5, str(i), ha="center", va="center", fontsize=9)
             for free in set(range(max_batch)) - {slot[i] for i in batch}:
                 ax.add_patch(Rectangle((s, free), 1, 1, facecolor="white", edgecolor="0.8"))
+        if len(steps) < n_steps:  # this schedule is over: no step is drawn there
+            ax.axvspan(len(steps), n_steps, color="0.9", zorder=0)
+            ax.text((len(steps) + n_steps) / 2, max_batch / 2, "done", ha="center", va="center", color="0.4")
         stats = schedule_stats(steps, list(new_tokens), max_batch)
         ax.set(xlim=(0, n_steps), ylim=(max_batch, 0), ylabel="slot", yticks=np.arange(max_batch) + 0.5,
                yticklabels=range(max_batch),
