@@ -1,6 +1,6 @@
 """Continuous batching (Orca: Yu, Jeong, Kim, Kim & Chun 2022): a server's batch changes at every decoding step.
 
-A server decodes many requests at once: one **step** runs one new token for every request in its batch (one
+A server decodes many requests at once: one **step** makes one new token for every request in its batch (one
 query each, attending to its own cache: :func:`~attention_from_scratch.paged.paged_attention`). Requests want
 different numbers of new tokens. Who is in the batch at each step is the server's **schedule**:
 
