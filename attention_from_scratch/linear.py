@@ -6,23 +6,24 @@ feature map φ and the product reorders, (φ(Q)φ(K)ᵀ)V = φ(Q)(φ(K)ᵀV) (Ka
 
     out_i = φ(q_i)ᵀ S_i / φ(q_i)ᵀ z_i,    S_i = Σ_{j≤i} φ(k_j) v_jᵀ  (d_k, d_v),   z_i = Σ_{j≤i} φ(k_j)  (d_k,)
 
-so causal attention is an RNN whose state is one d_k × d_v matrix: constant memory per token, where
-the KV cache grows with every token.
+so causal linear attention is an RNN with a fixed-size state (S, z), where the KV cache grows with every token.
 
-The state as a memory (Schlag, Irie & Schmidhuber 2021): a plain sum only adds k vᵀ, so reading with a
-key that overlaps earlier ones returns a blend -- a fixed-size state must overwrite, and the sum
-overwrites blindly (``recall.py`` measures it). The delta rule writes only what is missing: one step of
-online least squares on ½‖Sᵀk − v‖² with learning rate β ∈ (0, 1]. :func:`gated_delta_rule` is
+The state as a memory (Schlag, Irie & Schmidhuber 2021): a plain sum only adds k vᵀ, so a key that overlaps earlier
+ones reads a blend -- a fixed-size state must overwrite, and the sum overwrites blindly (``recall.py`` measures it).
+The delta rule writes only what is missing, one gradient step on ½‖Sᵀk − v‖² with learning rate β ∈ [0, 2] (usually
+a sigmoid's (0, 1)). :func:`gated_delta_rule` is
 
     S ← exp(g) S                    g ≤ 0: None (DeltaNet), one per head (Gated DeltaNet, Yang, Kautz &
                                     Hatamizadeh 2025; Qwen3-Next), one per key channel = row of S (KDA)
     S ← S + k (β (v − Sᵀk))ᵀ        the delta rule: (v − Sᵀk) is what the memory gets wrong for k
     o = Sᵀ (scale · q)              scale = 1/√d_k by default; q and k are used as given (l2_normalize)
 
-The chunked form (Yang et al. 2024, "Parallelizing Linear Transformers with the Delta Rule over
-Sequence Length", §3, the WY/UT representation). In a chunk of C tokens that starts from the state S₀,
-let γ_r = g_1 + … + g_r (the log-decay from the chunk's start) and u_r = β_r (v_r − (e^{g_r} S_{r−1})ᵀ k_r)
-what token r writes. Unrolling the recurrence,
+S (d_k, d_v) has a row per key channel, as in transformers, FLA and Kimi Linear: S ← (I − β k kᵀ) S + β k vᵀ is the
+DeltaNet papers' S_t = S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ transposed (their S is (d_v, d_k), o_t = S_t q_t).
+
+The chunked form (Yang et al. 2024, "Parallelizing Linear Transformers with the Delta Rule over Sequence Length",
+§3, the WY/UT representation). In a chunk of C tokens that starts from the state S₀, let γ_r = g_1 + … + g_r (the
+log-decay from the chunk's start) and u_r = β_r (v_r − (e^{g_r} S_{r−1})ᵀ k_r) what token r writes. Unrolling,
 
     S_r = e^{γ_r} S₀ + Σ_{s≤r} e^{γ_r−γ_s} k_s u_sᵀ
     u_r + β_r Σ_{s<r} (k_rᵀ e^{γ_r−γ_s} k_s) u_s = β_r (v_r − S₀ᵀ (e^{γ_r} k_r))
@@ -39,17 +40,16 @@ cheap hand-over of the state is sequential -- T/C steps instead of T, as FlashAt
 running (max, sum, output) from one key tile to the next. Every exponent is ≤ 0 (g ≤ 0), so nothing
 overflows. The system is solved by forward substitution (the Array API has no triangular solver).
 
-Half precision (float16, bfloat16) is computed in float32 (``softmax.widen``); ``out`` comes back in the
-inputs' dtype and the state in the computing dtype (float32 for half inputs, as FLA's kernels keep it).
-Checked by hand against transformers 5.24.0 (torch 2.13.0; PyTorch is no dependency, so not a test).
-Their kernels take ``(B, T, H, d)``, L2-normalise q and k inside (``use_qk_l2norm_in_kernel=True``, eps
-1e-6), repeat q and k to the value heads and compute in float32. With our inputs transposed to
-``(B, H, T, d)``, q, k through :func:`l2_normalize` and value head j reading key head j // r:
-``qwen3_next.torch_recurrent_gated_delta_rule`` and ``torch_chunk_gated_delta_rule`` (chunks 8 and 64,
-n_k = n_v and n_k = n_v / 2, an initial state, T = 37) and ``kimi_linear.recurrent_kimi_delta_attention``
-and ``chunk_kimi_delta_attention`` (g per key channel) agree with every ``chunk_size`` here (None, 1, 5,
-7, 16, 64) to 4.4e-7 relative as they run, and to 1.0e-15 with their float32 casts pointed at float64
-(``torch.float32 = torch.float64; torch.Tensor.float = torch.Tensor.double``).
+Half precision (float16, bfloat16) is computed in float32 (``softmax.widen``); ``out`` comes back in the inputs'
+dtype and the state in the computing dtype (float32 for half inputs, as FLA's kernels keep it). Checked by hand
+against transformers 5.24.0 (torch 2.13.0; PyTorch is no dependency, so not a test). Their kernels take
+``(B, T, H, d)``, L2-normalise q and k inside (``use_qk_l2norm_in_kernel=True``, eps 1e-6), repeat q and k to the
+value heads and compute in float32. With our inputs transposed to ``(B, H, T, d)``, q, k through
+:func:`l2_normalize` and value head j reading key head j // r: ``qwen3_next.torch_recurrent_gated_delta_rule`` and
+``torch_chunk_gated_delta_rule`` (chunks 8 and 64, n_k = n_v and n_k = n_v / 2, an initial state, T = 37) and
+``kimi_linear.recurrent_kimi_delta_attention`` and ``chunk_kimi_delta_attention`` (g per key channel) agree with
+every ``chunk_size`` here (None, 1, 5, 7, 16, 64) to 4.4e-7 relative as they run, and to 1.0e-15 with their float32
+casts pointed at float64 (``torch.float32 = torch.float64; torch.Tensor.float = torch.Tensor.double``).
 
 Legend: B batch, H heads, T tokens, C chunk size, N = ⌈T / C⌉ chunks, d_k, d_v.
 """
@@ -162,12 +162,12 @@ def _check_linear_state(state, shape, like, xp):
 def gated_delta_rule(q, k, v, beta, g=None, *, initial_state=None, chunk_size=None, scale=None):
     """The (gated) delta rule over a sequence: -> ``(out (B, H, T, d_v), state (B, H, d_k, d_v))``.
 
-    q, k ``(B, H, T, d_k)``, v ``(B, H, T, d_v)``, beta ``(B, H, T)`` (the write strength, usually a
-    sigmoid), g the log-decay ≤ 0: None (plain DeltaNet), ``(B, H, T)`` (Gated DeltaNet, one per head)
+    q, k ``(B, H, T, d_k)``, v ``(B, H, T, d_v)``, beta ``(B, H, T)`` (the write strength in [0, 2], usually
+    a sigmoid), g the log-decay ≤ 0: None (plain DeltaNet), ``(B, H, T)`` (Gated DeltaNet, one per head)
     or ``(B, H, T, d_k)`` (Kimi Delta Attention, one per key channel). Per token (module docstring):
     ``S ← exp(g)·S;  S ← S + k (β (v − Sᵀk))ᵀ;  o = Sᵀ (scale·q)``, scale default 1/√d_k; q and k are
-    not normalised here (:func:`l2_normalize`). ``initial_state`` continues from a returned state (it is
-    cast to the computing dtype).
+    not normalised here (:func:`l2_normalize`). The state is the papers' S transposed (module docstring);
+    ``initial_state`` continues from a returned state (it is cast to the computing dtype).
     ``chunk_size=None`` runs token by token; an int runs the chunked WY/UT form with chunks of
     ``min(chunk_size, T)`` tokens (the last one padded with tokens that change nothing); both agree.
     """
