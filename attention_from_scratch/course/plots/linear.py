@@ -73,7 +73,7 @@ def plot_costs(bench=None, sizes=(256, 1024, 4096, 16384, 65536, 262144)):
                                ("flash", "softmax attention (flash, causal)", "C0")):
         left.plot(bench["T"], [s * 1e3 for s in bench[name]], marker="o", color=color, label=label)
     left.set(xscale="log", yscale="log", xlabel="T (tokens in the prompt)", ylabel="milliseconds (median)",
-             title="Prefill on this CPU: linear in T vs quadratic")
+             title="Prefill, one stored run (a 2-core CPU): linear in T vs quadratic")
     left.set_xticks(bench["T"], [str(t) for t in bench["T"]])
     left.legend(fontsize=8.5)
     left.grid(alpha=0.3, which="both")
