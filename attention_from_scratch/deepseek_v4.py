@@ -12,9 +12,10 @@ state h (legend below):
               CSA: m = 4, two series a and b per token; entry w pools window w-1's a and window w's b
               (2m slots, stride m). Entry w is visible to the query at p iff its window is complete,
               (w+1)·m <= p+1.
-4. selection  (CSA) a lightning indexer over the visible entries, I(p, w) = Σ_j w_j ReLU(q^I_j · k^I_w)/sqrt(d_I)
-              with q^I from c_Q and k^I from its own compressor at width d_I; each query keeps its
-              min(index_topk, visible) best entries, ties to the lower index (``select_topk``).
+4. selection  (CSA) a lightning indexer over the visible entries, I(p, w) = Σ_j ω_j ReLU(q^I_j · k^I_w / sqrt(d_I))
+              with ω = W_w h / sqrt(H_I) (one weight per indexer head), q^I from c_Q and k^I from its own
+              compressor at width d_I; each query keeps its min(index_topk, visible) best entries, ties to
+              the lower index (``select_topk``).
 5. attention  one softmax per head over [the last W tokens' kv | the selected (CSA) or all visible (HCA)
               entries] with a learned sink logit per head (``sinks.py``): o_i = Σ_s P_is kv_s.
 6. output     the values carry RoPE (V = K), so o's rotated channels are turned back by -pθ; the H
@@ -32,11 +33,14 @@ tokens, full pass and token by token): max relative difference 1.4e-7 (sliding),
 (HCA) as shipped -- transformers computes RMSNorms, RoPE angles, the gate softmax and the index scores
 in float32 even in a float64 model -- and below 9e-16 with those casts widened to float64. The full
 pass, token-by-token decoding and uneven chunks agree to 1e-10 (``tests/test_deepseek_v4.py``).
+DeepSeek's own ``inference/model.py`` also rounds, as its quantised training did, the K=V rows' non-RoPE
+channels to FP8 (one scale per 64) and the indexer's q and keys to FP4 after a Hadamard rotation (an
+orthogonal map applied to both, so it alone changes no score); transformers and this package leave that out.
 
 Legend: B batch, T new tokens, H heads, d head_dim, r rope width, m compression rate, E entries,
-W sliding_window, k index_topk, n keys read per query. Config: ``deepseek_v4_config.py``; compressor:
-``deepseek_v4_compressor.py``; cache: ``deepseek_v4_cache.py``; multiply-adds: ``deepseek_v4_costs.py``;
-cache bytes: ``cache_costs.py``.
+W sliding_window, k index_topk, n tokens so far (the context), H_I and d_I the indexer's heads and width.
+Config: ``deepseek_v4_config.py``; compressor: ``deepseek_v4_compressor.py``; cache: ``deepseek_v4_cache.py``;
+multiply-adds: ``deepseek_v4_costs.py``; cache bytes: ``cache_costs.py``.
 """
 
 from __future__ import annotations
@@ -62,8 +66,10 @@ class DeepSeekV4Attention:
     The type (sliding, CSA, HCA) is ``config.layer_types[layer_idx]``. Weights live in ``attn.weights``
     under transformers' names, ``(out_features, in_features)`` (see
     :func:`~attention_from_scratch.deepseek_v4_config.deepseek_v4_weight_shapes`), and may be reassigned.
-    Random init as transformers': linear weights N(0, 1/in_features), norm weights 1, sinks and
-    position biases 0; drawn on the host from ``seed``, then placed on ``xp``/``device`` in ``dtype``.
+    Random init: linear weights N(0, 1/in_features) (transformers draws them N(0, 0.02²), its
+    ``initializer_range``; 1/in_features keeps a small random layer's activations of order 1), norm weights 1,
+    sinks and position biases 0 as in transformers; drawn on the host from ``seed``, then placed on
+    ``xp``/``device`` in ``dtype``.
     """
 
     def __init__(self, config: DeepSeekV4Config, *, layer_idx: int, seed: int = 0, xp=None, dtype=None, device=None):
@@ -234,7 +240,7 @@ class DeepSeekV4Attention:
     def _select(self, x, w, c_q, index_k, visible, positions):
         """Step 4 (CSA): each query's ``min(index_topk, visible)`` best entries by the lightning indexer.
 
-        ``I(p, w) = Σ_j w_j ReLU(q^I_j · k^I_w / sqrt(d_I))``, ``w = W_w h / sqrt(H_I)``; ties go to
+        ``I(p, w) = Σ_j ω_j ReLU(q^I_j · k^I_w / sqrt(d_I))``, ``ω = W_w h / sqrt(H_I)``; ties go to
         the lower index. Returns indices and validity ``(B, T, K)``, K = min(index_topk, E).
         """
         xp, cfg = get_namespace(x), self.config

@@ -13,10 +13,10 @@ fixed size). Per sequence, after n tokens:
   the next entry's softmax still needs;
 * ``position``: n, where the next token's RoPE position and the windows' alignment continue.
 
-``nbytes`` = element size · B · (min(n, W-1)·d + Σ_compressors [2·(n mod m)·c·d + floor(n/m)·d + 2·m·d·[CSA,
-n >= m]]). The layer computes every new array first and calls :meth:`DeepSeekV4Cache.commit` last, so
-a refused or failed call leaves the cache as it was. Arrays are kept in the layer's compute dtype
-(float32 for half-precision inputs), so decoding equals the full pass.
+``nbytes`` = element size · B · (min(n, W-1)·d + Σ_compressors [2·(n mod m)·c·d' + floor(n/m)·d' + 2·m·d'·[CSA,
+n >= m]]), d' the compressor's width (d, or d_I for the indexer's). The layer computes every new array first
+and calls :meth:`DeepSeekV4Cache.commit` last, so a refused or failed call leaves the cache as it was. Arrays
+are kept in the layer's compute dtype (float32 for half-precision inputs), so decoding equals the full pass.
 """
 
 from __future__ import annotations
