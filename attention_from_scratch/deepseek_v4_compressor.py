@@ -28,8 +28,9 @@ def compress_windows(kv, gate, position_bias, rate: int, *, overlap: bool = Fals
     kv, gate ``(B, n·rate, c·d)`` (c = 2 with ``overlap``), position_bias ``(rate, c·d)`` ->
     ``(pooled (B, n, d), prior)``: ``pooled_w = Σ_slots softmax(gate + bias)_slot ⊙ kv_slot`` per channel.
     With ``overlap`` (CSA) the slots of entry w are window w-1's first halves, then window w's second
-    halves; ``prior`` = ``(kv, gate)`` ``(B, rate, d)`` is the window before the first one (None: none, its
-    gates are -inf); the returned prior is the last window's first half, for the next call.
+    halves; ``prior`` = ``(kv, gate)`` ``(B, rate, d)`` is the window before the first one, its gate with the
+    position bias already added (None: none, its gates are -inf); the returned prior is the last window's first
+    half, likewise, for the next call.
     """
     xp = get_namespace(kv, gate, position_bias)
     b, n = kv.shape[0], kv.shape[1] // rate
