@@ -33,9 +33,10 @@ tokens, full pass and token by token): max relative difference 1.4e-7 (sliding),
 (HCA) as shipped -- transformers computes RMSNorms, RoPE angles, the gate softmax and the index scores
 in float32 even in a float64 model -- and below 9e-16 with those casts widened to float64. The full
 pass, token-by-token decoding and uneven chunks agree to 1e-10 (``tests/test_deepseek_v4.py``).
-DeepSeek's own ``inference/model.py`` also rounds, as its quantised training did, the K=V rows' non-RoPE
-channels to FP8 (one scale per 64) and the indexer's q and keys to FP4 after a Hadamard rotation (an
-orthogonal map applied to both, so it alone changes no score); transformers and this package leave that out.
+DeepSeek's own ``inference/model.py`` also rounds, as its quantisation-aware training did, the non-RoPE
+channels of the K=V rows and entries to FP8 (one scale per 64) and the indexer's q and keys to FP4 after a
+Hadamard rotation (an orthogonal map applied to both, so it alone changes no score); transformers and this
+package leave that out.
 
 Legend: B batch, T new tokens, H heads, d head_dim, r rope width, m compression rate, E entries,
 W sliding_window, k index_topk, n tokens so far (the context), H_I and d_I the indexer's heads and width.
