@@ -13,7 +13,8 @@ DeepSeek-V2 §2.1 / DeepSeek-V3 §2.1.1. For the token at position t with hidden
 RoPE cannot sit on the compressed keys (a position-dependent rotation between W_UK and the query
 would stop W_UK from being folded into the query), so position lives in a separate, *decoupled* key
 k^R of 64 dims, shared by all heads and cached beside c_KV: 512 + 64 = 576 values per token per layer,
-where standard attention with the same heads would cache 128 × (192 + 128) = 40,960 (see kv_cache.py).
+where MHA with the same heads would cache 128 × (192 + 128) = 40,960 (see kv_cache.py); DeepSeek-V2's Table 1
+counts MHA's keys without the RoPE part, 2 · 128 · 128 = 32,768. d_r is the papers' d_h^R.
 
 Names follow DeepSeek's reference ``inference/model.py`` (class ``MLA``), whose weights are stored
 ``(out_features, in_features)``; here ``y = x @ w.mT``:

@@ -1,4 +1,6 @@
-"""MLA's KV cache: per token only the normalised latent c_KV and the rotated shared key k^R (DeepSeek-V2 §2.1.4).
+"""MLA's KV cache: per token only the normalised latent c_KV and the rotated shared key k^R.
+
+DeepSeek-V2 §2.1.3 (its last paragraph: "the decoupled key should also be cached") and Table 1 (§2.1.4).
 
 Where multi-head attention caches every head's key and value (``kv_cache.KVCache``), MLA caches one row
 ``[c_KV; k^R]`` of ``d_c + d_r`` values per token (512 + 64 = 576 for DeepSeek-V3), exactly what absorbed
