@@ -69,6 +69,10 @@ def plain_mean(kv, gate, bias):
     return np.mean(kv, axis=-2)  # no gates at all
 
 
+def bias_transposed(kv, gate, bias):  # "bias is (d, m)": broadcasts only when m = d
+    return _pool(kv, gate + bias.T)
+
+
 def channel_loop(kv, gate, bias):
     out = np.empty(kv.shape[:-2] + kv.shape[-1:], dtype=kv.dtype)
     for c in range(kv.shape[-1]):  # one softmax over the slots per channel
@@ -191,6 +195,7 @@ BATTERIES = {
             (float64_weights, "float32 in, float32 out"),
             (as_a_list, "expected a NumPy array, got a value of type list"),
             (plain_mean, None),
+            (bias_transposed, "bias.T puts channel c's biases on slot c"),
         ],
         "right": [channel_loop, logsumexp_form],
     },

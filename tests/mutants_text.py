@@ -99,7 +99,55 @@ def tp_one_max_for_the_batch(logits, p):
         return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs < p, z, -np.inf))
 
 
+def _nucleus_with(logits, p, probabilities, threshold=lambda p: p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    probs = probabilities(z)
+    return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs < threshold(p), z, -np.inf))
+
+
+def tp_float16_probabilities(logits, p):  # "probabilities need no more than 3 digits": 0.9 − 10⁻⁹ rounds to 0.9
+    return _nucleus_with(logits, p, lambda z: _softmax(z).astype(np.float16))
+
+
+def tp_float32_probabilities(logits, p):  # the softmax in float32, the logits returned in float64
+    return _nucleus_with(logits, p, lambda z: _softmax(z.astype(np.float32)))
+
+
+def tp_tolerance_below_p(logits, p):  # "p minus a little, for rounding"
+    return _nucleus_with(logits, p, _softmax, threshold=lambda p: p - 1e-6)
+
+
+def tp_no_max_shift(logits, p):  # exp(1000) is inf: nan probabilities, and nan < p is False
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _nucleus_with(logits, p, lambda z: np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def tp_not_normalised(logits, p):  # exp(z − max), never divided by the row's sum
+    return _nucleus_with(logits, p, lambda z: np.exp(z - z.max(axis=-1, keepdims=True)))
+
+
+def tp_top_k_of_p_v(logits, p):  # "the top p of the tokens": k = ceil(p · V), whatever their probabilities
+    k = int(np.ceil(p * logits.shape[-1]))
+    rank = np.argsort(np.argsort(-logits, axis=-1), axis=-1)
+    return np.where(rank < k, logits, -np.inf)
+
+
+def tp_log_probabilities(logits, p):  # kept entries as log-softmax values
+    kept = exercise_solutions.my_top_p(logits, p)
+    m = logits.max(axis=-1, keepdims=True)
+    return kept - m - np.log(np.exp(logits - m).sum(axis=-1, keepdims=True))
+
+
 # --- top_p: right ----------------------------------------------------------------------------------------------
+
+
+def tp_remove_below_one_minus_p(logits, p):  # Hugging Face's form: ascending, drop while the cumulative sum <= 1 − p
+    order = np.argsort(logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    remove = np.cumsum(_softmax(z), axis=-1) <= 1 - p
+    remove[..., -1] = False  # the most probable token stays
+    return _unsort(order, np.where(remove, -np.inf, z))
 
 
 def tp_row_loop(logits, p):
@@ -251,7 +299,38 @@ def bm_spaces_skipped(ids, new_id):
     return np.array(pair), _merge(ids, pair, new_id)
 
 
+def bm_pairs_packed_in_base_1024(ids, new_id):  # a·1024 + b: "ids stay below 1024" -- not in a real vocabulary
+    packed = ids[:-1] * 1024 + ids[1:]
+    values, counts = np.unique(packed, return_counts=True)
+    best = int(values[np.argmax(counts)])
+    pair = (best // 1024, best % 1024)
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_pairs_packed_by_shift_16(ids, new_id):  # a << 16 | b: fine while every id is below 65536
+    packed = ids[:-1] << 16 | ids[1:]
+    _, first, counts = np.unique(packed, return_index=True, return_counts=True)
+    i = first[np.argmax(counts)]
+    pair = (int(ids[i]), int(ids[i + 1]))
+    return np.array(pair), _merge(ids, pair, new_id)
+
+
+def bm_ids_in_uint16(ids, new_id):  # "token ids fit in 16 bits": 70000 wraps round to 4464
+    small = ids.astype(np.uint16)
+    counts = _pairs(small)
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    return np.array(pair), _merge(small, pair, new_id).astype(np.int64)
+
+
 # --- bpe_merge_step: right -------------------------------------------------------------------------------------
+
+
+def bm_packed_above_the_largest_id(ids, new_id):  # a·(max + 1) + b: one number per pair, in tuple order, for any ids
+    base = int(ids.max()) + 1
+    values, counts = np.unique(ids[:-1] * base + ids[1:], return_counts=True)
+    best = int(values[np.argmax(counts)])  # the smallest of the most frequent
+    pair = (best // base, best % base)
+    return np.array(pair), _merge(ids, pair, new_id)
 
 
 def bm_sorted_counts(ids, new_id):
@@ -296,8 +375,15 @@ BATTERIES = {
             (tp_float32, None),
             (tp_keeps_one_more_at_p, "the nucleus is the FEWEST tokens"),
             (tp_one_max_for_the_batch, "its own maximum"),
+            (tp_float16_probabilities, "compare them with p exactly"),
+            (tp_float32_probabilities, "compare them with p exactly"),
+            (tp_tolerance_below_p, "or a tolerance such as p − 1e-6"),
+            (tp_no_max_shift, "Did you subtract the row max before exp?"),
+            (tp_not_normalised, "divided by the row's sum"),
+            (tp_top_k_of_p_v, "your function kept every token"),
+            (tp_log_probabilities, "keep their logit as given"),
         ],
-        "right": [tp_row_loop, tp_threshold],
+        "right": [tp_row_loop, tp_threshold, tp_remove_below_one_minus_p],
     },
     "bpe_merge_step": {
         "wrong": [
@@ -320,7 +406,10 @@ BATTERIES = {
             (bm_pairs_packed_in_base_256, "one number per pair"),
             (bm_pairs_packed_by_shift, "since | is not + once b > 255"),
             (bm_spaces_skipped, None),
+            (bm_pairs_packed_in_base_1024, "ids of a real vocabulary go past 65535"),
+            (bm_pairs_packed_by_shift_16, "ids of a real vocabulary go past 65535"),
+            (bm_ids_in_uint16, "ids held in uint16 wrap 70000"),
         ],
-        "right": [bm_sorted_counts, bm_numpy_pairs],
+        "right": [bm_sorted_counts, bm_numpy_pairs, bm_packed_above_the_largest_id],
     },
 }

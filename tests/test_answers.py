@@ -217,6 +217,14 @@ SHORTCUTS = {
     "24.1": ([0.076, 2.0, 0.1538, 0.1600, 0.1602], [0.1601, 0.16013]),
     "06.1": ([0.4158, 0.4160, 0.416, 0.5035], [0.4159, 0.41591]),  # 4 significant figures of 0.415908; d_k = 2's
     "06.2": ([0.7678, 0.7680, 0.768], [0.7679, 0.76792]),  # 4 significant figures of 0.767918
+    # dense MLA's bytes; one layer's; the indexer keys without their 4-byte scale; V3.2's FP8 latent rows (656 B)
+    # instead of BF16's; the answer in MiB (the solution's "about 641 MiB")
+    "21.1": ([61 * 65536 * 1152, 65536 * 132 + 2048 * 1152, 61 * (65536 * 128 + 2048 * 1152),
+              61 * (65536 * 132 + 2048 * 656), 61 * (65536 * 132 + 2048 * 1152) / 2**20, 641],
+             [671_612_928, 671_612_928.0]),
+    # the crossing 2048 · 1152 / 1020 itself and rounded down; the work's crossing (2,178) and the FP8 cache's bytes
+    # crossing (2,564), both printed in section 6; S = k and the token after it ("from a little above S = k")
+    "21.2": ([2048 * 1152 / 1020, 2313, 2178, 2564, 2048, 2049], [2314, 2314.0]),
 }
 
 
@@ -331,6 +339,10 @@ def test_replies(capsys):
     assert capsys.readouterr().out == "correct\n"
     check_answer("21.1", answers.expected("21.1") + 1)
     assert "not right yet" in capsys.readouterr().out
+    check_answer("21.1", 640.5)  # MiB
+    assert "give bytes, not MiB" in capsys.readouterr().out
+    check_answer("21.2", 2313)  # 2048 · 1152 / 1020 = 2313.03 rounded down: DSA still reads more there
+    assert "the first whole S at which DSA reads fewer" in capsys.readouterr().out
     check_answer("08.1", np.array(80))  # a 0-d array is a number
     assert capsys.readouterr().out == "correct\n"
     check_answer("16.3", np.array(answers.expected("16.3")))

@@ -33,6 +33,7 @@ from .answer_values import (
     _rope_weights_shift,
     _runner_up_without_idf,
     _similarity,
+    _softmax_jacobian,
     _solve_orthogonal,
     _strict_agreements,
     _unseen_row_gradient,
@@ -42,12 +43,6 @@ from .answer_values import (
 )
 
 __all__ = ["ANSWERS", "ShortAnswer"]
-
-
-def _softmax_jacobian(scores):
-    """J = diag(y) − y yᵀ of y = softmax(scores) (notebook 12's Jacobian, built from the package's softmax)."""
-    y = _afs().softmax(np.asarray(scores, dtype=float))
-    return np.diag(y) - np.outer(y, y)
 
 
 @dataclass(frozen=True)
@@ -158,9 +153,10 @@ ANSWERS = {
                         "attends to one key only under the causal mask.", kind="count"),
     "21.1": ShortAnswer(lambda: _kv().decode_bytes_read(_afs().MLAConfig.deepseek_v32(), "dsa", 65536),
                         "every indexer key (FP8 bytes and its scale) and only the top-k latents (BF16), per layer, "
-                        "times the layers.", kind="count"),
+                        "times the layers; give bytes, not MiB.", kind="count"),
     "21.2": ShortAnswer(_dsa_reads_less_from, "below k every latent is read and the indexer keys come on top; above "
-                        "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes).", kind="count"),
+                        "k, compare S · (indexer bytes) + k · (latent bytes) with S · (latent bytes), and give the "
+                        "first whole S at which DSA reads fewer (the crossing rounded up, not down).", kind="count"),
     "18.1": ShortAnswer(lambda: float(_flash().softmax_state(np.array([[4.5, -1.0]]),
                                                              np.array([[5.0], [6.0]]))[1][0, 0]),
                         "the chunk's own max is m; ℓ = Σ e^(s_j − m) over its two scores.",

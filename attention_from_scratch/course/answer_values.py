@@ -24,6 +24,12 @@ def _library_weights(query):
     return _afs().scaled_dot_product_attention(np.array([query]), keys, 10.0 * np.eye(3))[1][0]
 
 
+def _softmax_jacobian(scores):
+    """J = diag(y) − y yᵀ of y = softmax(scores) (notebook 12's Jacobian, built from the package's softmax)."""
+    y = _afs().softmax(np.asarray(scores, dtype=float))
+    return np.diag(y) - np.outer(y, y)
+
+
 def _cat_eats_fish(w_q_row_scale=1.0, d_k=2):
     from .examples import CAT_EATS_FISH
 

@@ -80,7 +80,8 @@ from .runner import run
 from .serving import MERGE_PARTIALS
 from .softmax import SOFTMAX, SOFTMAX_BACKWARD
 from .sparse import INDEX_SCORES
-from .text import BPE_MERGE_STEP, TOP_P
+from .text import TOP_P
+from .text_bpe import BPE_MERGE_STEP
 from .training import ADAM_STEP
 
 # in course order (the new part "a Transformer that learns", notebooks/next/, sits after multi-head attention;

@@ -125,6 +125,17 @@ def _window_shift_when_positive(kv, gate, bias):
     return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
 
 
+_BIAS_AS_IS = msg("bias is (m, d) like one window of the gates, a value per slot and channel: add it as it is (bias.T "
+                  "puts channel c's biases on slot c; only a square window lets it broadcast)")
+
+
+def _window_error(case, err):
+    """bias.T added to the gates: NumPy names the shapes (m, d) and (d, m) it cannot broadcast."""
+    m, d = case.args[2].shape
+    text = str(err).replace(" ", "")
+    return _BIAS_AS_IS if m != d and "broadcast" in text and f"({d},{m})" in text else None
+
+
 COMPRESS_WINDOW = Exercise(
     "compress_window", "22_deepseek_v4", ("kv", "gate", "bias"), ("entry",), _window_cases, _window_reference,
     mistakes=[
@@ -135,6 +146,7 @@ COMPRESS_WINDOW = Exercise(
         ("the learned bias B (one per slot and channel) is added to the gates before the softmax: it tells slots "
          "apart, since the gates alone do not know a token's place in the window",
          lambda *a: _window_wrong(*a, use_bias=False)),
+        (_BIAS_AS_IS, lambda kv, gate, bias: _window_wrong(kv, gate, bias.T)),
         ("the weights multiply the values kv, not the gates: the entry is a convex combination of the tokens' kv",
          lambda *a: _window_wrong(*a, weigh=lambda kv, gate: gate)),
         ("the entry is a weighted SUM over the slots (weights that sum to 1), not a mean of the weighted values",
@@ -145,6 +157,7 @@ COMPRESS_WINDOW = Exercise(
         (NEGATIVE_ROW, _window_shift_when_positive),  # before OVERFLOW: no shift at all gives the same nan here
         (OVERFLOW, lambda kv, gate, bias: np.sum(naive_softmax(gate + bias, axis=-2) * kv, axis=-2)),
     ],
+    error_hint=_window_error,
     title="the gated compression of one window",
     task="""Write `my_compress_window(kv, gate, bias)`: the compressor's pooling (section 2) for windows of $m$ tokens,
 $\\text{entry} = \\sum_{j<m} \\operatorname{softmax}_j(Z_j + B_j) \\odot C_j$, with the softmax over the $m$ slots

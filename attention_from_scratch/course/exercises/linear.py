@@ -115,6 +115,8 @@ DELTA_STEP = Exercise(
          lambda *a: _step(*a, read_before_write=True)),
         ("g is a log-decay (g ≤ 0): the state is multiplied by exp(g), not by g",
          lambda *a: _step(*a, decay=lambda x: x)),
+        ("g is a log-decay (g ≤ 0): the state is multiplied by exp(g), at most 1, not by exp(−g), which is at least 1 "
+         "and grows the state", lambda *a: _step(*a, decay=lambda x: np.exp(-x))),
         ("the decay was left out: multiply the state by exp(g) before the update",
          lambda *a: _step(*a, decay=np.ones_like)),
     ],
