@@ -75,6 +75,13 @@ def ds_exp_of_minus_g(state, q, k, v, beta, g):
     return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
 
 
+def ds_one_plus_g(state, q, k, v, beta, g):
+    state = (1 + g)[..., None, None] * state  # e^g ≈ 1 + g
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    state = state + k[..., :, None] @ _t(error)
+    return (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0], state
+
+
 def ds_in_place(state, q, k, v, beta, g):
     state *= np.exp(g)[..., None, None]  # the caller's state
     error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
@@ -363,6 +370,7 @@ BATTERIES = {
             (ds_reads_before_writing, "a token sees itself"),
             (ds_g_as_a_factor, "not by g"),
             (ds_exp_of_minus_g, "not by exp(−g)"),
+            (ds_one_plus_g, "not its first-order approximation 1 + g"),
             (ds_in_place, "changed its input `state` in place"),
             (ds_float64_scale, "float32 in, float32 out"),
             (ds_as_lists, "out: expected a NumPy array, got a value of type list"),

@@ -14,6 +14,12 @@ def no_relu(q, k, w):
     return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
 
 
+def abs_instead_of_relu(q, k, w):
+    dots = np.abs(q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5)  # "only the size of the match counts"
+    scores = np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1)
+    return np.where(_future(q.shape[2], k.shape[1]), -np.inf, scores)
+
+
 def relu_after_sum(q, k, w):
     dots = q @ np.swapaxes(k, -1, -2)[:, None] / q.shape[-1] ** 0.5
     scores = np.maximum(np.sum(np.swapaxes(w, 1, 2)[..., None] * dots, axis=1), 0)
@@ -185,6 +191,7 @@ BATTERIES = {
     "index_scores": {
         "wrong": [
             (no_relu, "no ReLU"),
+            (abs_instead_of_relu, "the absolute value turns a negative dot product into a positive score"),
             (relu_after_sum, "ReLU is per head, inside the sum"),
             (unscaled, "scaled by 1/√d_I"),
             (scaled_by_heads, "not one over the square root of the number of heads"),

@@ -341,6 +341,12 @@ def test_replies(capsys):
     assert "not right yet" in capsys.readouterr().out
     check_answer("21.1", 640.5)  # MiB
     assert "give bytes, not MiB" in capsys.readouterr().out
+    check_answer("21.2", np.array([2314]))  # a one-entry array, as np.flatnonzero(...)[:1] + 1 gives
+    assert "take its entry (x.item() or x[0])" in capsys.readouterr().out
+    check_answer("21.2", [[2314.0]])
+    assert "take its entry" in capsys.readouterr().out
+    check_answer("21.2", [2314, 2315])
+    assert "give a number, not a list." in capsys.readouterr().out
     check_answer("21.2", 2313)  # 2048 · 1152 / 1020 = 2313.03 rounded down: DSA still reads more there
     assert "the first whole S at which DSA reads fewer" in capsys.readouterr().out
     check_answer("08.1", np.array(80))  # a 0-d array is a number

@@ -49,6 +49,17 @@ def _lookup(key: str, lang: str | None = None) -> ShortAnswer:
     return ANSWERS[key]
 
 
+def _one_entry(answer) -> bool:
+    """Whether ``answer`` is an array, list or tuple holding exactly one number (at any depth)."""
+    if not isinstance(answer, (np.ndarray, list, tuple)):
+        return False
+    try:
+        flat = np.ravel(np.asarray(answer, dtype=object))
+    except ValueError:  # ragged
+        return False
+    return flat.size == 1 and isinstance(flat[0], numbers.Real) and not isinstance(flat[0], bool)
+
+
 def _problem(item: ShortAnswer, answer):
     """None if ``answer`` is right, else what is wrong with it: its form (a message) or its value (the hint)."""
     if item.kind == "shape":
@@ -60,6 +71,9 @@ def _problem(item: ShortAnswer, answer):
     try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
         value = check_real(answer, "answer")
     except TypeError:
+        if _one_entry(answer):  # np.flatnonzero(...)[:1], [x]: the number is inside
+            return msg("give a number, not a {kind} that holds one: take its entry (x.item() or x[0]).",
+                       kind=type(answer).__name__)
         return msg("give a number, not a {kind}.", kind=type(answer).__name__)
     except ValueError:
         return msg("give a finite number.")

@@ -117,6 +117,8 @@ DELTA_STEP = Exercise(
          lambda *a: _step(*a, decay=lambda x: x)),
         ("g is a log-decay (g ≤ 0): the state is multiplied by exp(g), at most 1, not by exp(−g), which is at least 1 "
          "and grows the state", lambda *a: _step(*a, decay=lambda x: np.exp(-x))),
+        ("the decay is exp(g) itself, not its first-order approximation 1 + g: g is not small (a strong decay has "
+         "g of −1 or less, where 1 + g is 0 or negative)", lambda *a: _step(*a, decay=lambda x: 1 + x)),
         ("the decay was left out: multiply the state by exp(g) before the update",
          lambda *a: _step(*a, decay=np.ones_like)),
     ],

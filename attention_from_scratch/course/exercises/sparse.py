@@ -47,8 +47,9 @@ def _index_reference(q, k, w, **changed):
 
 
 def _relu_misplaced(q, k, w, *, where):
-    """No ReLU at all (``where="none"``), one ReLU after the weighted sum (``"after"``), one on each weighted
-    head's term (``"weighted"``); or the future masked with −∞ before the weighting (``"mask_first"``)."""
+    """No ReLU at all (``where="none"``), |q·k| in its place (``"abs"``), one ReLU after the weighted sum
+    (``"after"``), one on each weighted head's term (``"weighted"``); or the future masked with −∞ before the weighting
+    (``"mask_first"``)."""
     t, s = q.shape[-2], k.shape[-2]
     dots = q @ np.swapaxes(k, -1, -2)[:, None, :, :] * q.shape[-1] ** -0.5  # (B, H_I, T, S)
     weights = np.swapaxes(w, 1, 2)[..., None]  # (B, H_I, T, 1)
@@ -58,6 +59,7 @@ def _relu_misplaced(q, k, w, *, where):
     if where == "mask_first":  # −∞ times a negative weight is +∞, and +∞ − ∞ is nan
         with np.errstate(invalid="ignore"):
             return np.sum(weights * np.where(visible, np.maximum(dots, 0), -np.inf), axis=1).astype(q.dtype)
+    dots = np.abs(dots) if where == "abs" else dots  # |q·k| for ReLU(q·k)
     scores = np.sum(weights * dots, axis=1)  # (B, T, S)
     scores = np.maximum(scores, 0) if where == "after" else scores
     return np.where(visible, scores, -np.inf).astype(q.dtype)
@@ -133,6 +135,8 @@ INDEX_SCORES = Exercise(
     mistakes=[
         ("no ReLU: each head's dot product goes through ReLU before it is weighted (negative ones count 0)",
          lambda *a: _relu_misplaced(*a, where="none")),
+        ("ReLU keeps a positive dot product and sends a negative one to 0 (np.maximum(x, 0)): the absolute value "
+         "turns a negative dot product into a positive score", lambda *a: _relu_misplaced(*a, where="abs")),
         ("ReLU is per head, inside the sum: Σ_h w_h ReLU(q_h·k), not ReLU(Σ_h w_h q_h·k)",
          lambda *a: _relu_misplaced(*a, where="after")),
         ("ReLU acts on the dot product alone, before the weight: w_h may be negative, and w_h · ReLU(q_h·k) is not "
