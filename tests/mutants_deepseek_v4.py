@@ -159,6 +159,11 @@ def sorts_the_positions(positions, n_entries, rate):
     return last[None, :] <= np.sort(positions)[:, None]  # "positions come in order" -- not in a packed batch
 
 
+def last_position_for_every_row(positions, n_entries, rate):  # a decoding habit: "the query is the last token"
+    p = np.full(len(positions), positions[-1])
+    return (np.arange(n_entries)[None, :] + 1) * rate <= p[:, None] + 1
+
+
 def loop_over_queries(positions, n_entries, rate):
     out = np.zeros((len(positions), n_entries), dtype=bool)
     for t, p in enumerate(positions):
@@ -211,6 +216,7 @@ BATTERIES = {
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (entries_of_the_own_window, None),
             (sorts_the_positions, "in the order given"),
+            (last_position_for_every_row, "compare each row with its own position"),
             (int8_positions, "must not wrap around"),  # its output matched positions_from_zero's: a wrong hint
             (uint8_positions, "must not wrap around"),
             (int8_everything, "must not wrap around"),  # raises OverflowError

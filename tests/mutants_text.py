@@ -139,6 +139,17 @@ def tp_log_probabilities(logits, p):  # kept entries as log-softmax values
     return kept - m - np.log(np.exp(logits - m).sum(axis=-1, keepdims=True))
 
 
+def tp_argsort_reversed(logits, p):  # [::-1] to go from ascending to descending: fine for one row
+    return _nucleus_with(logits, p, _softmax) if logits.ndim == 1 else _reversed_batch(logits, p)
+
+
+def _reversed_batch(logits, p):
+    order = np.argsort(logits, axis=-1)[::-1]  # reverses the rows of the batch, not each row
+    z = np.take_along_axis(logits, order, axis=-1)
+    probs = _softmax(z)
+    return _unsort(order, np.where(np.cumsum(probs, axis=-1) - probs < p, z, -np.inf))
+
+
 # --- top_p: right ----------------------------------------------------------------------------------------------
 
 
@@ -382,6 +393,7 @@ BATTERIES = {
             (tp_not_normalised, "divided by the row's sum"),
             (tp_top_k_of_p_v, "your function kept every token"),
             (tp_log_probabilities, "keep their logit as given"),
+            (tp_argsort_reversed, "[::-1] reverses the first axis"),
         ],
         "right": [tp_row_loop, tp_threshold, tp_remove_below_one_minus_p],
     },

@@ -225,6 +225,10 @@ def _positions_wrapped(case, e, g):
     return None
 
 
+_OWN_ROW = msg("row t belongs to the query at positions[t]: compare each row with its own position, not every row with "
+               "the last (or the largest) position")
+
+
 VISIBLE_ENTRIES = Exercise(
     "visible_entries", "22_deepseek_v4", ("positions", "n_entries", "rate"), ("visible",), _visible_cases,
     _visible_reference,
@@ -241,6 +245,10 @@ VISIBLE_ENTRIES = Exercise(
         ("row t belongs to positions[t], in the order given: positions need not increase (a batch may pack "
          "requests whose positions start again)",
          lambda positions, n_entries, rate: _visible_reference(np.sort(positions), n_entries, rate)),
+        (_OWN_ROW, lambda positions, n_entries, rate: _visible_reference(
+             np.full(len(positions), positions[-1]), n_entries, rate)),
+        (_OWN_ROW, lambda positions, n_entries, rate: _visible_reference(
+             np.full(len(positions), np.max(positions)), n_entries, rate)),
         ("the result is (T, E), one row per query position and one column per entry",
          lambda *a: _visible_reference(*a).T),
     ],

@@ -126,6 +126,18 @@ def _shifted_kept(logits, p, *, log_probs):
     return top_p_filter(z, p) - z.max(axis=-1, keepdims=True) - shift
 
 
+def _reversed_rows(logits, p):
+    """``np.argsort(logits, axis=-1)[::-1]``: on a batch, [::-1] reverses the rows, not each row's ranking."""
+    z = np.asarray(logits, dtype=np.float64)
+    order = np.argsort(z, axis=-1)[::-1]
+    s = np.take_along_axis(z, order, axis=-1)
+    probs = softmax(s, axis=-1)
+    kept = np.cumsum(probs, axis=-1) - probs < p
+    out = np.empty_like(z)
+    np.put_along_axis(out, order, np.where(kept, s, -np.inf), axis=-1)
+    return out
+
+
 def _every_token_kept(case, e, g):
     """The logits returned unchanged where the nucleus of a p < 1 removes some: ranked from the least probable up,
     or a count such as p·V kept, keeps them all here."""
@@ -191,6 +203,8 @@ TOP_P = Exercise(
         (_AS_GIVEN, lambda logits, p: _shifted_kept(logits, p, log_probs=False)),
         ("each row of a batch is its own distribution: sort, softmax and accumulate along the last axis only",
          _whole_batch),
+        ("[::-1] reverses the first axis: on a batch it reverses the order of the rows, not each row's ranking; sort "
+         "descending along the last axis with np.argsort(-logits, axis=-1) (or [..., ::-1])", _reversed_rows),
     ],
     symptoms=[_every_token_kept],
     fallbacks=[_finite_stand_in],
