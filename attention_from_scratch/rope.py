@@ -1,7 +1,8 @@
-"""Rotary position embedding (RoPE), in DeepSeek's consecutive-pair convention, and YaRN.
+"""Rotary position embedding (RoPE), in the paper's (and DeepSeek's) consecutive-pair convention, and YaRN.
 
-RoPE (Su et al. 2021, "RoFormer", §3.4) encodes the position m of a token by *rotating* its query or
-key: the d features are read as d/2 pairs, and pair r is turned by the angle m·θ_r, with
+RoPE (Su et al. 2021, "RoFormer", §3.2.2, eqs. 14-16; element-wise in §3.4.2, eq. 34) encodes the position m
+of a token by *rotating* its query or key: the d features are read as d/2 pairs, and pair r is turned by
+the angle m·θ_r (the paper numbers the pairs from 1: its θ_1 is our θ_0), with
 
     θ_r = base^(-2r/d),   r = 0 .. d/2 - 1        (base = rope_theta = 10000)
 
@@ -9,21 +10,24 @@ key: the d features are read as d/2 pairs, and pair r is turned by the angle m·
     [y_2r+1] = [sin mθ_r   cos mθ_r] [x_2r+1]
 
 Because rotations compose, ⟨R_m q, R_n k⟩ = ⟨q, R_(n-m) k⟩: the attention score depends only on the
-*offset* m - n, not on where the pair sits in the sequence. That is the whole point of RoPE.
+*offset* n - m, not on where the pair sits in the sequence. That is the whole point of RoPE.
 
-Which features form a pair is a convention. DeepSeek-V3 (``inference/model.py``, ``apply_rotary_emb``)
-pairs consecutive features (x0, x1), (x2, x3), ... by viewing them as complex numbers x0 + i·x1 and
-multiplying by e^(i·m·θ_r) (i the imaginary unit). GPT-NeoX and Hugging Face's Llama ("rotate half") pair x_j
-with x_(j+d/2).
+Which features form a pair is a convention. The paper, GPT-J, Meta's Llama code and DeepSeek-V3
+(``inference/model.py``, ``apply_rotary_emb``) pair consecutive features (x0, x1), (x2, x3), ...; the last
+two view them as complex numbers x0 + i·x1 and multiply by e^(i·m·θ_r) (i the imaginary unit). GPT-NeoX
+and Hugging Face's Llama ("rotate half") pair x_j with x_(j+d/2).
 The two differ only by a fixed permutation P of the features (evens first, then odds, see
 :func:`pairs_to_halves`): ``rotate_half_rope(P x) = P apply_rope(x)``. A permutation applied to q and k
 alike does not change q·k, so the attention is the same -- but weights trained for one layout must be
-permuted before use with the other (Hugging Face's DeepSeek-V3 code does exactly this permutation).
+permuted before use with the other (Hugging Face's Llama conversion script permutes W_Q and W_K; its
+DeepSeek-V3 code instead applies P to q and k at run time, then rotates halves:
+``apply_rotary_pos_emb_interleave``).
 
 YaRN (Peng et al. 2023, §3) stretches a model trained on ``original_seq_len`` tokens to ``max_seq_len``:
 fast-turning pairs (many rotations over the original context, > beta_fast) keep their frequency,
 slow ones (< beta_slow rotations) are divided by ``rope_factor`` (interpolation), and the pairs in
-between blend linearly. Attention logits are then multiplied by mscale² with
+between blend linearly in the pair index r, as DeepSeek's and Hugging Face's code do (the paper's ramp is
+linear in the number of rotations). Attention logits are then multiplied by mscale² with
 mscale = 0.1·mscale_cfg·ln(rope_factor) + 1 (see ``mla.py``). DeepSeek-V3 turns YaRN on exactly when
 ``max_seq_len > original_seq_len`` (``precompute_freqs_cis``).
 """
@@ -48,7 +52,8 @@ def yarn_correction_range(dim: int, base: float, original_seq_len: int, beta_fas
     Pair r turns ``original_seq_len · θ_r / 2π`` times over the original context; solving that for
     ``N`` rotations gives ``r(N) = dim · ln(original_seq_len / (2π N)) / (2 ln base)``. Pairs below
     ``r(beta_fast)`` keep θ_r, pairs above ``r(beta_slow)`` use θ_r / factor. Rounded outwards and
-    clamped to ``[0, dim - 1]`` as DeepSeek-V3's ``find_correction_range`` does.
+    clamped to ``[0, dim - 1]`` as DeepSeek-V3's ``find_correction_range`` does (pairs end at dim/2 - 1;
+    the loose clamp is harmless, the ramp is clipped to [0, 1]).
     """
 
     dim = _check_dim(dim, "dim")
@@ -76,7 +81,8 @@ def yarn_mscale(rope_factor: float, mscale: float = 1.0) -> float:
 
 
 def _check_theta(theta, name: str = "theta") -> float:
-    """The RoPE base must exceed 1: θ_r = base^(-2r/d) then falls from 1 towards 0 (base 1: no rotation)."""
+    """The RoPE base must exceed 1: θ_r = base^(-2r/d) then falls from 1 towards 0 (base 1: every pair turns
+    at the same 1 rad per position; below 1 the last pairs would turn fastest)."""
     theta = check_real(theta, name)
     if not theta > 1:
         raise ValueError(f"{name} must be > 1 (θ_r = {name}^(-2r/d) must fall with r), got {theta!r}")
@@ -227,7 +233,8 @@ def pairs_to_halves(x):
 def rotate_half_rope(x, positions, *, freqs=None):
     """RoPE in the GPT-NeoX / Llama "rotate half" layout: feature j pairs with feature j + d/2.
 
-    ``y = x · cos + rotate_half(x) · sin`` with ``rotate_half([a, b]) = [-b, a]``. The same
+    ``y = x · cos + rotate_half(x) · sin`` with ``rotate_half([a, b]) = [-b, a]`` and the ``(T, d/2)`` tables
+    repeated over both halves (Hugging Face's ``cat((freqs, freqs))``). The same
     rotation with the features permuted: ``rotate_half_rope(pairs_to_halves(x), m) ==
     pairs_to_halves(apply_rope(x, m))``; shown side by side to explain the layouts.
     """
@@ -244,8 +251,9 @@ def sinusoidal_positions(n_positions: int, d: int, *, base: float = 10000.0, xp=
 
     Attention Is All You Need §3.5: ``PE[m, 2r] = sin(m θ_r)``, ``PE[m, 2r+1] = cos(m θ_r)`` with the
     same ``θ_r = base^(-2r/d)`` as RoPE. ``PE[m] · PE[n] = Σ_r cos((m - n) θ_r)`` depends only on m - n,
-    but the model scores ``(x_m + PE[m]) W_Q W_Kᵀ (x_n + PE[n])ᵀ``, whose cross terms depend on m and n
-    themselves; RoPE rotates q and k instead, so the score depends only on m - n (notebook 16).
+    but the model scores ``(x_m + PE[m]) W_Q W_Kᵀ (x_n + PE[n])ᵀ``, whose cross terms (and the PE-PE
+    term, W_Q W_Kᵀ between) depend on m and n themselves; RoPE rotates q and k instead, so the score
+    depends only on n - m (notebook 16).
     ``xp``/``device``: the namespace and device of the result (default NumPy, float64).
     """
     n = check_positive_int(n_positions, "n_positions")
