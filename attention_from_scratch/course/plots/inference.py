@@ -31,7 +31,7 @@ def plot_kv_cache_memory():
 
 
 def plot_rope_relative():
-    """RoPE: the score of a fixed q and k placed at positions m, n depends only on m - n; pair angles vs m."""
+    """RoPE: the score of a fixed q at position m and k at position n depends only on n - m; pair angles vs m."""
     from ...infra.backend import random_normal
     from ...rope import apply_rope, rope_frequencies
 
