@@ -1,12 +1,18 @@
 """Sliding windows, kept sinks, learned sink logits and the rolling cache: attention over a band of keys.
 
-* **A sliding window** of W keys (Mistral, Gemma's local layers; Beltagy et al. 2020, Longformer): the
-  query at position p sees keys ``p - W < j <= p`` only -- its own position and the W - 1 before it --
-  so its cost and its cache stay constant however long the sequence grows.
+* **A sliding window** of W keys (Mistral 7B, the local layers of Gemma 2 and 3; the banded pattern goes
+  back to Beltagy et al. 2020, Longformer, whose encoder window spans w/2 keys on each side): the query at
+  position p sees keys ``p - W < j <= p`` only -- its own position and the W - 1 before it, as in
+  transformers' ``sliding_window_overlay`` (``kv_idx > q_idx - sliding_window``). The Mistral 7B paper
+  writes positions ``i - W .. i`` (W + 1 keys), as does its reference code's prefill mask. Cost and cache
+  stay constant however long the sequence grows.
 * **Kept sinks** (Xiao et al. 2023, "Efficient Streaming Language Models with Attention Sinks",
-  StreamingLLM): the first ``n_sinks`` keys stay visible to every query beside the window (never the
-  future). Trained models dump the weight a head does not need on the first tokens; dropping them from
-  the window hurts, keeping them costs ``n_sinks`` slots.
+  StreamingLLM, which keeps 4): the first ``n_sinks`` keys stay visible to every query beside the window
+  (never the future). Their explanation: a softmax row must put its weight somewhere, and trained models
+  park what a head does not need on the first tokens, which every later token sees; dropping them from the
+  window hurts, keeping them costs ``n_sinks`` slots. Here every key keeps its position in the text;
+  StreamingLLM also renumbers the cached keys by their place in the cache (RoPE applied after the cache),
+  which this module does not do.
 * **Learned sink logits** (gpt-oss, OpenAI 2025; DeepSeek-V4): instead of a token, each head has one
   logit ``s`` that joins every row of its softmax and whose probability is then dropped,
 
@@ -49,7 +55,8 @@ def sliding_window_mask(n_q: int, n_k: int, window: int, *, n_sinks: int = 0, xp
     Bottom-right aligned like :func:`~attention_from_scratch.masking.causal_mask`: query i sits at
     position ``p = n_k - n_q + i`` and sees keys ``p - window < j <= p`` (its own position and the
     ``window - 1`` before it) plus the first ``n_sinks`` keys, never the future. The same convention as
-    transformers' sliding-window masks (Mistral, Gemma's local layers). ``window >= n_k`` is the causal mask.
+    transformers' sliding-window masks (Mistral, Gemma 2 and 3's local layers), which have no kept sinks; the
+    Mistral 7B paper counts one key more (``i - W .. i``). ``window >= n_k`` is the causal mask.
     """
     n_q, n_k = check_positive_int(n_q, "n_q"), check_positive_int(n_k, "n_k")
     window, n_sinks = check_window(window, n_sinks)
@@ -79,9 +86,13 @@ class RollingKVCache:
     """A sliding-window KV cache: the first ``n_sinks`` tokens and the last ``window``, nothing else.
 
     Its memory is constant in the sequence length: ``n_sinks + window`` slots per (batch, head), filled
-    in order and then reused as a ring (Mistral's rolling buffer; StreamingLLM keeps the sinks): the
-    token at position ``p >= n_sinks`` lives in slot ``n_sinks + (p - n_sinks) % window``. Slot order
-    does not matter to attention, only each slot's position, which the cache remembers.
+    in order and then reused as a ring (with no sinks, slot ``p % window``: Mistral's rolling buffer;
+    StreamingLLM keeps the sinks): the token at position ``p >= n_sinks`` lives in slot
+    ``n_sinks + (p - n_sinks) % window``. Slot order does not matter to attention, only each slot's
+    position in the text, which the cache remembers and masks with: the outputs are the windowed full
+    pass's (StreamingLLM instead gives the cached keys their place in the cache as positions). Once the
+    ring is full, its oldest slot is seen by no later query: one slot more than needed (transformers'
+    sliding caches keep ``window - 1`` tokens and add the new ones).
 
     ``update(k, v)`` takes the new tokens' keys and values ``(..., T, d)`` and returns ``(keys, values,
     mask)`` for the T new queries: the held tokens then the new ones, and the ``(T, held + T)`` mask of
