@@ -1,4 +1,5 @@
-"""Exercise of the notebook "Attention on real text": one BPE merge step (top-p filtering is in :mod:`.text`).
+"""Exercise of the notebook "Attention on real text": one BPE merge step (top-p filtering is in
+:mod:`attention_from_scratch.course.exercises.text`).
 
 Its cases, reference and the classic mistakes with their hints. The reference is the package's own
 :func:`...text.bpe.pair_counts` (ties: the smaller pair) with :func:`...text.bpe.merge_pair`
