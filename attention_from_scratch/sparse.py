@@ -1,17 +1,21 @@
 """DeepSeek-V3.2's sparse attention (DSA): a lightning indexer picks each query's top-k keys for MLA.
 
 DeepSeek-V3.2 (technical report §2.1; reference ``inference/model.py``, class ``Indexer``) keeps V3's
-MLA and adds a small scorer in front of it. For the query token t and every visible key token s:
+MLA and adds a small scorer in front of it. For the query token t and every visible key token s (h_t the
+layer's input at token t; j = 1..H_I the indexer's heads, as the report numbers them):
 
-    q_{t,h} = RoPE_half(W^IQ_h c_Q,t)           H_I heads of d_I (index_n_heads = 64, index_head_dim = 128)
+    q_{t,j} = RoPE_half(W^IQ_j c_Q,t)           H_I heads of d_I (index_n_heads = 64, index_head_dim = 128)
     k_s     = RoPE_half(LayerNorm(W^IK h_s))    ONE indexer key per token, shared by the indexer's heads
-    w_{t,h} = (W^w h_t)_h / sqrt(H_I)           a per-query weight for each indexer head
-    I(t, s) = Σ_h w_{t,h} · ReLU(q_{t,h} · k_s / sqrt(d_I))        (s <= t: causal)
+    w_{t,j} = (W^w h_t)_j / sqrt(H_I)           a per-query weight for each indexer head
+    I(t, s) = Σ_j w_{t,j} · ReLU(q_{t,j} · k_s / sqrt(d_I))        (s <= t: causal, masked before the top-k)
 
-and the main attention of query t runs over ``S_t = top-k_s I(t, s)`` only (k = index_topk = 2048;
-all visible keys when fewer). ``c_Q`` is MLA's normalised query latent, reused: the indexer costs one
-d_I-wide dot product per head and key, in FP8 in the reference, instead of absorbed MLA's 2·512 + 64 = 1,088
-multiply-adds for each of 128 heads; the main attention then costs O(k) per query instead of O(S).
+(the report's Eq. 1 has no 1/sqrt(d_I); the reference folds it into w: scores times a constant, the same
+selection) and the main attention of query t runs over ``S_t = top-k_s I(t, s)`` only (k = index_topk =
+2048; all visible keys when fewer). ``c_Q`` is MLA's normalised query latent, reused: the indexer costs one
+d_I-wide dot product per head and key (then the weighting), in FP8 in the reference, instead of absorbed
+MLA's 2·512 + 64 = 1,088 multiply-adds for each of 128 heads; the main attention then costs O(k) per query
+instead of O(S), while the indexer stays O(S) per query: O(L^2) over a prompt of L tokens (the report's
+inference costs; notebook 21 counts both).
 
 Two layouts of RoPE meet here. The indexer rotates the first ``qk_rope_head_dim`` dims of q and k in
 the *rotate-half* layout (feature i pairs with i + d_r/2, :func:`~attention_from_scratch.rope.rotate_half_rope`),
@@ -87,7 +91,7 @@ def indexer_weights(x, weights_proj):
 
 
 def index_scores(q, k, weights, *, causal: bool = True, scale: float | None = None):
-    """``I(t, s) = Σ_h w_{t,h} ReLU(q_{t,h} · k_s · scale)``: -> ``(B, T, S)``, ``-inf`` where s is in t's future.
+    """``I(t, s) = Σ_j w_{t,j} ReLU(q_{t,j} · k_s · scale)``: -> ``(B, T, S)``, ``-inf`` where s is in t's future.
 
     q ``(B, H_I, T, d_I)``, k ``(B, S, d_I)``, weights ``(B, T, H_I)``; ``scale`` defaults to
     ``d_I^-0.5`` (any ``scale > 0``). ``causal`` is bottom-right aligned (the T queries are the last T of the
@@ -179,7 +183,8 @@ def hadamard(d: int, *, xp=None, device=None):
 
     ``H Hᵀ = I``, so rotating both q and k by it keeps q·k: ``(q H)·(k H) = q H Hᵀ kᵀ = q·k``. The
     reference's ``rotate_activation`` applies it (fast Walsh-Hadamard transform, scale d^-1/2) before
-    rounding to FP8: spreading each vector's outliers over all features shrinks the per-row scale.
+    rounding to FP8: it spreads outlier channels over all d features, so that a score is no longer carried,
+    with most of its rounding error, by a few large products (notebook 21 measures the selections it saves).
     """
     d = check_positive_int(d, "d")
     if d & (d - 1):
@@ -198,8 +203,10 @@ def fp8_e4m3(x, *, block: int | None = None, power_of_two_scale: bool = True):
     ``scale = amax / 448`` (rounded up to a power of 2 with ``power_of_two_scale``, the checkpoints'
     ``ue8m0`` format), then ``x / scale`` goes to the nearest e4m3 number (ties to even; spacing
     2^(e-3) for |y| in [2^e, 2^(e+1)), 2^-9 below 2^-6, the subnormals), and back times the scale.
-    Computed in at least float32 (float16 cannot hold a tiny block's scale); NaN and ±inf set no scale
-    and come back as NaN (e4m3fn has no infinity), and an empty ``x`` comes back empty.
+    The reference also floors ``amax`` at 1e-4 before the scale; not simulated (it changes only blocks whose
+    largest value is below 1e-4). Computed in at least float32 (float16 cannot hold a tiny block's scale);
+    NaN and ±inf set no scale and come back as NaN (e4m3fn has no infinity), and an empty ``x`` comes back
+    empty.
     """
     xp = get_namespace(x)
     x = as_float(x, xp, "x")

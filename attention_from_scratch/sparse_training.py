@@ -4,15 +4,18 @@ DeepSeek-V3.2 §2.1.1 ("dense warm-up"): the main attention is dense and frozen;
 attention weights are summed over the heads and L1-normalised into a target ``p_{t,:}``, and the
 indexer's scores are trained so that their softmax over the visible keys matches it:
 
-    L = mean_t KL(p_{t,:} || softmax(I_{t,:}))       (the indexer's inputs are detached from the model)
+    L = mean_t KL(p_{t,:} || softmax(I_{t,:}))       (x and c_Q enter as constants: the model is frozen)
 
-(the report's Eq. 3 sums over t; the mean divides that loss and its gradient by the number of queries).
+(the report's Eq. 3 sums over t; the mean, over the B·T queries of a batch, divides that loss and its
+gradient by their number). Not implemented here: the sparse stage that follows (§2.1.1, Eq. 4), where all
+weights train, the KL is taken over each query's selected keys only, and the indexer's input is detached so
+that this loss never reaches the main model (which learns from the language-modelling loss alone).
 
 Writing ``G = softmax(I) - p`` (per row, divided by the number of rows) the gradient flows back through
-``I(t, s) = Σ_h w_{t,h} ReLU(z_{t,h,s})`` with ``z = q_{t,h}·k_s / sqrt(d_I)``:
+``I(t, s) = Σ_j w_{t,j} ReLU(z_{t,j,s})`` with ``z = q_{t,j}·k_s / sqrt(d_I)`` (j an indexer head):
 
-    dL/dw_{t,h} = Σ_s G_{t,s} ReLU(z_{t,h,s})           dL/dz_{t,h,s} = G_{t,s} w_{t,h} [z_{t,h,s} > 0]
-    dL/dq_{t,h} = Σ_s dz_{t,h,s} k_s / sqrt(d_I)        dL/dk_s = Σ_{t,h} dz_{t,h,s} q_{t,h} / sqrt(d_I)
+    dL/dw_{t,j} = Σ_s G_{t,s} ReLU(z_{t,j,s})           dL/dz_{t,j,s} = G_{t,s} w_{t,j} [z_{t,j,s} > 0]
+    dL/dq_{t,j} = Σ_s dz_{t,j,s} k_s / sqrt(d_I)        dL/dk_s = Σ_{t,j} dz_{t,j,s} q_{t,j} / sqrt(d_I)
 
 then through RoPE (a rotation: its transpose is the rotation by the opposite angle), the LayerNorm of
 the key, and the three linear maps: ``indexer.wq_b``, ``indexer.wk``, ``indexer.weights_proj``, plus
