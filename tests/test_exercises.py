@@ -668,3 +668,16 @@ def test_rewriting_the_function_given_to_numerical_gradient_fools_nothing():
     for cheat in (rewrites_the_class, rewrites_the_code):
         assert not exercises.check("numerical_gradient", cheat, quiet=True).passed, cheat.__name__
     assert exercises.check("numerical_gradient", SOLUTIONS["numerical_gradient"], quiet=True).passed
+
+
+def test_integer_outputs_are_compared_exactly_at_any_size():
+    """Ids and counts are indices: an id of 10^12 off by one is wrong, though within 1e-9 of the largest id
+    (a float's relative tolerance); the report then points at that entry."""
+    from attention_from_scratch.course.exercises import compare
+
+    ids = np.array([3, 10**12, 7], dtype=np.int64)
+    off = ids + np.array([0, 1, 0])
+    assert compare.close(ids, ids.copy(), 1e-9) and compare.close(ids[[0, 2]], ids[[0, 2]].astype(np.int32), 1e-9)
+    assert not compare.close(ids, off, 1e-9)
+    assert compare.close(ids.astype(np.float64), off.astype(np.float64), 1e-9)  # floats keep their tolerance
+    assert compare._beyond_tolerance(ids, off, 1e-9).tolist() == [False, True, False]

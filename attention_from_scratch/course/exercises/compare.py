@@ -50,11 +50,13 @@ def _error(expected, got):
 
 def close(expected, got, rtol) -> bool:
     """Same shape, non-finite entries in the same places, finite ones within ``rtol`` (relative to the largest
-    expected value, and at least ``rtol`` absolute): :func:`~..checking.within`."""
+    expected value, and at least ``rtol`` absolute): :func:`~..checking.within`; integers (ids, counts) exactly."""
     expected, got = np.asarray(expected), np.asarray(got)
     if expected.shape != got.shape:
         return False
     if expected.dtype == bool or got.dtype == bool:
+        return bool(np.array_equal(expected, got))
+    if expected.dtype.kind in "iu" and got.dtype.kind in "iu":  # ids, counts: exact at any size, as indices are
         return bool(np.array_equal(expected, got))
     if got.dtype.kind not in "iuf":  # complex, strings, objects: not a real-valued answer
         return False
@@ -193,6 +195,8 @@ def _difference(label, e, g, case):
 
 def _beyond_tolerance(e, g, rtol):
     """Where ``g`` differs from ``e`` by more than :func:`close` allows (non-finite entries: where they differ)."""
+    if e.dtype.kind in "iu" and g.dtype.kind in "iu":  # integers: every difference (close compares them exactly)
+        return e != g
     e, g = e.astype(np.float64), g.astype(np.float64)
     fe, fg = np.isfinite(e), np.isfinite(g)
     scale = float(np.max(np.abs(e[fe]))) if fe.any() else 0.0
