@@ -2,7 +2,7 @@
 
 Plain attention (``attention.py``) computes ``scores = q kᵀ · scale`` for all T x S pairs, then the
 softmax of each row, then ``weights v``. Its memory grows as T·S: 1 GiB of float32 scores at
-T = S = 16384. FlashAttention gets the *same* output while holding only one (block_q, block_k) tile
+T = S = 16384. FlashAttention gets the *same* output (up to rounding) holding only one (block_q, block_k) tile
 of scores at a time. The trick is the **online softmax** (Milakov & Gimelshein 2018, "Online
 normalizer calculation for softmax"): a row's softmax can be built one block of keys at a time if we
 carry three running quantities per query row, the **state**
@@ -263,7 +263,7 @@ def flash_attention(
     q, k, v, mask=None, *, causal=False, scale=None, block_size=None, workers=None,
     return_lse=False, window=None, n_sinks=0, sink_logits=None,
 ):
-    """Tiled attention with the online softmax: equal to ``scaled_dot_product_attention(...)[0]``.
+    """Tiled attention with the online softmax: equal to ``scaled_dot_product_attention(...)[0]`` up to rounding.
 
     q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)`` -> out ``(..., T, d_v)``; leading dims
     broadcast. ``mask`` (boolean, True = may attend, or additive float) broadcasts to ``(..., T, S)``

@@ -4,8 +4,9 @@ A GPU's arithmetic is fast and its main memory (HBM) slow; attention at long con
 bytes it moves, not by its multiply-adds. Plain attention (Dao et al. 2022, Algorithm 0) writes the
 (n, n) score matrix S to HBM, reads it back for the softmax, writes P and reads it again for P V;
 FlashAttention keeps each tile of S in on-chip SRAM and never writes it (``flash.py``), so its traffic
-has no n x n term: Θ(n²d²/M) for an SRAM of M elements (Dao et al. 2022, Theorem 2). Both counts are
-exact here, and tested against a step-by-step simulation of the two algorithms.
+has no term for an n x n matrix: still quadratic in n, Θ(n²d²/M) for an SRAM of M elements, d <= M <= nd
+(Dao et al. 2022, Theorem 2). Both counts are exact for this model (attention without a mask), and tested
+against a step-by-step simulation of the two algorithms.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ def attention_io_bytes(n: int, d: int, block_q: int | None = None, *, element_si
     the softmax, writes P, reads P for PV: ``4nd + 4n²`` elements (Q, K, V read, O written; four passes
     over n x n). Tiled (FlashAttention-2's loop order, as :func:`flash_attention`): each query block is
     read once and reads all of K and V, O and the per-row log-sum-exp are written once:
-    ``2nd + 2nd·ceil(n / block_q) + n`` elements, no n x n term; with block_q ≈ M / (4d) for an SRAM of M
-    elements this is Θ(n²d²/M), Dao et al.'s Theorem 2. Non-causal.
+    ``2nd + 2nd·ceil(n / block_q) + n`` elements, no n x n term. Dao et al.'s Theorem 2 proves Θ(n²d²/M) for an
+    SRAM of M elements for FlashAttention's own loop order (key blocks of ⌈M/(4d)⌉ outside, Q and O re-read for
+    each); in this order query blocks of about M/(4d) rows give the same bound. Non-causal, no mask.
     """
     n, d = check_positive_int(n, "n"), check_positive_int(d, "d")
     element_size = check_positive_int(element_size, "element_size")
