@@ -162,7 +162,7 @@ def online_softmax_steps() -> InteractiveFigure:
             err = float(np.abs(acc / l - exact).max())
             done = seen >= FLASH_S
             caption = (f"Key tiles of {block}: {seen} of {FLASH_S} keys seen after {step} tile(s).",
-                       "All tiles seen: acc / l is the exact attention output (the same for every tile size)."
+                       "All tiles seen: acc / l equals the attention output, up to rounding, for every tile size."
                        if done else f"The estimate acc / l is still {err:.3f} away from the exact output (the rings).")
         return Frame(parts, caption)
 
