@@ -4,8 +4,10 @@
 module scales it to a model at work:
 
 * **decoding** (:func:`decode_bytes_read`, :func:`decode_flops`, :func:`arithmetic_intensity`): one new token
-  reads every cached value once and does a few multiply-adds per value read, so decoding is limited by memory
-  bandwidth, not by arithmetic (notebook 17; V3.2's sparse variant in notebook 21);
+  reads every cached value once and does H / H_kv multiply-adds per value read (MHA 1, MQA H; absorbed MLA
+  H · (2 d_c + d_r) / (d_c + d_r), ≈ 242 for V3). MHA's decoding is limited by memory bandwidth, far below an
+  H100's ridge point (≈ 295 FLOP/byte); absorbed MLA's comes close to it (notebook 17; V3.2's sparse variant
+  in notebook 21);
 * **the stored formats** (:func:`cache_bytes` and the ``v4_*`` counts): V3, V3.2 and V4's caches after
   ``n`` tokens in FP8 or BF16, as each model stores them, layer by layer (notebook 22; the arithmetic of V4's
   attention is ``deepseek_v4_costs.py``'s);
@@ -28,8 +30,9 @@ __all__ = [
 ]
 
 
-# Decoding one token reads the whole cache once and does a few multiply-adds per value read: it is
-# limited by memory bandwidth, not by arithmetic. The three functions below count both, per token.
+# Decoding one token reads the whole cache once and does H / H_kv multiply-adds per value read (absorbed MLA:
+# H · (2 d_c + d_r) / (d_c + d_r)): MHA is limited by memory bandwidth, MLA near the ridge point. The three
+# functions below count both, per token and sequence.
 
 
 def decode_bytes_read(config: MLAConfig, kind: str = "mla", context_len: int = 1, *,
@@ -85,8 +88,10 @@ def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: in
                          element_size: int = 2) -> float:
     """FLOPs per byte of cache read while decoding: ``decode_flops / decode_bytes_read``.
 
-    Independent of the context length. A GPU is memory-bound below its ridge point (peak FLOP/s over
-    memory bandwidth, ≈ 295 FLOP/byte for an H100 SXM in BF16): MHA's 1 FLOP/byte leaves it idle.
+    Independent of the context length, and of the batch (each sequence reads its own cache). A GPU is
+    memory-bound below its ridge point, peak FLOP/s over memory bandwidth: ≈ 295 FLOP/byte for an H100 SXM
+    at its datasheet peaks (989 TFLOP/s dense BF16, 3.35 TB/s HBM3), which real kernels do not reach. MHA's
+    1 FLOP/byte keeps its arithmetic units waiting on memory; absorbed MLA's ≈ 242 (V3) is close to the ridge.
     Not defined for ``kind="dsa"``, whose ratio changes with the context (``decode_flops`` and
     ``decode_bytes_read`` give it at any S).
     """

@@ -1,12 +1,14 @@
 """The KV cache, and how many bytes it costs per token and layer: MHA, GQA, MQA, MLA and V3.2.
 
-While generating, every layer keeps what each past token contributes to attention, so the next token
-costs one projection instead of a re-run of the whole prefix: :class:`KVCache` keeps the keys
+While generating, every layer keeps what each past token contributes to attention, so a new token is
+projected once in each layer instead of the whole prefix being re-run (its query still attends over every
+cached key and value: t + 1 dot products per head at position t): :class:`KVCache` keeps the keys
 ``(B, H_kv, S, d_k)`` and values ``(B, H_kv, S, d_v)`` of ``multihead.MultiHeadAttention`` (MLA's latent
 cache is ``mla_cache.py``, the sliding window's ``windows.RollingKVCache``). Per token and layer it holds
 
     MHA   H · (d_k + d_v)          every head's key and value
-    GQA   H_kv · (d_k + d_v)       H_kv key/value heads shared by groups of query heads (MQA: H_kv = 1)
+    GQA   H_kv · (d_k + d_v)       H_kv key/value heads shared by groups of query heads (Ainslie et al.
+                                   2023; MQA, H_kv = 1: Shazeer 2019)
     MLA   d_c + d_r                the latent c_KV and the one shared RoPE key k^R (DeepSeek-V2 §2.1.4)
 
 values, times ``n_layers`` and the element size (2 bytes in BF16). For DeepSeek-V3 (H = 128, d_k = 128 + 64
@@ -54,7 +56,8 @@ __all__ = [
 
 
 class TokenBuffer:
-    """Storage growing along the token axis (-2) by doubling (amortised O(1) per token, like a Python list),
+    """Storage growing along the token axis (-2) by doubling (amortised O(1) copying per token, where
+    transformers' ``DynamicLayer`` concatenates and so copies the whole cache at every step),
     on the backend and device of the first rows appended; ``max_len`` (optional) is a hard capacity. It checks
     nothing else: its cache checks the rows first (``infra/attention_checks.check_cache_entries``)."""
 
@@ -97,8 +100,9 @@ class TokenBuffer:
 class KVCache:
     """Keys and values of the tokens seen so far, for incremental decoding with ``MultiHeadAttention``.
 
-    ``k`` ``(B, H_kv, S, d_k)`` and ``v`` ``(B, H_kv, S, d_v)``. ``max_len`` optionally caps S (a
-    fixed-size cache, as in DeepSeek's reference); decoding past it raises ``ValueError``.
+    ``k`` ``(B, H_kv, S, d_k)`` and ``v`` ``(B, H_kv, S, d_v)``, the layout of transformers' cache layers
+    ``[batch_size, num_heads, seq_len, head_dim]``. ``max_len`` optionally caps S (a fixed-size cache, as in
+    DeepSeek's reference and transformers' ``StaticCache``); decoding past it raises ``ValueError``.
     ``len(cache)`` is S; ``cache.nbytes`` the bytes of those S tokens (not of spare capacity).
     """
 
