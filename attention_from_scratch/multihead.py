@@ -12,8 +12,8 @@ with a wide matrix, reshapes ``(B, T, H·d_k) -> (B, H, T, d_k)`` and lets the h
 Grouped-query attention (Ainslie et al. 2023) gives the H query heads only ``n_kv_heads`` key/value
 heads, each shared by a group of H / n_kv_heads query heads (``n_kv_heads = 1`` is multi-query
 attention, Shazeer 2019). The point is the KV cache: while generating, every past token's keys and
-values are kept so each new token costs one projection, not a re-run of the prefix; that cache grows
-with ``n_kv_heads``, not H.
+values are kept so each new token costs its own projections and one attention over the cache, not a re-run of
+the prefix; that cache grows with ``n_kv_heads``, not H.
 
 ``split_heads``, ``merge_heads``, ``group_heads`` and ``ungroup_heads`` are the vocabulary of heads that MLA,
 DeepSeek-V3.2's indexer and the capstone share. The cache itself is ``kv_cache.KVCache``.

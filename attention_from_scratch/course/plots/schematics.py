@@ -157,7 +157,7 @@ def plot_kv_cache_decoding(steps=4):
         ax.add_patch(Rectangle((x0 + 2.35, y_new), 0.6, 0.35, ec="0.3", fc="tab:red", alpha=0.85))
         ax.text(x0 + 2.65, y_new + 0.175, f"q_{n}", ha="center", va="center", fontsize=8, color="white")
         ax.text(x0 + 2.65, y_new - 0.05, "(1, d_k)", ha="center", va="top", fontsize=7, family="monospace")
-        ax.text(x0 + 1.2, 0.75, f"q_t · Kᵀ: (1, {t}) scores\nweights · V: (1, d_v)", ha="center", fontsize=8.5)
+        ax.text(x0 + 1.2, 0.75, f"q_{n} · Kᵀ: (1, {t}) scores\nweights · V: (1, d_v)", ha="center", fontsize=8.5)
     _legend(ax, 0.6, 0.3, [("tab:red", "computed this step: the new token's q_t, k_t, v_t (q_t is not cached)")])
     _legend(ax, 6.6, 0.3, [(_CACHE, "read from the cache (computed at an earlier step, never again)")])
     return fig
