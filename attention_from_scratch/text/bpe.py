@@ -3,7 +3,9 @@
 Start from the 256 bytes. Repeat until the vocabulary has ``vocab_size`` tokens:
 
     1. count every adjacent pair of tokens (a, b) in the training text
-    2. the most frequent pair becomes a new token, a + b  (ties: the smaller pair (a, b) first)
+    2. the most frequent pair becomes a new token, a + b  (ties: the smaller pair (a, b) first: this
+       package's rule, so a run is reproducible; minbpe's ``max(stats, key=stats.get)`` takes the pair
+       counted first, and GPT-2's training code is not published)
     3. replace each occurrence of (a, b), left to right, by the new token
 
 Encoding a new text applies the learned merges in the order they were learned, so a word is cut the

@@ -2,9 +2,9 @@
 
 Three public-domain texts are one ``apt-get`` away on Debian and Ubuntu, and any UTF-8 file works too:
 
-* ``tang``: 300 Tang poems (唐诗三百首), ~24k characters, in ``/usr/share/games/fortunes/tang300``
-  (Debian package ``fortunes-zh``);
-* ``song``: 95 Song poems (宋诗), ~8k characters, in ``/usr/share/games/fortunes/song100``
+* ``tang``: *Three Hundred Tang Poems* (唐诗三百首), 313 documents, ~25k characters (verse only), in
+  ``/usr/share/games/fortunes/tang300`` (Debian package ``fortunes-zh``);
+* ``song``: Song poems (宋诗), 96 documents, ~7k characters (verse only), in ``/usr/share/games/fortunes/song100``
   (``fortunes-zh``);
 * ``devil``: Bierce's *The Devil's Dictionary* (1911), in ``/usr/share/dictd/devil.dict.dz``
   (``dict-devil``).

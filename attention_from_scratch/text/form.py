@@ -1,8 +1,10 @@
 """The form of a text, measured: what a bigram cannot keep and a Transformer can.
 
-A Tang poem (唐诗) has a strict shape: lines of two clauses, each of 5 characters (五言) or 7 (七言),
-the same length throughout the poem, a comma (，) between the clauses and a full stop (。) or another
-end mark (？！) at the end of the line:
+Most Tang poems have a strict shape: lines of two clauses (in Chinese prosody each clause is a 句 and a
+line of two is a couplet, 联), each of 5 characters (五言) or 7 (七言), the same length throughout the poem;
+regulated verse (近体诗: 绝句, 律诗) must, old-style verse (古体诗, 乐府, 歌行 such as 蜀道难) need not, and in
+the ``tang`` file 291 of the 313 poems have every clause of one length, 5 or 7. The editors' punctuation
+puts a comma (，) between the clauses and a full stop (。) or another end mark (？！) at the end of the line:
 
     兰叶春葳蕤，桂华秋皎洁。
     欣欣此生意，自尔为佳节。

@@ -17,7 +17,9 @@ training stream:
   the shorter context). The highest order uses the raw counts; each lower order m the continuation
   counts c_m(h w) = #{distinct u : c(u h w) > 0}: "in how many contexts did h w appear", so a word that
   is frequent only after one context ("Francisco" after "San") is not guessed elsewhere. A context never
-  seen in training (c_m(h) = 0) gives the word the lower order's probability.
+  seen in training (c_m(h) = 0) gives the word the lower order's probability. Chen & Goodman's *modified*
+  Kneser-Ney (three discounts per order, for counts 1, 2 and 3+) did better in their study; it is not
+  implemented here, so these baselines are strong but not the strongest n-grams.
 
 Positions near the start of a stream have fewer than n - 1 tokens before them: they use the longest
 context there is (add-k backs off to its lower orders' own add-k estimates).

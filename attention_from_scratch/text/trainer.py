@@ -13,7 +13,8 @@ random places of the training stream (``default_rng(seed)``). Around it:
   smoothing is to an n-gram: it keeps a small corpus (300 poems) from being memorised;
 * ``ema = β`` evaluates and saves an exponential moving average of the parameters instead of the last
   ones, ``θ̄ ← β θ̄ + (1 - β) θ`` after each step, with β_t = min(β, (1 + t) / (10 + t)) so the start is
-  not an average with the initialisation (Polyak & Juditsky 1992; the "EMA" of many training recipes):
+  not an average with the initialisation (β_0 = 0.1; β = 0.99 is reached only at t = 890) (Polyak &
+  Juditsky 1992; the "EMA" of many training recipes):
   the average sits nearer the bottom of the valley the steps bounce across;
 * every ``eval_every`` steps the held-out loss per character is measured (``evaluate.py``); the best one
   is saved as ``OUT/best`` (early stopping: the run ends after ``patience`` evaluations without a new
@@ -119,7 +120,10 @@ class TextRun:
     model: Transformer
     best_loss: float  # held-out nats per character
     best_step: int
-    history: dict = field(default_factory=dict)  # "step", "train" (nats/char), "held_out" (nats/char), "seconds"
+    # "step", "train" (nats/char: the mean batch loss per token since the last evaluation, of the weights being
+    # trained, on noised inputs, divided by the training stream's mean characters per token), "held_out"
+    # (nats/char, of the averaged weights when ema > 0), "seconds"
+    history: dict = field(default_factory=dict)
     stopped: str = ""  # why the run ended
     out: Path | None = None
 
