@@ -7,6 +7,9 @@
 * **LayerNorm** (Ba, Kiros & Hinton 2016): ``(x - mean) / sqrt(var + eps) · weight + bias`` (biased
   variance); DeepSeek-V3.2's indexer normalises its keys with it (``sparse.py``).
 
+Neither paper writes an eps: implementations add one, PyTorch's ``F.layer_norm`` and Llama's and DeepSeek's
+RMSNorm under the square root, as here; so ``rms(x)`` is the root mean square only up to eps.
+
 Half precision is widened first (``backend.widen``): in float16 the sum of x² overflows to inf as soon
 as one |x| > 256 (65504 being float16's largest number) and the result collapses to 0; DeepSeek's BF16
 model and transformers normalise in float32 for the same reason. Results come back in the promoted

@@ -5,10 +5,14 @@ layout, Radford et al. 2019; Llama/DeepSeek's RMSNorm and RoPE):
 
     x = E[tokens] (+ P[positions])                                        (B, T, d_model)
     repeat n_layers times:
-        x = x + W_O · Attention(RoPE(norm(x) W_Q), RoPE(norm(x) W_K), norm(x) W_V)   causal, H heads
+        x = x + Attention(RoPE(norm(x) W_Q), RoPE(norm(x) W_K), norm(x) W_V) W_O   causal, H heads
         x = x + GELU(norm(x) W_1) W_2                                     the MLP, width d_ff
     logits = norm(x) W_out                                                (B, T, V)
     loss = mean cross-entropy(logits_t, token_(t+1))
+
+Each ``norm`` is an RMSNorm with its own gain (``attn_norm``, ``mlp_norm``, ``final_norm``): pre-norm normalises
+each sublayer's input and never the stream x itself, so the stream is normalised once, before the unembedding
+(GPT-2's final LayerNorm). The MLP is GPT-2's (GELU, two matrices), not Llama's or DeepSeek's gated SwiGLU.
 
 Attention is the package's own: ``scaled_dot_product_attention`` and ``attention_backward``'s formulas
 (``attention="sdpa"``), or ``flash_attention(return_lse=True)`` and ``flash_attention_backward``. The
