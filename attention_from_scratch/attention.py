@@ -168,8 +168,8 @@ def attention_grads(q, k, v, out, weights, d_out, scale):
     xp = get_namespace(q, k, v, out, weights, d_out)
     dv = weights.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     d_weights = d_out @ v.mT  # dP: (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
-    row = xp.sum(d_out * out, axis=-1, keepdims=True)  # rowsum(dP ∘ P) = rowsum(dO ∘ O): (..., T, 1)
-    d_scores = d_weights  # dS = P ∘ (dP - rowsum(dP ∘ P)), softmax's backward, in dP's own buffer:
+    row = xp.sum(d_out * out, axis=-1, keepdims=True)  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O): (..., T, 1)
+    d_scores = d_weights  # dS = P ⊙ (dP - rowsum(dP ⊙ P)), softmax's backward, in dP's own buffer:
     d_scores -= row  # no (..., T, S) temporary: these are the backward's largest arrays
     d_scores *= weights
     dq = d_scores @ k  # (..., T, S) @ (..., S, d_k) -> (..., T, d_k)
@@ -181,7 +181,7 @@ def attention_grads(q, k, v, out, weights, d_out, scale):
 
 def sink_logits_grad(share, row, sink):
     """``dL/ds = -Σ_i p_sink_i D_i`` of learned sink logits, from each row's sink share ``p_sink`` and
-    ``D = rowsum(dO ∘ O)``, both ``(..., T, 1)``, summed to ``sink`` ``(..., T or 1, 1)`` and returned without its
+    ``D = rowsum(dO ⊙ O)``, both ``(..., T, 1)``, summed to ``sink`` ``(..., T or 1, 1)`` and returned without its
     trailing 1.
 
     The sink's value is 0, so its dP is 0 and softmax's backward leaves ``p_sink_i (0 - D_i)``; shared by both
@@ -197,7 +197,7 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, s
 
         dv = Pᵀ dO                         (..., S, d_v)
         dP = dO vᵀ                         (..., T, S)
-        dS = P ∘ (dP - rowsum(dP ∘ P))     (softmax's vector-Jacobian product)
+        dS = P ⊙ (dP - rowsum(dP ⊙ P))     (softmax's vector-Jacobian product)
         dq = scale · dS k                  (..., T, d_k)
         dk = scale · dSᵀ q                 (..., S, d_k)
 
@@ -206,9 +206,9 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, s
     and the inputs' common dtype (not d_out's); half precision sums in float32.
 
     ``sink_logits`` as in the forward (``windows.py``): the sink's value is 0, so the formulas above hold
-    unchanged (rowsum(dP ∘ P) is still rowsum(dO ∘ O)), and the logits get a fourth gradient from the
+    unchanged (rowsum(dP ⊙ P) is still rowsum(dO ⊙ O)), and the logits get a fourth gradient from the
     sink's share p_sink_i of each row (its probability in the softmax, computed directly):
-    ``d_sink_logits = -Σ_i p_sink_i rowsum(dO ∘ O)_i``, in sink_logits' shape: ``(dq, dk, dv, d_sink_logits)``.
+    ``d_sink_logits = -Σ_i p_sink_i rowsum(dO ⊙ O)_i``, in sink_logits' shape: ``(dq, dk, dv, d_sink_logits)``.
     """
     xp = get_namespace(q, k, v, d_out, mask, sink_logits)
     q, k, v, d_out, mask, scale, sink, dtype = check_attention(xp, q, k, v, mask, causal=causal, scale=scale,

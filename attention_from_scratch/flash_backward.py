@@ -47,7 +47,7 @@ def _backward_one(q, k, v, mask, d_out, big_d, lse, scale, tiling):
             scores = masked_scores((q_i @ k_j.mT) * scale, tile)  # (bq, d_k) @ (d_k, bk) -> (bq, bk)
             weights = xp.exp(scores - lse[i0:i1, :])  # (bq, bk): the forward's softmax, rebuilt
             dv_j = dv_j + weights.mT @ do_i  # (bk, bq) @ (bq, d_v) -> (bk, d_v)
-            ds = weights * (do_i @ v_j.mT - big_d[i0:i1, :])  # dS = P ∘ (dP - D): (bq, bk)
+            ds = weights * (do_i @ v_j.mT - big_d[i0:i1, :])  # dS = P ⊙ (dP - D): (bq, bk)
             dq[b] = dq[b] + (ds @ k_j) * scale  # (bq, bk) @ (bk, d_k) -> (bq, d_k)
             dk_j = dk_j + (ds.mT @ q_i) * scale  # (bk, bq) @ (bq, d_k) -> (bk, d_k)
         dk.append(dk_j)
@@ -63,11 +63,11 @@ def flash_attention_backward(
 
     out ``(..., T, d_v)`` and lse ``(..., T)`` come from ``flash_attention(..., return_lse=True)``;
     d_out = dL/d out. FlashAttention-2's backward (Dao 2023, §3.1.2, Algorithm 2): with
-    ``D = rowsum(dO ∘ O)``, for each key block j and each query block i,
+    ``D = rowsum(dO ⊙ O)``, for each key block j and each query block i,
 
         weights = exp(scores_ij - lse_i)         (recomputed, never stored)
         dv_j   += weightsᵀ dO_i
-        ds      = weights ∘ (dO_i v_jᵀ - D_i)
+        ds      = weights ⊙ (dO_i v_jᵀ - D_i)
         dq_i   += scale · ds k_j,     dk_j += scale · dsᵀ q_i
 
     ``block_size`` as in ``flash_attention`` (None: the backend's measured default). Memory stays
@@ -85,7 +85,7 @@ def flash_attention_backward(
     q, k, v, out, d_out, lse, mask, scale, sink, dtype, tiling = _check_backward(
         xp, q, k, v, out, d_out, lse, mask, causal=causal, scale=scale, block_size=block_size, window=window,
         n_sinks=n_sinks, sink_logits=sink_logits)
-    big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # D_i = rowsum(dO ∘ O) = rowsum(dP ∘ P): (..., T, 1)
+    big_d = xp.sum(d_out * out, axis=-1, keepdims=True)  # D_i = rowsum(dO ⊙ O) = rowsum(dP ⊙ P): (..., T, 1)
     lse = safe_shift(lse[..., None], xp)  # (..., T, 1); fully masked rows (-inf) shift by 0: exp(-inf - 0) = 0
     # the sink's share of row i is p_sink_i = exp(s - lse_i): its logits' gradient -Σ p_sink_i D_i
     d_sink = None if sink is None else narrow(sink_logits_grad(xp.exp(sink - lse), big_d, sink), dtype, xp)

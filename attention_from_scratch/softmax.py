@@ -130,7 +130,9 @@ def softmax_backward(weights, d_weights, axis: int = -1):
     """Vector-Jacobian product of softmax: given ``y = softmax(x)`` and ``dL/dy``, return ``dL/dx``.
 
     The Jacobian is ``J = diag(y) - y yᵀ``, so ``dL/dx = y * (dL/dy - sum(dL/dy * y))`` along ``axis``:
-    O(n) per row instead of forming the n x n Jacobian. Masked entries (y = 0) get gradient 0.
+    O(n) per row instead of forming the n x n Jacobian. Masked entries (y = 0) get gradient 0, and each row
+    of the result sums to 0 (softmax ignores a constant added to a row). Both inputs must have one shape;
+    half precision is computed in float32 and the result has the inputs' common dtype.
     """
     xp = get_namespace(weights, d_weights)
     y, dy = as_common_float(xp, weights, d_weights, names=["weights", "d_weights"])

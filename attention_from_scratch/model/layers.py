@@ -122,7 +122,8 @@ def linear_forward(x, w, xp):
 def linear_backward(x, w, dy, xp):
     """``y = x @ w`` with x ``(B, T, d_in)``, w ``(d_in, d_out)``, dy ``(B, T, d_out)`` -> ``(dx, dw)``.
 
-    ``dx = dy wᵀ`` and ``dw = Σ_(b,t) xᵀ dy`` (the batch and token axes are flattened into one).
+    ``dx = dy wᵀ`` and ``dw = Σ_(b,t) x[b, t]ᵀ dy[b, t]``, a sum of outer products over every position: the
+    batch and token axes are flattened into rows, so ``dw = x_flatᵀ dy_flat`` (any leading axes work alike).
     """
     dx = linear_forward(dy, w.mT, xp)  # (B, T, d_out) @ (d_out, d_in) -> (B, T, d_in), one product
     x2 = xp.reshape(x, (-1, x.shape[-1]))  # (B, T, d_in) -> (B·T, d_in)
