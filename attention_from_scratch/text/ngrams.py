@@ -17,9 +17,11 @@ training stream:
   the shorter context). The highest order uses the raw counts; each lower order m the continuation
   counts c_m(h w) = #{distinct u : c(u h w) > 0}: "in how many contexts did h w appear", so a word that
   is frequent only after one context ("Francisco" after "San") is not guessed elsewhere. A context never
-  seen in training (c_m(h) = 0) gives the word the lower order's probability. Chen & Goodman's *modified*
-  Kneser-Ney (three discounts per order, for counts 1, 2 and 3+) did better in their study; it is not
-  implemented here, so these baselines are strong but not the strongest n-grams.
+  seen in training (c_m(h) = 0) gives the word the lower order's probability.
+
+* **modified Kneser-Ney** (Chen & Goodman 1998, §3, the best smoothing of their study): the same counts, with
+  three discounts per order, for n-grams counted once, twice and three or more times
+  (:class:`ModifiedKneserNey`).
 
 Positions near the start of a stream have fewer than n - 1 tokens before them: they use the longest
 context there is (add-k backs off to its lower orders' own add-k estimates).
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..infra.checks import check_real, check_token_ids
 
-__all__ = ["AddK", "KneserNey", "NGramModel"]
+__all__ = ["AddK", "KneserNey", "ModifiedKneserNey", "NGramModel"]
 
 
 class _Counts:
@@ -190,10 +192,46 @@ class KneserNey(NGramModel):
         contexts, targets = np.asarray(contexts, np.int64), np.asarray(targets, np.int64)
         p = np.full(len(targets), 1.0 / self.vocab_size)  # p_0: uniform
         for m in range(1, self.order + 1):
-            c_hw, c_h, n_h, d = self.tables[m - 1]
+            table = self.tables[m - 1]
             hw, h, ok = self._split(contexts, targets, m)
-            total = c_h.get(h).astype(float)
+            total = table[1].get(h).astype(float)
             seen = ok & (total > 0)  # otherwise p_m = p_(m-1)
             t = total[seen]
-            p[seen] = np.maximum(c_hw.get(hw[seen]) - d, 0) / t + d * n_h.get(h[seen]) / t * p[seen]
+            kept, freed = self._discounted(table, table[0].get(hw[seen]), h[seen])
+            p[seen] = kept / t + freed / t * p[seen]
         return p
+
+    def _discounted(self, table, counts, h):
+        """``(max(c(h w) - D, 0), D N(h))``: the count kept and the mass freed for the lower order, per row."""
+        _, _, n_h, d = table
+        return np.maximum(counts - d, 0), d * n_h.get(h)
+
+
+class ModifiedKneserNey(KneserNey):
+    """Chen & Goodman's modified Kneser-Ney: :class:`KneserNey`'s counts, three discounts per order,
+
+        Y = n1 / (n1 + 2 n2),   D_1 = 1 - 2Y n2/n1,   D_2 = 2 - 3Y n3/n2,   D_3+ = 3 - 4Y n4/n3
+        p_m(w | h) = (c_m(h w) - D(c_m(h w))) / c_m(h)  +  γ(h) p_(m-1)(w | h'),   γ(h) = Σ_k D_k N_k(h) / c_m(h)
+
+    n_k: how many (h w) of the order are counted k times; D(c) = D_1, D_2 or D_3+ for c = 1, 2 or more (0 for an
+    unseen w); N_k(h) = #{w : c_m(h w) = k} (k = 3: three or more). An order whose counts of counts give a D_k outside
+    (0, k] (small data: an n_k of 0, or D_2 = 2 - 3Y n3/n2 below 0) takes KneserNey's one discount for all three, so
+    no count goes below 0, every context frees some mass for unseen tokens, and every distribution sums to 1.
+    ``discounts[m - 1]`` is (D_1, D_2, D_3+).
+    """
+
+    def _table(self, ids, m):
+        c_hw, c_h, _, one = super()._table(ids, m)
+        counts, contexts = c_hw.values, c_hw.keys // self.vocab_size
+        n1, n2, n3, n4 = (np.sum(counts == k) for k in (1, 2, 3, 4))
+        y = n1 / (n1 + 2 * n2) if n1 and n2 and n3 and n4 else 0.0
+        raw = (1 - 2 * y * n2 / n1, 2 - 3 * y * n3 / n2, 3 - 4 * y * n4 / n3) if y else (0.0, 0.0, 0.0)
+        fit = all(0 < d <= k for d, k in zip(raw, (1, 2, 3), strict=True))
+        discounts = tuple(float(d) for d in raw) if fit else (one, one, one)
+        n_k = [_Counts(contexts[counts == 1]), _Counts(contexts[counts == 2]), _Counts(contexts[counts >= 3])]
+        return c_hw, c_h, n_k, discounts
+
+    def _discounted(self, table, counts, h):
+        _, _, n_k, d = table
+        discount = np.select([counts == 0, counts == 1, counts == 2], [0.0, d[0], d[1]], d[2])  # D(c), 0 unseen
+        return counts - discount, sum(d_k * n.get(h) for d_k, n in zip(d, n_k, strict=True))  # γ(h) c_m(h)

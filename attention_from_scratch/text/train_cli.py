@@ -32,7 +32,7 @@ PRESETS = {
              "context": 64, "batch_size": 16, "steps": 1000, "lr": 3e-3, "weight_decay": 2.0, "input_noise": 0.2,
              "ema": 0.99, "eval_every": 25, "patience": 8},
     "devil": {"tokenizer": "char", "d_model": 128, "n_heads": 4, "n_layers": 3, "d_ff": 512, "context": 128,
-              "batch_size": 16, "steps": 1400, "lr": 3e-3, "weight_decay": 0.1, "ema": 0.99, "eval_every": 100,
+              "batch_size": 16, "steps": 2000, "lr": 3e-3, "weight_decay": 0.1, "ema": 0.99, "eval_every": 100,
               "patience": 0},
 }
 DATA_OPTIONS = {"extra": [], "titles": False, "tokenizer": "char", "vocab_size": None, "min_count": 2,

@@ -30,7 +30,7 @@ def plot_text_training(runs=None):
         ax.plot(h["step"], h["held_out"], "o-", ms=3, color="tab:blue", label="Transformer, held out")
         ax.plot(h["step"], h["train"], "--", color="tab:blue", alpha=0.6, label="Transformer, training batches")
         for (label, nats), color in zip(meta["baselines"].items(), ("tab:gray", "tab:brown", "tab:orange",
-                                                                      "tab:red"), strict=False):
+                                                                      "tab:red", "tab:purple"), strict=True):
             ax.axhline(nats, color=color, lw=1, ls=":", label=f"{label} {nats:.3f}")
         ax.axvline(meta["step"], color="k", lw=0.8, alpha=0.5)
         ax.set_title(f"{name}: best held-out {meta['held_out_nats_per_char']:.3f} nats/char at step {meta['step']}",
