@@ -68,7 +68,7 @@ def _arrow(ax, a, b, label="", color="0.25", side=1, offset=0.16, fontsize=8.5, 
         norm = (dx * dx + dy * dy) ** 0.5 or 1.0
         nx, ny = -dy / norm * side, dx / norm * side  # the normal on the chosen side
         ax.text(mx + offset * nx, my + offset * ny, label, ha="center", va="center", fontsize=fontsize, color=color,
-                bbox={"fc": "white", "ec": "none", "pad": 0.5, "alpha": 0.85})
+                bbox={"fc": "white", "ec": "none", "pad": 0.5, "alpha": 0.85}, zorder=5)  # above later arrows
 
 
 def _legend(ax, x, y, items):
