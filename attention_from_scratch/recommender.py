@@ -4,7 +4,10 @@ A rating is predicted as ``r_ui ≈ μ + b_u + b_i + p_u·q_i``: a user vector a
 dot product, exactly as a query meets a key. The vectors are learned from the observed entries Ω only,
 by full-batch gradient descent on
 
-    L = (1/2|Ω|) Σ_Ω (pred - r)² + (l2/2)(|P|² + |Q|²).
+    L = (1/2|Ω|) Σ_Ω (pred - r)² + (l2/2)(‖P‖² + ‖Q‖²),
+
+‖P‖² the sum of the squares of all entries. Unlike Koren et al. (who penalise b_u and b_i too), the
+biases are not penalised, and μ is not learned: it is the mean observed rating.
 
 Shapes: U users, I items, r the rank of the factorisation.
 """
@@ -106,7 +109,7 @@ def _ratings_args(ratings, observed):
 def mf_loss_and_grad(ratings, observed, user_factors, item_factors, user_bias, item_bias, mean, *, l2=0.0):
     """Loss and gradients of matrix factorisation over the observed entries Ω.
 
-    ``L = (1/2|Ω|) sum_Ω (pred - r)² + (l2/2)(|P|² + |Q|²)``; returns
+    ``L = (1/2|Ω|) sum_Ω (pred - r)² + (l2/2)(‖P‖² + ‖Q‖²)`` (biases unpenalised, ``mean`` fixed); returns
     ``(L, (dP, dQ, db_user, db_item))`` with ``E = mask * (pred - r) / |Ω|``, ``dP = E Q + l2 P``,
     ``dQ = Eᵀ P + l2 Q``, ``db_user = sum_i E``, ``db_item = sum_u E``.
     """
@@ -131,7 +134,9 @@ def fit_matrix_factorization(
     """Learn ``MatrixFactorization`` by full-batch gradient descent on :func:`mf_loss_and_grad`.
 
     Factors start small and random (seeded, drawn on the host and moved to the ratings' device); biases
-    at 0; ``mean`` is the mean observed rating. ``steps >= 0``, ``lr > 0`` and ``l2 >= 0``.
+    at 0; ``mean`` is the mean observed rating (fixed, not learned). Each step moves the user blocks
+    (P, b_u) by ``lr * U`` times their gradient and the item blocks (Q, b_i) by ``lr * I`` times theirs, so
+    that ``lr`` acts per rating (see the comment below). ``steps >= 0``, ``lr > 0`` and ``l2 >= 0``.
     """
     xp, r, n_obs = _ratings_args(ratings, observed)
     rank = check_positive_int(rank, "rank")
