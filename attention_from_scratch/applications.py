@@ -1,6 +1,6 @@
-"""The dot product beyond attention: retrieval, contrastive learning, recommendation.
+"""The dot product beyond attention: retrieval, contrastive learning, recommendation, and two pieces of RL fine-tuning.
 
-Attention scores a query against keys with ``q·k``. The same score powers three other systems:
+Attention scores a query against keys with ``q·k``. The same score, or the same softmax, powers other systems:
 
 * Retrieval (the "R" of RAG, retrieval-augmented generation): embed documents and a question as
   vectors, rank documents by ``q·d`` (or cosine), hand the top k to a generator. Here the embedder is
@@ -10,7 +10,9 @@ Attention scores a query against keys with ``q·k``. The same score powers three
   (q_i, k_i), ``logits = q kᵀ / τ`` and ``L = mean_i -log softmax(logits_i)_i`` -- a cross-entropy
   whose "correct class" is the matching key. The temperature τ plays the role of sqrt(d_k) in
   attention: it sets how peaked the softmax over candidates is.
-* Matrix factorisation, the third application, lives in :mod:`recommender`.
+* NT-Xent (SimCLR's InfoNCE over one pool of 2N views, each view's own score left out), a reward model's
+  pairwise loss (Bradley-Terry: ``-log sigmoid(r_chosen - r_rejected)``) and GRPO's group-normalised advantages.
+* Matrix factorisation lives in :mod:`recommender`.
 
 Shapes: N documents / pairs, d embedding size.
 """
