@@ -1,10 +1,12 @@
 """Watching the heads form: previous-token and induction scores against the training step.
 
-Olsson et al. (2022) found that induction heads appear abruptly, together with a drop of the loss
-(a *phase change*). :func:`train_watching_heads` is :func:`.training.fit`'s loop written out (the same
-batches, the same Adam, the same losses) with one addition: every ``every`` steps it scores the heads
-on a fixed probe of copy sequences (:func:`.tasks.strongest_heads`) and records, for each layer, the
-best previous-token score and the best induction score.
+Olsson et al. (2022) found that induction heads appear abruptly while in-context learning improves,
+seen as a bump in the training loss (a *phase change*); on the copy task the counterpart is a drop of
+the loss. :func:`train_watching_heads` is :func:`.training.fit`'s loop written out (the same batches,
+the same Adam, one BLAS thread as ``train`` picks for these sizes: the same losses) with one addition:
+every ``every`` steps it scores the heads on a fixed probe of copy sequences
+(:func:`.tasks.strongest_heads`) and records, for each layer, the best previous-token score and the
+best induction score.
 """
 
 from __future__ import annotations

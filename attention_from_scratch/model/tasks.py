@@ -70,11 +70,13 @@ class CopyTask:
         return tokens, np.broadcast_to(predictable, (batch_size, 2 * length - 1))
 
     def loss_floor(self, length):
-        """The lowest mean next-token loss a causal model can reach on (2L)-sequences.
+        """The lowest mean next-token loss a causal model can reach on (2L)-sequences, when L is fixed.
 
         Target t < L - 1 is one of the V - t - 1 tokens not seen yet, so even a perfect model pays
         ln(V - t - 1) there; every later target is a copy (the first repeat too, when L is fixed),
-        counted as free. A loss below this floor means the model is reading the answer.
+        counted as free. A loss below this floor means the model is reading the answer. When L varies
+        (``length=(low, high)``) it is only a lower bound: a model that does not know L cannot be sure
+        where the repeat starts, so it pays at the first repeat and a little at every first-half target.
         """
         unknown = sum(math.log(self.vocab_size - t - 1) for t in range(length - 1))
         return unknown / (2 * length - 1)
@@ -142,7 +144,7 @@ def previous_token_score(weights):
     """Mean attention weight of each query on the key just before it: ``(..., T, T) -> (...)``.
 
     1 for a perfect previous-token head (query i reads key i - 1); uniform causal attention scores
-    (H_T - 1)/(T - 1) (H_T the harmonic number): 0.137 at T = 20, about 2.7/T.
+    (H_T - 1)/(T - 1) (H_T the harmonic number): 0.137 at T = 20 (2.7/T there), 0.214 at T = 10.
     """
     xp_weights = to_numpy(weights)
     t = xp_weights.shape[-1]
@@ -154,7 +156,8 @@ def induction_score(weights, length):
 
     On a copy sequence ``x_0..x_(L-1), x_0..x_(L-1)``, query i >= L holds x_(i-L), whose first
     occurrence is at i - L; the token to predict sits just after it, at key i - L + 1. An induction
-    head puts its weight there: a stripe parallel to the diagonal, L - 1 to its left.
+    head puts its weight there: a stripe parallel to the diagonal, L - 1 to its left. This scores where
+    the head looks (Olsson et al.'s "prefix matching"), not whether its output copies that token.
     """
     w = to_numpy(weights)
     length = check_positive_int(length, "length")
