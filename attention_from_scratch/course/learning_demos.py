@@ -4,8 +4,8 @@ One source per demo: a notebook works each run out by hand, asserts that it equa
 and passes the result to a figure (``course/plots/learning.py``, ``course/plots/block.py``), which only
 draws. The runs are tiny and seeded, so they take milliseconds and give the same numbers every time.
 
-* a real sentence and a tiny real text (the first two verses of *Mary Had a Little Lamb*, Sarah Josepha
-  Hale, 1830, in the public domain), split into word tokens;
+* a real sentence and a tiny real text (the first two verses of *Mary Had a Little Lamb* as usually sung,
+  a later wording of Sarah Josepha Hale's *Mary's Lamb*, 1830; in the public domain), split into word tokens;
 * gradient descent on one parameter (a least-squares line through three points), at three learning rates;
 * gradient descent with and without momentum on a long, narrow bowl;
 * a bigram model (next token from the current one) trained by gradient descent and by Adam, its loss
@@ -51,7 +51,7 @@ LAMB = ("Mary had a little lamb, its fleece was white as snow; and everywhere th
         "to go. It followed her to school one day, which was against the rule; it made the children laugh and "
         "play, to see a lamb at school.")
 
-# three points (s_n, y_n), close to the line y = 2 s; the model y = w s has one parameter w
+# three points (s_n, y_n), close to the line y = 2 s; the model ŷ = θ s has one parameter θ (``w`` in the code)
 REGRESSION = {"s": (1.0, 2.0, 3.0), "y": (2.1, 3.9, 6.2)}
 # too small, about right, too large for the curvature 2 mean(s²) = 28/3 of that loss (stable below 2/(28/3))
 LEARNING_RATES = (0.01, 0.1, 0.23)
@@ -65,9 +65,11 @@ def word_tokens(text: str) -> list[str]:
 
 
 def descend(grad, w0, lr: float, steps: int, *, beta: float = 0.0) -> np.ndarray:
-    """The iterates ``w_0 .. w_steps`` of gradient descent, with momentum when ``beta > 0``.
+    """The iterates ``θ_0 .. θ_steps`` (``w`` in the code) of gradient descent, with momentum if ``beta > 0``.
 
-    ``m ← β m + (1 − β) ∇L(w)``, ``w ← w − lr · m``: with β = 0 this is plain ``w ← w − lr ∇L(w)``.
+    ``m ← β m + (1 − β) ∇L(θ)``, ``θ ← θ − lr · m``: with β = 0 this is plain ``θ ← θ − lr ∇L(θ)``. This is
+    momentum's averaging form (Adam's m); the velocity form of textbooks and PyTorch, ``u ← β u + ∇L(θ)``,
+    ``θ ← θ − lr' · u``, takes the same steps with ``lr' = (1 − β) lr``.
     """
     w, m, path = np.asarray(w0, dtype=np.float64), 0.0, []
     path.append(w)
@@ -79,7 +81,7 @@ def descend(grad, w0, lr: float, steps: int, *, beta: float = 0.0) -> np.ndarray
 
 
 def regression_runs(steps: int = 20) -> dict:
-    """lr -> the iterates of gradient descent from w = 0 on ``L(w) = mean((w s - y)²)``, one per LEARNING_RATES."""
+    """lr -> the iterates of gradient descent from θ = 0 on ``L(θ) = mean((θ s - y)²)``, one per LEARNING_RATES."""
     s, y = (np.asarray(REGRESSION[k]) for k in ("s", "y"))
     grad = lambda w: 2.0 * np.mean((w * s - y) * s)  # noqa: E731  L'(w)
     return {lr: descend(grad, 0.0, lr, steps) for lr in LEARNING_RATES}
@@ -104,10 +106,11 @@ def bigram_pairs(text: str = LAMB):
 
 
 def bigram_loss_and_grad(w, inputs, targets):
-    """Mean cross-entropy of the bigram model and its gradient: logits of pair n = row ``inputs[n]`` of w.
+    """Mean cross-entropy of the bigram model and its gradient: logits of pair i = row ``inputs[i]`` of w.
 
-    w ``(V, V)``; the logits are an embedding lookup (the capstone's ``embedding_forward``), the loss
-    its ``cross_entropy_forward``, and the gradient ``dW = onehotᵀ (softmax − onehot(targets)) / N``.
+    w ``(V, V)``, the notebook's table E; the logits are an embedding lookup (the capstone's
+    ``embedding_forward``), the loss its ``cross_entropy_forward``, and the gradient
+    ``dW = onehotᵀ (softmax − onehot(targets)) / N``.
     """
     tokens, targets = np.asarray(inputs)[None], np.asarray(targets)[None]  # (1, N): one sequence
     logits = embedding_forward(tokens, w, np)  # (1, N, V)
@@ -116,7 +119,13 @@ def bigram_loss_and_grad(w, inputs, targets):
 
 
 def bigram_floor(inputs, targets, n_vocab: int) -> float:
-    """The lowest loss any bigram model reaches on these pairs: −mean log(count(a, b) / count(a))."""
+    """The lowest loss any bigram model reaches on these pairs: −mean log(count(a, b) / count(a)).
+
+    ``count(a, b)``: how often b follows a; ``count(a) = Σ_b count(a, b)``, the number of pairs whose input is a
+    (not how often a occurs: the last token starts no pair). Reached by the log-frequency table, whose logit
+    is −inf for a pair never seen; a table of finite logits stays above it (unless every token that starts a
+    pair is followed, somewhere, by every token of the vocabulary).
+    """
     counts = np.zeros((n_vocab, n_vocab))
     np.add.at(counts, (inputs, targets), 1.0)
     return float(-np.mean(np.log(counts[inputs, targets] / counts[inputs].sum(axis=1))))
