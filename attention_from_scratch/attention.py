@@ -13,7 +13,8 @@ q ``(..., T, d_k)``, k ``(..., S, d_k)``, v ``(..., S, d_v)``; leading dims broa
 The library metaphor: a query is what you look for, a key is the label on a book's cover, a value is
 the book's content; you read every book in proportion to how well its label matches your question.
 
-``scale`` defaults to ``1/sqrt(d_k)``: with unit-variance entries, ``Var(q·k) = d_k``, so unscaled
+``scale`` defaults to ``1/sqrt(d_k)``: with independent zero-mean, unit-variance entries (Vaswani et al.'s
+footnote 4), ``Var(q·k) = d_k``, so unscaled
 scores grow with d_k, softmax saturates to one-hot and its gradient vanishes (see ``scaling.py``).
 
 ``attention_loop`` is the same computation with explicit Python loops (its core,

@@ -5,9 +5,11 @@
 
 (the paper counts heads from 1; the course and the head axis count from 0, as in notebook 08).
 
-One head can only average the values one way; H heads of width d_model/H look for H different
-things at the same cost as one wide head. The implementation never loops over heads: it projects once
-with a wide matrix, reshapes ``(B, T, H·d_k) -> (B, H, T, d_k)`` and lets the head axis broadcast.
+One head can only average the values one way; H heads of width d_model/H can look for H different
+things with the parameters and the matrix-product multiply-adds of one wide head (but H score matrices:
+H times the scores held and the softmax's exponentials, notebook 08). The implementation never loops over
+heads: it projects once with a wide matrix, reshapes ``(B, T, H·d_k) -> (B, H, T, d_k)`` and lets the head
+axis broadcast.
 
 Grouped-query attention (Ainslie et al. 2023) gives the H query heads only ``n_kv_heads`` key/value
 heads, each shared by a group of H / n_kv_heads query heads (``n_kv_heads = 1`` is multi-query
@@ -33,7 +35,11 @@ __all__ = ["MultiHeadAttention", "group_heads", "merge_heads", "split_heads", "u
 
 
 def split_heads(x, n_heads):
-    """``(B, T, H·d_k) -> (B, H, T, d_k)``: the wide projection read as H heads of width d_k (no copy)."""
+    """``(B, T, H·d_k) -> (B, H, T, d_k)``: the wide projection read as H heads of width d_k.
+
+    Head h gets columns h·d_k … (h+1)·d_k - 1. A view (no copy) when ``x`` is contiguous, as a projection's
+    output is.
+    """
     xp = get_namespace(x)
     b, t, _ = x.shape
     x = xp.reshape(x, (b, t, n_heads, -1))  # (B, T, H·d_k) -> (B, T, H, d_k)
@@ -41,7 +47,10 @@ def split_heads(x, n_heads):
 
 
 def merge_heads(x):
-    """``(B, H, T, d_k) -> (B, T, H·d_k)``: the heads side by side again, the inverse of :func:`split_heads`."""
+    """``(B, H, T, d_k) -> (B, T, H·d_k)``: the heads side by side again, the inverse of :func:`split_heads`.
+
+    This is Concat(head_0, ..., head_(H-1)); the reshape generally copies (the transposed array is not contiguous).
+    """
     xp = get_namespace(x)
     b, h, t, d = x.shape
     return xp.reshape(xp.permute_dims(x, (0, 2, 1, 3)), (b, t, h * d))  # (B, H, T, d_k) -> (B, T, H·d_k)
@@ -51,7 +60,9 @@ def group_heads(q, k, v, n_kv_heads):
     """Grouped-query attention as a broadcast: the query heads grouped by the key/value head they share.
 
     q ``(B, H, T, d_k)`` -> ``(B, H_kv, G, T, d_k)``; k, v ``(B, H_kv, S, d)`` -> ``(B, H_kv, 1, S, d)``,
-    broadcast over the group of G = H / H_kv query heads (the attention backward sums it back).
+    broadcast over the group of G = H / H_kv query heads (the attention backward sums it back). Query head h
+    reads key/value head h // G (consecutive query heads share one), the order of transformers' ``repeat_kv``.
+    G here is a group's *size*; Ainslie et al. (2023) write GQA-G for G *groups*, so their G is H_kv.
     """
     xp = get_namespace(q, k, v)
     b, h, t, d_k = q.shape
@@ -121,7 +132,10 @@ class MultiHeadAttention:
         return y  # (B, T, n·d_k)
 
     def __call__(self, x, x_kv=None, *, mask=None, causal=False, cache=None, return_weights=False):
-        """Attend from ``x`` ``(B, T, d_model)`` to ``x_kv`` ``(B, S, d_model)`` (default: ``x``).
+        """Attend from ``x`` ``(B, T, d_model)`` to ``x_kv`` ``(B, S, d_model)`` (default: ``x``, self-attention).
+
+        Queries come from ``x``, keys and values from ``x_kv``: for cross-attention ``x`` is the decoder's tokens
+        and ``x_kv`` the encoder's output (Vaswani et al. 2017, §3.2.3).
 
         ``mask``: boolean, True = may attend, of shape ``(S,)``, ``(T, S)`` or ``(B|1, H|1, T|1, S|1)``
         (S counts cached keys); a 3-D mask is refused as ambiguous (batch or head?).
