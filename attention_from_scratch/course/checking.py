@@ -25,9 +25,13 @@ __all__ = ["Verdict", "within"]
 def within(got, want, *, rtol: float, atol: float = 0.0) -> bool:
     """Whether ``got`` equals ``want`` up to ``atol + rtol * max|want|`` (finite entries; same shape).
 
-    Non-finite entries (±inf, nan) must sit in the same places with the same values.
+    Non-finite entries (±inf, nan) must sit in the same places with the same values. Integers against integers (ids,
+    counts: indices) are compared exactly, at any size.
     """
-    g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    g, w = np.asarray(got), np.asarray(want)
+    if g.dtype.kind in "iu" and w.dtype.kind in "iu":
+        return g.shape == w.shape and bool(np.array_equal(g, w))
+    g, w = g.astype(np.float64), w.astype(np.float64)
     if g.shape != w.shape:
         return False
     fg, fw = np.isfinite(g), np.isfinite(w)
