@@ -201,7 +201,7 @@ def test_the_optimiser_and_the_loop_check_their_arguments_before_any_step():
 def test_tasks_check_their_lengths_at_construction():
     with pytest.raises(ValueError, match=r"CopyTask: length 12 > 8 .*distinct"):
         CopyTask(8, (4, 12))
-    with pytest.raises(ValueError, match=r"length \(L, or each end of \(low, high\)\) must be a positive integer"):
+    with pytest.raises(ValueError, match=r"length \(n, or each end of \(low, high\)\) must be a positive integer"):
         CopyTask(4, 0)
     with pytest.raises(ValueError, match=r"low <= high"):
         CopyTask(16, (8, 4))

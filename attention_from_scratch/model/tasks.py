@@ -1,10 +1,12 @@
 """Synthetic tasks that only attention can solve, and how to read what a trained model's heads do.
 
-* **copy / induction** (:class:`CopyTask`): L distinct random tokens, then the same L tokens again. In
+n is the length of a sequence's first half (notebook 13's n; the code calls it ``length``).
+
+* **copy / induction** (:class:`CopyTask`): n distinct random tokens, then the same n tokens again. In
   the second half each next token is predictable, but only by finding the earlier occurrence of the
   current token and reading the token after it -- the "induction head" of Olsson et al. 2022 (a
   previous-token head in one layer plus a head that matches on it in the next).
-* **reversal** (:class:`ReversalTask`): L tokens, a separator, then the L tokens in reverse order.
+* **reversal** (:class:`ReversalTask`): n tokens, a separator, then the n tokens in reverse order.
 
 Host-side NumPy on purpose: the tokens are generated on the host (moved to the model's device by
 ``batches(xp=...)``) and the scores read the model's outputs back with ``to_numpy``; that data is tiny.
@@ -25,10 +27,10 @@ __all__ = ["CopyTask", "ReversalTask", "evaluate", "induction_score", "previous_
 
 @dataclass(frozen=True)
 class CopyTask:
-    """L distinct random tokens, then the same L again (induction): ``(B, 2L)`` sequences.
+    """n distinct random tokens, then the same n again (induction): ``(B, 2n)`` sequences.
 
-    ``length`` is L, or a pair ``(low, high)``: then each batch draws its own L in low..high, so the
-    model cannot memorise "look L - 1 back" and must find the earlier copy of the current token.
+    ``length`` is n, or a pair ``(low, high)``: then each batch draws its own n in low..high, so the
+    model cannot memorise "look n - 1 back" and must find the earlier copy of the current token.
     """
 
     vocab_size: int
@@ -38,13 +40,13 @@ class CopyTask:
         object.__setattr__(self, "vocab_size", check_positive_int(self.vocab_size, "vocab_size", minimum=2))
         pair = self.length if isinstance(self.length, tuple | list) else (self.length, self.length)
         if len(pair) != 2:
-            raise ValueError(f"length must be an integer L or a pair (low, high), got {self.length!r}")
-        low, high = (check_positive_int(n, "length (L, or each end of (low, high))") for n in pair)
+            raise ValueError(f"length must be an integer n or a pair (low, high), got {self.length!r}")
+        low, high = (check_positive_int(n, "length (n, or each end of (low, high))") for n in pair)
         if low > high:
             raise ValueError(f"length (low, high) needs low <= high, got {self.length!r}")
         if high > self._most_distinct():
             raise ValueError(f"{type(self).__name__}: length {high} > {self._most_distinct()} (the distinct tokens "
-                             f"of vocab_size={self.vocab_size}): a sequence's L tokens must be distinct")
+                             f"of vocab_size={self.vocab_size}): a sequence's n tokens must be distinct")
         object.__setattr__(self, "length", low if low == high and not isinstance(self.length, tuple) else (low, high))
 
     def _most_distinct(self):
@@ -52,7 +54,7 @@ class CopyTask:
 
     @property
     def max_sequence_length(self) -> int:
-        """The longest sequence :meth:`batches` yields (2L for the largest L)."""
+        """The longest sequence :meth:`batches` yields (2n for the largest n)."""
         return 2 * (self.length if isinstance(self.length, int) else self.length[1])
 
     def sample_length(self, rng):
@@ -60,31 +62,31 @@ class CopyTask:
         return int(rng.integers(low, high + 1))
 
     def sample(self, rng, batch_size, length):
-        """Host tokens ``(B, 2L)`` and the predictable mask of the targets ``(B, 2L - 1)``."""
+        """Host tokens ``(B, 2n)`` and the predictable mask of the targets ``(B, 2n - 1)``."""
         if length > self.vocab_size:
             raise ValueError(f"length {length} > vocab_size {self.vocab_size}: tokens must be distinct")
         first = np.argsort(rng.random((batch_size, self.vocab_size)), axis=1)[:, :length]  # distinct
-        tokens = np.concatenate([first, first], axis=1)  # (B, L) -> (B, 2L)
-        # target t is token t + 1; once token L (the first repeat) is seen, tokens L+1.. follow by induction
+        tokens = np.concatenate([first, first], axis=1)  # (B, n) -> (B, 2n)
+        # target t is token t + 1; once token n (the first repeat) is seen, tokens n+1.. follow by induction
         predictable = np.arange(2 * length - 1) >= length
         return tokens, np.broadcast_to(predictable, (batch_size, 2 * length - 1))
 
     def loss_floor(self, length):
-        """The lowest mean next-token loss a causal model can reach on (2L)-sequences, when L is fixed.
+        """The lowest mean next-token loss a causal model can reach on (2n)-sequences, when n is fixed.
 
-        Target t < L - 1 is one of the V - t - 1 tokens not seen yet, so even a perfect model pays
-        ln(V - t - 1) there; every later target is a copy (the first repeat too, when L is fixed),
-        counted as free. A loss below this floor means the model is reading the answer. When L varies
-        (``length=(low, high)``) it is only a lower bound: a model that does not know L cannot be sure
+        Target t < n - 1 is one of the V - t - 1 tokens not seen yet, so even a perfect model pays
+        ln(V - t - 1) there; every later target is a copy (the first repeat too, when n is fixed),
+        counted as free. A loss below this floor means the model is reading the answer. When n varies
+        (``length=(low, high)``) it is only a lower bound: a model that does not know n cannot be sure
         where the repeat starts, so it pays at the first repeat and a little at every first-half target.
         """
         unknown = sum(math.log(self.vocab_size - t - 1) for t in range(length - 1))
         return unknown / (2 * length - 1)
 
     def batches(self, batch_size, *, seed=0, full_sequence=False, xp=None, device=None):
-        """An endless, seeded stream of token batches ``(B, 2L)`` on ``xp`` / ``device``.
+        """An endless, seeded stream of token batches ``(B, 2n)`` on ``xp`` / ``device``.
 
-        ``full_sequence=True`` yields ``(tokens, targets)`` instead: the model reads all 2L tokens and
+        ``full_sequence=True`` yields ``(tokens, targets)`` instead: the model reads all 2n tokens and
         target t is token t + 1, the last position having none (-1, not counted). For a causal model
         this is the same training; without the mask, every counted target is then inside the input.
         """
@@ -100,7 +102,7 @@ class CopyTask:
 
 @dataclass(frozen=True)
 class ReversalTask(CopyTask):
-    """L distinct tokens, a separator (token V - 1), then the L tokens reversed: ``(B, 2L + 1)``."""
+    """n distinct tokens, a separator (token V - 1), then the n tokens reversed: ``(B, 2n + 1)``."""
 
     def _most_distinct(self):
         return self.vocab_size - 1  # the separator is not a content token
@@ -114,7 +116,7 @@ class ReversalTask(CopyTask):
             raise ValueError(f"length {length} > vocab_size - 1 = {self.vocab_size - 1}")
         first = np.argsort(rng.random((batch_size, self.vocab_size - 1)), axis=1)[:, :length]
         sep = np.full((batch_size, 1), self.vocab_size - 1)
-        tokens = np.concatenate([first, sep, first[:, ::-1]], axis=1)  # (B, 2L + 1)
+        tokens = np.concatenate([first, sep, first[:, ::-1]], axis=1)  # (B, 2n + 1)
         predictable = np.arange(2 * length) >= length  # every target after the separator
         return tokens, np.broadcast_to(predictable, (batch_size, 2 * length))
 
@@ -154,9 +156,9 @@ def previous_token_score(weights):
 def induction_score(weights, length):
     """Mean weight of the second-half queries on the key after their token's first occurrence.
 
-    On a copy sequence ``x_0..x_(L-1), x_0..x_(L-1)``, query i >= L holds x_(i-L), whose first
-    occurrence is at i - L; the token to predict sits just after it, at key i - L + 1. An induction
-    head puts its weight there: a stripe parallel to the diagonal, L - 1 to its left. This scores where
+    On a copy sequence ``x_0..x_(n-1), x_0..x_(n-1)``, query i >= n holds x_(i-n), whose first
+    occurrence is at i - n; the token to predict sits just after it, at key i - n + 1. An induction
+    head puts its weight there: a stripe parallel to the diagonal, n - 1 to its left. This scores where
     the head looks (Olsson et al.'s "prefix matching"), not whether its output copies that token.
     """
     w = to_numpy(weights)

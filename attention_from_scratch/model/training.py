@@ -181,7 +181,8 @@ def fit(task, config, *, steps, lr, batch_size=32, warmup=0, seed=0, full_sequen
 _COPY = {"task": CopyTask(8, 5), "steps": 250, "lr": 1e-2, "warmup": 10, "full_sequence": True}
 _SMALL = {"vocab_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_len": 16}
 RECIPES = {
-    # induction: L varies per batch (4..12), so only "find the earlier copy" works, not "look L - 1 back"
+    # induction: n (the first half's length) varies per batch (4..12), so only "find the earlier copy" works,
+    # not "look n - 1 back"
     "induction": {"task": CopyTask(16, (4, 12)), "steps": 600, "lr": 1e-2, "warmup": 30,
                   "config": TransformerConfig(16, 32, 2, 2, 64, 24)},
     "copy": _COPY | {"config": TransformerConfig(**_SMALL)},

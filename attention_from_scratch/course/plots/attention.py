@@ -67,7 +67,8 @@ def plot_mha_example():
     """The two heads of notebook 08's hand-built example: one follows position, one follows word class."""
     tokens, x, w_q, w_k = mha_head_example()
     weights = head_weights(x[None], w_q, w_k, 2)[0]  # (B=1, H, T, S) -> (H, T, S)
-    return plot_mha_heads(weights, tokens, head_names=["head 0: the previous token", "head 1: word class (det., verb -> noun; noun -> verb)"])
+    return plot_mha_heads(weights, tokens, head_names=["head 0: the previous token",
+                                                       "head 1: word class (det., verb -> noun; noun -> verb)"])
 
 
 def plot_cross_attention():
