@@ -3,6 +3,8 @@ training run that must learn the copy task."""
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
 
 import numpy as np
@@ -68,6 +70,44 @@ def test_reversal_task():
     assert (tokens[:, 3] == 9).all()
     np.testing.assert_array_equal(tokens[:, 4:], tokens[:, 2::-1])
     assert predictable[0].tolist() == [False] * 3 + [True] * 3
+
+
+def _bayes_mean_losses(task):
+    """{n: the mean next-token loss of the Bayes-optimal predictor on the task's sequences of first half n}, by brute
+    force: every sequence written out (n uniform on the task's lengths, its distinct tokens uniform), each prefix's
+    next-token probabilities counted over all sequences that continue it, the losses averaged exactly."""
+    low, high = (task.length, task.length) if isinstance(task.length, int) else task.length
+    reversal = isinstance(task, ReversalTask)
+    content = task.vocab_size - 1 if reversal else task.vocab_size  # the separator is token V - 1
+    sequences = []  # (probability, tokens, n)
+    for n in range(low, high + 1):
+        firsts = list(itertools.permutations(range(content), n))
+        for first in firsts:
+            tokens = (*first, task.vocab_size - 1, *first[::-1]) if reversal else first + first
+            sequences.append((1 / (high - low + 1) / len(firsts), tokens, n))
+    after = collections.defaultdict(collections.Counter)  # prefix -> {next token: total probability}
+    for p, tokens, _ in sequences:
+        for t in range(1, len(tokens)):
+            after[tokens[:t]][tokens[t]] += p
+    losses = collections.defaultdict(float)
+    for p, tokens, n in sequences:
+        per_target = [-math.log(after[tokens[:t]][tokens[t]] / sum(after[tokens[:t]].values()))
+                      for t in range(1, len(tokens))]
+        losses[n] += p * (high - low + 1) * sum(per_target) / len(per_target)  # p given n, times the mean loss
+    return dict(losses)
+
+
+@pytest.mark.parametrize("task", [CopyTask(5, (2, 4)), CopyTask(6, (1, 3)), CopyTask(5, 3), ReversalTask(6, (2, 4)),
+                                  ReversalTask(5, 2)], ids=repr)
+def test_best_loss_is_the_bayes_optimal_loss_and_the_floor_when_n_is_fixed(task):
+    for n, want in _bayes_mean_losses(task).items():
+        assert task.best_loss(n) == pytest.approx(want, rel=1e-12)
+        if isinstance(task.length, int):
+            assert task.loss_floor(n) == pytest.approx(want, rel=1e-12)
+        else:  # not knowing n costs something at every n
+            assert task.best_loss(n) > task.loss_floor(n) + 1e-3
+    with pytest.raises(ValueError, match="one of the task's lengths"):
+        task.best_loss(7)
 
 
 CONFIG = {"vocab_size": 8, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_len": 16}

@@ -72,16 +72,48 @@ class CopyTask:
         return tokens, np.broadcast_to(predictable, (batch_size, 2 * length - 1))
 
     def loss_floor(self, length):
-        """The lowest mean next-token loss a causal model can reach on (2n)-sequences, when n is fixed.
+        """The lowest mean next-token loss a causal model can reach on the sequences of first half ``length`` = n,
+        when n is fixed: the mean over the sequence's targets (2n - 1 here; 2n for :class:`ReversalTask`).
 
         Target t < n - 1 is one of the V - t - 1 tokens not seen yet, so even a perfect model pays
         ln(V - t - 1) there; every later target is a copy (the first repeat too, when n is fixed),
         counted as free. A loss below this floor means the model is reading the answer. When n varies
         (``length=(low, high)``) it is only a lower bound: a model that does not know n cannot be sure
-        where the repeat starts, so it pays at the first repeat and a little at every first-half target.
+        where the repeat starts, so it pays at the first repeat and a little at every first-half target
+        (:meth:`best_loss`).
         """
-        unknown = sum(math.log(self.vocab_size - t - 1) for t in range(length - 1))
-        return unknown / (2 * length - 1)
+        length = check_positive_int(length, "length")
+        return self._best_total(length, (length, length)) / self._n_targets(length)
+
+    def best_loss(self, length):
+        """The lowest mean next-token loss on the sequences of first half ``length`` = n for a model that knows how
+        n is drawn (uniformly from low..high) but not this sequence's n: :meth:`loss_floor` when n is fixed.
+
+        Once t + 1 >= low distinct tokens are seen and none repeated, n is one of t + 1, ..., high with equal
+        chances, so target t is the first repeat (the separator, for :class:`ReversalTask`) with chance
+        q_t = 1 / (high - t), and 0 while t + 1 < low. The best guess gives it q_t and each of the U_t unseen tokens
+        (1 - q_t) / U_t: target t < n - 1 costs ln U_t - ln(1 - q_t), target n - 1 costs -ln q_(n-1), and the
+        later targets are free copies. U_t = V - t - 1 here (V - t - 2 for :class:`ReversalTask`).
+        """
+        low, high = (self.length, self.length) if isinstance(self.length, int) else self.length
+        length = check_positive_int(length, "length")
+        if not low <= length <= high:
+            raise ValueError(f"length must be one of the task's lengths {low}..{high}, got {length}")
+        return self._best_total(length, (low, high)) / self._n_targets(length)
+
+    def _n_targets(self, length):
+        return 2 * length - 1
+
+    def _best_total(self, length, lengths):
+        """The summed best loss of targets 0..n-1 (the later ones are free copies) when n is drawn uniformly from
+        ``lengths`` = (low, high): (n, n) is n known."""
+        low, high = lengths
+        total = 0.0
+        for t in range(length):
+            q = 1 / (high - t) if t + 1 >= low else 0.0  # the chance that target t is the first repeat
+            unseen = self._most_distinct() - t - 1  # U_t: the tokens target t can be, but for the repeat
+            total += -math.log(q) if t == length - 1 else math.log(unseen) - math.log1p(-q)
+        return total
 
     def batches(self, batch_size, *, seed=0, full_sequence=False, xp=None, device=None):
         """An endless, seeded stream of token batches ``(B, 2n)`` on ``xp`` / ``device``.
@@ -110,6 +142,9 @@ class ReversalTask(CopyTask):
     @property
     def max_sequence_length(self) -> int:
         return super().max_sequence_length + 1
+
+    def _n_targets(self, length):
+        return 2 * length
 
     def sample(self, rng, batch_size, length):
         if length > self.vocab_size - 1:

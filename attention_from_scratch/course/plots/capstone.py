@@ -41,28 +41,31 @@ def _smooth(values, width=10):
 
 
 def plot_training_loss(history=None, task=None):
-    """Loss per step of the induction run, and the floor no causal model can beat (the first half), averaged
-    over the task's lengths n (each batch draws one n)."""
+    """Loss per step of the induction run, the best loss a model that does not know n can reach, and the floor no
+    causal model can beat (the first half, n known: a lower bound), each averaged over the task's lengths n (each
+    batch draws one n)."""
     if history is None:
         from ...model.training import RECIPES
 
+        task = RECIPES["induction"]["task"]
         stored = _stored("induction")
-        loss, floor, vocab_size = stored["loss"], stored["floor"], stored["vocab_size"]
-        low, high = RECIPES["induction"]["task"].length
+        loss, floor = stored["loss"], stored["floor"]
     else:
-        low, high = task.length
-        loss, floor, vocab_size = history.loss, np.mean([task.loss_floor(n) for n in range(low, high + 1)]), \
-            task.vocab_size
+        loss, floor = history.loss, None
+    low, high = task.length
+    if floor is None:
+        floor = np.mean([task.loss_floor(n) for n in range(low, high + 1)])
+    best = np.mean([task.best_loss(n) for n in range(low, high + 1)])
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     ax.plot(loss, color="tab:blue", alpha=0.3, lw=0.8, label="loss per step")
     ax.plot(_smooth(loss), color="tab:blue", label="running mean (10 steps)")
-    ax.axhline(floor, color="gray", ls="--", lw=1,
-               label=f"floor (a lower bound): the unpredictable first half,\n"
-                     f"mean over n = {low} to {high} ({floor:.2f})")
-    guess = np.log(vocab_size)
+    over = f"mean over n = {low}..{high}"
+    ax.axhline(best, color="black", ls="-.", lw=1, label=f"best achievable, n unknown ({over}: {best:.2f})")
+    ax.axhline(floor, color="gray", ls="--", lw=1, label=f"floor, n known: a lower bound ({over}: {floor:.2f})")
+    guess = np.log(task.vocab_size)
     ax.axhline(guess, color="gray", ls=":", lw=1, label=f"guessing: ln V = {guess:.2f}")
     ax.set(xlabel="training step", ylabel="mean cross-entropy (nats)", title="A 2-layer Transformer learns induction")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")  # above the trained model's curve: empty but for the guessing line
     fig.tight_layout()
     return fig
 
