@@ -399,3 +399,34 @@ def test_every_folder_of_chinese_notebooks_replies_in_chinese():
 
     folders = sorted({path.parent for path in (NOTEBOOKS / "zh").rglob("*.ipynb")})
     assert folders and all(i18n.folder_language(folder) == "zh" for folder in folders), folders
+
+
+def test_a_float16_too_coarse_for_the_precision_asked_is_told_so(capsys):
+    """np.float16(0.3988) is 0.39868 (float16's steps near 0.4 are 2.4e-4, five times the half unit of 4 significant
+    figures): refused, and told that the type is too coarse, not sent back to a method that was right."""
+    for key, answer in (("00.2", np.float16(0.3988)), ("00.2", np.array(0.3988, dtype=np.float16)),
+                        ("03.2", np.float16(0.8668)), ("16.1", np.float16(47117)), ("09.1", np.float16(0.9))):
+        check_answer(key, answer)
+        reply = capsys.readouterr().out
+        assert "a float16 keeps too few digits for the precision asked" in reply, (key, answer, reply)
+        assert answers.ANSWERS[key].why not in reply
+        check_answer(key, answer, lang="zh")
+        assert "float16 的位数不够题目要求的精度" in capsys.readouterr().out
+    for key, answer in (("04.1", np.float16(0.75)), ("01.2", np.float16(45)), ("00.2", np.float32(0.3988))):
+        assert answers.judge(key, answer).passed, (key, answer)  # a float16 that holds the answer still passes
+    check_answer("04.1", np.float16(0.7))  # 0.1% of 0.7 is wider than float16's steps there: the usual hint
+    assert answers.ANSWERS["04.1"].why in capsys.readouterr().out
+
+
+def test_a_wrongly_rounded_answer_hears_about_the_precision_asked(capsys):
+    """18.1 asks 4 decimals of 1.004087: a truncated 1.0040 (or 3 decimals, 1.004) gets the method's hint AND the
+    reminder that the question sets a precision; an exercise that asks none (01.2) gets the method's hint alone."""
+    for answer in (1.0040, 1.004):
+        check_answer("18.1", answer)
+        reply = capsys.readouterr().out
+        assert answers.ANSWERS["18.1"].why in reply and "the question asks for a set precision" in reply, reply
+        check_answer("18.1", answer, lang="zh")
+        assert "题目规定了精度" in capsys.readouterr().out
+    check_answer("01.2", 44)
+    reply = capsys.readouterr().out
+    assert answers.ANSWERS["01.2"].why in reply and "precision" not in reply

@@ -12,9 +12,10 @@ hint on how to get there (never the value); a right one gets "correct". Numbers 
 tolerance RELATIVE to the answer (0.1% unless an exercise says otherwise), so four significant figures
 pass whatever the size; an exercise whose question asks a precision ("4 decimals", "4 significant
 figures", "the nearest token") takes the answer rounded as asked, within half a unit of its last place,
-and refuses a wrongly rounded one; counts and indices must be exact; an answer that is 0 up to rounding is
-judged against an absolute tolerance on the scale of the quantity. The worked solutions stay in each
-notebook's collapsed "Solutions" block.
+and refuses a wrongly rounded one (its hint then says so too: the method may have been right); counts and indices
+must be exact; an answer that is 0 up to rounding is judged against an absolute tolerance on the scale of the
+quantity. A float16 (or float32) too coarse for the precision asked is told so, not sent back to the method. The
+worked solutions stay in each notebook's collapsed "Solutions" block.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def _problem(item: ShortAnswer, answer):
         if not isinstance(answer, (tuple, list)) or not all(isinstance(a, numbers.Integral) for a in answer):
             return msg("a shape is a tuple of whole numbers, e.g. (3, 4).")
         return None if tuple(int(a) for a in answer) == tuple(item.compute()) else item.why
+    narrow = _narrow_float(answer)  # before .item() forgets it: a float16 cannot hold 4 significant figures
     if isinstance(answer, np.ndarray) and answer.ndim == 0:
         answer = answer.item()  # a 0-d array (np.abs(x).max() of an array, np.array(3.0)) is a number
     try:  # the package's one check of a real number (np.complex128, 10**400 and NaN refused)
@@ -89,7 +91,23 @@ def _problem(item: ShortAnswer, answer):
         return None if value.is_integer() and int(value) == int(want) else item.why
     if item.magnitude and value < 0:
         return msg("a largest |difference| (or a norm) is ≥ 0: take the absolute value before the max.")
-    return None if within(value, float(want), rtol=item.rtol, atol=item.atol) else item.why
+    if within(value, float(want), rtol=item.rtol, atol=item.atol):
+        return None
+    # the student's own number decides (never the expected one): its type's step there against the tolerance there
+    step = float(np.spacing(np.abs(np.asarray(value, dtype=narrow)))) if narrow is not None else 0.0
+    if step > item.atol + item.rtol * abs(value):
+        return msg("a {kind} keeps too few digits for the precision asked: near your answer its values are {step:g} "
+                   "apart. Compute in float64 and give that number.", kind=narrow.name, step=step)
+    if item.rtol == 0 and item.atol > 0:  # the question asks a precision: the method may be right, the rounding not
+        return msg("{hint} (If your method is right: the question asks for a set precision; round to it, do not "
+                   "truncate, or give more digits.)", hint=msg(item.why))
+    return item.why
+
+
+def _narrow_float(answer):
+    """The dtype of a NumPy float answer narrower than float64 (a float16 or float32 scalar or 0-d array), else None."""
+    dtype = getattr(answer, "dtype", None) if isinstance(answer, (np.floating, np.ndarray)) else None
+    return dtype if dtype is not None and dtype.kind == "f" and dtype.itemsize < 8 else None
 
 
 def judge(key: str, answer, lang: str | None = None) -> Verdict:
