@@ -125,6 +125,32 @@ def test_single_choice_questions_refuse_several_letters():
         quiz.check("why_scale", ["A", "C"])
 
 
+@pytest.mark.parametrize("form", ["Ａ，Ｂ，Ｃ", "A，B，C", "A、B、C", "ａｂｃ", "（A）（B）（C）。", "A；B；C",
+                                  "Ａ／Ｂ＋Ｃ"])
+def test_letters_typed_with_a_chinese_input_method_are_the_same_answer(form):
+    """A Chinese IME types full-width letters and punctuation (，、；（）。): the same answer as "ABC", in either
+    language; they raised 'not a choice: ，' before."""
+    assert quiz.check("q7_steps", form).correct
+    assert quiz.check("q7_steps", form, lang="zh").correct
+    assert not quiz.check("q7_steps", form.translate(str.maketrans("CＣｃ", "DＤｄ"))).correct
+
+
+def test_full_width_separators_do_not_let_other_characters_through():
+    with pytest.raises(ValueError, match=r"not a choice: E"):
+        quiz.check("q7_steps", "Ａ、Ｅ")
+    with pytest.raises(ValueError, match="exactly one right answer"):
+        quiz.check("q5_mask_fill", "Ｃ、Ａ")
+    assert quiz.check("q5_mask_fill", "（Ｃ）").correct
+
+
+def test_a_count_answer_is_exact():
+    """mla_cache counts values (576): 576.4 and 575.6 are not counts; atol 0.5 took them."""
+    for wrong in (576.4, 575.6, 577, 1152):
+        assert not quiz.check("mla_cache", wrong).correct, wrong
+    for right in (576, 576.0, np.int64(576), np.float32(576), [576]):
+        assert quiz.check("mla_cache", right).correct, right
+
+
 def test_malformed_letter_answers():
     with pytest.raises(ValueError, match=r"made of the letters A, B, C, D; got 'AE' \(not a choice: E\)"):
         quiz.check("q7_steps", "AE")

@@ -12,9 +12,10 @@ Questions. ``question_ids()`` lists every question in course order: first the te
 
 Answers. ``check(id, answer)`` returns a :class:`Verdict` (``.correct``, ``print()`` it):
 
-* **Choice questions** take letters. Order, case, spaces and separators (``, ; / + ( ) .``) do not
-  matter, and a list, tuple or set of letters is the same answer: ``"ABC"``, ``"a, b, c"``,
-  ``["A", "B", "C"]`` and ``{"C", "B", "A"}`` are one answer. A single-choice question takes exactly
+* **Choice questions** take letters. Order, case, spaces and separators (``, ; / + ( ) .``, and the
+  full-width ones a Chinese input method types: ``Ａ，Ｃ``, ``A、C``, ``（C）。``) do not matter, and a
+  list, tuple or set of letters is the same answer: ``"ABC"``, ``"a, b, c"``, ``["A", "B", "C"]`` and
+  ``{"C", "B", "A"}`` are one answer. A single-choice question takes exactly
   one letter. A wrong answer is explained **option by option**: every option you chose that is wrong,
   and every right option you left out, each with a computation where one can show it.
 * **Numeric questions** take real numbers: ``int``, ``float``, NumPy real scalars, a 0-d array, or
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import unicodedata
 
 import numpy as np
 
@@ -92,7 +94,7 @@ def answer(question_id: str):
 
 # --- reading an answer -----------------------------------------------------------------------------
 
-_SEPARATORS = re.compile(r"[\s,;/+&().]+")
+_SEPARATORS = re.compile(r"[\s,;/+&().、。]+")  # after NFKC: a Chinese IME's "Ａ，Ｃ" is "A,C"; 、 and 。 stay as typed
 
 
 def _letters(given, q: Question) -> set[str]:
@@ -103,7 +105,7 @@ def _letters(given, q: Question) -> set[str]:
         raise _error(TypeError, msg('answer to {qid} must be letters from {allowed} as a str ("AC", "a, c") or a '
                                     "list/set of str; got {given}", qid=repr(q.id), allowed=allowed,
                                     given=repr(given)))
-    chosen = {c for p in parts for c in _SEPARATORS.sub("", p).upper()}
+    chosen = {c for p in parts for c in _SEPARATORS.sub("", unicodedata.normalize("NFKC", p)).upper()}
     bad = sorted(chosen - set(allowed.split(", ")))
     if bad:
         raise _error(ValueError, msg("answer to {qid} must be made of the letters {allowed}; got {given} (not a "
