@@ -430,3 +430,14 @@ def test_a_wrongly_rounded_answer_hears_about_the_precision_asked(capsys):
     check_answer("01.2", 44)
     reply = capsys.readouterr().out
     assert answers.ANSWERS["01.2"].why in reply and "precision" not in reply
+
+
+def test_a_hint_names_the_form_the_question_asks(capsys):
+    """03.3 asks the positive c: −1/16 also makes c² Var = 1, so its hint must say which one is asked; 08.3 asks by
+    what factor the cache is smaller: 1/4 (GQA's over MHA's) is told the factor is MHA's over GQA's, above 1."""
+    check_answer("03.3", -1 / 16)
+    assert "the question asks for the positive one" in capsys.readouterr().out
+    check_answer("08.3", 1 / 4)
+    assert "a factor above 1" in capsys.readouterr().out
+    check_answer("08.3", 1 / 4, lang="zh")
+    assert "大于 1 的倍数" in capsys.readouterr().out

@@ -97,7 +97,9 @@ ANSWERS = {
                         "exponentiate each score and divide the largest by the sum.",
                         rtol=0.0, atol=5e-5),  # 4 significant figures: 0.8668
     # "positive c": −1/16 also gives variance 1, so the question asks for c > 0
-    "03.3": ShortAnswer(lambda: 1 / math.sqrt(_variance_sigma2()), "Var(c X) = c² Var(X): choose c so that this is 1."),
+    "03.3": ShortAnswer(lambda: 1 / math.sqrt(_variance_sigma2()),
+                        "Var(c X) = c² Var(X): choose c so that this is 1; of the two such c, the question asks for "
+                        "the positive one."),
     "04.1": ShortAnswer(lambda: float(_afs().softmax([0.0, math.log(3)])[1]), "e^0 = 1 and e^(ln 3) = 3: normalise."),
     "04.2": ShortAnswer(lambda: float(_afs().logsumexp([0.0, 0.0, 0.0, 0.0])),
                         "lse(x) = log Σ e^(x_j): four terms of e^0.", rtol=0.0, atol=5e-5),  # 4 decimals: 1.3863
@@ -128,7 +130,8 @@ ANSWERS = {
                         "one row per query (a decoder token), one column per key (an encoder token).", kind="shape"),
     "08.3": ShortAnswer(lambda: _afs().MultiHeadAttention(64, 32, seed=0).w_k.shape[1]
                         / _afs().MultiHeadAttention(64, 32, n_kv_heads=8, seed=0).w_k.shape[1],
-                        "the cache holds one key and one value per KV head: compare the numbers of KV heads."),
+                        "the cache holds one key and one value per KV head: compare the numbers of KV heads (full "
+                        "MHA's cache over GQA's, a factor above 1)."),
     "15.1": ShortAnswer(lambda: _kv().gqa_values_per_token(8, 128) * 80 * 2,
                         "values per token per layer (keys and values of every KV head), times the layers, times the "
                         "bytes per value.", kind="count"),
