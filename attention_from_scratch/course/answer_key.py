@@ -91,8 +91,10 @@ ANSWERS = {
                         "the distance is the square root of |a − b|².", rtol=5e-3),  # no precision asked: 1.73 too
     "02.3": ShortAnswer(lambda: 1000 * 1000 * 128, "additive scoring builds one d_a-vector of tanh per (query, key) "
                         "pair: count the pairs, times d_a.", kind="count"),
+    # exact (64 · 2 · 2), as the quiz's score_variance: a Monte Carlo measure within 0.1% (about one run in 14 of 20,000
+    # pairs) is not the derivation asked
     "03.1": ShortAnswer(_variance_sigma2, "for independent mean-0 entries Var(q_i k_i) = E[q_i²] E[k_i²], and the "
-                        "d_k terms of q·k add their variances."),
+                        "d_k terms of q·k add their variances.", kind="count"),
     "03.2": ShortAnswer(lambda: float(np.max(_afs().softmax([2.0, 4.0, 6.0]))),
                         "exponentiate each score and divide the largest by the sum.",
                         rtol=0.0, atol=5e-5),  # 4 significant figures: 0.8668
