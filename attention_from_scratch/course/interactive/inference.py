@@ -62,7 +62,8 @@ def rope_dials() -> InteractiveFigure:
                          for x, v in zip(bars_x, share, strict=True))],
         }
         caption = (f"The query sits at position m = {m}, the key at n = {n}: pair r of each is turned by "
-                   f"its position times θ_r.",
+                   f"its position times θ_r = 100^(−2r/d) (base 100 here, so that every pair turns visibly; "
+                   "models use 10,000).",
                    f"Their angle in pair r is (m − n)·θ_r, so q·k = {scores[m, n]:.3f} depends on m − n = {delta} "
                    "only: move the shift and both arrows turn together while the score stays put.")
         return Frame(parts, caption)
