@@ -27,6 +27,7 @@ __all__ = [
     "cross_attention_weights",
     "head_weights",
     "indexer_example",
+    "infonce_pairs",
     "kernel_regression_data",
     "kernel_regression_truth",
     "mask_fill_weights",
@@ -264,3 +265,12 @@ def matrix_factorisation_example():
     ratings, observed, truth = synthetic_ratings(30, 20, rank=3, density=0.3, noise=0.1, seed=0)
     model = fit_matrix_factorization(ratings, observed, rank=3, steps=300, lr=0.1, l2=1e-3, seed=0)
     return model, truth, observed
+
+
+def infonce_pairs():
+    """``(q, k)``, two ``(8, 16)`` arrays of unit rows: notebook 24's two noisy "views" of the same 8 random items
+    (query i's positive is key i), for its InfoNCE table and figure (the notebook's cell draws them in the open)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16))
+    q, k = (x + 0.5 * rng.standard_normal((8, 16)) for _ in range(2))  # q drawn first, then k
+    return q / np.linalg.norm(q, axis=-1, keepdims=True), k / np.linalg.norm(k, axis=-1, keepdims=True)

@@ -41,14 +41,10 @@ def plot_infonce_temperature():
     vanishes at both ends, as softmax saturates (small tau) or flattens (large tau).
     """
     from ...applications import info_nce, info_nce_backward
-    from ...infra.backend import random_normal
     from ...softmax import softmax
+    from ..examples import infonce_pairs
 
-    x = random_normal((8, 16), seed=0)
-    q = x + random_normal((8, 16), seed=1, scale=0.5)
-    k = x + random_normal((8, 16), seed=2, scale=0.5)
-    q = q / np.linalg.norm(q, axis=1, keepdims=True)
-    k = k / np.linalg.norm(k, axis=1, keepdims=True)
+    q, k = infonce_pairs()  # notebook 24's 8 pairs, those of its table
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
     width = 0.27
     for j, t in enumerate((0.05, 0.2, 1.0)):
