@@ -25,7 +25,9 @@ def attention_io_bytes(n: int, d: int, block_q: int | None = None, *, element_si
     read once and reads all of K and V, O and the per-row log-sum-exp are written once:
     ``2nd + 2nd·ceil(n / block_q) + n`` elements, no n x n term. Dao et al.'s Theorem 2 proves Θ(n²d²/M) for an
     SRAM of M elements for FlashAttention's own loop order (key blocks of ⌈M/(4d)⌉ outside, Q and O re-read for
-    each); in this order query blocks of about M/(4d) rows give the same bound. Non-causal, no mask.
+    each); in this order query blocks of about M/(4d) rows give the same bound. Non-causal, no mask. Every element
+    counts ``element_size`` bytes, the log-sum-exp's too: kernels with 16-bit inputs write it in float32, n · 2 bytes
+    more, a share of the total under 1/(2d).
     """
     n, d = check_positive_int(n, "n"), check_positive_int(d, "d")
     element_size = check_positive_int(element_size, "element_size")
