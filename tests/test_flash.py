@@ -222,9 +222,11 @@ def test_merging_two_partial_softmaxes_equals_the_whole_row(n, cut, blocked, see
     lse = scipy_logsumexp(scores, axis=-1, keepdims=True)
     has_key = np.isfinite(lse)
     safe_l = np.where(l > 0, l, 1.0)
-    np.testing.assert_allclose(np.where(has_key, m + np.log(safe_l), -np.inf), lse, rtol=1e-12)
+    # within rounding of the scores' size (|s| up to ~25): a log-sum-exp or an output near 0 differs in its last bits
+    np.testing.assert_allclose(np.where(has_key, m + np.log(safe_l), -np.inf), lse, rtol=1e-12, atol=1e-12)
     full = scipy_softmax(np.where(has_key, scores, 0.0), axis=-1) @ v
-    np.testing.assert_allclose(np.where(has_key, acc / safe_l, 0.0), np.where(has_key, full, 0.0))
+    np.testing.assert_allclose(np.where(has_key, acc / safe_l, 0.0), np.where(has_key, full, 0.0), rtol=1e-10,
+                               atol=1e-12)
     assert np.all(l[~has_key] == 0) and np.all(acc[~has_key[:, 0]] == 0)
 
 
