@@ -188,7 +188,8 @@ def plot_concept_map():
     ax.set_xlim(-_BW / 2 - 0.6, _COL * (len(columns) - 1) + _BW / 2 + 0.1)
     ax.set_ylim(-_ROW * max(rows) + 0.2, 1.6)
     ax.axis("off")
-    ax.set_title("What depends on what: read down a column; an arrow means “builds on”", fontsize=11)
+    ax.set_title("What depends on what: read down a column; an arrow goes from a notebook to one that builds on it",
+                 fontsize=11)
     return fig
 
 
