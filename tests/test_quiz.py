@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -219,6 +220,20 @@ def test_mask_fill_weights_match_the_formula():
     assert f"gets weight {w(-1.5):.4f}" in _note("q5_mask_fill", "D")
     assert "gets weight 0.0 exactly" in _note("q5_mask_fill", "C")
     assert "uniform weights [0.3333, 0.3333, 0.3333]" in _note("q5_mask_fill", "C")  # the -1e9 caveat
+    assert math.exp(-1e9) == 0.0 and "-1e9 gives weight 0.0 too" in _note("q5_mask_fill", "C")  # underflows to 0
+
+
+def test_notes_quote_what_they_claim():
+    """A note's general claim comes with its number: sigmoid rows grow with the keys, tau flattens, n log n's ratio."""
+    sums4 = [float(s) for s in _note("q4_formula", "C").split("sum to [")[1].split("]")[0].split(", ")]
+    mean16 = float(_note("q4_formula", "C").split("for 16 keys they average ")[1].split(")")[0])
+    assert mean16 > 2 * max(sums4)  # 16 positive terms per row against 4
+    top1, top8 = (float(x) for x in re.findall(r"mean top weight (\d\.\d+) at tau = 1, (\d\.\d+) at tau = 8",
+                                                  _note("q8_scale_factor", "A"))[0])
+    assert top8 < top1
+    ratio = 512 * math.log(512) / (256 * math.log(256))  # n log n when n doubles from 256
+    assert f"by {ratio:.3g} when n doubles" in _note("complexity", "B") and ratio == 2.25
+    assert "by 2 when n doubles" in _note("complexity", "A") and "by 8 when n doubles" in _note("complexity", "D")
 
 
 def test_other_article_notes_quote_the_right_numbers():

@@ -196,10 +196,15 @@ def _explain_mask():
 
 
 def _explain_head_dim():
+    from ..multihead import MultiHeadAttention
+
+    w_q = to_numpy(MultiHeadAttention(512, 8, seed=0).w_q)  # (d_model, n_heads * d_k)
     return (
         msg("By the usual convention (the Transformer paper's; DeepSeek-V3 departs from it, notebook 08) the model "
             "width is split evenly across heads: d_k = d_model / h = 512 / 8 = {head_dim}, so eight heads cost about "
-            "as much as one full-width head.", head_dim=_head_dim())
+            "as much as one full-width head: W_Q is {shape} either way, and the 8 heads' scores of one (query, key) "
+            "pair take 8 x {head_dim} = {total} multiply-adds, as one head of width 512 does.",
+            head_dim=_head_dim(), shape=w_q.shape, total=8 * _head_dim())
     )
 
 
@@ -271,7 +276,8 @@ def _explain_mla():
 
 
 def _note_not_cosine():
-    q, k, _ = _qkv(d_k=64)
+    q, k, _ = _qkv(t=16, s=16, d_k=64)
     scaled = to_numpy(q @ k.T) / 8.0
     return (msg("cosine divides by |q||k|, which changes from pair to pair; sqrt(d_k) is one constant. "
-        "Scaled scores are not confined to [-1, 1]: for d_k = 64 they reach {max:.2f} here.", max=np.abs(scaled).max()))
+        "Scaled scores are not confined to [-1, 1]: for d_k = 64 and 16 x 16 pairs they reach {max:.2f} here.",
+        max=np.abs(scaled).max()))

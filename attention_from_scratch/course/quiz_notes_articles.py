@@ -84,8 +84,9 @@ def _note_rows_sum_to_one():
 def _sharper():
     raw, scaled = _saturation()
     return msg("for d_k = 512 and 16 keys the mean top weight is {raw:.3f} unscaled vs {scaled:.3f} scaled -- "
-               "sharper, not smoother -- and the softmax Jacobian (the gradient) shrinks from {jacobian_scaled:.3f} "
-               "to {jacobian_raw:.3f}.", raw=raw.max_weight, scaled=scaled.max_weight,
+               "sharper, not smoother -- and the size ‖J‖_F of the softmax Jacobian (how much gradient gets "
+               "through) shrinks from {jacobian_scaled:.3f} to {jacobian_raw:.3f}.",
+               raw=raw.max_weight, scaled=scaled.max_weight,
                jacobian_scaled=scaled.jacobian_norm, jacobian_raw=raw.jacobian_norm)
 
 
@@ -113,11 +114,16 @@ def _note_qv_swap():
         "differ).", split=err.split(':')[0]))
 
 
+def _sigmoid_row_sums(n_keys):
+    q, k, _ = _qkv(s=n_keys, d_k=16)
+    return (1.0 / (1.0 + np.exp(-to_numpy(q @ k.mT) / 4.0))).sum(axis=1)  # (T,): one sum per query
+
+
 def _note_sigmoid():
-    q, k, _ = _qkv(d_k=16)
-    sums = (1.0 / (1.0 + np.exp(-to_numpy(q @ k.mT) / 4.0))).sum(axis=1)
+    sums, sums16 = _sigmoid_row_sums(4), _sigmoid_row_sums(16)
     return (msg("sigmoid scores each key on its own, so a row is not a distribution: the rows of "
-        "sigmoid(QKᵀ/sqrt(d_k)) for 4 keys sum to {arr}, not 1, and grow with the number of keys.", arr=_arr(sums)))
+        "sigmoid(QKᵀ/sqrt(d_k)) for 4 keys sum to {arr}, not 1, and grow with the number of keys "
+        "(for 16 keys they average {mean16:.2f}).", arr=_arr(sums), mean16=float(sums16.mean())))
 
 
 def _note_qt_k():
@@ -134,8 +140,9 @@ def _note_minus_inf():
 
     uniform = to_numpy(mask_fill_weights(-1e9, ALL_BLOCKED["scores"], ALL_BLOCKED["allowed"]))
     return (msg("exp(-inf) = 0, so the blocked key gets weight {mask_fill:.1f} exactly. (A large negative "
-        "number such as -1e9 also gives about 0, but a row with every key blocked then gets "
-        "uniform weights {arr}, and -1e9 is -inf in float16.)", mask_fill=_mask_fill(-math.inf), arr=_arr(uniform)))
+        "number such as -1e9 gives weight {mask_fill_1e9:.1f} too, as exp(-1e9) underflows to 0, but a row with "
+        "every key blocked then gets uniform weights {arr}, and -1e9 is -inf in float16.)",
+        mask_fill=_mask_fill(-math.inf), mask_fill_1e9=_mask_fill(-1e9), arr=_arr(uniform)))
 
 
 def _note_fill(value, name):
@@ -202,9 +209,11 @@ def _note_temperature():
 
     s = to_numpy(_qkv(d_k=64)[0] @ _qkv(d_k=64)[1].mT)
     diff = np.abs(to_numpy(softmax(s / 8.0)) - to_numpy(softmax(s, temperature=8.0))).max()
+    top1, top8 = (float(to_numpy(softmax(s, temperature=t)).max(axis=1).mean()) for t in (1.0, 8.0))
     return (msg("softmax(s / sqrt(d_k)) is softmax at temperature tau = sqrt(d_k): for d_k = 64, softmax(s "
         "/ 8) and softmax(s, temperature=8) agree (difference {tiny}); a larger tau gives flatter "
-        "weights.", tiny=_tiny(diff)))
+        "weights (mean top weight {top1:.3f} at tau = 1, {top8:.3f} at tau = 8).", tiny=_tiny(diff), top1=top1,
+        top8=top8))
 
 
 def _note_parallel():
@@ -266,11 +275,12 @@ def _note_shapes(letter):
                error_of=_error_of(lambda: _sdpa(q, k, v)))
 
 
-def _order_note(factor):
+def _order_note(cost):
+    """The note of a wrong growth order ``cost(n)`` (n, n log n, n³): its ratio when n doubles, vs the measured x4."""
     def note():
         (n1, _, b1, _), (n2, _, b2, _) = _growth()
         return (msg("that would multiply the cost by {factor} when n doubles; measured, the weights grow from "
             "{b1:,} to {b2:,} bytes for n = {n1} -> {n2}: x{value:.0f} = 2², so O(n²).",
-                factor=factor, b1=b1, b2=b2, n1=n1, n2=n2, value=b2 / b1))
+                factor=f"{cost(n2) / cost(n1):.3g}", b1=b1, b2=b2, n1=n1, n2=n2, value=b2 / b1))
 
     return note

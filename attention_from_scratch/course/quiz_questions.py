@@ -8,6 +8,7 @@ functions of ``quiz_notes.py`` and ``quiz_notes_articles.py``. ``quiz.py`` asks 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -217,7 +218,8 @@ _EXTRAS = [
         "complexity", "How do the time and memory of standard attention grow with the sequence length n?",
         "choice", lambda: "C", _explain_complexity,
         choices=("O(n)", "O(n log n)", "O(n²)", "O(n³)"),
-        notes=(_order_note("2"), _order_note(msg("about 2.2")), _explain_complexity, _order_note("8")),
+        notes=(_order_note(lambda n: n), _order_note(lambda n: n * math.log(n)), _explain_complexity,
+               _order_note(lambda n: n**3)),
     ),
     Question(
         "flash_avoids", "What does FlashAttention avoid storing in full in GPU memory?", "choice",
