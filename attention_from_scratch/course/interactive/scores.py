@@ -77,7 +77,7 @@ def softmax_sliders() -> InteractiveFigure:
                  "nearly uniform: the scores barely matter" if p.max() < 1.5 / N_KEYS else "neither one-hot nor flat")
         caption = (f"d_k = {d_k}: the raw scores q·k_j have standard deviation about √d_k = {math.sqrt(d_k):g}.",
                    f"Divided by {divisor} they span {logits.min():.1f} … {logits.max():.1f}.",
-                   f"Largest weight {p.max():.3f} (uniform: {1 / N_KEYS:g}), gradient size ‖J‖ = {jac:.3f}: {state}.")
+                   f"Largest weight {p.max():.3f} (uniform: {1 / N_KEYS:g}), gradient size ‖J‖_F = {jac:.3f}: {state}.")
         return Frame(parts, caption)
 
     static = [
