@@ -120,7 +120,7 @@ REQUIRES = {
     "21_sparse_attention": ("17_mla",),
     "22_deepseek_v4": ("21_sparse_attention", "19_windows_and_sinks"),
     "23_linear_attention": ("18_flash_attention",),
-    "24_applications": ("06_scaled_dot_product_attention",),
+    "24_applications": ("06_scaled_dot_product_attention", "12_backpropagation"),
     "25_gpu": ("18_flash_attention",),
 }
 

@@ -86,12 +86,22 @@ def _routes(pos, edges, rows):
 
     ``pos``: stem -> (column, row); ``edges``: (need, stem) pairs; ``rows``: boxes per column. The next box
     down gets a short arrow; a skip down its own column runs in the gutter on its left; an arrow to a later
-    column leaves its box on the right, runs below any column between (under its last box) and climbs in the
-    gutter before its target. In a gutter the lane of the highest target is leftmost (skips rightmost), so
+    column leaves its box on the right, runs below any column between (under its last box; arrows below the same
+    columns on levels of their own, the one from the leftmost column lowest) and climbs in the gutter before its
+    target. In a gutter the lane of the highest target is leftmost (skips rightmost), so
     that paths cross, where they must, near where they start, not at an arrowhead; several ends on one side of
     a box are spread out so that no two paths share a point. Returns (need, stem, points)."""
     y_of = lambda r: -r * _ROW  # noqa: E731
-    lanes, ends, plans = {}, {}, []  # gutter -> [(key, id, y_from, y_to)]; (stem, side) -> [(id, up, lane?)]
+    below = {}  # route below the columns between -> [(start column, id)]: one level each, the leftmost start lowest
+    for i, (need, stem) in enumerate(edges):
+        (c0, r0), (c1, _r1) = pos[need], pos[stem]
+        between = range(c0 + 1, c1)
+        if c1 > c0 + 1 and not all(r0 >= rows[c] for c in between):
+            below.setdefault(min(y_of(rows[c] - 1) for c in between) - _BH / 2 - 0.3, []).append((-c0, i))
+    level = {i: y - 0.18 * k for y, starts in below.items() for k, (_c, i) in enumerate(sorted(starts))}
+    # gutter -> [(key, id, y_from, y_to)]; (stem, side) -> [(id, place, above)]: place 1 (the top of the side), 0, -1
+    # (the bottom), above whether the path's lane runs above the end (else below it)
+    lanes, ends, plans = {}, {}, []
     for i, (need, stem) in enumerate(edges):
         (c0, r0), (c1, r1) = pos[need], pos[stem]
         if c0 == c1 and r1 == r0 + 1:
@@ -99,19 +109,17 @@ def _routes(pos, edges, rows):
             continue
         if c0 == c1:  # a skip down the column, in the gutter on its left (col - 1; -1 is the margin)
             lanes.setdefault(c0 - 1, []).append(((1, r0 - r1, 0), i, y_of(r0), y_of(r1)))
-            ends.setdefault((need, "L"), []).append((i, -1))
-            ends.setdefault((stem, "L"), []).append((i, 1))
+            ends.setdefault((need, "L"), []).append((i, -1, False))
+            ends.setdefault((stem, "L"), []).append((i, 1, True))
             plans.append((i, "skip", c0 - 1))
             continue
-        between = range(c0 + 1, c1)
-        route = y_of(r0) if all(r0 >= rows[c] for c in between) else \
-            min(y_of(rows[c] - 1) for c in between) - _BH / 2 - 0.3
+        route = level.get(i, y_of(r0))  # below the columns between, or straight across at the box's height
         if route != y_of(r0):
             lanes.setdefault(c0, []).append(((0, -route, -y_of(r0)), i, y_of(r0), route))
         lanes.setdefault(c1 - 1, []).append(((0, -y_of(r1), -route), i, route, y_of(r1)))
-        ends.setdefault((need, "R"), []).append((i, 0 if c1 > c0 + 1 and route == y_of(r0) else
-                                                 (1 if r1 < r0 else -1) if c1 == c0 + 1 else -1))
-        ends.setdefault((stem, "L"), []).append((i, 1 if y_of(r1) > route else -1))
+        place = 0 if c1 > c0 + 1 and route == y_of(r0) else (1 if r1 < r0 else -1) if c1 == c0 + 1 else -1
+        ends.setdefault((need, "R"), []).append((i, place, place > 0))
+        ends.setdefault((stem, "L"), []).append((i, 1 if y_of(r1) > route else -1, y_of(r1) <= route))
         plans.append((i, "across", (c0, c1, route)))
     lane_x = {}
     for g, items in lanes.items():
@@ -129,8 +137,9 @@ def _routes(pos, edges, rows):
         def dist(i, x_side=x_side):
             return min((abs(x - x_side) for (g, j), x in lane_x.items() if j == i), default=99.0)
 
-        order = sorted(items, key=lambda it: (-it[1], dist(it[0]) if it[1] > 0 else -dist(it[0])))
-        for k, (i, _up) in enumerate(order):
+        # two paths whose lanes run above their ends cross unless the nearer lane's end is higher; below, lower
+        order = sorted(items, key=lambda it: (-it[1], dist(it[0]) if it[2] else -dist(it[0])))
+        for k, (i, _place, _above) in enumerate(order):
             offset[stem, side, i] = 0.0 if len(order) == 1 else 0.18 - 0.36 * k / (len(order) - 1)
     paths = []
     for i, kind, info in plans:
