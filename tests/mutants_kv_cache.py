@@ -141,6 +141,13 @@ def empty_cache_hands_back_the_inputs(q, k_new, v_new, k_cache, v_cache):
     return _attend(q, k, v), k, v
 
 
+def causal_mask_top_left(q, k_new, v_new, k_cache, v_cache):  # np.tril over (1, S + 1): only key 0 survives
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    scores = np.where(np.tril(np.ones((1, k.shape[-2]), dtype=bool)), scores, -np.inf)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ v, k, v
+
 BATTERIES = {
     "kv_decode_step": {
         "wrong": [
@@ -163,6 +170,7 @@ BATTERIES = {
             (shift_when_positive, "all far below 0 (about −1000)"),
             (one_max_per_head_over_the_batch, "each row needs its own max"),
             (empty_cache_hands_back_the_inputs, "v_new"),
+            (causal_mask_top_left, "aligned top-left"),
         ],
         "right": [axis_2_and_einsum, preallocated],
     },

@@ -90,6 +90,12 @@ def _decode_wrong(q, k_new, v_new, k_cache, v_cache, *, attend="all", prepend=Fa
     return scaled_dot_product_attention(q, k_att, v_att, scale=scale)[0], k, v
 
 
+def _decode_top_left(q, k_new, v_new, k_cache, v_cache):
+    """A causal mask aligned top-left, np.tril(np.ones((1, S + 1))): the one new query sees only the first key."""
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return scaled_dot_product_attention(q, k, v, np.tril(np.ones((1, k.shape[-2]), dtype=bool)))[0], k, v
+
+
 def _decode_global_max(q, k_new, v_new, k_cache, v_cache, *, guard=True):
     """One max for the whole array (every head and batch entry) instead of each row's own."""
     k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
@@ -151,6 +157,9 @@ KV_DECODE_STEP = Exercise(
         (SCALE_FROM_SHAPE_1, lambda *a: _decode_wrong(*a, scale=a[0].shape[1] ** -0.5)),
         ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
          "values", lambda *a: _decode_wrong(*a, scale=a[2].shape[-1] ** -0.5)),
+        ("the new token is the last position: a causal mask lets it see every cached key and itself (aligned "
+         "bottom-right: of n keys, query i of T sees keys 0 .. n − T + i); np.tril(np.ones((1, S + 1))) is aligned "
+         "top-left and leaves it only the first key. With one new query, no mask is needed", _decode_top_left),
         (GLOBAL_MAX, _decode_global_max),
         (GLOBAL_MAX, lambda *a: _decode_global_max(*a, guard=False)),
         (NEGATIVE_ROW, _decode_shift_when_positive),  # before OVERFLOW: no shift at all gives the same nan here
