@@ -159,6 +159,22 @@ def pairs_counted_from_1(x, positions):  # θ_r = 10000^(−2r/d) for r = 1 … 
     return y
 
 
+def int16_positions(x, positions):  # "positions are small": 131071 wraps around to −1
+    return _rope(x, np.asarray(positions).astype(np.int16))
+
+
+def int8_positions(x, positions):  # 5003 wraps around to −117
+    return _rope(x, np.asarray(positions).astype(np.int8))
+
+
+def float32_frequencies(x, positions):  # θ_r rounded to float32 before the float64 angles
+    d = x.shape[-1]
+    theta = (10000.0 ** (-2.0 * np.arange(d // 2) / d)).astype(np.float32).astype(np.float64)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * theta
+    a, b = x[..., 0::2], x[..., 1::2]
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    return np.stack([a * cos - b * sin, a * sin + b * cos], axis=-1).reshape(x.shape)
+
 BATTERIES = {
     "rope": {
         "wrong": [
@@ -181,6 +197,9 @@ BATTERIES = {
             (integer_exponent, "integer division (//) rounds"),
             (positive_exponent, "a negative exponent"),
             (frequencies_tiled, "both features of pair r"),
+            (int16_positions, "int16 up to 32767"),
+            (int8_positions, "must not wrap around"),
+            (float32_frequencies, "build the angles m·θ_r in float64"),
         ],
         "right": [complex_numbers, rotation_matrices],
     },

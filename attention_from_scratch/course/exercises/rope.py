@@ -10,7 +10,8 @@ import numpy as np
 
 from ...rope import apply_rope, pairs_to_halves, rope_frequencies, rotate_half_rope
 from ..i18n import msg
-from .cases import Case, Exercise, draw, fresh_case, fresh_dims
+from .cases import Case, Exercise, draw, fresh_case, fresh_dims, wrapped_positions_hint
+from .compare import close, rtol_of
 
 __all__ = ["ROPE"]
 
@@ -62,6 +63,25 @@ def _tiled_frequencies(x, positions):
     return x * cos + turned * sin
 
 
+ANGLES_IN_FLOAT64 = msg("build the angles m·θ_r in float64 (positions and frequencies too), and only cast cos and sin "
+                        "to the input's dtype: an angle of 131071 radians held in float32 is off by up to 0.004")
+
+
+def _narrow_positions(case, e, g):
+    """The answer of positions held in int8, uint8 or int16, which wrap around (5003 in int8 is −117)."""
+    x, positions = case.args
+    for narrow in (np.int8, np.uint8, np.int16):
+        wrapped = np.asarray(positions).astype(narrow)
+        if np.array_equal(wrapped, positions):
+            continue
+        try:
+            if close(apply_rope(x, wrapped.astype(np.int64)), g[0], rtol_of(case)):
+                return wrapped_positions_hint(np.max(positions))
+        except Exception:  # an answer too odd to compare says nothing here
+            return None
+    return None
+
+
 def _angles_in_float32(case, e, g):
     """A float32 answer off by about what float32 angles (m·θ_r rounded to 24 bits) cost at large positions."""
     x, positions = case.args
@@ -73,8 +93,7 @@ def _angles_in_float32(case, e, g):
     rotated = np.stack([x_even * cos - x_odd * sin, x_even * sin + x_odd * cos], axis=-1).reshape(x.shape)
     err_32, err_g = (float(np.max(np.abs(y - np.asarray(e[0], dtype=np.float64)))) for y in (rotated, g[0]))
     if err_32 / 8 <= err_g <= 8 * err_32:
-        return msg("build the angles m·θ_r in float64 (positions and frequencies too), and only cast cos and sin to "
-                   "the input's dtype: an angle of 131071 radians held in float32 is off by up to 0.004")
+        return ANGLES_IN_FLOAT64
     return None
 
 
@@ -115,11 +134,12 @@ ROPE = Exercise(
         (_WRAPPED, _wrapped(4096)),
         (_WRAPPED, _wrapped(2048)),
         (_WRAPPED, _wrapped(1024)),
+        (ANGLES_IN_FLOAT64, lambda x, p: apply_rope(x, p, freqs=rope_frequencies(x.shape[-1]).astype(np.float32))),
         ("the positions lost precision: float16 holds whole numbers exactly only up to 2048, so 5003 becomes 5004; "
          "keep positions as integers and build the angles in float64",
          lambda x, p: apply_rope(x, np.asarray(p).astype(np.float16).astype(np.float64))),
     ],
-    fallbacks=[_angles_in_float32],
+    fallbacks=[_narrow_positions, _angles_in_float32],
     title="the RoPE rotation",
     task="""Write `my_rope(x, positions)`: rotate each consecutive pair $(x_{2r}, x_{2r+1})$ of the last axis
 of `x` `(..., T, d)` by the angle $m\\,\\theta_r$, $\\theta_r = 10000^{-2r/d}$, where $m$ = `positions[t]`
