@@ -157,6 +157,17 @@ def eps_added_to_p(p, g, m, v, t, lr, beta1, beta2, eps):  # the parentheses for
     return p - lr * (m / (1 - beta1**t)) / np.sqrt(v / (1 - beta2**t)) + eps, m, v
 
 
+def only_m_corrected(p, g, m, v, t, lr, beta1, beta2, eps):  # v̂ forgotten
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * (m / (1 - beta1**t)) / (np.sqrt(v) + eps), m, v
+
+
+def only_v_corrected(p, g, m, v, t, lr, beta1, beta2, eps):  # m̂ forgotten
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return p - lr * m / (np.sqrt(v / (1 - beta2**t)) + eps), m, v
+
 BATTERIES = {
     "adam_step": {
         "wrong": [
@@ -180,6 +191,8 @@ BATTERIES = {
             (sqrt_before_correction, "the correction divides v itself"),
             (m_without_its_past, "m is a running average"),
             (kingma_efficient_form_eps_unscaled, "Kingma & Ba's faster ordering"),
+            (only_m_corrected, "v̂ = v / (1 − β₂ᵗ) as well as"),
+            (only_v_corrected, "m̂ = m / (1 − β₁ᵗ) as well as"),
         ],
         "right": [kingma_efficient_form, elementwise_loop],
     },

@@ -19,14 +19,14 @@ def _adam(p, g, m, v, t, lr, beta1, beta2, eps, *, correct=True, t_shift=0, eps_
           efficient=False, eps_on_p=False):
     """One Adam step with one detail changeable: the mistakes below are this with one flag flipped. ``efficient``:
     Kingma & Ba's faster ordering (their section 2), lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m/(√v + eps), where eps sits beside
-    the uncorrected √v."""
+    the uncorrected √v. ``correct``: both moments bias-corrected (True), neither (False), or only ``"m"`` or ``"v"``."""
     if swap_betas:
         beta1, beta2 = beta2, beta1
     m_new = (beta1 * g + (1 - beta1) * m) if m_weights_swapped else (beta1 * m * keep_m + (1 - beta1) * g)
     v_new = beta2 * v + (1 - beta2) * {True: g * g, False: np.abs(g), "plain": g}[square]
     step = t + t_shift
-    m_hat = m_new / (1 - beta1**step) if correct else m_new
-    v_hat = v_new / (1 - beta2**step) if correct else v_new
+    m_hat = m_new / (1 - beta1**step) if correct in (True, "m") else m_new
+    v_hat = v_new / (1 - beta2**step) if correct in (True, "v") else v_new
     if efficient:
         lr_t = lr * (1 - beta2**step) ** 0.5 / (1 - beta1**step)
         return p + sign * lr_t * m_new / (v_new**0.5 + eps), m_new, v_new
@@ -92,6 +92,10 @@ ADAM_STEP = Exercise(
     mistakes=[
         ("bias correction: m and v start at 0, so in the first steps they are too small by the factors "
          "1 − β₁ᵗ and 1 − β₂ᵗ; divide by them before the update", lambda *a: _adam(*a, correct=False)),
+        ("both moments need their bias correction: v̂ = v / (1 − β₂ᵗ) as well as m̂ = m / (1 − β₁ᵗ) (both start at 0, "
+         "so both are too small in the first steps)", lambda *a: _adam(*a, correct="m")),
+        ("both moments need their bias correction: m̂ = m / (1 − β₁ᵗ) as well as v̂ = v / (1 − β₂ᵗ) (both start at 0, "
+         "so both are too small in the first steps)", lambda *a: _adam(*a, correct="v")),
         ("t is the number of this step, counted from 1 (the first call has t = 1): the correction uses β^t",
          lambda *a: _adam(*a, t_shift=-1)),
         ("t is the number of this step, counted from 1 (the first call has t = 1): the correction uses β^t",
