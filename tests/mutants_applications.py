@@ -140,6 +140,16 @@ def log_mean_exp(q, k, tau):  # "a softmax averages": log of the mean, which tak
     return np.mean(lme - np.diagonal(logits)).astype(q.dtype)
 
 
+def scaled_by_root_d(q, k, temperature):  # attention's 1/√d carried over
+    logits = q @ k.T / temperature / q.shape[-1] ** 0.5
+    m = logits.max(axis=-1, keepdims=True)
+    return np.mean(m[:, 0] + np.log(np.exp(logits - m).sum(axis=-1)) - np.diagonal(logits))
+
+
+def logaddexp_reduce(q, k, temperature):  # right: the log-sum-exp as np.logaddexp.reduce along each row
+    logits = q @ k.T / temperature
+    return np.mean(np.logaddexp.reduce(logits, axis=-1) - np.diagonal(logits))
+
 BATTERIES = {
     "info_nce": {
         "wrong": [
@@ -154,7 +164,7 @@ BATTERIES = {
             (log_of_n_in_float64, "float32 in, float32 out"),
             (normalises_in_place, "changed its input `q` in place"),
             (per_pair_losses, None),
-            (positives_excluded, None),
+            (positives_excluded, "the positive k_i included"),
             (global_max, "each row needs its own max"),
             (normalised_copies, "the loss uses q and k as given"),
             (symmetric, "CLIP's symmetric loss"),
@@ -164,7 +174,8 @@ BATTERIES = {
             (mean_of_every_logit, "subtract the diagonal logit"),
             (shift_by_positive_logit, "by its positive's logit"),
             (shift_when_positive, "every logit of a row far below 0 (about −1000)"),
+            (scaled_by_root_d, "InfoNCE has no 1/√d"),
         ],
-        "right": [log_softmax_trace, cross_entropy_with_labels],
+        "right": [log_softmax_trace, cross_entropy_with_labels, logaddexp_reduce],
     },
 }

@@ -85,6 +85,15 @@ def _info_nce_naive(q, k, tau, *, shift=None):
         return np.mean(top + np.log(np.sum(np.exp(logits - top[:, None]), axis=-1)) - np.diagonal(logits))
 
 
+def _negatives_only(q, k, tau):
+    """The log-sum-exp over the negatives alone (j ≠ i), the positive left out of the denominator."""
+    logits = (q @ k.T) / tau  # (N, N)
+    others = np.where(np.eye(len(q), dtype=bool), -np.inf, logits)
+    top = np.max(logits, axis=-1)  # each row's max (its positive included): finite, so N = 1 gives −∞ − logit
+    with np.errstate(divide="ignore"):
+        return np.mean(top + np.log(np.sum(np.exp(others - top[:, None]), axis=-1)) - np.diagonal(logits))
+
+
 INFO_NCE = Exercise(
     "info_nce", "24_applications", ("q", "k", "temperature"), ("loss",), _info_nce_cases,
     lambda q, k, t: info_nce(q, k, temperature=t),
@@ -95,6 +104,10 @@ INFO_NCE = Exercise(
          "(over the keys, not over the queries)", lambda q, k, t: info_nce(k, q, temperature=t)),
         ("the positive of q_i is k_i alone: subtract the diagonal logit q_i·k_i / τ of each row, not the mean of "
          "every logit", _all_logits),
+        ("the sum over j runs over all N keys, the positive k_i included: the loss is −log of the positive's share "
+         "of the whole row, e^(q_i·k_i/τ) / Σ_j e^(q_i·k_j/τ), not a ratio to the negatives alone", _negatives_only),
+        ("InfoNCE has no 1/√d: the logits are q_i·k_j / τ, and τ alone sets their scale",
+         lambda q, k, t: info_nce(q, k, temperature=t * q.shape[-1] ** 0.5)),
         ("sum instead of mean over the N pairs", lambda q, k, t: len(q) * info_nce(q, k, temperature=t)),
         ("the log-sum-exp sums over the N keys: log Σ_j e^(logit), not the log of their mean (which takes log N away)",
          lambda q, k, t: info_nce(q, k, temperature=t) - np.log(len(q))),
