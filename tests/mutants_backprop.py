@@ -359,6 +359,18 @@ def ab_one_mask_row_per_sequence(q, k, v, d_out, mask=None):
     return ab_with_package_forward(q, k, v, d_out, mask)
 
 
+def ab_scale_from_d_v(q, k, v, d_out, mask=None):  # 1/√d_v: the width of the values, not of a key
+    scale = 1 / v.shape[-1] ** 0.5
+    return _grads(_p(q, k, mask, scale=scale), q, k, v, d_out, scale)
+
+
+def ab_delta_from_the_output(q, k, v, d_out, mask=None):  # FlashAttention-2's D = rowsum(dO ⊙ O) = rowsum(dP ⊙ P)
+    scale = 1 / q.shape[-1] ** 0.5
+    p = _p(q, k, mask)
+    delta = np.sum(d_out * (p @ v), axis=-1, keepdims=True)
+    ds = p * (d_out @ np.swapaxes(v, -1, -2) - delta)
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ d_out
+
 BATTERIES = {
     "softmax_backward": {
         "wrong": [
@@ -410,7 +422,8 @@ BATTERIES = {
             (ab_one_mask_row_per_sequence, "FAILED on case 16 of"),  # the (B, 1, T, S) mask, a row per query
             (ab_zero_score_means_masked, "0 is an ordinary score"),
             (ab_shift_when_float64_would_overflow, "exp overflow"),
+            (ab_scale_from_d_v, "not the width d_v of the values"),
         ],
-        "right": [ab_with_package_forward, ab_loop_over_rows],
+        "right": [ab_with_package_forward, ab_loop_over_rows, ab_delta_from_the_output],
     },
 }
