@@ -81,7 +81,8 @@ LOSS_SCALES = (1.0, 0.1)  # the mean loss, and the same loss times 0.1
 
 
 def plot_adam_vs_gd(runs=None, floor=None):
-    """Loss above the best bigram's against the step, for the loss as it is (left) and times 0.1 (right).
+    """Loss above the best bigram's against the step, trained on the loss as it is (left) and on 0.1 times it
+    (right; the loss itself drawn).
 
     ``runs``: ``{(method, lr, loss_scale): losses}``; by default gradient descent at lr 100 and Adam at 0.3.
     """
@@ -94,7 +95,7 @@ def plot_adam_vs_gd(runs=None, floor=None):
         ax = axes[LOSS_SCALES.index(scale)]
         color = "tab:red" if method == "gd" else "tab:blue"
         ax.semilogy(np.asarray(losses) - floor, color=color, label=f"{names[method]}, lr {lr:g}")
-    for ax, title in zip(axes, ("the mean loss", "the same loss times 0.1"), strict=True):
+    for ax, title in zip(axes, ("trained on the mean loss L", "trained on 0.1 L (L shown)"), strict=True):
         ax.axhline(0.01, color="0.5", ls=":", lw=1)
         ax.set(xlabel="step", title=f"Bigram on the rhyme: {title}")
         ax.legend(fontsize=8)
