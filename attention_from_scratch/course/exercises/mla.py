@@ -114,8 +114,8 @@ d_c)`, `k_pe` `(B, S, d_r)` (one per token, shared by the heads), `w_uk` `(H, d_
 the inputs' dtype (float32 in, float32 out), leaving the inputs unchanged. The checker compares with the naive form
 (keys rebuilt) on several sequences and heads (also as many sequences as heads), one new token, float32 and one
 head, checking the shape, dtype and every entry; and on a long cache (4,096 latents, 8 heads, $d_h = 256$) it
-measures the memory your function holds at once: the rebuilt keys would take 64 MiB there, one head's 8 MiB, and more
-than half of that is refused.""",
+measures the memory your function holds at once: the rebuilt keys would take 64 MiB there, one head's 8 MiB, and
+holding more than 4 MiB at once (half of one head's keys) is refused.""",
     stub='''def my_absorbed_scores(q_nope, q_pe, c_kv, k_pe, w_uk):
     """MLA scores (B, H, T, S) with W_UK absorbed into the query, plus the RoPE part."""
     raise NotImplementedError  # delete this line and write your code''',
