@@ -630,6 +630,20 @@ def test_notebook_solution_block_is_the_tested_solution(name):
     )
 
 
+def test_every_inserted_cell_is_what_insert_exercises_writes():
+    """The task texts and stubs a student reads are the package's (tools/insert_exercises.py writes them from there):
+    a task cell edited in the notebook alone (two were, by reviews) would be undone by the next run of the tool."""
+    import insert_exercises  # tools/, on pytest's pythonpath
+
+    differing = []
+    for stem in insert_exercises._exercises_by_notebook():
+        cells = {c.get("id"): "".join(c["source"]) for c in
+                 json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]}
+        differing += [f"{stem}: {cell['id']}" for cell in insert_exercises._new_cells(stem, SOLUTIONS)
+                      if cells.get(cell["id"]) != cell["source"]]
+    assert not differing, f"cells that differ from the package's exercises (make them agree): {differing}"
+
+
 def test_solutions_use_numpy_only():
     """A worked solution that called the package would test nothing: the solutions import NumPy alone."""
     import ast

@@ -156,8 +156,8 @@ sets of keys (two splits of flash-decoding, or two devices of ring attention) ga
 `(out, lse)`: the attention over the union of the keys and its log-sum-exp, in the inputs' dtype, without
 changing the inputs. A row that saw no key in a split has `lse = -inf` and `out = 0` there (this package's
 convention); a row that saw no key at all keeps `out = 0`, `lse = -inf`. The checker compares with
-`merge_partials`, also on huge and very negative scores, on splits far apart (in float32 too) and on rows that
-are empty in one split or both.""",
+`merge_partials`, also on huge and very negative scores, on splits whose lse lie far apart (in float32 too) and on
+rows that are empty in one split or both.""",
     stub='''def my_merge_partials(out_a, lse_a, out_b, lse_b):
     """Merge two splits' (out, lse) of the same queries into the (out, lse) of all their keys."""
     raise NotImplementedError  # delete this line and write your code''',

@@ -129,7 +129,7 @@ ADAM_STEP = Exercise(
     task="""Write `my_adam_step(p, g, m, v, t, lr, beta1, beta2, eps)` returning `(p, m, v)` after one Adam step
 (Kingma & Ba 2015, Algorithm 1) on a parameter array `p` with gradient `g` and the running averages `m`, `v`
 (same shape as `p`) from the previous step; `t` is the number of this step, counted from 1, and `lr` is the
-learning rate, notebook 10's $\\eta$:
+learning rate, notebook 10's $\\eta$ ($\\alpha$ in Kingma & Ba's Algorithm 1):
 
 $m \\leftarrow \\beta_1 m + (1-\\beta_1) g,\\quad v \\leftarrow \\beta_2 v + (1-\\beta_2) g^2,\\quad
 \\hat m = m/(1-\\beta_1^t),\\quad \\hat v = v/(1-\\beta_2^t),\\quad
