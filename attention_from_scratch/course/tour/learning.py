@@ -84,5 +84,8 @@ def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 13 runs the 
     model, history = fit(**recipe)
     accuracy = evaluate(model, recipe["task"], generate=True)
     assert accuracy >= 0.99 and history.loss[-1] < history.loss[0] / 2
-    say(msg("{recipe} Adam steps, loss {loss:.2f} -> {loss2:.2f}; the generated copies are {accuracy:.0%} right",
-            recipe=recipe['steps'], loss=history.loss[0], loss2=history.loss[-1], accuracy=accuracy))
+    task = recipe["task"]
+    say(msg("{recipe} Adam steps, loss {loss:.2f} -> {loss2:.2f} (no model goes below {floor:.2f}: the first {n} "
+            "tokens are random); the generated copies are {accuracy:.0%} right", recipe=recipe['steps'],
+            loss=history.loss[0], loss2=history.loss[-1], floor=task.loss_floor(task.length), n=task.length,
+            accuracy=accuracy))
