@@ -75,7 +75,7 @@ def plot_v4_visibility(n_tokens=16, rate=4, window=5):
     left.imshow(recent, cmap="Greens", vmin=0, vmax=1.4, aspect="auto")
     left.set(title=f"sliding window: the last W = {window} tokens", xlabel="key position s", ylabel="query position p")
     right.imshow(entries, cmap="Oranges", vmin=0, vmax=1.4, aspect="auto")
-    right.set(title=f"entries (m = {rate}): visible iff (w+1)·m <= p+1", xlabel="entry w",
+    right.set(title=f"entries (m = {rate}):\nvisible iff (w+1)·m <= p+1", xlabel="entry w",
               xticks=range(entries.shape[1]), xticklabels=[f"{w}\n{w * rate}-{w * rate + rate - 1}"
                                                              for w in range(entries.shape[1])])
     for ax in (left, right):
