@@ -90,7 +90,7 @@ FIGURES = {
 TWIN_OF = {"04_interactive_softmax.png": softmax_sliders, "07_interactive_masks.png": mask_explorer,
            "15_interactive_kv_cache.png": kv_cache_steps, "16_interactive_rope.png": rope_dials,
            "21_interactive_indexer.png": indexer_topk, "18_interactive_online_softmax.png": online_softmax_steps,
-           "19_interactive_paged.png": paged_cache_steps, "19_interactive_ring.png": ring_steps}
+           "20_interactive_paged.png": paged_cache_steps, "20_interactive_ring.png": ring_steps}
 
 
 def _twin(make):

@@ -120,7 +120,7 @@ def paged_cache_steps() -> InteractiveFigure:
     return InteractiveFigure(
         "paged_cache_steps", "A paged KV cache: block tables, copy on write and freed blocks", controls,
         lambda step: draw(step).layered(static, frames),
-        width=660, height=345, png="19_interactive_paged.png", twin=[(5,), (10,)])
+        width=660, height=345, png="20_interactive_paged.png", twin=[(5,), (10,)])
 
 
 # --- ring attention -----------------------------------------------------------------------------------
@@ -248,4 +248,4 @@ def ring_steps() -> InteractiveFigure:
     return InteractiveFigure(
         "ring_steps", f"Ring attention over {RING_DEVICES} devices, round by round", controls,
         lambda c, z, s: draw(c, z, s).layered(static),
-        width=660, height=320, png="19_interactive_ring.png", twin=[(1, 0, 2), (1, 1, 4)])
+        width=660, height=320, png="20_interactive_ring.png", twin=[(1, 0, 2), (1, 1, 4)])
