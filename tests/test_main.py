@@ -65,6 +65,17 @@ def test_every_section_but_training_uses_only_the_array_api_standard(capsys):
     assert f"{17 / math.sqrt(30 * 14):.4f}" in capsys.readouterr().out
 
 
+def test_every_section_names_the_notebooks_that_explain_it():
+    """Each section says where the course explains it (a newcomer's next step): one or two notebooks of the course,
+    printed under its title in both languages."""
+    from attention_from_scratch.course import parts
+
+    numbers = {nb.stem[:2] for nb in parts.COURSE}
+    for title, fn in tour.TOUR_SECTIONS:
+        assert 1 <= len(fn.notebooks) <= 2 and set(fn.notebooks) <= numbers, (title, fn.notebooks)
+    assert tour.TOUR_SECTIONS[2][1].notebooks == ("03",)  # Var(q·k) = d_k: notebook 03
+
+
 def test_tour_covers_the_course_in_its_order(capsys):
     # one section per concept notebook that has one, in the notebooks' order
     assert [fn.__name__ for _, fn in tour.TOUR_SECTIONS] == [

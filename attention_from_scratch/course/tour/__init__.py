@@ -18,6 +18,7 @@ import sys
 
 from ..i18n import check_lang, language, msg, render, using_language
 from . import foundations, inference, learning
+from .printing import say
 
 __all__ = ["TOUR_SECTIONS", "main", "run_tour"]
 
@@ -41,6 +42,10 @@ def run_tour(backend: str = "numpy", lang: str = "en") -> int:
         print(render(msg("attention_from_scratch tour -- backend: {backend}", backend=backend_name(xp))) + "\n")
         for n, (title, fn) in enumerate(TOUR_SECTIONS, start=1):
             print(f"{n}. {render(msg(title))}")
+            nbs = getattr(fn, "notebooks", ())  # where the course explains it: a newcomer's next step
+            if nbs:
+                say(msg("explained in notebook {a}", a=nbs[0]) if len(nbs) == 1 else
+                    msg("explained in notebooks {a} and {b}", a=nbs[0], b=nbs[1]))
             fn(xp)
             print()
         print(render(msg("All checks passed.")))

@@ -20,7 +20,7 @@ SECTIONS = []  # (title, function(xp)) in course order
 section = collect(SECTIONS)
 
 
-@section("The dot product: a·b = sum_i a_i b_i = |a| |b| cos θ")
+@section("The dot product: a·b = sum_i a_i b_i = |a| |b| cos θ", notebooks=("01",))
 def _tour_dot(xp):
     from ...similarity import angle, cosine_similarity, dot
 
@@ -35,7 +35,7 @@ def _tour_dot(xp):
     say(msg("cos θ = a·b / (|a| |b|) = 17 / sqrt(30 * 14) = {cos:.4f}   (θ = {theta:.1f}°)", cos=cos, theta=theta))
 
 
-@section("Norms via the self dot product: |a| = sqrt(a·a)")
+@section("Norms via the self dot product: |a| = sqrt(a·a)", notebooks=("01",))
 def _tour_norm(xp):
     from ...similarity import dot, euclidean_distance, norm
 
@@ -50,7 +50,7 @@ def _tour_norm(xp):
     say(msg("|a - b|² = a·a + b·b - 2 a·b = 30 + 14 - 34 = 10, so |a - b| = {dist:.4f}", dist=dist))
 
 
-@section("Why divide by sqrt(d_k): Var(q·k) = d_k for unit-variance entries")
+@section("Why divide by sqrt(d_k): Var(q·k) = d_k for unit-variance entries", notebooks=("03",))
 def _tour_variance(xp):
     from ...scaling import dot_product_variance
 
@@ -67,7 +67,7 @@ def _tour_variance(xp):
           "brings the variance back to 1"))
 
 
-@section("Softmax saturates: [1, 2, 3] vs [10, 20, 30], and why we subtract the max")
+@section("Softmax saturates: [1, 2, 3] vs [10, 20, 30], and why we subtract the max", notebooks=("04",))
 def _tour_softmax(xp):
     from ...softmax import naive_softmax, softmax
     from ..examples import SHARPNESS  # notebook 03's figure's rows
@@ -88,7 +88,7 @@ def _tour_softmax(xp):
     say(msg("stable, shifted by the max first      = {fmt}", fmt=fmt(stable)))
 
 
-@section("From averaging to attention: equal scores under a causal mask average the past")
+@section("From averaging to attention: equal scores under a causal mask average the past", notebooks=("05",))
 def _tour_averaging(xp):
     from ...averaging import causal_average_weights
     from ...masking import apply_mask, causal_mask
@@ -105,7 +105,7 @@ def _tour_averaging(xp):
     say(msg("attention keeps the softmax and lets the scores q·k / sqrt(d_k) depend on the tokens"))
 
 
-@section("Attention on three tokens: 'the cat eats fish'")
+@section("Attention on three tokens: 'the cat eats fish'", notebooks=("06",))
 def _tour_three_tokens(xp):
     from ...attention import attention_loop, scaled_dot_product_attention
     from ..examples import CAT_EATS_FISH  # notebook 06's tokens, embeddings and hand-set W_Q, W_K, W_V
@@ -127,7 +127,7 @@ def _tour_three_tokens(xp):
             "loop agrees to 1e-12)"))
 
 
-@section("A causal mask: no peeking at the future, and why blocked scores are -inf, not 0")
+@section("A causal mask: no peeking at the future, and why blocked scores are -inf, not 0", notebooks=("07",))
 def _tour_causal(xp):
     from ...masking import causal_mask
     from ..examples import MASK_FILL, mask_fill_weights  # notebook 04's figure's scores
@@ -149,7 +149,7 @@ def _tour_causal(xp):
     say(msg("fill with 0:    weights {fmt}   (future leaks in)", fmt=fmt(wrong)))
 
 
-@section("Multi-head attention: h heads of d_k = d_model / h, decoding with a KV cache")
+@section("Multi-head attention: h heads of d_k = d_model / h, decoding with a KV cache", notebooks=("08", "15"))
 def _tour_multihead(xp):
     from ...kv_cache import KVCache
     from ...multihead import MultiHeadAttention

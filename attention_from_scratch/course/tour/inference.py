@@ -18,7 +18,7 @@ SECTIONS = []  # (title, function(xp)) in course order
 section = collect(SECTIONS)
 
 
-@section("RoPE: rotate pair r by m·θ_r, and q·k then depends only on the distance m - n")
+@section("RoPE: rotate pair r by m·θ_r, and q·k then depends only on the distance m - n", notebooks=("16",))
 def _tour_rope(xp):
     from ...rope import apply_rope, rope_frequencies
 
@@ -45,7 +45,7 @@ def _tour_rope(xp):
     say(msg("rotations keep lengths: |RoPE(q)| = |q| (to 1e-12)"))
 
 
-@section("KV cache: MHA vs MLA")
+@section("KV cache: MHA vs MLA", notebooks=("15", "17"))
 def _tour_kv_cache(xp):
     from ...kv_cache import bytes_per_token, deepseek_v3_numbers
     from ...mla import MLAConfig, MultiHeadLatentAttention
@@ -74,7 +74,7 @@ def _tour_kv_cache(xp):
             gap=gap, nbytes=cache.nbytes, softmax_scale=MLAConfig().softmax_scale))
 
 
-@section("DeepSeek-V3.2's sparse attention: an indexer keeps each query's top-k keys")
+@section("DeepSeek-V3.2's sparse attention: an indexer keeps each query's top-k keys", notebooks=("21",))
 def _tour_sparse(xp):
     from ...cache_costs import decode_flops
     from ...kv_cache import deepseek_v32_numbers
@@ -129,7 +129,7 @@ def _v4_line(xp):
             "decoded token by token = its full pass (to 1e-12)", kept=kept, work=work))
 
 
-@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix")
+@section("FlashAttention: tiles and an online softmax, never the (T, S) matrix", notebooks=("18",))
 def _tour_flash(xp):
     from ...attention import scaled_dot_product_attention
     from ...flash import flash_attention
@@ -146,7 +146,7 @@ def _tour_flash(xp):
     say(msg("T = S = 40, causal, block sizes 1, 7, 16, 64: max |flash - plain| = {max:.1e}", max=max(gaps)))
 
 
-@section("Serving: sliding windows with sinks, split-KV decoding and ring attention")
+@section("Serving: sliding windows with sinks, split-KV decoding and ring attention", notebooks=("19", "20"))
 def _tour_serving(xp):
     from ...attention import scaled_dot_product_attention
     from ...serving import flash_decode, ring_attention
@@ -172,7 +172,7 @@ def _tour_serving(xp):
 
 
 
-@section("Linear attention and the delta rule: a fixed-size state instead of a growing cache")
+@section("Linear attention and the delta rule: a fixed-size state instead of a growing cache", notebooks=("23",))
 def _tour_linear(xp):
     from ...linear import gated_delta_rule, l2_normalize, linear_attention, linear_attention_recurrent
     from ...recall import overwrite_recall

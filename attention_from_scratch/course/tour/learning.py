@@ -18,7 +18,7 @@ SECTIONS = []  # (title, function(xp)) in course order
 section = collect(SECTIONS)
 
 
-@section("Beyond attention: retrieval, InfoNCE and a recommender, all dot products")
+@section("Beyond attention: retrieval, InfoNCE and a recommender, all dot products", notebooks=("24",))
 def _tour_applications(xp):
     from ...applications import hashed_bag_of_words, info_nce, info_nce_backward, top_k
     from ...recommender import fit_matrix_factorization, synthetic_ratings
@@ -50,7 +50,7 @@ def _tour_applications(xp):
             rmse=rmse, rmse_mean=rmse_mean))
 
 
-@section("Backpropagation by hand: attention's gradients against finite differences")
+@section("Backpropagation by hand: attention's gradients against finite differences", notebooks=("12",))
 def _tour_backprop(xp):
     from ...attention import attention_backward, scaled_dot_product_attention
 
@@ -75,7 +75,7 @@ def _tour_backprop(xp):
         "({worst:.0e})", worst=worst))
 
 
-@section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy")
+@section("Attention that learns: a tiny Transformer, every gradient written by hand, learns to copy", notebooks=("13",))
 def _tour_training(xp):  # trains on NumPy whatever xp is: notebook 13 runs the model on other backends
     from ...model.tasks import evaluate
     from ...model.training import RECIPES, fit

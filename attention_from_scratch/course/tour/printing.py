@@ -13,9 +13,12 @@ __all__ = ["collect", "fmt", "pad", "say"]
 
 
 def collect(sections: list):
-    """A decorator ``@section(title)`` that appends ``(title, function(xp))`` to ``sections``, in order."""
-    def section(title):
+    """A decorator ``@section(title, notebooks)`` that appends ``(title, function(xp))`` to ``sections``, in order;
+    ``notebooks`` (one or two numbers, "03") are where the course explains the section, kept as ``function.notebooks``
+    for the tour to print."""
+    def section(title, notebooks=()):
         def register(fn):
+            fn.notebooks = tuple(notebooks)
             sections.append((title, fn))
             return fn
         return register
