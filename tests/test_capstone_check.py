@@ -9,16 +9,17 @@ import pytest
 from attention_from_scratch.course import capstone_check, i18n
 from attention_from_scratch.course.capstone_check import check_capstone_exercise
 from attention_from_scratch.model.tasks import evaluate
-from attention_from_scratch.model.training import RECIPES
+from attention_from_scratch.model.training import RECIPES, fit
 from attention_from_scratch.model.transformer import Transformer
 
 
 @pytest.fixture(scope="module")
 def untrained():
-    """Each exercise's model, not trained (it has learned nothing): the copy recipe's; the induction recipe's with
-    one layer; the induction recipe's."""
+    """Each exercise's model, not trained (it has learned nothing): the copy recipe's with learned positions; the
+    induction recipe's with one layer; the induction recipe's."""
     one_layer = dataclasses.replace(RECIPES["induction"]["config"], n_layers=1)
-    return {1: Transformer(RECIPES["copy"]["config"], seed=0), 2: Transformer(one_layer, seed=0),
+    learned = dataclasses.replace(RECIPES["copy"]["config"], positions="learned")
+    return {1: Transformer(learned, seed=0), 2: Transformer(one_layer, seed=0),
             3: Transformer(RECIPES["induction"]["config"], seed=0)}
 
 
@@ -34,7 +35,8 @@ def test_a_model_gets_its_accuracy_and_for_1_and_3_its_heads(untrained, capsys, 
     model = untrained[n]
     check_capstone_exercise(n, model, lang="en")
     lines = capsys.readouterr().out.splitlines()
-    accuracy = float(re.fullmatch(rf"exercise {n}: generated accuracy ([\d.]+) \(not learned\)", lines[0]).group(1))
+    accuracy = float(re.fullmatch(rf"exercise {n}: generated accuracy ([\d.]+) \(at chance, 1/V = 0.(125|062): is it "
+                                  r"trained\?\)", lines[0]).group(1))
     if n == 1:  # the line's number is the generated accuracy the package measures
         assert accuracy == pytest.approx(evaluate(model, RECIPES["copy"]["task"], generate=True), abs=5e-4)
     assert len(lines) == 1 + (model.config.n_layers if layer_lines else 0)
@@ -46,7 +48,7 @@ def test_the_report_is_all_chinese_in_chinese(untrained, capsys):
     for n in (1, 3):
         check_capstone_exercise(n, untrained[n], lang="zh")
     out = capsys.readouterr().out
-    assert "没有学会" in out and "第 0 层" in out and not re.search(r"exercise|layer|learned", out)
+    assert "与瞎猜相当" in out and "第 0 层" in out and not re.search(r"exercise|layer|learned", out)
     assert not i18n.MISSES
 
 
@@ -60,8 +62,9 @@ class _MapsModel:
     """A stand-in for a trained model: ``attention_weights`` returns fixed maps, built by ``make(tokens)``
     (``[(B, H, T, T)]`` per layer); what the check prints must be those maps' numbers."""
 
-    def __init__(self, make):
+    def __init__(self, make, n):
         self.make, self.seen = make, []
+        self.config, self.params = capstone_check.CONFIGS[n](), {}  # exercise n's config
 
     def attention_weights(self, tokens):
         self.seen.append(tokens.shape)
@@ -93,7 +96,7 @@ def test_exercise_3_reports_the_weight_each_head_puts_on_the_reversed_copy(monke
         previous[:, np.arange(1, t), np.arange(t - 1)] = 1.0
         return [np.stack([reverse, _causal_uniform(b, t), previous], axis=1)]  # one layer, three heads
 
-    model = _MapsModel(maps)
+    model = _MapsModel(maps, 3)
     check_capstone_exercise(3, model, lang="en")
     lines = capsys.readouterr().out.splitlines()
     assert model.seen == [(256, 2 * n + 1)]  # 256 fresh reversal sequences
@@ -122,7 +125,7 @@ def test_exercise_1_reports_the_previous_token_and_n_minus_1_back_scores(monkeyp
             back[:, i, i - n + 1] = 1.0
         return [np.stack([previous, back], axis=1), np.stack([back, previous], axis=1)]  # two layers
 
-    model = _MapsModel(maps)
+    model = _MapsModel(maps, 1)
     check_capstone_exercise(1, model, lang="en")
     lines = capsys.readouterr().out.splitlines()
     assert model.seen == [(256, 2 * n)]
@@ -133,3 +136,54 @@ def test_exercise_1_reports_the_previous_token_and_n_minus_1_back_scores(monkeyp
                         f"'n - 1 back' scores {np.round([0.0, 1.0], 2)}")
     assert lines[2] == (f"  layer 1: previous-token scores {np.round([back_on_previous, 1.0], 2)}, "
                         f"'n - 1 back' scores {np.round([1.0, 0.0], 2)}")
+
+
+# A lazy or wrong submission must not get a verdict that reads like the answer; every right one must still get it.
+
+_COPY_ROPE = RECIPES["copy"]["config"]  # notebook 13's own copy model: RoPE, not learned positions
+_INDUCTION = RECIPES["induction"]["config"]
+
+
+@pytest.mark.parametrize("n, config, field, got, want", [
+    (1, _COPY_ROPE, "positions", "'rope'", "'learned'"),                           # the notebook's model, handed in
+    (1, dataclasses.replace(_INDUCTION, positions="learned"), "vocab_size", "16", "8"),  # the notebook's config
+    (2, _INDUCTION, "n_layers", "2", "1"),                                         # two layers "learn" the task
+    (3, dataclasses.replace(_INDUCTION, n_layers=3), "n_layers", "3", "2"),
+])
+def test_a_model_of_another_config_is_refused(capsys, n, config, field, got, want):
+    """The verdict answers the exercise's question only for the exercise's model: without this check the trained
+    two-layer induction model read "exercise 2: ... (learned)", and the notebook's RoPE model passed exercise 1."""
+    check_capstone_exercise(n, Transformer(config, seed=0), lang="en")
+    assert capsys.readouterr().out == (f"exercise {n}: this model has {field}={got}, the exercise asks for "
+                                       f"{field}={want}: train the model it describes\n")
+
+
+def test_how_attention_is_computed_is_not_the_config(untrained, capsys):
+    """attention="flash" (same numbers as "sdpa", notebook 13) is still the exercise's model."""
+    flash = dataclasses.replace(untrained[3].config, attention="flash", block_size=4)
+    check_capstone_exercise(3, Transformer(flash, seed=0), lang="en")
+    assert capsys.readouterr().out.startswith("exercise 3: generated accuracy ")
+
+
+def test_an_untrained_model_is_at_chance_not_a_right_answer_to_exercise_2(untrained, capsys):
+    """Exercise 2's answer is "not learned": an untrained one-layer model must not get it (it guesses: about 1/16),
+    while the one-layer model trained as the exercise says does (it learns part of the second half)."""
+    check_capstone_exercise(2, untrained[2], lang="en")
+    assert re.fullmatch(r"exercise 2: generated accuracy 0\.0\d\d \(at chance, 1/V = 0\.062: is it trained\?\)\n",
+                        capsys.readouterr().out)
+    trained, _ = fit(**(RECIPES["induction"] | {"config": untrained[2].config}))
+    check_capstone_exercise(2, trained, lang="en")
+    out = capsys.readouterr().out
+    assert re.fullmatch(r"exercise 2: generated accuracy 0\.\d{3} \(not learned\)\n", out)
+    assert float(out.split()[4]) > 2 / 16
+
+
+def test_nan_parameters_and_a_fit_tuple_are_refused(untrained, capsys):
+    broken = Transformer(untrained[2].config, seed=0)
+    next(iter(broken.params.values()))[...] = np.nan
+    check_capstone_exercise(2, broken, lang="en")
+    assert capsys.readouterr().out == ("exercise 2: the model's parameters hold NaN or inf (did training "
+                                       "diverge?)\n")
+    check_capstone_exercise(1, (untrained[1], None), lang="zh")  # model_1 = fit(...) without the [0]
+    assert capsys.readouterr().out == ("练习 1：这里要的是一个 Transformer（fit 返回 (model, history)：取 [0]），"
+                                       "收到的却是 tuple\n")

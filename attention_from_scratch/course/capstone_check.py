@@ -10,10 +10,17 @@ learner's model does, measured: the accuracy of the tokens it generates (``evalu
 "learned" above 0.99) and, for exercises 1 and 3, what each layer's heads attend to on 256 fresh sequences
 (the previous-token and "n - 1 back" scores of ``model/tasks.py``; the weight of query n + j on key n - 1 - j,
 the reversed copy). Notebook 13's "Solutions" block compares them with the worked solutions' runs.
+
+A model that cannot answer the exercise gets one line saying why, and no verdict: one whose config is not the
+exercise's (:data:`CONFIGS`; how attention is computed, "sdpa" or "flash", does not count), e.g. the notebook's
+own RoPE model for exercise 1 or a two-layer model for exercise 2; one whose parameters hold NaN or inf; something
+that is not a model (``fit``'s ``(model, history)``). A model that scores below twice chance (1/V) is "at chance:
+is it trained?", not "not learned": exercise 2's answer is "not learned", and an untrained model must not give it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -23,11 +30,18 @@ from ..model.tasks import ReversalTask, evaluate, induction_score, previous_toke
 from ..model.training import RECIPES
 from .i18n import msg, render
 
-__all__ = ["EXERCISES", "check_capstone_exercise"]
+__all__ = ["CONFIGS", "EXERCISES", "check_capstone_exercise"]
 
 # exercise -> the task its model is trained on (exercise 3's is the reversal of 6 tokens over 16 symbols)
 EXERCISES = {1: lambda: RECIPES["copy"]["task"], 2: lambda: RECIPES["induction"]["task"],
              3: lambda: ReversalTask(16, 6)}
+# exercise -> the config its model must have: the copy recipe's with learned positions, the induction recipe's with
+# one layer, the induction recipe's (a model of another shape answers another question)
+CONFIGS = {1: lambda: dataclasses.replace(RECIPES["copy"]["config"], positions="learned"),
+           2: lambda: dataclasses.replace(RECIPES["induction"]["config"], n_layers=1),
+           3: lambda: RECIPES["induction"]["config"]}
+# how attention is computed, not what the model is: "sdpa" and "flash" give the same numbers (notebook 13)
+_HOW = ("attention", "block_size")
 
 
 def check_capstone_exercise(n: int, model, lang: str | None = None) -> None:
@@ -42,10 +56,20 @@ def check_capstone_exercise(n: int, model, lang: str | None = None) -> None:
 def _report(n: int, model) -> list:
     if model is None:
         return [msg("exercise {n}: not trained yet (set model_{n})", n=n)]
+    refusal = _refusal(n, model)
+    if refusal is not None:
+        return [refusal]
     task = EXERCISES[n]()
     accuracy = evaluate(model, task, generate=True)
+    chance = 1 / model.config.vocab_size  # a model that guesses: an untrained one scores about this
+    if accuracy > 0.99:
+        verdict = msg("learned")
+    elif accuracy < 2 * chance:
+        verdict = msg("at chance, 1/V = {chance:.3f}: is it trained?", chance=chance)
+    else:
+        verdict = msg("not learned")
     lines = [msg("exercise {n}: generated accuracy {accuracy:.3f} ({verdict})", n=n, accuracy=accuracy,
-                 verdict=msg("learned") if accuracy > 0.99 else msg("not learned"))]
+                 verdict=verdict)]
     if n == 2:  # exercise 2 asks only whether one layer learns
         return lines
     length = task.length if isinstance(task.length, int) else 8
@@ -60,3 +84,24 @@ def _report(n: int, model) -> list:
             lines.append(msg("  layer {i}: weight of query n + j on key n - 1 - j {weights}", i=i,
                              weights=np.round(w[..., rows, 2 * length - 1 - rows].mean(-1).mean(0), 2)))
     return lines
+
+
+def _refusal(n: int, model):
+    """Why ``model`` cannot answer exercise ``n`` (a message), or None: it is not a model with a config, its config
+    is not the exercise's (e.g. the notebook's own RoPE model for exercise 1, two layers for exercise 2), or its
+    parameters hold NaN or inf (training diverged)."""
+    config = getattr(model, "config", None)
+    if not dataclasses.is_dataclass(config):
+        return msg("exercise {n}: expected a Transformer (fit returns (model, history): take [0]), got {kind}", n=n,
+                   kind=type(model).__name__)
+    want = CONFIGS[n]()
+    for field in dataclasses.fields(want):
+        got, asked = getattr(config, field.name, None), getattr(want, field.name)
+        if field.name == "n_kv_heads":  # None means one key/value head per query head
+            got, asked = got or getattr(config, "n_heads", None), asked or want.n_heads
+        if field.name not in _HOW and got != asked:
+            return msg("exercise {n}: this model has {field}={got}, the exercise asks for {field}={want}: "
+                       "train the model it describes", n=n, field=field.name, got=repr(got), want=repr(asked))
+    if not all(np.isfinite(p).all() for p in getattr(model, "params", {}).values()):
+        return msg("exercise {n}: the model's parameters hold NaN or inf (did training diverge?)", n=n)
+    return None
