@@ -186,3 +186,24 @@ def test_cli_prints_paths_an_ascii_terminal_cannot_show(tmp_path):
                           "--notebooks", str(src)], capture_output=True, text=True, env=env, encoding="ascii")
     assert run.returncode == 0, run.stderr
     assert "\\u8bfe\\u7a0b" in run.stdout and "1 student notebooks written" in run.stdout
+
+
+def test_chinese_copies_hold_no_answers(tmp_path):
+    """--lang zh copies notebooks/zh/, whose solution summaries are Chinese (参考答案, 参考解答): none may be left,
+    nor the answer key, nor an output; each copy keeps the cells its English copy keeps (the same ids)."""
+    zh = NOTEBOOKS / "zh"
+    write_student_notebooks(tmp_path / "en", NOTEBOOKS)
+    write_student_notebooks(tmp_path / "zh", lang="zh")
+    names, blocks = sorted(p.name for p in zh.glob("*.ipynb")), 0
+    assert names == sorted(p.name for p in (tmp_path / "zh").glob("*.ipynb"))
+    for name in names:
+        source = json.loads((zh / name).read_text(encoding="utf-8"))  # the original keeps its blocks
+        copy = json.loads((tmp_path / "zh" / name).read_text(encoding="utf-8"))
+        english = json.loads((tmp_path / "en" / name).read_text(encoding="utf-8"))
+        text = "\n".join(_source(c) for c in copy["cells"])
+        assert "<details>" not in text and not re.search(r"<summary>[^<]*(答案|解答|solution)", text, re.I), name
+        assert "quiz.answer(" not in text and not any({"solution", "answer-key"} & set(_tags(c)) for c in copy["cells"])
+        assert all(c.get("outputs", []) == [] for c in copy["cells"]), name
+        assert [c["id"] for c in copy["cells"]] == [c["id"] for c in english["cells"]], name
+        blocks += "\n".join(_source(c) for c in source["cells"]).count("<details>")
+    assert blocks > 20, "the Chinese notebooks have solution blocks to remove"
