@@ -96,7 +96,7 @@ def test_student_copies_hold_no_answers(tmp_path):
                 assert _source(new) == _source(old), path.name
     quiz_nb = json.loads((NOTEBOOKS / "09_misconceptions_and_quiz.ipynb").read_text(encoding="utf-8"))
     key = [c for c in quiz_nb["cells"] if "answer-key" in _tags(c)]
-    assert len(key) == 2 and "quiz.answer(" in _source(key[1]), "notebook 09's answer key is tagged"
+    assert len(key) == 4 and "quiz.answer(" in _source(key[3]), "notebook 09's answer key is tagged"
 
 
 def test_strip_solution_blocks_keeps_the_rest():
@@ -207,3 +207,18 @@ def test_chinese_copies_hold_no_answers(tmp_path):
         assert [c["id"] for c in copy["cells"]] == [c["id"] for c in english["cells"]], name
         blocks += "\n".join(_source(c) for c in source["cells"]).count("<details>")
     assert blocks > 20, "the Chinese notebooks have solution blocks to remove"
+
+
+def test_no_copy_shows_a_quiz_answer_or_a_verdict(tmp_path):
+    """Notebook 09's demonstration ("how a student might answer") gave quiz answers of its own questions
+    (q4_formula "c", q7_steps, q10_matmul, score_variance, dot_product 17, qkv) and, run, printed "the answer is A",
+    "... is AB", "... is 64": it is tagged answer-key, so no copy, English or Chinese, keeps an answer to a quiz
+    question in its code."""
+    from attention_from_scratch.course import quiz
+
+    write_student_notebooks(tmp_path / "en", NOTEBOOKS)
+    write_student_notebooks(tmp_path / "zh", lang="zh")
+    given = re.compile(r"[\"'](" + "|".join(map(re.escape, quiz.QUESTIONS)) + r")[\"']\s*:\s*(?!None\b)")
+    for path in sorted((tmp_path / "en").glob("*.ipynb")) + sorted((tmp_path / "zh").glob("*.ipynb")):
+        code = [_source(c) for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        assert not [m.group(0) for c in code for m in given.finditer(c)], path
