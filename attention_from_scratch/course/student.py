@@ -7,9 +7,9 @@ writes every ``notebooks/*.ipynb`` to ``OUTDIR`` without the answers: the cells 
 collapsed worked solutions of the "Write it yourself" coding exercises) and ``answer-key`` (notebook 09's
 computed quiz key, and its demonstration of the checker's replies, which name the right answers) are removed,
 every collapsed ``<details><summary>Solutions</summary> ... </details>`` block is cut out of the markdown cells
-(the rest of the cell, e.g. the "Next:" link, stays), and every output and execution count is cleared, so students start from blank cells. The stubs still raise
-``NotImplementedError`` and the check cells say "not implemented yet", so a student copy runs top to bottom
-without an error.
+(the rest of the cell, e.g. the "Next:" link, stays), and every output and execution count is cleared, so
+students start from blank cells. The stubs still raise ``NotImplementedError`` and the check cells say "not
+implemented yet", so a student copy runs top to bottom without an error.
 Beside the copies goes ``attention_from_scratch.json`` (:data:`.i18n.FOLDER_FILE`) naming their language, so
 the Chinese copies' checks reply in Chinese without the student asking (:func:`.i18n.folder_language`). The
 command's own messages and errors are in the language chosen (``--lang``, else the course-wide one).
