@@ -95,13 +95,13 @@ def _refusal(n: int, model):
         return msg("exercise {n}: expected a Transformer (fit returns (model, history): take [0]), got {kind}", n=n,
                    kind=type(model).__name__)
     want = CONFIGS[n]()
-    for field in dataclasses.fields(want):
-        got, asked = getattr(config, field.name, None), getattr(want, field.name)
-        if field.name == "n_kv_heads":  # None means one key/value head per query head
-            got, asked = got or getattr(config, "n_heads", None), asked or want.n_heads
-        if field.name not in _HOW and got != asked:
+    # every field but how attention is computed; the key/value heads as the config counts them (None: n_heads)
+    names = [f.name for f in dataclasses.fields(want) if f.name not in (*_HOW, "n_kv_heads")] + ["kv_heads"]
+    for name in names:
+        got, asked = getattr(config, name, None), getattr(want, name)
+        if got != asked:
             return msg("exercise {n}: this model has {field}={got}, the exercise asks for {field}={want}: "
-                       "train the model it describes", n=n, field=field.name, got=repr(got), want=repr(asked))
+                       "train the model it describes", n=n, field=name, got=repr(got), want=repr(asked))
     if not all(np.isfinite(p).all() for p in getattr(model, "params", {}).values()):
         return msg("exercise {n}: the model's parameters hold NaN or inf (did training diverge?)", n=n)
     return None

@@ -118,7 +118,7 @@ def capstone_results() -> dict:
 
     task = RECIPES["induction"]["task"]
     model, history, trace = train_watching_heads(RECIPES["induction"])
-    low, high = task.length
+    low, high = task.lengths
     induction = {"loss": history.loss, "vocab_size": task.vocab_size,
                  "floor": float(np.mean([task.loss_floor(n) for n in range(low, high + 1)])),
                  "trace": {which: [list(v) for v in trace.best(which)] for which in ("previous_token", "induction")},

@@ -53,12 +53,17 @@ class CopyTask:
         return self.vocab_size
 
     @property
+    def lengths(self) -> tuple[int, int]:
+        """``(low, high)``: the range n is drawn from (``(n, n)`` for a fixed n)."""
+        return (self.length, self.length) if isinstance(self.length, int) else self.length
+
+    @property
     def max_sequence_length(self) -> int:
         """The longest sequence :meth:`batches` yields (2n for the largest n)."""
-        return 2 * (self.length if isinstance(self.length, int) else self.length[1])
+        return 2 * self.lengths[1]
 
     def sample_length(self, rng):
-        low, high = (self.length, self.length) if isinstance(self.length, int) else self.length
+        low, high = self.lengths
         return int(rng.integers(low, high + 1))
 
     def sample(self, rng, batch_size, length):
@@ -95,7 +100,7 @@ class CopyTask:
         (1 - q_t) / U_t: target t < n - 1 costs ln U_t - ln(1 - q_t), target n - 1 costs -ln q_(n-1), and the
         later targets are free copies. U_t = V - t - 1 here (V - t - 2 for :class:`ReversalTask`).
         """
-        low, high = (self.length, self.length) if isinstance(self.length, int) else self.length
+        low, high = self.lengths
         length = check_positive_int(length, "length")
         if not low <= length <= high:
             raise ValueError(f"length must be one of the task's lengths {low}..{high}, got {length}")

@@ -193,11 +193,12 @@ class KneserNey(NGramModel):
         p = np.full(len(targets), 1.0 / self.vocab_size)  # p_0: uniform
         for m in range(1, self.order + 1):
             table = self.tables[m - 1]
+            c_hw, c_h, *_ = table  # the counts of (h w) and of h; the discounting's own entries: _discounted
             hw, h, ok = self._split(contexts, targets, m)
-            total = table[1].get(h).astype(float)
+            total = c_h.get(h).astype(float)
             seen = ok & (total > 0)  # otherwise p_m = p_(m-1)
             t = total[seen]
-            kept, freed = self._discounted(table, table[0].get(hw[seen]), h[seen])
+            kept, freed = self._discounted(table, c_hw.get(hw[seen]), h[seen])
             p[seen] = kept / t + freed / t * p[seen]
         return p
 

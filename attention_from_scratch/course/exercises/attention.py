@@ -20,6 +20,7 @@ from .cases import (
     NEGATIVE_ROW,
     OVERFLOW,
     PER_SEQUENCE,
+    SCALE_FROM_D_V,
     SCALE_FROM_SHAPE_1,
     ZERO_SCORES,
     Case,
@@ -189,8 +190,7 @@ ATTENTION = Exercise(
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1 / q.shape[-1])),
         (SCALE_FROM_SHAPE_1,
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=q.shape[1] ** -0.5)),
-        ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
-         "values", lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=v.shape[-1] ** -0.5)),
+        (SCALE_FROM_D_V, lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=v.shape[-1] ** -0.5)),
         ("the scale is 1/√d_k, with d_k the width of a key (q's last axis), not the number S of keys",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=k.shape[-2] ** -0.5)),
         ("multiplied by √d_k: the scores are divided by it, which shrinks their spread back to about 1",

@@ -21,6 +21,7 @@ from .cases import (
     NEGATIVE_ROW,
     OVERFLOW,
     PER_SEQUENCE,
+    SCALE_FROM_D_V,
     SCALE_FROM_SHAPE_1,
     ZERO_SCORES,
     Case,
@@ -198,8 +199,7 @@ ATTENTION_BACKWARD = Exercise(
         ("the chain rule brings the scale itself into dQ and dK (S = scale · Q Kᵀ), not its inverse √d_k",
          lambda *a: _backward(*a, inverse_scale=True)),
         (SCALE_FROM_SHAPE_1, lambda q, k, v, d_out, m=None: _backward(q, k, v, d_out, m, d_k=q.shape[1])),
-        ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
-         "values", lambda q, k, v, d_out, m=None: _backward(q, k, v, d_out, m, d_k=v.shape[-1])),
+        (SCALE_FROM_D_V, lambda q, k, v, d_out, m=None: _backward(q, k, v, d_out, m, d_k=v.shape[-1])),
         (NEGATIVE_ROW, lambda *a: _backward(*a, shift_when_positive=True)),
         (NEGATIVE_ROW, lambda *a: _backward(*a, shift_when_positive=True, guard=False)),
         (GLOBAL_MAX, lambda *a: _backward(*a, global_max=True)),

@@ -163,6 +163,8 @@ MASK_AFTER = msg("masking after the softmax is not the same: a blocked key with 
                  "(−∞) before the softmax")
 SCALE_FROM_SHAPE_1 = msg("d_k is the last axis of q: with batch and head axes, q.shape[1] is the number of heads (or "
                          "of queries), not the width of a key")
+SCALE_FROM_D_V = msg("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width "
+                     "d_v of the values")
 
 
 def wrapped_positions_hint(last: int):

@@ -15,6 +15,7 @@ from .cases import (
     GLOBAL_MAX,
     NEGATIVE_ROW,
     OVERFLOW,
+    SCALE_FROM_D_V,
     SCALE_FROM_SHAPE_1,
     Case,
     Exercise,
@@ -155,8 +156,7 @@ KV_DECODE_STEP = Exercise(
         ("scores not divided by √d_k: the step is the same scaled dot-product attention as before",
          lambda *a: _decode_wrong(*a, scale=1.0)),
         (SCALE_FROM_SHAPE_1, lambda *a: _decode_wrong(*a, scale=a[0].shape[1] ** -0.5)),
-        ("the scale is 1/√d_k, with d_k the width of the queries and keys (q's last axis), not the width d_v of the "
-         "values", lambda *a: _decode_wrong(*a, scale=a[2].shape[-1] ** -0.5)),
+        (SCALE_FROM_D_V, lambda *a: _decode_wrong(*a, scale=a[2].shape[-1] ** -0.5)),
         ("the new token is the last position: a causal mask lets it see every cached key and itself (aligned "
          "bottom-right: of n keys, query i of T sees keys 0 .. n − T + i); np.tril(np.ones((1, S + 1))) is aligned "
          "top-left and leaves it only the first key. With one new query, no mask is needed", _decode_top_left),

@@ -52,7 +52,7 @@ def plot_training_loss(history=None, task=None):
         loss, floor = stored["loss"], stored["floor"]
     else:
         loss, floor = history.loss, None
-    low, high = task.length
+    low, high = task.lengths
     if floor is None:
         floor = np.mean([task.loss_floor(n) for n in range(low, high + 1)])
     best = np.mean([task.best_loss(n) for n in range(low, high + 1)])
