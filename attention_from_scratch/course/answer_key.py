@@ -1,6 +1,6 @@
 """The short answers of every notebook: for each key ("08.1"), how its answer is computed and the hint a
-wrong answer gets (question data; the computations are in :mod:`.answer_values`, the checking in
-:mod:`.answers`).
+wrong answer gets (question data; the computations are in :mod:`.answer_values` and, for notebooks 15-21,
+:mod:`.answer_values_inference`; the checking in :mod:`.answers`).
 """
 
 from __future__ import annotations
@@ -17,20 +17,11 @@ from .answer_values import (
     _best_rank,
     _block_parameters,
     _cat_eats_fish,
-    _decoupled_score_change,
-    _dsa_reads_less_from,
-    _flash,
-    _flash_workers_difference,
+    _far_prediction,
     _info_nce_gradient_norm,
-    _kv,
-    _largest_n_fitting,
+    _kernel_data,
     _library_weights,
-    _mha_cache_overflow_token,
-    _naive_mla_over_mha,
     _one_step_rate,
-    _outputs_changed_by_wkv_b,
-    _plain_wq_parameters,
-    _rope_weights_shift,
     _runner_up_without_idf,
     _similarity,
     _softmax_jacobian,
@@ -40,6 +31,24 @@ from .answer_values import (
     _variance_sigma2,
     _word_order_difference,
     _zero_fill_leak,
+)
+from .answer_values_inference import (
+    _decoupled_score_change,
+    _dsa_reads_less_from,
+    _flash,
+    _flash_workers_difference,
+    _kv,
+    _largest_n_fitting,
+    _mha_cache_overflow_token,
+    _naive_mla_over_mha,
+    _outputs_changed_by_wkv_b,
+    _paged_waste,
+    _plain_wq_parameters,
+    _ring_imbalance,
+    _rolling_slot,
+    _rope_weights_shift,
+    _schedule,
+    _sink_share,
 )
 
 __all__ = ["ANSWERS", "ShortAnswer"]
@@ -220,23 +229,6 @@ ANSWERS = {
 }
 
 
-def _rolling_slot(position: int, window: int = 4, n_sinks: int = 2) -> int:
-    """The slot of a RollingKVCache that holds ``position`` after decoding positions 0..position."""
-    cache = _afs().RollingKVCache(window, n_sinks=n_sinks)
-    one = np.zeros((1, 1, 1))
-    for _ in range(position + 1):
-        cache.update(one, one)
-    return list(cache.slot_positions).index(position)
-
-
-def _sink_share(scores, sink_logit: float) -> float:
-    """The share of one query's row that goes to a learned sink: 1 − the row's weights (scores given, scale 1)."""
-    scores = np.asarray(scores, dtype=float)
-    weights = _afs().scaled_dot_product_attention(np.ones((1, 1)), scores[:, None], np.eye(scores.size),
-                                                  sink_logits=sink_logit, scale=1.0)[1]
-    return float(1.0 - weights.sum())
-
-
 ANSWERS.update({  # notebook 19 (windows and sinks)
     "19.1": ShortAnswer(lambda: 32 * (int(np.sum(_afs().sliding_window_mask(1, 4096, 4096))) - 1),
                         "one layer moves information back by at most W − 1 positions: the query sees its own "
@@ -247,20 +239,6 @@ ANSWERS.update({  # notebook 19 (windows and sinks)
                         "softmax, with logit s_h: its exponential over the sum of all five exponentials.",
                         rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1831
 })
-
-
-def _kernel_data():
-    from .examples import kernel_regression_data
-
-    return kernel_regression_data()
-
-
-def _far_prediction() -> float:
-    """Notebook 05's kernel regression (σ = 0.4) at the query x = 50, far outside the data."""
-    from ..averaging import nadaraya_watson
-
-    x_train, y_train = _kernel_data()
-    return float(nadaraya_watson(np.array([50.0]), x_train, y_train, sigma=0.4)[0][0])
 
 
 ANSWERS.update({  # notebook 05 (from averaging to attention)
@@ -276,29 +254,6 @@ ANSWERS.update({  # notebook 05 (from averaging to attention)
                         "the Laplace scores are −|2.5 − x_i| / 0.4; take their softmax over the 40 training "
                         "points and read the largest weight.", rtol=0.0, atol=5e-5),  # 4 significant figures: 0.1490
 })
-
-
-def _paged_waste(block_size: int = 16, max_len: int = 4096) -> float:
-    """The share of a paged cache's slots that hold no token, for one request of each length 1..max_len."""
-    from ..paged import paged_slots
-
-    lengths = list(range(1, max_len + 1))
-    return 1.0 - sum(lengths) / paged_slots(lengths, block_size)
-
-
-def _ring_imbalance(n_devices: int, n: int = 4096) -> float:
-    """Busiest device's work over the average, causal ring attention with contiguous chunks (blocks counted whole)."""
-    from ..serving import ring_work
-
-    work = ring_work(n, n, n_devices)
-    return max(work) / (sum(work) / len(work))
-
-
-def _schedule(continuous: bool) -> list:
-    """Exercise 20.3's schedule: thirteen requests, 3 slots, request 0 decoding 6 tokens and the others 1."""
-    from ..batching import batch_schedule
-
-    return batch_schedule([6] + [1] * 12, 3, continuous=continuous)
 
 
 ANSWERS.update({  # 20_serving_at_scale (the paged cache, continuous batching, split-KV decoding, ring attention)
