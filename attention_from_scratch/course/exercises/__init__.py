@@ -67,10 +67,11 @@ from .backprop import ATTENTION_BACKWARD
 from .block import CROSS_ENTROPY_GRAD, RMS_NORM
 from .cases import Case, Exercise
 from .deepseek_v4 import COMPRESS_WINDOW, VISIBLE_ENTRIES
+from .finite_differences import NUMERICAL_GRADIENT
 from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
 from .layer_backward import LINEAR_BACKWARD, MHA_BACKWARD
-from .learning import BIGRAM_GRAD, NUMERICAL_GRADIENT
+from .learning import BIGRAM_GRAD
 from .linear import CHUNK_STATE, DELTA_STEP
 from .masking import CAUSAL_MASK
 from .mla import MLA_ABSORBED_SCORES
