@@ -2,7 +2,8 @@
 
 Its cases, reference and the classic mistakes with their hints. The reference is the central difference itself,
 one entry at a time (``tests/test_learning_demos.py`` checks it against exact derivatives); the bigram model's
-gradient, the notebook's other exercise, is in :mod:`.learning`.
+gradient, the notebook's other exercise, is in
+:mod:`attention_from_scratch.course.exercises.learning`.
 """
 
 from __future__ import annotations
