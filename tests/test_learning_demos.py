@@ -7,7 +7,7 @@ import pytest
 
 from attention_from_scratch import MultiHeadAttention
 from attention_from_scratch.course import learning_demos as demos
-from attention_from_scratch.course.exercises.finite_differences import NUMERICAL_GRADIENT
+from attention_from_scratch.course.exercises.finite_diff import NUMERICAL_GRADIENT
 
 
 def _central(f, x, eps=1e-6):

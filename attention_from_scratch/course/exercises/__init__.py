@@ -67,7 +67,7 @@ from .backprop import ATTENTION_BACKWARD
 from .block import CROSS_ENTROPY_GRAD, RMS_NORM
 from .cases import Case, Exercise
 from .deepseek_v4 import COMPRESS_WINDOW, VISIBLE_ENTRIES
-from .finite_differences import NUMERICAL_GRADIENT
+from .finite_diff import NUMERICAL_GRADIENT
 from .flash import ONLINE_SOFTMAX_MERGE
 from .kv_cache import KV_DECODE_STEP
 from .layer_backward import LINEAR_BACKWARD, MHA_BACKWARD

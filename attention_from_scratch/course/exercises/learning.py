@@ -3,7 +3,7 @@
 Its cases, reference and the classic mistakes with their hints. The reference is
 :func:`attention_from_scratch.course.learning_demos.bigram_loss_and_grad`, built from the capstone's embedding and
 cross-entropy layers; the notebook's other exercise, a gradient by central differences, is in
-:mod:`.finite_differences`.
+:mod:`.finite_diff`.
 """
 
 from __future__ import annotations
