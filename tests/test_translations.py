@@ -220,6 +220,19 @@ def test_catalogs_follow_the_glossary():
     assert not bad, "\n".join(bad)
 
 
+def test_no_line_break_shows_as_a_stray_space_in_chinese():
+    """A soft line break renders as a space: never between two Chinese characters or beside full-width punctuation."""
+    assert bt.stray_spaces("注意\n力") and bt.stray_spaces("权重，\nsoftmax") and bt.stray_spaces("x\n（y）")
+    assert not bt.stray_spaces("注意力\nsoftmax") and not bt.stray_spaces("## 标题\n正文")
+    assert not bt.stray_spaces("列表：\n- 一项") and not bt.stray_spaces("1. 一。\n2. 二")
+    assert not bt.stray_spaces("```\n中\n文\n```")
+    texts = {bt.catalog_path(stem).name: bt.catalog_path(stem).read_text(encoding="utf-8") for stem in TRANSLATED}
+    texts |= {str(p.relative_to(REPO)): p.read_text(encoding="utf-8")
+              for p in [REPO / "README.zh.md", REPO / "translations/zh/GLOSSARY.md", *(REPO / "docs/zh").glob("*.md")]}
+    bad = [f"{name}: {gap!r}" for name, text in texts.items() for gap in bt.stray_spaces(text)]
+    assert not bad, "join these lines (a line break shows as a space):\n" + "\n".join(bad)
+
+
 def test_catalog_sections_parse_and_flags_fail():
     text = "<!-- cell a en:0123456789abcdef -->\n中文\n\n<!-- cell b en:fedcba9876543210 todo -->\nEnglish\n"
     a, b = bt.parse_catalog(text)

@@ -53,6 +53,7 @@ import argparse
 import difflib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import posixpath
@@ -71,6 +72,33 @@ _HEADER = re.compile(r"^<!-- cell (\S+) en:([0-9a-f]{16})(?: (todo|stale))? -->[
 _LINK = re.compile(r"(\]\(|(?:src|href)=\")([^)\s\"]+)")
 # a code cell whose outputs are a checker's reply to the learner: recorded in the Chinese notebook's own run
 CHECK_CALL = re.compile(r"check_answer\(|exercises\.check\(|quiz\.check\(|check_capstone_exercise\(")
+
+
+# A line break inside a paragraph renders as a space: between two Chinese characters, or beside full-width
+# punctuation, that is a stray gap (browsers other than Firefox keep it). The catalogs break lines only where a
+# space belongs: beside Latin text, a number, code or math.
+_FULL_WIDTH_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"  # 。，、：；（）《》…
+_WIDE = "\u3400-\u4dbf\u4e00-\u9fff\u2014\u2026\u201c\u201d" + _FULL_WIDTH_PUNCT  # ideographs, —, …, “ ”
+_WIDE_CHAR = re.compile(f"[{_WIDE}]")
+_FULL_WIDTH = re.compile(f"[{_FULL_WIDTH_PUNCT}]")
+_BLOCK_START = re.compile(r"\s*([-*+>|]\s|#|\d+[.)]\s|<|\$\$|```)")
+
+
+def stray_spaces(text: str) -> list[str]:
+    """The soft line breaks of Markdown ``text`` that a browser shows as a stray space in Chinese: between two
+    wide characters, or beside full-width punctuation, inside a paragraph (not in a code fence, a heading or a
+    table row, and not before a line that starts a block: a list item, a heading, a table row, HTML, ``$$``)."""
+    found, fence = [], False
+    for line, nxt in itertools.pairwise(text.split("\n")):
+        fence ^= line.lstrip().startswith("```")
+        starts_block = _BLOCK_START.match(line) and not re.match(r"\s*([-*+]|\d+[.)])\s", line)  # a list item's
+        if fence or not line.strip() or not nxt.strip() or _BLOCK_START.match(nxt) or starts_block \
+                or line.rstrip().endswith("$$"):  # text goes on; a heading, a table row, HTML does not
+            continue
+        a, b = line.rstrip()[-1], nxt.lstrip()[0]
+        if (_WIDE_CHAR.match(a) and _WIDE_CHAR.match(b)) or _FULL_WIDTH.match(a) or _FULL_WIDTH.match(b):
+            found.append(f"{line.rstrip()[-12:]}⏎{nxt.lstrip()[:12]}")
+    return found
 
 
 def english_hash(source: str) -> str:
