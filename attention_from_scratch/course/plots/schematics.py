@@ -57,13 +57,14 @@ def _edge(box, toward):
     return x + s * dx, y + s * dy
 
 
-def _arrow(ax, a, b, label="", color="0.25", side=1, offset=0.16, fontsize=8.5, rad=0.0, ls="-"):
-    """An arrow from box ``a`` to box ``b`` with ``label`` beside its middle (``side`` +1 left/above, -1 other)."""
+def _arrow(ax, a, b, label="", color="0.25", side=1, offset=0.16, fontsize=8.5, rad=0.0, ls="-", at=0.5):
+    """An arrow from box ``a`` to box ``b`` with ``label`` beside it (``side`` +1 left/above, -1 other), ``at`` the
+    fraction of the way from ``a`` to ``b`` (its middle by default)."""
     start, end = _edge(a, b[:2]), _edge(b, a[:2])
     ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.3,
                                                       "connectionstyle": f"arc3,rad={rad}", "linestyle": ls})
     if label:
-        mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+        mx, my = start[0] + at * (end[0] - start[0]), start[1] + at * (end[1] - start[1])
         dx, dy = end[0] - start[0], end[1] - start[1]
         norm = (dx * dx + dy * dy) ** 0.5 or 1.0
         nx, ny = -dy / norm * side, dx / norm * side  # the normal on the chosen side
@@ -231,17 +232,19 @@ def plot_attention_backward_graph():
     dv = _box(ax, 12.9, 1.9, "dV", "(S, d_v)", _GRAD)
     dp = _box(ax, 9.8, 1.9, "dP", "(T, S)", _GRAD)
     ds = _box(ax, 6.8, 1.9, "dS", "(T, S)", _GRAD)
-    dq = _box(ax, 3.9, 2.6, "dQ", "(T, d_k)", _GRAD)
-    dk = _box(ax, 3.9, 1.1, "dK", "(S, d_k)", _GRAD)
+    dk = _box(ax, 3.9, 2.6, "dK", "(S, d_k)", _GRAD)  # above dQ: Q -> dK then runs above K -> dQ, never across it
+    dq = _box(ax, 3.9, 1.1, "dQ", "(T, d_k)", _GRAD)
     _arrow(ax, do, dv, "dV = Pᵀ dO", color=red, offset=0.55)
-    _arrow(ax, do, dp, "dP = dO Vᵀ", color=red, offset=0.45)
-    _arrow(ax, dp, ds, "dS = P ⊙ (dP − rowsum(dP ⊙ P))", color=red, side=-1, offset=0.7)
-    _arrow(ax, ds, dq, "dQ = scale · dS K", color=red, side=-1, offset=0.35)
-    _arrow(ax, ds, dk, "dK = scale · dSᵀ Q", color=red, offset=0.35)
-    ax.text(7.0, 0.3, "rowsum(dP ⊙ P) = rowsum(dO ⊙ O) = D: FlashAttention computes it from O, without P",
+    _arrow(ax, do, dp, "dP = dO Vᵀ", color=red, offset=0.45, at=0.3)  # near dO: clear of the dotted P -> dV
+    _arrow(ax, dp, ds, "dS = P ⊙ (dP − D)", color=red, side=-1, offset=0.55)
+    _arrow(ax, ds, dk, "dK = scale · dSᵀ Q", color=red, side=-1, offset=0.35)
+    _arrow(ax, ds, dq, "dQ = scale · dS K", color=red, offset=0.35)
+    ax.text(7.0, 0.3, "D = rowsum(dP ⊙ P) = rowsum(dO ⊙ O): FlashAttention computes it from O, without P",
             ha="center", fontsize=9, style="italic")
     reuse = "tab:blue"  # which forward tensors each gradient reads: what the forward pass must keep
-    for src, dst, rad in ((p, dv, -0.25), (v, dp, -0.3), (p, ds, 0.35), (k, dq, 0.0)):  # Q -> dK: label only
+    # dV = Pᵀ dO reads P, dP = dO Vᵀ reads V, dS reads P, dQ = scale · dS K reads K, dK = scale · dSᵀ Q reads Q
+    # (Q -> dK bends to pass clear of K's corner)
+    for src, dst, rad in ((p, dv, -0.25), (v, dp, -0.3), (p, ds, 0.35), (k, dq, 0.0), (q, dk, -0.18)):
         _arrow(ax, src, dst, color=reuse, rad=rad, ls=":")
     for box, used in ((dv, "P"), (dp, "V"), (ds, "P"), (dq, "K"), (dk, "Q")):
         ax.text(box[0], box[1] - 0.55, f"reuses {used}", ha="center", va="center", fontsize=8, color=reuse)
