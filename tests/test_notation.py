@@ -28,6 +28,10 @@ RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what
     ("13_training", r"w_\{?1\}?,\s*\\dots|\\sum_\{[ib]=1\}", "positions and tokens count from 0"),
     ("16_rope", r"\\theta_i\b|_\{2i\b|\[m, 2i\b|\b[Pp]air \$i\$|第 \$i\$ 对",
      "RoPE's pair index is r (θ_r, x_2r): i is a query's index, upright i the imaginary unit"),
+    ("10_learning_from_data", r"\$O\$|O\^\\top|X = O|O_\{ik",
+     "the one-hot rows are A (X = AE): a matrix O is attention's output"),
+    ("10_learning_from_data", r"\$[mv]\$|\\hat [mv](?![_\w])|\\sqrt\{[mv]\}|\\beta\^t",
+     "Adam's averages are m_t, v_t at step t (hats: bias-corrected), its decay rates β_1, β_2"),
     ("04_softmax", TEMPERATURE_AS_T, "the temperature is τ (softmax(x/τ)): T is the number of queries"),
     ("14_real_text", TEMPERATURE_AS_T, "sampling's temperature is τ (softmax(z/τ)): T is the number of queries"),
 ]

@@ -163,7 +163,7 @@ BIGRAM_GRAD = Exercise(
     task="""Then `my_bigram_grad(e, inputs, targets)` returning `(loss, de)` for the bigram model of section 6: `e` is
 the `(V, V)` table, `inputs` and `targets` are integer arrays of length N (the pairs $(w_i, y_i)$); the logits of
 pair i are row `inputs[i]` of `e`; `loss` is $-\\frac1N\\sum_i \\log \\mathrm{softmax}(z_i)[y_i]$ (a 0-d array or a
-NumPy scalar in `e`'s dtype) and `de` its gradient, $O^\\top(\\mathrm{softmax}(Z) - Y)/N$, of `e`'s shape and dtype
+NumPy scalar in `e`'s dtype) and `de` its gradient, $A^\\top(\\mathrm{softmax}(Z) - Y)/N$, of `e`'s shape and dtype
 (`np.eye(V)` and `np.zeros(...)` make float64 arrays unless given `dtype=e.dtype`). Subtract each row's max before
 `exp` (the logits can be large), and compute $\\log p_i[y_i]$ as $(z_i[y_i] - m_i) - \\log\\sum_c e^{z_i[c] - m_i}$
 ($m_i$ the row's max), not as the log of the softmax: a probability that underflows to 0 has $\\log 0 = -\\infty$.
