@@ -32,6 +32,8 @@ RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what
      "the one-hot rows are A (X = AE): a matrix O is attention's output"),
     ("10_learning_from_data", r"\$[mv]\$|\\hat [mv](?![_\w])|\\sqrt\{[mv]\}|\\beta\^t",
      "Adam's averages are m_t, v_t at step t (hats: bias-corrected), its decay rates β_1, β_2"),
+    ("20_serving_at_scale", r"\\mathrm\{lse\}_\{?[ab]\b|\\in a\b|\bo_\{?[ab]\b",
+     "a split of the keys is the set J of their indices (o_J, lse_J): a is notebook 18's output sum"),
     ("04_softmax", TEMPERATURE_AS_T, "the temperature is τ (softmax(x/τ)): T is the number of queries"),
     ("14_real_text", TEMPERATURE_AS_T, "sampling's temperature is τ (softmax(z/τ)): T is the number of queries"),
 ]

@@ -219,7 +219,7 @@ def plot_split_kv(q, k, v, bounds=(0, 37, 70, 100)):
         out, merged = merge_partials(out, merged, o[None, :], np.array([l_a]))
     assert np.allclose(out[0], full @ v)  # the merge gives the output over all keys
     ax2.set(xticks=range(len(share)), xticklabels=[f"split {a}" for a in range(len(share))],
-            ylabel="e^(lse_a − lse)", ylim=(0, 1.1), title="The merge: o = Σ_a e^(lse_a − lse) o_a")
+            ylabel="e^(lse_J − lse)", ylim=(0, 1.1), title="The merge: o = Σ_J e^(lse_J − lse) o_J")
     fig.tight_layout()
     return fig
 
