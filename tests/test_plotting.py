@@ -129,7 +129,7 @@ def test_stored_results_hold_what_the_figures_draw():
     capstone, indexer = results.load("capstone"), results.load("indexer")
     assert set(capstone) == {"induction", "scale", "causal", "flash", "exercises"}
     assert len(capstone["flash"]["flash"]) == len(capstone["flash"]["sdpa"]) == 250  # the whole run, both kernels
-    assert set(capstone["exercises"]) == {"learned_positions", "one_layer", "reversal"}  # notebook 13's solutions
+    assert set(capstone["exercises"]) == {"learned_positions", "one_layer", "one_layer_long", "reversal"}  # notebook 13
     assert len(capstone["induction"]["loss"]) == 600 and capstone["induction"]["loss"][-1] < capstone["induction"][
         "loss"][0] / 2  # the induction run learns
     assert np.asarray(indexer["target"]).shape == (32, 32)
