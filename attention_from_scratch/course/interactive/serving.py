@@ -182,7 +182,7 @@ def ring_steps() -> InteractiveFigure:
     runs = {(c, z): _ring_rounds(bool(c), bool(z)) for c in (0, 1) for z in (0, 1)}
     allowed = {0: np.ones((RING_N, RING_N), dtype=bool), 1: np.asarray(causal_mask(RING_N))}  # drawn: pairs' cells
     gx, gy, unit = 60.0, 60.0, 12.0  # the (query position, key position) grid: 16 x 16 cells of 12
-    dev_xy = [(420, 60), (560, 150), (420, 240), (280, 150)]  # the ring, clockwise
+    dev_xy = [(450, 60), (570, 150), (450, 240), (330, 150)]  # the ring, clockwise, clear of the grid (x <= 252)
 
     def draw(causal, zigzag, step):
         rounds, exact = runs[causal, zigzag]
@@ -241,7 +241,7 @@ def ring_steps() -> InteractiveFigure:
               Rect(gx, gy, RING_N * unit, RING_N * unit, "none", "#999", 1),
               *legend(gx - 40, 280, [("computed this round (framed)", SEQUENCE[0], None),
                                      ("skipped (future)", PALE, GREY)]),
-              *ring_arrows, Text(420, 154, "K, V pass on", 10, "middle", GREY)]
+              *ring_arrows, Text(450, 154, "K, V pass on", 10, "middle", GREY)]
     controls = [choice("causal", "mask", ("none", "causal"), 1),
                 choice("zigzag", "placement", ("contiguous", "zigzag"), 0),
                 steps("step", "round", range(RING_DEVICES + 1), 0)]

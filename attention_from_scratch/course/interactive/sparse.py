@@ -86,7 +86,8 @@ def indexer_topk(stored=None, orders=None) -> InteractiveFigure:
         parts = {
             "dropped": [Cells(mask_rects(dropped), "#d9d9d9", origin=(gx, gy), unit=cell)],
             "marker": [Circle(xs[c], ry + rh * (1 - r), 7, "none", colours[INDEXERS[i]]),
-                       Text(xs[c] + 10, ry + rh * (1 - r) - 9, f"{r:.2f}", 11, bold=True)],
+                       Text(xs[c] + 10, ry + rh * (1 - r) - 9, f"{r:.2f}", 11, bold=True) if c < len(xs) - 1 else
+                       Text(xs[c] - 10, ry + rh * (1 - r) - 9, f"{r:.2f}", 11, "end", bold=True)],  # inside the panel
         }
         k, name = INDEXER_KS[c], INDEXERS[i]
         who = {"trained": "the trained indexer", "random": "the random (untrained) indexer",
