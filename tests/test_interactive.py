@@ -296,6 +296,29 @@ def test_ring_bytes_and_placement(figures):
     assert all(spans[0][0] + spans[1][0] == RING_N - RING_N // (2 * RING_DEVICES) for spans in zig)
 
 
+def test_ring_devices_stay_clear_of_the_grid(figures):
+    """The ring's device boxes never cover the (query, key) grid, whatever the round (they once did past key 13)."""
+    from attention_from_scratch.course.interactive.scene import Cells
+    from attention_from_scratch.course.interactive.serving import RING_N
+
+    fig = figures["ring_steps"]
+    for combo in fig.combos:
+        parts = fig.frames[combo].parts
+        right = max(c.origin[0] + RING_N * c.unit for c in parts["pairs"] if isinstance(c, Cells))  # the grid's edge
+        boxes = [r for r in parts["devices"] if isinstance(r, Rect)]
+        assert len(boxes) == 4 and min(r.x for r in boxes) > right + 8, combo
+
+
+def test_labels_of_markers_stay_inside_the_figure(figures):
+    """The indexer's recall label sits inside the figure at every k (at k = 16 it once ran past the right edge)."""
+    fig = figures["indexer_topk"]
+    for combo in fig.combos:
+        (label,) = [t for t in fig.frames[combo].parts["marker"] if isinstance(t, Text)]
+        width = 0.65 * label.size * len(label.text)  # bold digits: at most about 0.65 em each
+        left = {"start": label.x, "middle": label.x - width / 2, "end": label.x - width}[label.anchor]
+        assert 0 <= left and left + width <= fig.width, (combo, label)
+
+
 def test_indexer_recall_orders_and_stored_choice():
     from attention_from_scratch import topk_mask
     from attention_from_scratch.course.interactive.sparse import _rank_scores
