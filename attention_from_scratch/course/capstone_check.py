@@ -33,9 +33,9 @@ import numpy as np
 
 from ..infra.backend import to_numpy
 from ..infra.checks import check_positive_int
+from ..model.layers import cross_entropy_forward
 from ..model.tasks import ReversalTask, evaluate, induction_score, previous_token_score
 from ..model.training import RECIPES
-from ..softmax import log_softmax
 from .i18n import msg, render
 
 __all__ = ["CONFIGS", "EXERCISES", "SECOND_HALF_MARGIN", "check_capstone_exercise", "second_half_loss"]
@@ -104,15 +104,16 @@ def _report(n: int, model) -> list:
 
 def second_half_loss(model, task, per_length: int = 32, seed: int = 7) -> float:
     """``model``'s mean next-token loss (nats) on the second half of fresh ``task`` sequences (the targets
-    ``evaluate`` scores, those a copy predicts): ``per_length`` sequences of each n the task draws."""
+    ``evaluate`` scores, those a copy predicts): ``per_length`` sequences of each n the task draws. Each n's loss is
+    training's own cross-entropy (``layers.cross_entropy_forward``) with the first half's targets not counted (-1)."""
     rng = np.random.default_rng(seed)
     low, high = task.lengths
     total, count = 0.0, 0
     for length in range(low, high + 1):
-        tokens, predictable = task.sample(rng, per_length, length)
-        logp = log_softmax(np.asarray(to_numpy(model.logits(tokens[:, :-1])), dtype=np.float64))  # (B, 2n-1, V)
-        nll = -np.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
-        total, count = total + nll[predictable].sum(), count + predictable.sum()
+        tokens, predictable = task.sample(rng, per_length, length)  # (B, 2n), (B, 2n - 1)
+        logits = np.asarray(to_numpy(model.logits(tokens[:, :-1])), dtype=np.float64)  # (B, 2n - 1, V)
+        loss, _ = cross_entropy_forward(logits, np.where(predictable, tokens[:, 1:], -1), np)  # mean over counted
+        total, count = total + loss * predictable.sum(), count + predictable.sum()
     return float(total / count)
 
 
