@@ -83,11 +83,11 @@ def indexer_topk(stored=None, orders=None) -> InteractiveFigure:
     def draw(i, c):
         dropped = causal & ~kept[i, c]
         r = recall[i, c]
+        side, anchor = (-1, "end") if c == len(xs) - 1 else (1, "start")  # at the last k, left: inside the figure
         parts = {
             "dropped": [Cells(mask_rects(dropped), "#d9d9d9", origin=(gx, gy), unit=cell)],
-            "marker": [Circle(xs[c], ry + rh * (1 - r), 7, "none", colours[INDEXERS[i]]),
-                       Text(xs[c] + 10, ry + rh * (1 - r) - 9, f"{r:.2f}", 11, bold=True) if c < len(xs) - 1 else
-                       Text(xs[c] - 10, ry + rh * (1 - r) - 9, f"{r:.2f}", 11, "end", bold=True)],  # inside the panel
+            "marker": [Circle(xs[c], ry + rh * (1 - r), 7, "none", colours[INDEXERS[i]]),  # the label right of it,
+                       Text(xs[c] + 10 * side, ry + rh * (1 - r) - 9, f"{r:.2f}", 11, anchor, bold=True)],  # or left
         }
         k, name = INDEXER_KS[c], INDEXERS[i]
         who = {"trained": "the trained indexer", "random": "the random (untrained) indexer",
