@@ -7,8 +7,6 @@ from collections import Counter
 import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
 
-from attention_from_scratch.text.bpe import merge_pair
-
 
 def _softmax(z):
     e = np.exp(z - z.max(axis=-1, keepdims=True))
@@ -186,8 +184,16 @@ def tp_threshold(logits, p):
 # --- bpe_merge_step: wrong -----------------------------------------------------------------------------------
 
 
-def _merge(ids, pair, new_id):  # the package's left-to-right merge: these mutants get the merge right
-    return np.array(merge_pair(ids.tolist(), tuple(pair), new_id), dtype=ids.dtype)
+def _merge(ids, pair, new_id):  # a right left-to-right merge, written here (the checker refuses the package's own
+    merged, i, values = [], 0, ids.tolist()  # merge_pair inside a student's function): these mutants get it right
+    while i < len(values):
+        if i + 1 < len(values) and (values[i], values[i + 1]) == tuple(pair):
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(values[i])
+            i += 1
+    return np.array(merged, dtype=ids.dtype)
 
 
 def _pairs(ids):

@@ -388,6 +388,97 @@ def test_python_steps_grow_with_a_loop_of_any_form_and_a_hook_already_set_is_res
         sys.settrace(None)
 
 
+# --- the package's own answer, called in place of the student's ----------------------------------------------
+
+OWN = "  your function calls the package's own `{function}`, which computes this exercise's answer"
+# the references that are not the package's answer itself (written out, or built on a building block): a lazy
+# student's function for these is written below instead
+WRITTEN_OUT = {"mla_absorbed_scores", "kv_decode_step", "numerical_gradient"}
+
+
+def _own_answer(verdict):
+    return [line for line in verdict.lines if getattr(line, "template", None) == OWN]
+
+
+@pytest.mark.parametrize("name", [n for n in SOLUTIONS if n not in WRITTEN_OUT])
+def test_the_package_s_own_answer_passed_as_the_solution_is_refused(name):
+    """A student who passes the package's function (the exercise's reference, which calls it) gets right values
+    and a refusal naming the function, on case 1, after every case was tried."""
+    ex = exercises.EXERCISES[name]
+    assert ex.answers, f"{name}: no package function is named as its answer"
+    verdict = exercises.check(name, ex.reference, quiet=True)
+    assert not verdict.passed and verdict.lines[0].values["n"] == 1, verdict.report
+    (line,) = _own_answer(verdict)
+    assert line.values["function"] in {f"{f.__module__}.{f.__qualname__}" for f in ex.answers}
+    assert "write it yourself" in verdict.report and "FAILED" in verdict.render("en")
+    assert "本包自己的" in verdict.render("zh")
+
+
+def test_the_package_s_answer_is_seen_however_it_is_reached():
+    import attention_from_scratch as afs
+    from attention_from_scratch.mla import MultiHeadLatentAttention
+    from attention_from_scratch.rope import rope_last
+    from attention_from_scratch.softmax import log_softmax
+    from attention_from_scratch.softmax import softmax as imported_by_name
+
+    lazy = {
+        "softmax": [lambda x: imported_by_name(x), lambda x: np.exp(log_softmax(x)), afs.softmax],
+        "attention": [lambda q, k, v, mask=None: afs.scaled_dot_product_attention(q, k, v, mask=mask)],
+        "rope": [lambda x, positions: rope_last(x, x.shape[-1], positions, None)],  # through another function
+        "adam_step": [_adam_through_the_package],  # a method, through its class
+    }
+    for name, functions in lazy.items():
+        for fn in functions:
+            verdict = exercises.check(name, fn, quiet=True)
+            assert not verdict.passed and _own_answer(verdict), (name, verdict.report)
+    assert MultiHeadLatentAttention.attend_absorb in exercises.EXERCISES["mla_absorbed_scores"].answers
+
+
+def _adam_through_the_package(*args):
+    """adam_step answered by the package's Adam: the exercise's reference, which runs ``Adam.step``."""
+    return exercises.EXERCISES["adam_step"].reference(*args)
+
+
+def test_building_blocks_taught_before_stay_free_and_wrong_values_are_reported_first():
+    import attention_from_scratch as afs
+
+    def attention_with_the_package_softmax(q, k, v, mask=None):  # softmax is notebook 04's, before attention's 06
+        scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        weights = afs.softmax(scores)
+        return weights @ v, weights
+
+    assert exercises.check("attention", attention_with_the_package_softmax, quiet=True).passed
+    wrong_axis = exercises.check("softmax", lambda x: afs.softmax(x, axis=0), quiet=True)  # the package, misused
+    assert not wrong_axis.passed and not _own_answer(wrong_axis) and "rows do not sum to 1" in wrong_axis.report
+
+
+def test_the_profile_hook_is_removed_and_one_already_set_keeps_running():
+    import sys
+
+    import attention_from_scratch as afs
+    from attention_from_scratch.course.exercises.measure import calls_to
+
+    events = []
+
+    def hook(frame, event, arg):
+        events.append(event)
+
+    sys.setprofile(hook)
+    try:
+        with calls_to([afs.softmax]) as seen:
+            afs.softmax(np.zeros(3))
+        assert sys.getprofile() is hook and seen == [afs.softmax] and "call" in events
+    finally:
+        sys.setprofile(None)
+    exercises.check("softmax", afs.softmax, quiet=True)
+    assert sys.getprofile() is None
+    with calls_to([]) as seen:  # nothing to watch: no hook at all
+        assert sys.getprofile() is None
+    assert seen == []
+
+
 def test_a_loop_over_the_chunks_tokens_is_refused_only_after_the_values_pass():
     from mutants_linear import cs_token_by_token
 

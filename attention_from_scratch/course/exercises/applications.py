@@ -97,6 +97,7 @@ def _negatives_only(q, k, tau):
 INFO_NCE = Exercise(
     "info_nce", "24_applications", ("q", "k", "temperature"), ("loss",), _info_nce_cases,
     lambda q, k, t: info_nce(q, k, temperature=t),
+    answers=(info_nce,),
     mistakes=[
         ("the temperature is ignored: divide the logits q_i·k_j by τ", lambda q, k, t: info_nce(q, k, temperature=1.0)),
         ("multiplied by τ: the logits are q_i·k_j / τ", lambda q, k, t: info_nce(q, k, temperature=1 / t)),

@@ -183,6 +183,7 @@ def _mask_error(case, err):
 ATTENTION = Exercise(
     "attention", "06_scaled_dot_product_attention", ("q", "k", "v", "mask"), ("out", "weights"),
     _attention_cases, _sdpa,
+    answers=(scaled_dot_product_attention,),
     mistakes=[
         ("scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k the last axis of q",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1.0)),

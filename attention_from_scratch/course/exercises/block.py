@@ -10,6 +10,7 @@ import numpy as np
 
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
+from ...norms import rms_normalize
 from ..i18n import msg
 from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, far_below_the_max, fresh_case, fresh_dims
 
@@ -92,6 +93,7 @@ def _other_eps(case, e, g):
 
 RMS_NORM = Exercise(
     "rms_norm", "11_transformer_block", ("x", "g", "eps"), ("y",), _rms_cases, _rms_reference,
+    answers=(rms_norm, rms_normalize),
     mistakes=[
         ("RMSNorm does not subtract the mean (that is LayerNorm): divide x itself by the root of the mean of x²",
          lambda x, g, eps: _norm(x, g, eps, centre=True)),
@@ -218,6 +220,7 @@ def _ce_global_max(case, e, g):
 
 CROSS_ENTROPY_GRAD = Exercise(
     "cross_entropy_grad", "11_transformer_block", ("logits", "targets"), ("d_logits",), _ce_cases, _ce_reference,
+    answers=(cross_entropy_backward,),
     mistakes=[
         ("the loss is a mean over the N positions, so its gradient is divided by N (all positions of all sequences: "
          "N = B·T for (B, T, V) logits)", lambda z, y: _ce(z, y, divide="one")),

@@ -76,6 +76,10 @@ class Exercise:
     # a task that rules out a Python loop over an axis (a chunk's tokens): the hint for a function whose Python steps
     # grow with that axis (Case.steps_beyond: the steps are counted on that case and on the one it is compared with)
     loop_hint: Message | None = None
+    # the package's functions that compute this exercise's whole answer: a function that calls one of them (directly
+    # or through another function) gets the right values without being the student's own work, and fails on the first
+    # case where it did, once every case has been tried (measure.calls_to). Building blocks taught earlier stay free.
+    answers: tuple = ()
     title: str = ""  # the notebook's "Write it yourself: <title>" section (its first exercise's title)
     task: str = ""
     stub: str = ""

@@ -138,6 +138,7 @@ def _window_error(case, err):
 
 COMPRESS_WINDOW = Exercise(
     "compress_window", "22_deepseek_v4", ("kv", "gate", "bias"), ("entry",), _window_cases, _window_reference,
+    answers=(compress_windows,),
     mistakes=[
         ("the softmax runs over the window's slots (axis −2, the m tokens), separately for each channel -- not over "
          "the channels of one token", lambda *a: _window_wrong(*a, axis=-1)),
@@ -232,6 +233,7 @@ _OWN_ROW = msg("row t belongs to the query at positions[t]: compare each row wit
 VISIBLE_ENTRIES = Exercise(
     "visible_entries", "22_deepseek_v4", ("positions", "n_entries", "rate"), ("visible",), _visible_cases,
     _visible_reference,
+    answers=(visible_entries,),
     mistakes=[
         ("an entry pools all m tokens of its window, so it exists only once the window's LAST token (w·m + m − 1) is "
          "at or before the query: visible when its window has started would leak the future",

@@ -129,6 +129,7 @@ def _empty_nan(case, e, g):
 ONLINE_SOFTMAX_MERGE = Exercise(
     "online_softmax_merge", "18_flash_attention", ("a", "b"), ("m", "l", "acc"), _merge_cases,
     online_softmax_merge,
+    answers=(online_softmax_merge,),
     mistakes=[
         ("sums not rescaled: each state was summed under its own max; multiply l and acc by e^(m_a − m) and "
          "e^(m_b − m), with m = max(m_a, m_b)", lambda a, b: _merge_wrong(a, b, rescale_l=False, rescale_acc=False)),

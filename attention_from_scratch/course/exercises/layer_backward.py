@@ -73,6 +73,7 @@ def _linear_error(case, err):
 
 LINEAR_BACKWARD = Exercise(
     "linear_backward", "12_backpropagation", ("x", "w", "dy"), ("dx", "dw"), _linear_cases, _linear_reference,
+    answers=(linear_backward,),
     mistakes=[
         ("dW has W's shape (d_in, d_out): it is xᵀ dy, not dyᵀ x (that is the gradient of Wᵀ)",
          lambda x, w, dy: _linear(x, w, dy, dw_rule="transposed")),
@@ -172,6 +173,7 @@ _MERGE = ("merging heads is a transpose, then a reshape: (B, H, T, d_k) -> (B, T
 MHA_BACKWARD = Exercise(
     "mha_backward", "12_backpropagation", ("x", "w_q", "w_k", "w_v", "w_o", "n_heads", "d_out", "causal"),
     ("dx", "dw_q", "dw_k", "dw_v", "dw_o"), _mha_cases, _mha_reference,
+    answers=(attention_layer_backward,),
     mistakes=[
         ("x feeds Q, K and V: dx is the sum of the three paths, dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ",
          lambda *a: _layer(*a, paths="q")),

@@ -128,6 +128,7 @@ def _bigram_global_max(case, e, g):
 BIGRAM_GRAD = Exercise(
     "bigram_grad", "10_learning_from_data", ("e", "inputs", "targets"), ("loss", "de"), _bigram_cases,
     _bigram_reference,
+    answers=(bigram_loss_and_grad,),
     mistakes=[
         ("a token that occurs several times as an input must add up all its rows of dZ: de[inputs] += dz keeps "
          "only one of the repeated rows (NumPy does not accumulate repeated indices); use np.add.at(de, inputs, dz) "

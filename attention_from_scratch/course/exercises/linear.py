@@ -97,6 +97,7 @@ def _step_error(case, err):
 DELTA_STEP = Exercise(
     "delta_step", "23_linear_attention", ("state", "q", "k", "v", "beta", "g"), ("out", "state"), _step_cases,
     _step_reference,
+    answers=(gated_delta_rule,),
     mistakes=[
         ("forget first, then write: S ← exp(g)·S, and only then the delta rule on the decayed state (decaying after "
          "the write fades the new token's own memory too)", lambda *a: _step(*a, decay_last=True)),
@@ -224,6 +225,7 @@ def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_
 CHUNK_STATE = Exercise(
     "chunk_state", "23_linear_attention", ("state", "k", "v", "beta", "g"), ("state",), _chunk_cases,
     _chunk_reference,
+    answers=(gated_delta_rule,),
     mistakes=[
         ("the state the chunk starts from decays through the whole chunk: e^(γ_C) S₀",
          lambda *a: _chunk(*a, decay_start=False)),

@@ -55,6 +55,7 @@ def _positions_wrapped(case, e, g):
 CAUSAL_MASK = Exercise(
     "causal_mask", "07_masking", ("n_q", "n_k"), ("mask",), _mask_cases,
     lambda n_q, n_k: np.asarray(causal_mask(n_q, n_k)),
+    answers=(causal_mask,),
     mistakes=[
         ("the mask is top-left aligned: the new queries are the LAST T of the S positions, so query i sits at "
          "position S − T + i and sees every key up to that position", _top_left),

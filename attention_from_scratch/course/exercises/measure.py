@@ -1,17 +1,19 @@
 """What a solution costs besides its values, for the tasks that forbid a way of computing them: the memory it holds
-at once (a task that forbids building a large array) and the Python steps it runs (a task that forbids a Python loop
-over an axis).
+at once (a task that forbids building a large array), the Python steps it runs (a task that forbids a Python loop
+over an axis), and which of the package's own answers it calls (every exercise asks for the student's own code).
 
-Both are measured on the student's call alone, in this process, with Python's own instruments: tracemalloc, which
-NumPy tells of every array it allocates, and the trace hook that debuggers use (``sys.settrace``), which sees every
-line and every call of Python code (here the student's own, not the libraries'). A tracing or a trace hook the caller
-had set is left as it was.
+All are measured on the student's call alone, in this process, with Python's own instruments: tracemalloc, which
+NumPy tells of every array it allocates, the trace hook that debuggers use (``sys.settrace``), which sees every
+line and every call of Python code (here the student's own, not the libraries'), and the profiling hook
+(``sys.setprofile``), which sees every call. A tracing or a hook the caller had set is left as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
+import inspect
 import os
 import site
 import sys
@@ -20,7 +22,7 @@ import threading
 import tracemalloc
 from pathlib import Path
 
-__all__ = ["held_at_once", "python_steps"]
+__all__ = ["calls_to", "held_at_once", "python_steps"]
 
 
 def held_at_once(fn, args):
@@ -94,3 +96,29 @@ def python_steps(fn, args):
         sys.settrace(before)
         threading.settrace(threads_before)
     return got, steps
+
+
+@contextlib.contextmanager
+def calls_to(functions):
+    """A list that, on leaving the block, holds each of ``functions`` that code inside it called, directly or
+    through other functions, in the order first called. A function is known by its code (decorators unwrapped),
+    so it is seen however it was reached: ``afs.softmax``, ``from attention_from_scratch import softmax``, a
+    method through its class. Threads started inside are not watched; a profile hook already set keeps running."""
+    wanted = {inspect.unwrap(f).__code__: f for f in functions}
+    seen = []
+    if not wanted:
+        yield seen
+        return
+    before = sys.getprofile()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code in wanted and wanted[frame.f_code] not in seen:
+            seen.append(wanted[frame.f_code])
+        if callable(before):
+            before(frame, event, arg)
+
+    sys.setprofile(hook)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(before)

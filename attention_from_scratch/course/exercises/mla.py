@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...mla import MultiHeadLatentAttention
 from ..i18n import msg
 from .cases import FRESH, Case, Exercise, draw, fresh_dims, fresh_seed
 
@@ -87,6 +88,7 @@ def _mla_reference(q_nope, q_pe, c_kv, k_pe, w_uk):
 MLA_ABSORBED_SCORES = Exercise(
     "mla_absorbed_scores", "17_mla", ("q_nope", "q_pe", "c_kv", "k_pe", "w_uk"),
     ("scores",), _mla_cases, _mla_reference,
+    answers=(MultiHeadLatentAttention.attend_absorb,),
     mistakes=[
         (_HEAD_AXIS, _no_head_axis),
         ("the RoPE part is missing: add q^R·k^R (one k^R per token, shared by all heads)",

@@ -52,6 +52,7 @@ _HEAD_SHAPE = (msg("the heads must come before the tokens, (B, H, T, d_k): after
 SPLIT_HEADS = Exercise(
     "split_heads", "08_multi_head_attention", ("x", "n_heads"), ("heads",), _split_cases,
     _split_reference,
+    answers=(split_heads,),
     mistakes=[
         ("heads mixed: reshape without transpose? A reshape only regroups numbers in memory order, where each "
          "token's features are contiguous: group them by head within the token first, then move the head axis",
@@ -79,6 +80,7 @@ MERGE_HEADS = Exercise(
                   f"{'float32 ' if c.dtype == np.float32 else ''}(B, H, T, d_k) = {_split_reference(*c.args).shape}",
                   (_split_reference(*c.args),), c.dtype) for c in _split_cases()],
     _merge_reference,
+    answers=(merge_heads,),
     mistakes=[
         ("heads mixed: reshape without transpose? A reshape only regroups numbers in memory order: bring each "
          "token's heads next to each other (tokens before heads) before flattening them",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...rope import apply_rope, pairs_to_halves, rope_frequencies, rotate_half_rope
+from ...rope import apply_rope, pairs_to_halves, rope_frequencies, rotate_half_rope, rotate_pairs
 from ..i18n import msg
 from .cases import Case, Exercise, draw, fresh_case, fresh_dims, wrapped_positions_hint
 from .compare import close, rtol_of
@@ -104,6 +104,7 @@ def _wrapped(period):
 ROPE = Exercise(
     "rope", "16_rope", ("x", "positions"), ("rotated",), _rope_cases,
     lambda x, positions: apply_rope(x, positions),
+    answers=(apply_rope, rotate_pairs),
     mistakes=[
         ("pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair r is the consecutive features "
          "(x_2r, x_2r+1), as in DeepSeek's reference", lambda x, p: rotate_half_rope(x, p)),

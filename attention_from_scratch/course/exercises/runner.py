@@ -6,10 +6,12 @@ softmax state updated in place, ``x.shape = ...``) fails with "your function cha
 place", and can never corrupt a later case. A function that raises (``SystemExit`` included) is
 reported in one line, even when its exception's ``str()`` raises too.
 
-What this guards against is a student's slip, and an answer copied from earlier reports (each exercise's
-last case is new at every run). It does not sandbox: the student's function runs in this process, so one
-that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code, can
-fool it, as it could fool any test run in the same process.
+What this guards against is a student's slip, an answer copied from earlier reports (each exercise's
+last case is new at every run), and the package's own answer called in place of one's own (seen by its
+code, however it was imported; another library's, SciPy's softmax say, is not known to it). It does not
+sandbox: the student's function runs in this process, so one that walks the interpreter's frames up to
+the checker's own objects, or rewrites the checker's code, can fool it, as it could fool any test run in
+the same process.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 from ..i18n import Message, msg
 from .cases import Case, Exercise
 from .compare import LOWER_PRECISION, close, compare, describe_arg, hint_line, lower_precision, parts, rtol_of
-from .measure import held_at_once, python_steps
+from .measure import calls_to, held_at_once, python_steps
 
 __all__ = ["run"]
 
@@ -34,6 +36,15 @@ _IN_PLACE = (msg("work on new arrays: `x = x / s` makes a new one, while `x /= s
 _ALIASED = msg("return new arrays, as the task asks: a result that is one of the inputs changes with it, so a caller "
                "that updates the result in place (acc += ..., a cache written into) changes the input it may still "
                "need, and the other way round; copy it if it is already the answer")
+
+
+_OWN_ANSWER = msg("the exercise is to write it yourself, with NumPy and what the notebooks before this one built; "
+                  "once yours passes, compare it with the package's on inputs of your own")
+
+
+def _qualified(function) -> str:
+    """``attention_from_scratch.softmax.softmax``: where a package function lives, as a student would import it."""
+    return f"{function.__module__}.{function.__qualname__}"
 
 
 def _message(err: BaseException) -> str:
@@ -111,13 +122,13 @@ def _aliased(ex: Exercise, args, got):
 
 def _call(ex: Exercise, fn, case: Case, counted: bool = False):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
-    output, heavy, steps), aliased the (output, input) where the task asks for new arrays and an output is an input,
-    heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it held
-    more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``), else
-    None."""
+    output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
+    input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
+    held more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``),
+    else None, answers the package's own answers to the exercise (``Exercise.answers``) that it called."""
     args = copy.deepcopy(case.args)
     steps = None
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, calls_to(ex.answers) as answers:
         warnings.simplefilter("always")
         if case.most_bytes is not None:
             got, held = held_at_once(fn, args)
@@ -132,7 +143,7 @@ def _call(ex: Exercise, fn, case: Case, counted: bool = False):
         changed = _changed(before, after, name, ex.part_names.get(name, ()))
         if changed is not None:
             break
-    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None, heavy, steps
+    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None, heavy, steps, answers
 
 
 def _inputs(ex: Exercise, case: Case) -> Message:
@@ -145,7 +156,8 @@ def run(ex: Exercise, fn):
     answer right in value whose output is an input's own array (where the task asks for new arrays), or that held
     more memory at once than the case allows (where the task forbids building a large array), fails on the first
     case where it did, once every case has been tried; so does one whose Python steps grow with an axis that the task
-    computes at once (``Case.steps_beyond``: a loop over it).
+    computes at once (``Case.steps_beyond``: a loop over it), and one that calls the package's own answer to the
+    exercise (``Exercise.answers``: ``return afs.softmax(x)`` is right but not the student's).
 
     The expected answer of a case is computed only after ``fn`` has returned, in :func:`_judge`'s frame: while
     the student's function runs, no frame it could walk up to (``inspect.currentframe().f_back``) holds it.
@@ -160,7 +172,7 @@ def run(ex: Exercise, fn):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed, aliased, heavy, steps[n] = _call(ex, fn, case, n in compared)
+            got, warned, changed, aliased, heavy, steps[n], answers = _call(ex, fn, case, n in compared)
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
@@ -180,6 +192,10 @@ def run(ex: Exercise, fn):
         problem = _judge(ex, case, _frozen(got), warned)
         if problem is not None:
             return False, [head, _inputs(ex, case), *problem]
+        if answers and deferred is None:  # right values, computed by the package's own answer: reported once no
+            deferred = [head, _inputs(ex, case), msg(  # case has a wrong value, as a held array is
+                "  your function calls the package's own `{function}`, which computes this exercise's answer",
+                function=_qualified(answers[0])), hint_line(_OWN_ANSWER)]
         if heavy is not None and deferred is None:  # right values, built the way the task forbids: reported
             deferred = [head, _inputs(ex, case), msg(  # once no case has a wrong value, as an aliased output is
                 "  your function held {held} MB at once on this case, where the task's way needs at most {most} MB",

@@ -126,6 +126,7 @@ def _shape_error(case, err):
 MERGE_PARTIALS = Exercise(
     "merge_partials", "20_serving_at_scale", ("out_a", "lse_a", "out_b", "lse_b"), ("out", "lse"), _cases,
     merge_partials,
+    answers=(merge_partials,),
     mistakes=[
         ("the two splits are not equal partners: weigh each by its share of the softmax mass, e^lse_a and e^lse_b, "
          "normalised", lambda *a: _wrong(*a, weights="average")),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...softmax import naive_softmax, softmax, softmax_backward
+from ...softmax import log_softmax, naive_softmax, softmax, softmax_backward
 from ..i18n import msg
 from .cases import (
     FRESH,
@@ -78,6 +78,7 @@ def _whole_sum_softmax(x):
 
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
+    answers=(softmax, log_softmax),
     mistakes=[
         (NEGATIVE_ROW, _shift_when_positive),  # before OVERFLOW: on such a row no shift at all gives the same nan
         (OVERFLOW, naive_softmax),
@@ -145,6 +146,7 @@ def _sum(a, **kw):
 
 SOFTMAX_BACKWARD = Exercise(
     "softmax_backward", "12_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
+    answers=(softmax_backward,),
     mistakes=[
         ("the row correction is missing: y ⊙ g alone is only the diagonal part diag(y) g of the softmax Jacobian; "
          "its off-diagonal part − y yᵀ g couples the entries of a row (one inner product per row)",

@@ -132,6 +132,7 @@ def _error_hint(case, err):
 
 INDEX_SCORES = Exercise(
     "index_scores", "21_sparse_attention", ("q", "k", "w"), ("scores",), _index_cases, _index_reference,
+    answers=(index_scores,),
     mistakes=[
         ("no ReLU: each head's dot product goes through ReLU before it is weighted (negative ones count 0)",
          lambda *a: _relu_misplaced(*a, where="none")),

@@ -179,6 +179,7 @@ _TITLE = "top-p (nucleus) filtering, and one BPE merge"
 TOP_P = Exercise(
     "top_p", "14_real_text", ("logits", "p"), ("filtered",), _top_p_cases,
     lambda logits, p: top_p_filter(logits, p),
+    answers=(top_p_filter,),
     mistakes=[  # the precision model first: it differs from the answer only where the rounding decides
         ("the tokens ranked above this one hold just less than p: keep the probabilities and their running sum in "
          "float64 and compare them with p exactly (a float32 or float16 step, or a tolerance such as p − 1e-6, "

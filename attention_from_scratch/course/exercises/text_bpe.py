@@ -175,6 +175,7 @@ def _shares_a_packed_number(case, e, g):
 
 BPE_MERGE_STEP = Exercise(
     "bpe_merge_step", "14_real_text", ("ids", "new_id"), ("pair", "merged"), _bpe_cases, _bpe_reference,
+    answers=(pair_counts, merge_pair),
     mistakes=[
         ("count overlapping pairs: 'aaa' holds (a, a) twice, at positions 0 and 1 (count every i, ids[i], "
          "ids[i + 1])", _non_overlapping),

@@ -89,6 +89,7 @@ def _adam_cases():
 ADAM_STEP = Exercise(
     "adam_step", "13_training", ("p", "g", "m", "v", "t", "lr", "beta1", "beta2", "eps"), ("p", "m", "v"),
     _adam_cases, _reference,
+    answers=(Adam.step,),
     mistakes=[
         ("bias correction: m and v start at 0, so in the first steps they are too small by the factors "
          "1 − β₁ᵗ and 1 − β₂ᵗ; divide by them before the update", lambda *a: _adam(*a, correct=False)),
