@@ -109,7 +109,8 @@ def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: in
 #   V4     min(n, W-1)·e + floor(n/m)·(e + i [CSA]) + S      window rows, compressed entries, compressor state
 #
 # V4's K=V row e in the report's mixed format (§2.3.4): RoPE channels BF16, the rest FP8 with one UE8M0 byte
-# per 64 values, 448 + 7 + 128 = 583 B; its indexer keys in MXFP4 (one scale byte per 32), i = 64 + 4 = 68 B.
+# per 64 values, 448 + 7 + 128 = 583 B (serving code, SGLang's for one, pads the 7 scale bytes to 8: 584 B a row);
+# its indexer keys in MXFP4 (one scale byte per 32), i = 64 + 4 = 68 B.
 # The state S is what DeepSeek's inference code allocates: float32 kv_state and score_state, (c·m, c·d) each
 # (c = 2 for CSA's overlap, 1 for HCA), and the indexer's at d_I. The window counts the W - 1 rows carried.
 STORAGES = ("fp8", "bf16")
