@@ -266,10 +266,11 @@ $(I + L)\\,\\tilde U = \\mathrm{diag}(\\beta) V$ and $(I + L)\\,W = \\mathrm{dia
 (`np.linalg.solve` works on the leading axes), set $U = \\tilde U - W S_0$ and return
 $S_C = e^{\\gamma_C} S_0 + (K \\odot e^{\\gamma_C - \\Gamma})^\\top U$, `(B, H, d_k, d_v)`, in the inputs' dtype.
 The checker tries batch and head axes, a non-square state, float32, g = 0 (plain DeltaNet), C = 1, a strong
-decay (g ≈ −3 per token) and a very strong one (g ≈ −200), against the package's `gated_delta_rule` (token
-by token, it is the same state). Then it counts the Python steps (lines and calls) your function runs on a chunk
-of 4 tokens and on one of 64: a loop over the tokens, token by token or a forward substitution by hand, runs
-about 60 rounds more on the second and fails; NumPy's own loops are not Python steps.""",
+decay (g ≈ −3 per token) and a very strong one (g ≈ −200), against the state the package's `gated_delta_rule`
+hands on after the chunk (chunked or token by token, the same state: section 6). Then it counts the Python steps
+(lines and calls) your function runs on a chunk of 4 tokens and on one of 64: a loop over the tokens, token by
+token or a forward substitution by hand, runs about 60 rounds more on the second and fails; NumPy's own loops are
+not Python steps.""",
     stub='''def my_chunk_state(state, k, v, beta, g):
     """The state after the chunk: solve (I + L) [Ũ, W] = diag(β) [V, K ⊙ e^Γ], then hand S₀ on."""
     raise NotImplementedError  # delete this line and write your code''',
