@@ -7,7 +7,8 @@ Write pairs (k_j, v_j) of width d into a memory, in order, then ask with a store
 * ``linear``: linear attention (φ = elu + 1) sums every φ(k_j) v_jᵀ into one d × d state. φ is
   positive, so every key overlaps every other and each answer is a blend: recall falls at once;
 * ``sum``: the same sum with unit keys and no feature map, S = Σ_j k_j v_jᵀ (Hebb's rule): the
-  crosstalk Σ_{j≠i} (k_j·k_i) v_j grows like √(N/d), so recall falls as N nears d;
+  crosstalk Σ_{j≠i} (k_j·k_i) v_j, against the value v_i it blurs, grows like √((N − 1)/d), so recall
+  falls once N passes d;
 * ``delta``: the delta rule (β = 1, unit keys) writes v_j − Sᵀk_j, so reading k_j right after its
   write gives exactly v_j (Schlag, Irie & Schmidhuber 2021).
 
