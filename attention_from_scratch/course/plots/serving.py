@@ -26,18 +26,22 @@ def plot_window_band(n: int = 16, window: int = 4, n_sinks: int = 2, block: int 
     mask = sliding_window_mask(n, n, window, n_sinks=n_sinks)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.15]})
     ax.imshow(mask, cmap="Blues", vmin=0, vmax=1.4)
-    for i0 in range(0, n, block):  # the tiles flash attention visits for this query block
+    for i0 in range(0, n, block):  # the tiles the forward computes for this query block, as flash._query_block
         spans = key_spans(i0, i0 + block, 0, n, causal=True, window=window, n_sinks=n_sinks)
-        for j0 in range(0, n, block):
-            visited = any(j0 < end and j0 + block > start for start, end in spans)
-            ax.add_patch(Rectangle((j0 - 0.5, i0 - 0.5), block, block, fill=not visited, facecolor="0.85",
-                                   edgecolor="k", lw=1.2, alpha=0.6 if not visited else 1.0))
+        computed = np.zeros(n, dtype=bool)
+        for start, end in spans:  # each span in tiles of up to `block` keys, from its first key
+            for j0 in range(start, end, block):
+                j1 = min(j0 + block, end)
+                computed[j0:j1] = True
+                ax.add_patch(Rectangle((j0 - 0.5, i0 - 0.5), j1 - j0, block, fill=False, edgecolor="k", lw=1.2))
+        for j in np.flatnonzero(~computed):  # keys this query block never scores
+            ax.add_patch(Rectangle((j - 0.5, i0 - 0.5), 1, block, facecolor="0.85", edgecolor="none", alpha=0.6))
     ax.set(xlabel="key position j", ylabel="query position p",
            title=f"W = {window}, {n_sinks} sinks: p - W < j <= p, or j < {n_sinks}")
     ax.legend(handles=[Patch(facecolor="#3182bd", label="may attend"),
-                       Patch(facecolor=plt.get_cmap("Blues")(0.0), edgecolor="0.6",
-                             label="computed in a visited tile, then masked"),
-                       Patch(facecolor="0.85", edgecolor="k", label=f"{block} x {block} tile skipped")],
+                       Patch(facecolor=plt.get_cmap("Blues")(0.0), edgecolor="k",
+                             label=f"in a computed tile (up to {block} x {block}), masked"),
+                       Patch(facecolor="0.85", edgecolor="none", label="never computed")],
               loc="upper right", fontsize=7, framealpha=0.95)
     cache = RollingKVCache(window, n_sinks=n_sinks)
     steps = list(range(n))
