@@ -34,9 +34,11 @@ def test_regression_runs_follow_the_closed_form():
 def test_momentum_beats_gradient_descent_on_the_bowl():
     runs = demos.bowl_runs(300)
     c = np.array(demos.BOWL_CURVATURES)
-    first = {name: int(np.argmax(0.5 * (p**2 @ c) < 1e-6)) for name, p in runs.items()}
-    plain, momentum = first.values()
-    assert 3 * momentum < plain
+    losses = [0.5 * (p**2 @ c) for p in runs.values()]
+    # the step from which each loss stays below 1e-6 (momentum's oscillates: it dips below at step 64 and climbs back)
+    plain, momentum = (int(np.flatnonzero(loss >= 1e-6)[-1]) + 1 for loss in losses)
+    assert losses[0][-1] < 1e-6 and losses[1][-1] < 1e-6
+    assert 1.5 * momentum < plain and losses[1][-1] < 1e-5 * losses[0][-1]
 
 
 def test_bigram_gradient_is_a_loop_over_pairs_and_matches_finite_differences():
