@@ -60,7 +60,7 @@ def bg_inputs_targets_swapped(e, inputs, targets):
 
 def bg_transposed(e, inputs, targets):
     n, log_p, d_z = _start(e, inputs, targets)
-    return -log_p[np.arange(n), targets].mean(), d_z.T @ np.eye(e.shape[0])[inputs]  # (Oᵀ dZ)ᵀ = dZᵀ O
+    return -log_p[np.arange(n), targets].mean(), d_z.T @ np.eye(e.shape[0])[inputs]  # (Aᵀ dZ)ᵀ = dZᵀ A
 
 
 def bg_sign(e, inputs, targets):

@@ -73,7 +73,7 @@ INDEPENDENT = {
     "09.1": 1 / (1 + E(0.1) + E(0.2)),
     "25.1": 4.0,
     "10.1": 3 / 28,  # L(w) = mean((w s - y)²) has curvature c = 2 (1 + 4 + 9) / 3 = 28/3; one step lands when η c = 1
-    "10.2": 0.0,  # dE = Oᵀ dZ, and that token's column of O is all zeros
+    "10.2": 0.0,  # dE = Aᵀ dZ, and that token's column of A is all zeros
     "10.3": 1 + max(range(100), key=lambda i: (1 - 0.9 ** (i + 1)) / (1 - 0.999 ** (i + 1)) ** 0.5),  # t = 12
     "11.1": 4 * 512 * 512 + 2 * 512 * 2048 + 2 * 512,
     "11.2": 0.0,  # no positions, no mask: attention is permutation-equivariant

@@ -205,7 +205,7 @@ ANSWERS = {
     "10.1": ShortAnswer(_one_step_rate, "one step from θ moves it by −η L'(θ) = −η c (θ − θ*): choose η so that it "
                         "lands on θ* exactly (c = 2 · mean(s²), section 5's curvature). Give 4 decimals.",
                         rtol=0.0, atol=5e-5),  # 4 decimals: 0.1071 passes, a wrongly rounded 0.1072 does not
-    "10.2": ShortAnswer(_unseen_row_gradient, "dE = Oᵀ dZ: which entries of that token's column of O are not zero? "
+    "10.2": ShortAnswer(_unseen_row_gradient, "dE = Aᵀ dZ: which entries of that token's column of A are not zero? "
                         "Give the largest absolute entry of its row of dE.", atol=1e-12, magnitude=True),
     "10.3": ShortAnswer(_adam_peak_step, "compute (1 − β1^t) / √(1 − β2^t) at β1 = 0.9, β2 = 0.999 for t = 1 … 100 "
                         "and give the t of the largest (a whole number of steps).", kind="count"),

@@ -144,7 +144,7 @@ BIGRAM_GRAD = Exercise(
         ("pair i is (input, target): its logits are row inputs[i] of E and the one-hot Y marks targets[i]; with the "
          "two swapped the table would predict the token before, not the one after",
          lambda e, inputs, targets: _bigram(e, targets, inputs)),
-        ("dE has E's layout, dE[a, c] for input token a (the row) and next token c (the column): Oᵀ dZ, not its "
+        ("dE has E's layout, dE[a, c] for input token a (the row) and next token c (the column): Aᵀ dZ, not its "
          "transpose", _bigram_transposed),
         ("the gradient of −log p[y] with respect to the logits is p − onehot(y): the target's entry is negative "
          "(raising its logit lowers the loss)", lambda *a: _bigram(*a, sign=-1.0)),
