@@ -222,7 +222,7 @@ ATTENTION_BACKWARD = Exercise(
 loss through `out = softmax(q kᵀ / √d_k) v` given `d_out = ∂L/∂out`: `q` `(..., T, d_k)`, `k` `(..., S, d_k)`,
 `v` `(..., S, d_v)`, `d_out` `(..., T, d_v)` with any leading batch/head dimensions (the same in all four),
 and each gradient the shape of its input. Recompute the forward weights `P` (you may call
-`afs.scaled_dot_product_attention` for them, or your own), then follow the steps derived above:
+`scaled_dot_product_attention`, imported at the top, for them, or your own), then follow the steps derived above:
 dV = Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = scale · dS K, dK = scale · dSᵀ Q. `mask`
 (boolean, True = may attend) broadcasts against the `(..., T, S)` scores, e.g. `(B, 1, 1, S)`; a masked key
 gets no gradient, and a fully masked row contributes nothing (no `nan`). Return the inputs' dtype and leave

@@ -199,8 +199,8 @@ MHA_BACKWARD = Exercise(
 `(dx, dw_q, dw_k, dw_v, dw_o)` for `y = MultiHeadAttention(x)` without biases (section 6): `x` and
 `d_out = ∂L/∂y` are `(B, T, d_model)`, `w_q, w_k, w_v` are `(d_model, H·d_k)`, `w_o` is `(H·d_k, d_model)`, and
 `causal` says whether the forward pass used a causal mask. Recompute the forward pass, then go back through
-W_O, the merge (its backward is a split), attention (you may call `afs.attention_backward` for this step, or
-your own from the exercise above), the split (its backward is a merge) and the three projections; every
+W_O, the merge (its backward is a split), attention (you may call `attention_backward`, imported at the top, for this
+step, or your own from the exercise above), the split (its backward is a merge) and the three projections; every
 gradient has its input's shape and dtype. The checker tries one head, two and four heads, causal and not,
 float32, one token, larger weights and H·d_k ≠ d_model, against section 6's backward pass (itself checked
 against finite differences of `MultiHeadAttention`).""",

@@ -171,7 +171,7 @@ SOFTMAX_BACKWARD = Exercise(
     task="""Write `my_softmax_backward(y, dy)`: given the softmax output `y = softmax(x)` over the **last
 axis** (shape `(..., n)`) and the upstream gradient `dy = ∂L/∂y` (same shape), return `dx = ∂L/∂x` (same
 shape) without forming the `n × n` Jacobian: $dx = y \\odot (dy - \\langle dy, y\\rangle)$, with one inner
-product per row. Use NumPy only (not `afs.softmax_backward`). Return the inputs' dtype (float32 in, float32
+product per row. Use NumPy only (not the package's `softmax_backward`, imported at the top). Return the inputs' dtype (float32 in, float32
 out) and leave `y` and `dy` unchanged. The checker tries one row, a matrix, batch and head dimensions,
 float32, a square matrix, masked entries (`y = 0`: their gradient must be 0), a saturated row, large
 upstream gradients and rows of a single entry.""",
