@@ -168,13 +168,13 @@ SOFTMAX_BACKWARD = Exercise(
     ],
     fallbacks=[lambda case, e, g: _rows_sum_to_zero(e, g)],
     title="the backward passes of softmax and attention",
-    task="""Write `my_softmax_backward(y, dy)`: given the softmax output `y = softmax(x)` over the **last
-axis** (shape `(..., n)`) and the upstream gradient `dy = ∂L/∂y` (same shape), return `dx = ∂L/∂x` (same
-shape) without forming the `n × n` Jacobian: $dx = y \\odot (dy - \\langle dy, y\\rangle)$, with one inner
-product per row. Use NumPy only (not the package's `softmax_backward`, imported at the top). Return the inputs' dtype (float32 in, float32
-out) and leave `y` and `dy` unchanged. The checker tries one row, a matrix, batch and head dimensions,
-float32, a square matrix, masked entries (`y = 0`: their gradient must be 0), a saturated row, large
-upstream gradients and rows of a single entry.""",
+    task="""Write `my_softmax_backward(y, dy)`: given the softmax output `y = softmax(x)` over the **last axis**
+(shape `(..., n)`) and the upstream gradient `dy = ∂L/∂y` (same shape), return `dx = ∂L/∂x` (same shape) without
+forming the `n × n` Jacobian: $dx = y \\odot (dy - \\langle dy, y\\rangle)$, with one inner product per row. Use
+NumPy only (not the package's `softmax_backward`, imported at the top). Return the inputs' dtype (float32 in,
+float32 out) and leave `y` and `dy` unchanged. The checker tries one row, a matrix, batch and head dimensions,
+float32, a square matrix, masked entries (`y = 0`: their gradient must be 0), a saturated row, large upstream
+gradients and rows of a single entry.""",
     stub='''def my_softmax_backward(y, dy):
     """dL/dx of y = softmax(x) over the last axis, given y and dy = dL/dy (both (..., n))."""
     raise NotImplementedError  # delete this line and write your code''',
