@@ -1,7 +1,11 @@
 """``python -m attention_from_scratch``: the tour runs, prints checked numbers, and fails clearly."""
 
+import argparse
+import gettext
+import inspect
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +16,9 @@ import pytest
 
 from attention_from_scratch import __main__ as cli
 from attention_from_scratch.course import tour
+from attention_from_scratch.course.i18n import ENV_VAR, render
 from attention_from_scratch.infra.backend import gpu_available
+from attention_from_scratch.text import train_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMPY_ONLY_SECTIONS = {"_tour_training"}  # trains on NumPy whatever the backend (notebook 13 covers the others)
@@ -192,6 +198,134 @@ def test_language_choice_reaches_the_tour(monkeypatch):
     monkeypatch.setattr(tour, "run_tour", lambda backend, lang="en": chosen.append(lang) or 0)
     assert cli.main(["--lang", "zh"]) == 0 and cli.main(["tour", "--lang", "zh"]) == 0 and cli.main([]) == 0
     assert chosen == ["zh", "zh", "en"]
+
+
+# --- --help and argparse's refusals speak the command's language ------------------------------------------------
+
+# words a Chinese help may keep: sub-command names, option values, names (code is taken out by _english_words)
+_NAMES = {"python", "tour", "figures", "bench", "student", "train", "outdir", "en", "zh", "numpy", "cupy", "tang",
+          "song", "devil", "char", "bpe", "notebook", "Transformer", "n-gram", "None", "int", "processes",
+          "command"}  # the last: the name argparse gives the sub-command in a refusal ("参数 command：")
+
+
+def _english_words(text: str) -> list[str]:
+    """The English words of ``text`` outside code: options, {choices}, METAVARS, 'quoted values', ``code``, paths
+    and identifiers (d_model, float32, UTF-8) are left out, and so are :data:`_NAMES`."""
+    text = re.sub(r"``[^`]*``|\{[^}]*\}|'[^']*'|\S*/\S*|(?<![\w-])--?[\w-]+", " ", text)
+    words = {w.strip(".-") for w in re.findall(r"[A-Za-z][\w.-]*", text)}
+    return sorted(w for w in words - _NAMES if not w.isupper() and not re.search(r"[\d_]", w))
+
+
+def _run(main, argv, capsys) -> tuple[int, str, str]:
+    """``main(argv)``'s exit status (SystemExit's for --help and refusals), stdout and stderr."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert argparse._ is gettext.gettext  # argparse's words are English again once the command has parsed
+    return code, out, err
+
+
+def _helps(argv) -> list:
+    """The help messages a --help of ``argv``'s command shows (the top-level one: its description, the
+    sub-commands and the tour's options)."""
+    name = next((word for word in argv if word in cli.COMMANDS), None)
+    if name is None:
+        return [cli._DESCRIPTION, *(text for text, _, _ in cli.COMMANDS.values()),
+                *(kwargs["help"] for kwargs in cli.COMMANDS[cli.DEFAULT_COMMAND][1].values())]
+    return [kwargs["help"] for kwargs in cli.COMMANDS[name][1].values()]
+
+
+@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in cli.COMMANDS)])
+def test_help_in_english_is_argparse_s_with_every_help_message(argv, monkeypatch, capsys):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    code, out, _ = _run(cli.main, argv, capsys)
+    assert code == 0 and out.startswith("usage: python -m attention_from_scratch")
+    assert "\noptions:\n  -h, --help  " in out and "show this help message and exit" in out
+    assert not re.search(r"[\u4e00-\u9fff]", out)
+    flat = "".join(out.split())  # textwrap breaks lines at hyphens too ("multi-|head")
+    for text in _helps(argv):
+        assert "".join(render(text, "en").split()) in flat
+
+
+def test_help_in_english_is_unchanged_where_short(monkeypatch, capsys):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert _run(cli.main, ["figures", "--help"], capsys)[1] == (
+        "usage: python -m attention_from_scratch figures [-h] [--out OUT]\n\noptions:\n"
+        "  -h, --help  show this help message and exit\n  --out OUT   output folder (default: figures/)\n")
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["--lang", "zh", "--help"], None), (["tour", "--lang", "zh", "--help"], None),
+    (["student", "--help", "--lang", "zh"], None), (["figures", "--help", "--lang=zh"], None),
+    (["train", "--help"], "zh"), (["--help"], "zh"), (["--lang", "zh", "bench", "--help"], "en")])
+def test_help_speaks_chinese_with_lang_zh_or_the_course_wide_language(argv, env, monkeypatch, capsys):
+    """`--lang zh` anywhere on the command line, else ATTENTION_FROM_SCRATCH_LANG: every help message, argparse's
+    own words, and no English sentence left (option names, metavars, values and file names stay)."""
+    monkeypatch.setenv(ENV_VAR, env) if env else monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run(cli.main, argv, capsys)
+    assert code == 0 and out.startswith("用法：python -m attention_from_scratch")
+    assert re.search(r"\n选项[:：]\n  -h, --help", out) and "显示这条帮助信息并退出" in out
+    flat = "".join(out.split())  # lines of Chinese break anywhere: compare without the white space
+    for text in _helps(argv):
+        assert "".join(render(text, "zh").split()) in flat
+    assert not _english_words(out), _english_words(out)
+    assert max(cli._columns(line) for line in out.splitlines()) <= 78  # a Chinese character is two columns
+
+
+def test_train_cli_s_own_help_speaks_the_course_wide_language(monkeypatch, capsys):
+    monkeypatch.setenv(ENV_VAR, "zh")
+    code, out, _ = _run(train_cli.main, ["--help"], capsys)
+    assert train_cli._DESCRIPTION.template == train_cli.__doc__.split("\n\n")[0]  # the module says what it does
+    assert code == 0 and "".join(render(train_cli._DESCRIPTION, "zh").split()) in "".join(out.split())
+    assert "语料的预设值，没有预设时为 0.003" in out and not _english_words(out), _english_words(out)
+    monkeypatch.setenv(ENV_VAR, "en")
+    assert "preset, else 0.003" in _run(train_cli.main, ["--help"], capsys)[1]
+
+
+@pytest.mark.parametrize("argv, env, refusal", [
+    (["--lang", "zh", "--backend", "tpu"], None, "无效的选择：'tpu'（可选：'numpy', 'cupy'）"),
+    (["nosuch"], "zh", "无效的选择：'nosuch'（可选：'tour', 'figures', 'bench', 'student', 'train'）"),
+    (["student", "--lang", "zh"], None, "缺少必需的参数：outdir"),
+    (["train", "--steps", "x"], "zh", "无效的 int 值：'x'"),
+    (["--lang", "zh", "figures", "--bogus"], None, "无法识别的参数：--bogus")])
+def test_a_refused_command_line_is_refused_in_chinese(argv, env, refusal, monkeypatch, capsys):
+    monkeypatch.setenv(ENV_VAR, env) if env else monkeypatch.delenv(ENV_VAR, raising=False)
+    code, out, err = _run(cli.main, argv, capsys)
+    assert code == 2 and not out and err.startswith("用法：python -m attention_from_scratch")
+    assert "错误：" in err and refusal in err
+    # Python 3.10's argparse does not offer "argument --x: " for translation (3.11 does)
+    assert set(_english_words(err)) <= ({"argument"} if sys.version_info < (3, 11) else set()), err
+    monkeypatch.setenv(ENV_VAR, "en")
+    assert "error: " in _run(cli.main, [word for word in argv if word not in ("--lang", "zh")], capsys)[2]
+
+
+def test_python_m_with_lang_zh_still_runs_the_tour_in_chinese(monkeypatch, capsys):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    code, out, err = _run(cli.main, ["--lang", "zh"], capsys)
+    assert code == 0 and "所有检查均已通过。" in out and not err
+
+
+def test_a_language_the_environment_gets_wrong_leaves_the_help_in_english(monkeypatch, capsys):
+    monkeypatch.setenv(ENV_VAR, "fr")
+    assert cli.command_language([]) == "en" and cli.command_language(["--lang", "zh"]) == "zh"
+    assert cli.command_language(["--lang", "zh", "--lang", "en"]) == "en"  # argparse keeps the last one too
+    assert _run(cli.main, ["--help"], capsys)[1].startswith("usage: ")
+
+
+def test_argparse_s_words_are_the_ones_it_asks_for_with_their_fields():
+    """Each of ARGPARSE_WORDS is a text argparse passes to gettext (else its Chinese would never show), and its
+    Chinese keeps the %-fields argparse fills in."""
+    source = inspect.getsource(argparse)
+    asked = [text.template for text in cli.ARGPARSE_WORDS if f"_({text.template!r})" in source]
+    unasked = {"argument %(argument_name)s: %(message)s"} if sys.version_info < (3, 11) else set()
+    assert set(asked) == {text.template for text in cli.ARGPARSE_WORDS} - unasked
+    for text in cli.ARGPARSE_WORDS:
+        fields = re.findall(r"%(?:\(\w+\))?[sr]", text.template)
+        assert sorted(re.findall(r"%(?:\(\w+\))?[sr]", text.render("zh"))) == sorted(fields), text.template
 
 
 def test_figures_command_prints_the_paths_it_writes(tmp_path, monkeypatch, capsys):

@@ -17,6 +17,7 @@ import shlex
 import sys
 import time
 
+from ..course.i18n import msg, render
 from ..infra.allocator import keep_freed_memory
 from .data import baselines, prepare_text
 from .evaluate import bits
@@ -43,31 +44,43 @@ def _options() -> dict:
     """Option -> argparse keyword arguments, in the order of ``--help``: the data options, then one per
     field of :class:`TrainOptions`. ``None`` everywhere means "the corpus's preset" (:data:`PRESETS`)."""
     options = {
-        "--corpus": {"default": "tang", "help": "tang, song, devil, or the path of any UTF-8 text file"},
-        "--out": {"default": None, "help": "output folder (default: runs/CORPUS)"},
-        "--resume": {"action": "store_true", "default": False, "help": "continue the run saved in --out"},
-        "--extra": {"action": "append", "default": None, "help": "a corpus added to the training side (repeat)"},
-        "--titles": {"action": "store_true", "default": None, "help": "keep the poems' title and author lines"},
-        "--tokenizer": {"choices": ("char", "bpe"), "default": None, "help": "char or bpe (preset: char)"},
-        "--vocab-size": {"type": int, "default": None, "help": "BPE vocabulary size"},
-        "--min-count": {"type": int, "default": None, "help": "char: characters seen fewer times are bytes"},
-        "--held-out": {"type": float, "default": None, "help": "fraction of documents held out"},
-        "--split-seed": {"type": int, "default": None, "help": "seed of the held-out split"},
+        "--corpus": {"default": "tang", "help": msg("tang, song, devil, or the path of any UTF-8 text file")},
+        "--out": {"default": None, "help": msg("output folder (default: runs/CORPUS)")},
+        "--resume": {"action": "store_true", "default": False, "help": msg("continue the run saved in --out")},
+        "--extra": {"action": "append", "default": None,
+                    "help": msg("a corpus added to the training side (repeat)")},
+        "--titles": {"action": "store_true", "default": None, "help": msg("keep the poems' title and author lines")},
+        "--tokenizer": {"choices": ("char", "bpe"), "default": None, "help": msg("char or bpe (preset: char)")},
+        "--vocab-size": {"type": int, "default": None, "help": msg("BPE vocabulary size")},
+        "--min-count": {"type": int, "default": None, "help": msg("char: characters seen fewer times are bytes")},
+        "--held-out": {"type": float, "default": None, "help": msg("fraction of documents held out")},
+        "--split-seed": {"type": int, "default": None, "help": msg("seed of the held-out split")},
     }
     for f in dataclasses.fields(TrainOptions):
         kind = {"int": int, "float": float, "str": str}.get(str(f.type).split(" ")[0], float)
         options["--" + f.name.replace("_", "-")] = {"type": kind, "default": None,
-                                                    "help": f"preset, else {f.default}"}
+                                                    "help": msg("preset, else {default}", default=f.default)}
     return options
 
 
 OPTIONS = _options()  # also the rows of ``python -m attention_from_scratch train`` (__main__.COMMANDS)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m attention_from_scratch train", description=__doc__.split("\n\n")[0])
-    for option, kwargs in OPTIONS.items():
-        p.add_argument(option, **kwargs)
+# the first paragraph of the module docstring: the description of ``python -m attention_from_scratch.text.train_cli``
+_DESCRIPTION = msg("``python -m attention_from_scratch train --corpus tang``: train on real text, compare with the "
+                   "n-grams.")
+
+
+def parser(lang: str | None = None) -> argparse.ArgumentParser:
+    """The parser of this module's command line, its help in ``lang`` (default: the course-wide language)."""
+    from .. import __main__ as cli  # the command line's language and argparse's words (it imports this module)
+
+    lang = cli.command_language() if lang is None else lang
+    with cli.argparse_words(lang):
+        p = argparse.ArgumentParser(prog="python -m attention_from_scratch train",
+                                    description=render(_DESCRIPTION, lang), formatter_class=cli.formatter(lang))
+        for option, kwargs in cli.rendered(OPTIONS, lang).items():
+            p.add_argument(option, **kwargs)
     return p
 
 
@@ -85,7 +98,13 @@ def command_line(args: dict) -> str:
 
 def main(argv=None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    return run(parser().parse_args(argv))
+    from .. import __main__ as cli
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    lang = cli.command_language(argv)  # as `python -m attention_from_scratch train` would speak
+    with cli.argparse_words(lang):
+        namespace = parser(lang).parse_args(argv)
+    return run(namespace)
 
 
 def run(namespace: argparse.Namespace) -> int:
