@@ -439,6 +439,81 @@ def _adam_through_the_package(*args):
     return exercises.EXERCISES["adam_step"].reference(*args)
 
 
+def _softmax_from_logsumexp(x):
+    """softmax = exp(x − lse(x)), with the package's logsumexp that notebook 04 shows before its exercise."""
+    import attention_from_scratch as afs
+
+    return np.exp(x - afs.logsumexp(x, axis=-1, keepdims=True)).astype(x.dtype)
+
+
+def _causal_from_the_window_mask(n_q, n_k):
+    """A window as wide as the keys is the causal mask (sliding_window_mask's docstring says so)."""
+    import attention_from_scratch as afs
+
+    return afs.sliding_window_mask(n_q, n_k, max(n_k, 1))
+
+
+def _bigram_from_the_layers(e, inputs, targets):
+    """bigram_loss_and_grad's own three lines, copied: the capstone's layers that notebook 10 names."""
+    from attention_from_scratch.model import layers
+
+    tokens, targets = inputs[None], targets[None]
+    loss, cache = layers.cross_entropy_forward(layers.embedding_forward(tokens, e, np), targets, np)
+    d_e = layers.embedding_backward(tokens, layers.cross_entropy_backward(cache, np), e.shape[0], np)
+    return np.asarray(loss, dtype=e.dtype), d_e
+
+
+def _halves_to_pairs(y):
+    d = y.shape[-1]
+    return np.stack([y[..., : d // 2], y[..., d // 2:]], axis=-1).reshape(y.shape)
+
+
+def _rope_from_the_rotate_half_layout(x, positions):
+    """Notebook 16's identity: rotate_half_rope(pairs_to_halves(x), m) = pairs_to_halves(apply_rope(x, m))."""
+    import attention_from_scratch as afs
+    from attention_from_scratch.rope import pairs_to_halves
+
+    return _halves_to_pairs(afs.rotate_half_rope(pairs_to_halves(x), positions))
+
+
+def _rope_from_the_indexer(x, positions):
+    import attention_from_scratch as afs
+    from attention_from_scratch.rope import pairs_to_halves
+    from attention_from_scratch.sparse import rope_first
+
+    d = x.shape[-1]
+    return _halves_to_pairs(rope_first(pairs_to_halves(x), d, positions, afs.rope_frequencies(d)))
+
+
+def _attention_backward_from_flash(q, k, v, d_out, mask=None):
+    """Notebook 12 shows flash_attention_backward equal to attention_backward, before its exercise."""
+    import attention_from_scratch as afs
+
+    out, lse = afs.flash_attention(q, k, v, mask, return_lse=True)
+    return afs.flash_attention_backward(q, k, v, out, d_out, lse, mask)
+
+
+@pytest.mark.parametrize("name, fn, function", [
+    ("softmax", _softmax_from_logsumexp, "attention_from_scratch.softmax.logsumexp"),
+    ("attention", lambda q, k, v, mask=None: __import__("attention_from_scratch").attention_loop(q, k, v, mask),
+     "attention_from_scratch.attention.attention_loop"),
+    ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),
+    ("bigram_grad", _bigram_from_the_layers, "attention_from_scratch.model.layers.cross_entropy_forward"),
+    ("rope", _rope_from_the_rotate_half_layout, "attention_from_scratch.rope.rotate_half_rope"),
+    ("rope", _rope_from_the_indexer, "attention_from_scratch.rope.rotate_half_rope"),
+    ("attention_backward", _attention_backward_from_flash,
+     "attention_from_scratch.flash_backward.flash_attention_backward"),
+])
+def test_another_package_function_that_computes_the_whole_answer_is_refused_too(name, fn, function):
+    """The package holds other functions that compute an exercise's whole answer, shown in the notebooks before the
+    exercise (attention_loop in 06, logsumexp in 04, flash_attention_backward in 12, rotate_half_rope in 16, the
+    capstone's cross-entropy layers in 10) or exported beside it (sliding_window_mask): each is one of its answers."""
+    verdict = exercises.check(name, fn, quiet=True)
+    assert not verdict.passed, f"{name}: a lazy answer through {function} passed"
+    (line,) = _own_answer(verdict)
+    assert line.values["function"] == function, verdict.report
+
+
 def test_building_blocks_taught_before_stay_free_and_wrong_values_are_reported_first():
     import attention_from_scratch as afs
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...attention import scaled_dot_product_attention
+from ...attention import attention_loop, scaled_dot_product_attention
 from ...masking import padding_mask
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
@@ -183,7 +183,7 @@ def _mask_error(case, err):
 ATTENTION = Exercise(
     "attention", "06_scaled_dot_product_attention", ("q", "k", "v", "mask"), ("out", "weights"),
     _attention_cases, _sdpa,
-    answers=(scaled_dot_product_attention,),
+    answers=(scaled_dot_product_attention, attention_loop),  # the loop form the notebook shows beside it
     mistakes=[
         ("scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k the last axis of q",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1.0)),

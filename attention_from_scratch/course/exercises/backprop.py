@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...attention import attention_backward, attention_grads, scaled_dot_product_attention
+from ...flash_backward import flash_attention_backward
 from ...masking import padding_mask
 from ...softmax import softmax
 from ..i18n import msg
@@ -176,7 +177,7 @@ _MASKED_KEYS = (msg("masked keys must get no gradient: P = 0 where the mask is F
 ATTENTION_BACKWARD = Exercise(
     "attention_backward", "12_backpropagation", ("q", "k", "v", "d_out", "mask"), ("dq", "dk", "dv"),
     _attention_backward_cases, _reference,
-    answers=(attention_backward, attention_grads),
+    answers=(attention_backward, attention_grads, flash_attention_backward),  # the notebook shows they agree
     mistakes=[
         ("a score of exactly 0 is an ordinary score (a query orthogonal to a key, or a query of zeros), not a blocked "
          "one: only the mask blocks a key",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
 from ..learning_demos import bigram_loss_and_grad, bigram_pairs
 from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, far_below_the_max, fresh_case
@@ -128,7 +129,8 @@ def _bigram_global_max(case, e, g):
 BIGRAM_GRAD = Exercise(
     "bigram_grad", "10_learning_from_data", ("e", "inputs", "targets"), ("loss", "de"), _bigram_cases,
     _bigram_reference,
-    answers=(bigram_loss_and_grad,),
+    # the capstone's cross-entropy layers, which bigram_loss_and_grad runs and the notebook names: its loss and dZ
+    answers=(bigram_loss_and_grad, cross_entropy_forward, cross_entropy_backward),
     mistakes=[
         ("a token that occurs several times as an input must add up all its rows of dZ: de[inputs] += dz keeps "
          "only one of the repeated rows (NumPy does not accumulate repeated indices); use np.add.at(de, inputs, dz) "

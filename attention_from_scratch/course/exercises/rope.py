@@ -104,7 +104,7 @@ def _wrapped(period):
 ROPE = Exercise(
     "rope", "16_rope", ("x", "positions"), ("rotated",), _rope_cases,
     lambda x, positions: apply_rope(x, positions),
-    answers=(apply_rope, rotate_pairs),
+    answers=(apply_rope, rotate_pairs, rotate_half_rope),  # the other layout, features permuted (section 4)
     mistakes=[
         ("pairs mixed: that is the rotate-half (GPT-NeoX/Llama) layout; here pair r is the consecutive features "
          "(x_2r, x_2r+1), as in DeepSeek's reference", lambda x, p: rotate_half_rope(x, p)),

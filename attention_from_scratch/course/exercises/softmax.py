@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...softmax import log_softmax, naive_softmax, softmax, softmax_backward
+from ...softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
 from ..i18n import msg
 from .cases import (
     FRESH,
@@ -78,7 +78,7 @@ def _whole_sum_softmax(x):
 
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
-    answers=(softmax, log_softmax),
+    answers=(softmax, log_softmax, logsumexp),  # exp(x − lse(x)) is the softmax
     mistakes=[
         (NEGATIVE_ROW, _shift_when_positive),  # before OVERFLOW: on such a row no shift at all gives the same nan
         (OVERFLOW, naive_softmax),
