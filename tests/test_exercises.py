@@ -514,6 +514,58 @@ def test_another_package_function_that_computes_the_whole_answer_is_refused_too(
     assert line.values["function"] == function, verdict.report
 
 
+def _mha_backward_on_the_package_s_blocks(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
+    """The package's split/merge heads and FlashAttention's forward and backward for the attention step."""
+    import attention_from_scratch as afs
+    from attention_from_scratch.multihead import merge_heads, split_heads
+
+    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    out, lse = afs.flash_attention(q, k, v, causal=causal, return_lse=True)
+    grads = afs.flash_attention_backward(q, k, v, out, split_heads(d_out @ w_o.T, n_heads), lse, causal=causal)
+    dq, dk, dv = (merge_heads(g) for g in grads)
+    flat = lambda a: a.reshape(-1, a.shape[-1])  # noqa: E731
+    return (dq @ w_q.T + dk @ w_k.T + dv @ w_v.T, flat(x).T @ flat(dq), flat(x).T @ flat(dk), flat(x).T @ flat(dv),
+            flat(merge_heads(out)).T @ flat(d_out))
+
+
+def _attention_backward_on_softmax_backward(q, k, v, d_out, mask=None):
+    """Notebook 12's own steps, the forward weights from sdpa and dS from the exercise before (softmax_backward)."""
+    import attention_from_scratch as afs
+
+    _, p = afs.scaled_dot_product_attention(q, k, v, mask)
+    scale = q.dtype.type(q.shape[-1] ** -0.5)
+    ds = afs.softmax_backward(p, d_out @ np.swapaxes(v, -1, -2))
+    return scale * ds @ k, scale * np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ d_out
+
+
+def _decode_step_with_a_causal_mask(q, k_new, v_new, k_cache, v_cache):
+    import attention_from_scratch as afs
+
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return afs.scaled_dot_product_attention(q, k, v, afs.causal_mask(1, k.shape[-2]))[0], k, v
+
+
+def _merge_partials_on_notebook_18_s_merge(out_a, lse_a, out_b, lse_b):
+    from attention_from_scratch.flash import finish_state, online_softmax_merge
+
+    state = lambda o, s: (s[..., None], (s[..., None] > -np.inf).astype(o.dtype), o)  # noqa: E731
+    out, lse = finish_state(online_softmax_merge(state(out_a, lse_a), state(out_b, lse_b)))
+    return out, lse[..., 0]
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("mha_backward", _mha_backward_on_the_package_s_blocks),
+    ("attention_backward", _attention_backward_on_softmax_backward),
+    ("kv_decode_step", _decode_step_with_a_causal_mask),
+    ("merge_partials", _merge_partials_on_notebook_18_s_merge),
+])
+def test_a_right_answer_on_the_package_s_building_blocks_passes(name, fn):
+    """What a task allows (afs.attention_backward, or FlashAttention's, for mha_backward's attention step; sdpa for P)
+    and what an earlier exercise built (softmax_backward, causal_mask, online_softmax_merge) is not refused."""
+    verdict = exercises.check(name, fn, quiet=True)
+    assert verdict.passed, verdict.report
+
+
 def test_building_blocks_taught_before_stay_free_and_wrong_values_are_reported_first():
     import attention_from_scratch as afs
 
