@@ -62,6 +62,13 @@ def tp_cumsum_of_logits(logits, p):
     return _unsort(order, np.where(np.cumsum(z, axis=-1) - z < p, z, -np.inf))
 
 
+def tp_first_index_reaching_p(logits, p):
+    order = np.argsort(-logits, axis=-1)
+    z = np.take_along_axis(logits, order, axis=-1)
+    last = np.argmax(np.cumsum(_softmax(z), axis=-1) >= p, axis=-1)[..., None]  # the first token that reaches p
+    return _unsort(order, np.where(np.arange(z.shape[-1]) <= last, z, -np.inf))  # (none reaches 1: argmax is 0)
+
+
 def tp_large_negative_for_removed(logits, p):
     kept = exercise_solutions.my_top_p(logits, p)
     return np.where(np.isneginf(kept), -1e9, kept)  # "minus infinity, more or less"
@@ -400,6 +407,7 @@ BATTERIES = {
             (tp_top_k_of_p_v, "your function kept every token"),
             (tp_log_probabilities, "keep their logit as given"),
             (tp_argsort_reversed, "[::-1] reverses the first axis"),
+            (tp_first_index_reaching_p, "can end just below 1"),
         ],
         "right": [tp_row_loop, tp_threshold, tp_remove_below_one_minus_p],
     },

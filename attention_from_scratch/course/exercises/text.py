@@ -65,6 +65,12 @@ def _one_more_at_p(logits, p):
     return _kept_sorted(logits, p, keep=lambda c, q, p: c - q <= p)
 
 
+def _first_reaching_p(logits, p):
+    """The nucleus cut after the first token whose running sum reaches p (np.argmax of cumsum >= p): where rounding
+    leaves every running sum of a row below p (p = 1), argmax of an all-False row is 0, so only the first is kept."""
+    return _kept_sorted(logits, p, keep=lambda c, q, p: np.arange(c.shape[-1]) <= np.argmax(c >= p, axis=-1)[..., None])
+
+
 def _one_max_for_the_batch(logits, p):
     z = np.asarray(logits, dtype=np.float64)
     e = np.exp(z - z.max())  # one maximum for the whole batch: a row far below it underflows to 0 / 0
@@ -188,6 +194,10 @@ TOP_P = Exercise(
          "cumulative sum before it, not including it), so the kept probability is at least p", _crossing_dropped),
         ("the nucleus is the FEWEST tokens: a token stays while the tokens ranked above it hold LESS than p "
          "(<, not <=); once they hold p, the nucleus is complete and the next token is removed", _one_more_at_p),
+        ("the running sum of rounded probabilities can end just below 1 (0.9999999999999999, one rounding step "
+         "short), so with p = 1 no token reaches p, and a search for the first one that does finds none (np.argmax "
+         "of an all-False row is 0: only the most probable token is kept); a token stays while the tokens ranked "
+         "above it hold less than p, which needs no search", _first_reaching_p),
         ("softmax each row with its own maximum (max over axis −1, keepdims=True): one maximum for the whole "
          "batch makes exp underflow to 0 / 0 = nan in a row far below it", _one_max_for_the_batch),
         ("rank the tokens from the most probable down (argsort of −logits): ascending order keeps the least "
