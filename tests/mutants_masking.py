@@ -47,6 +47,10 @@ def future_and_self(n_q, n_k):
     return j >= i + (n_k - n_q)
 
 
+def upper_triangle(n_q, n_k):
+    return np.triu(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)  # triu for tril
+
+
 def square_only(n_q, n_k):
     return np.tril(np.ones((n_k, n_k), dtype=bool))
 
@@ -106,8 +110,9 @@ BATTERIES = {
             (additive_float_mask, "return a boolean array"),
             (offset_clipped_at_zero, "a query before position 0 sees nothing"),
             (last_rows_of_a_square, None),  # expected shape (5, 3), got shape (3, 3)
-            (transposed, None),
-            (future_and_self, None),
+            (transposed, "the upper triangle"),  # square case 1: the transposed lower triangle is the upper one
+            (future_and_self, "the upper triangle"),
+            (upper_triangle, "the upper triangle"),
             (square_only, None),
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (list_of_rows, "expected a NumPy array, got a value of type list"),

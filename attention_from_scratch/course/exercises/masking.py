@@ -71,6 +71,10 @@ CAUSAL_MASK = Exercise(
          lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q + 1)),
         ("True and False swapped: here True = may attend (PyTorch's convention), so the past and the token "
          "itself are True", lambda n_q, n_k: ~np.asarray(causal_mask(n_q, n_k))),
+        ("your mask lets each query see its own position and the keys after it, its future: that is the upper "
+         "triangle (np.triu, key j >= the query's position, or the lower triangle transposed); a query sees the keys "
+         "up to its own position S − T + i, and none after it",
+         lambda n_q, n_k: np.triu(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)),
     ],
     symptoms=[_before_every_key],
     fallbacks=[_positions_wrapped],
