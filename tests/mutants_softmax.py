@@ -134,6 +134,11 @@ def shifted_by_max_then_divide(x):
     return np.exp(shifted) / np.exp(shifted).sum(axis=-1)[..., None]
 
 
+def clipped_scores(x):
+    e = np.exp(np.clip(x, -80.0, 80.0))  # "keep exp from overflowing": 1000 and 999 both become 80
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def clamped_exponent(x):
     m = x.max(axis=-1, keepdims=True)  # exp(-inf) replaced by a tiny weight: a blocked key leaks
     e = np.exp(np.maximum(x - m, -23.0 if x.dtype == np.float64 else -10.5))
@@ -178,6 +183,7 @@ BATTERIES = {
             (shift_by_largest_magnitude, "all far below 0 (about −1000)"),
             (shift_when_float64_would_overflow, "subtract the row max"),
             (unstable_log_sum_exp, "the log-sum-exp needs the shift too"),
+            (clipped_scores, "clipping the scores"),
         ],
         "right": [via_logsumexp, row_loop, shifted_by_max_then_divide],
     },
