@@ -414,6 +414,18 @@ def test_the_package_s_own_answer_passed_as_the_solution_is_refused(name):
     assert "本包自己的" in verdict.render("zh")
 
 
+@pytest.mark.parametrize("name", sorted(WRITTEN_OUT))
+def test_the_checker_s_own_reference_is_refused_where_it_is_written_out(name):
+    """kv_decode_step's and numerical_gradient's references are written out in the checker (concatenate, then notebook
+    06's attention; central differences), so no package function names them; a lazy student's
+    ``return exercises.EXERCISES[name].reference(*args)`` is the checker's own answer, and is refused."""
+    ex = exercises.EXERCISES[name]
+    verdict = exercises.check(name, lambda *args: ex.reference(*args), quiet=True)
+    assert not verdict.passed and verdict.lines[0].values["n"] == 1, verdict.report
+    (line,) = _own_answer(verdict)
+    assert line.values["function"] == f"{ex.reference.__module__}.{ex.reference.__qualname__}"
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

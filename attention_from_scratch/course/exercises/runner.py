@@ -7,8 +7,9 @@ place", and can never corrupt a later case. A function that raises (``SystemExit
 reported in one line, even when its exception's ``str()`` raises too.
 
 What this guards against is a student's slip, an answer copied from earlier reports (each exercise's
-last case is new at every run), and the package's own answer called in place of one's own (seen by its
-code, however it was imported; another library's, SciPy's softmax say, is not known to it). It does not
+last case is new at every run), and the package's own answer, or the checker's reference, called in place of
+one's own (seen by its code, however it was imported; another library's, SciPy's softmax say, is not known to it,
+nor is a call made on another thread or a copy of the code changed). It does not
 sandbox: the student's function runs in this process, so one that walks the interpreter's frames up to
 the checker's own objects, or rewrites the checker's code, can fool it, as it could fool any test run in
 the same process.
@@ -125,10 +126,13 @@ def _call(ex: Exercise, fn, case: Case, counted: bool = False):
     output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
     input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
     held more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``),
-    else None, answers the package's own answers to the exercise (``Exercise.answers``) that it called."""
+    else None, answers the package's own answers to the exercise (``Exercise.answers``, and the checker's reference)
+    that it called, in the order first called."""
     args = copy.deepcopy(case.args)
     steps = None
-    with warnings.catch_warnings(record=True) as caught, calls_to(ex.answers) as answers:
+    # the checker's own reference too: where it is written out (kv_decode_step, numerical_gradient) no package function
+    # names the answer, and ``exercises.EXERCISES[name].reference`` would hand it over
+    with warnings.catch_warnings(record=True) as caught, calls_to((*ex.answers, ex.reference)) as answers:
         warnings.simplefilter("always")
         if case.most_bytes is not None:
             got, held = held_at_once(fn, args)
@@ -193,9 +197,10 @@ def run(ex: Exercise, fn):
         if problem is not None:
             return False, [head, _inputs(ex, case), *problem]
         if answers and deferred is None:  # right values, computed by the package's own answer: reported once no
+            named = next((f for f in answers if f in ex.answers), answers[0])  # the package's, before the checker's
             deferred = [head, _inputs(ex, case), msg(  # case has a wrong value, as a held array is
                 "  your function calls the package's own `{function}`, which computes this exercise's answer",
-                function=_qualified(answers[0])), hint_line(_OWN_ANSWER)]
+                function=_qualified(named)), hint_line(_OWN_ANSWER)]
         if heavy is not None and deferred is None:  # right values, built the way the task forbids: reported
             deferred = [head, _inputs(ex, case), msg(  # once no case has a wrong value, as an aliased output is
                 "  your function held {held} MB at once on this case, where the task's way needs at most {most} MB",
