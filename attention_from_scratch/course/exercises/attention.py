@@ -26,6 +26,7 @@ from .cases import (
     Case,
     Exercise,
     draw,
+    equal_weights_for_different_scores,
     float32_scores_about_100,
     fresh_attention_inputs,
     fresh_case,
@@ -172,6 +173,13 @@ def _overflow_nan(case, e, g):
     return None
 
 
+def _scores_clipped(case, e, g):
+    """Weights equal for different scores: the scores were clipped (:func:`equal_weights_for_different_scores`)."""
+    q, k, _, mask = case.args
+    scores = _scores(q, k)
+    return equal_weights_for_different_scores(scores if mask is None else np.where(mask, scores, -np.inf), e[1], g[1])
+
+
 def _mask_error(case, err):
     mask = case.args[3]
     if mask is not None and np.ndim(mask) != 2 and isinstance(err, (IndexError, ValueError)):
@@ -220,7 +228,7 @@ ATTENTION = Exercise(
         (OVERFLOW, _no_row_guard),
     ],
     symptoms=[_masked_row_nan],
-    fallbacks=[rows_sum_to_one, _overflow_nan],
+    fallbacks=[rows_sum_to_one, _overflow_nan, _scores_clipped],
     error_hint=_mask_error,
     exact_zeros=lambda case: {"weights": _blocked(*case.args)},
     title="scaled dot-product attention",

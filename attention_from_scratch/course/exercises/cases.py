@@ -104,6 +104,32 @@ def rows_sum_to_one(case, e, g):
     return None
 
 
+SCORES_CLIPPED = msg("two different scores of a row got the same weight: clipping the scores (np.clip, to keep exp "
+                     "from overflowing) makes every score past the bound equal to it, and changes the softmax; "
+                     "subtract each row's max instead, which changes no weight and leaves every exponent ≤ 0")
+
+
+def equal_weights_for_different_scores(scores, want, got):
+    """:data:`SCORES_CLIPPED` where two different finite scores of a row (``scores (..., n)``, −∞ where blocked) got
+    the same positive weight while the answer's (``want``) differ: the scores were clipped, so that 1000 and 999 both
+    became the bound (80, say). Else None."""
+    scores, want, got = np.asarray(scores, dtype=np.float64), np.asarray(want, dtype=np.float64), np.asarray(got)
+    if got.dtype.kind != "f" or got.ndim == 0:
+        return None
+    try:
+        scores, want, got = np.broadcast_arrays(scores, want, got.astype(np.float64))
+    except ValueError:
+        return None
+    n = scores.shape[-1]
+    for s, w, y in zip(scores.reshape(-1, n), want.reshape(-1, n), got.reshape(-1, n), strict=True):
+        scores_differ = np.isfinite(s)[:, None] & np.isfinite(s)[None, :] & (s[:, None] != s[None, :])
+        same_weight = (y[:, None] == y[None, :]) & (y[:, None] > 0)
+        weights_differ = np.abs(w[:, None] - w[None, :]) > 1e-3 * np.max(w)
+        if np.any(scores_differ & same_weight & weights_differ):
+            return SCORES_CLIPPED
+    return None
+
+
 FRESH = "a fresh case, drawn anew at every run (answers written for the cases above do not fit it)"
 PER_SEQUENCE = ("a (B, 1, T, S) mask, a row per query and a pattern per sequence: sequence 0 causal, sequence 1 of "
                 "length 0 (it sees no key)")

@@ -18,6 +18,7 @@ from .cases import (
     Case,
     Exercise,
     draw,
+    equal_weights_for_different_scores,
     fresh_case,
     fresh_dims,
     fresh_seed,
@@ -76,25 +77,6 @@ def _whole_sum_softmax(x):
     return e / np.sum(e)
 
 
-def _equal_weights_for_different_scores(case, e, g):
-    """Two different finite scores of a row given the same weight where the answer's differ: the scores were clipped
-    (np.clip, to keep exp from overflowing), which changes them (1000 and 999 both become the bound of 80, say)."""
-    x, want, got = case.args[0], np.asarray(e[0], dtype=np.float64), np.asarray(g[0])
-    if got.shape != x.shape or got.dtype.kind != "f" or x.ndim == 0:
-        return None
-    got = got.astype(np.float64)
-    for row, w, y in zip(x.reshape(-1, x.shape[-1]), want.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1]),
-                         strict=True):
-        scores_differ = np.isfinite(row)[:, None] & np.isfinite(row)[None, :] & (row[:, None] != row[None, :])
-        same_weight = (y[:, None] == y[None, :]) & (y[:, None] > 0)
-        weights_differ = np.abs(w[:, None] - w[None, :]) > 1e-3 * np.max(w)
-        if np.any(scores_differ & same_weight & weights_differ):
-            return msg("two different scores of a row got the same weight: clipping the scores (np.clip, to keep exp "
-                       "from overflowing) makes every score past the bound equal to it, and changes the softmax; "
-                       "subtract each row's max instead, which changes no weight and leaves every exponent ≤ 0")
-    return None
-
-
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
     answers=(softmax, log_softmax, logsumexp),  # exp(x − lse(x)) is the softmax
@@ -109,7 +91,7 @@ SOFTMAX = Exercise(
         ("the whole array sums to 1 instead of each row: each row is its own distribution, summed over its "
          "own entries only", _whole_sum_softmax),
     ],
-    fallbacks=[rows_sum_to_one, _equal_weights_for_different_scores],
+    fallbacks=[rows_sum_to_one, lambda case, e, g: equal_weights_for_different_scores(case.args[0], e[0], g[0])],
     exact_zeros=lambda case: {"weights": np.isneginf(case.args[0])},  # exp(−∞) = 0, not a small number
     title="a stable softmax",
     task="""Write `my_softmax(x)`: the softmax over the **last axis** of `x` (shape `(..., n)`: any number of leading
