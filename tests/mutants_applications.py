@@ -13,6 +13,11 @@ def _loss(q, k, t, axis=-1, reduce=np.mean, naive=False):
     return reduce(lse - np.diagonal(logits))
 
 
+def clipped_logits(q, k, t):
+    logits = np.clip(q @ k.T / t, -80.0, 80.0)  # "keep exp from overflowing": no row max subtracted
+    return np.mean(np.log(np.sum(np.exp(logits), axis=-1)) - np.diagonal(logits)).astype(q.dtype)
+
+
 def no_temperature(q, k, t):
     return _loss(q, k, 1.0)
 
@@ -153,6 +158,7 @@ def logaddexp_reduce(q, k, temperature):  # right: the log-sum-exp as np.logadde
 BATTERIES = {
     "info_nce": {
         "wrong": [
+            (clipped_logits, "clipping the logits"),
             (log_mean_exp, "not the log of their mean"),
             (no_temperature, "the temperature is ignored"),
             (times_temperature, "multiplied by τ"),

@@ -85,6 +85,12 @@ def _info_nce_naive(q, k, tau, *, shift=None):
         return np.mean(top + np.log(np.sum(np.exp(logits - top[:, None]), axis=-1)) - np.diagonal(logits))
 
 
+def _clipped(q, k, tau, bound=80.0):
+    """The logits clipped to ±bound "to keep exp from overflowing", no row max subtracted."""
+    logits = np.clip(q @ k.T / tau, -bound, bound)
+    return np.mean(np.log(np.sum(np.exp(logits), axis=-1)) - np.diagonal(logits))
+
+
 def _negatives_only(q, k, tau):
     """The log-sum-exp over the negatives alone (j ≠ i), the positive left out of the denominator."""
     logits = (q @ k.T) / tau  # (N, N)
@@ -98,7 +104,11 @@ INFO_NCE = Exercise(
     "info_nce", "24_applications", ("q", "k", "temperature"), ("loss",), _info_nce_cases,
     lambda q, k, t: info_nce(q, k, temperature=t),
     answers=(info_nce,),
-    mistakes=[
+    mistakes=[  # clipping first: where every logit passes the bound it gives log N, as τ multiplied does there (a
+        # student who multiplies by τ fails case 1 already, with that hint)
+        ("clipping the logits (np.clip, to keep exp from overflowing) makes every logit past the bound equal to it, "
+         "and changes the loss (a row whose logits all pass it gives log N, as equal logits do); subtract each row's "
+         "max inside the log-sum-exp instead, which changes nothing", _clipped),
         ("the temperature is ignored: divide the logits q_i·k_j by τ", lambda q, k, t: info_nce(q, k, temperature=1.0)),
         ("multiplied by τ: the logits are q_i·k_j / τ", lambda q, k, t: info_nce(q, k, temperature=1 / t)),
         ("each query q_i picks its positive among all keys: the log-sum-exp runs over j, along each row of q kᵀ "
