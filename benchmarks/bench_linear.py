@@ -108,7 +108,7 @@ def crossover(rows, fast, slow):
 
 
 def main(quick: bool = False):
-    """Print the three tables and the crossovers; returns the prefill rows."""
+    """Print the four tables (prefill, chunk size, decoding, bytes) and the crossovers; returns the prefill rows."""
     sizes = [64, 128, 256] if quick else [128, 256, 512, 1024, 2048, 4096, 8192]
     repeat = 3 if quick else 5
     rows = prefill(sizes, repeat)
