@@ -6,7 +6,8 @@ From the logits z of the next token (shape ``(..., V)``):
 * temperature:  p = softmax(z / τ)    τ < 1 sharpens, τ > 1 flattens; τ -> 0 is greedy
 * top-k:        keep the k largest z (ties with the k-th kept too), the rest -inf (Fan et al. 2018)
 * top-p:        keep the smallest set of most probable tokens whose probability adds up to at least p,
-                the rest -inf (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration")
+                the rest -inf (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration"); of
+                tokens tied at the set's edge the lower ids come first, so the set stays the smallest
 
 applied in that order (temperature, then top-k, then top-p on the tempered distribution), then one
 draw from the renormalised distribution by inverting its cumulative sum at a uniform u from
@@ -44,7 +45,8 @@ def _check_top_p(p) -> float:
 
 
 def top_p_filter(logits, p: float):
-    """``logits`` keeping, per row, the fewest most probable tokens whose probabilities sum to >= p."""
+    """``logits`` keeping, per row, the fewest most probable tokens whose probabilities sum to >= p (ties: the
+    lower id first, a stable sort)."""
     z = np.asarray(to_numpy(logits), dtype=np.float64)
     p = _check_top_p(p)
     order = np.argsort(-z, axis=-1, kind="stable")  # (..., V): most probable first
