@@ -187,6 +187,12 @@ def main(argv=None) -> int:
     lang = command_language(argv)
     with argparse_words(lang):  # help and refusals in the command's language
         args = build_parser(lang).parse_args(argv)
+    if getattr(args, "lang", "") is None:  # a command that speaks the course-wide language, which is not given here:
+        try:  # a wrong one in the environment or the folder's file is refused in one line, not a traceback
+            language()
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     module, function = COMMANDS[args.command or DEFAULT_COMMAND][2].split(":")
     return getattr(import_module(f".{module}", __package__), function)(args)
 

@@ -316,6 +316,20 @@ def test_a_language_the_environment_gets_wrong_leaves_the_help_in_english(monkey
     assert _run(cli.main, ["--help"], capsys)[1].startswith("usage: ")
 
 
+def test_a_wrong_language_in_the_environment_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """The tour and the student command speak the course-wide language: a wrong one is an error naming the
+    variable (exit 2), not a traceback; --lang on the command line does not need the environment's."""
+    monkeypatch.setenv(ENV_VAR, "fr")
+    monkeypatch.chdir(tmp_path)
+    for argv in ([], ["tour"], ["student", "unused-folder"]):
+        code, out, err = _run(cli.main, argv, capsys)
+        assert code == 2 and not out and err.startswith("error: the environment variable ATTENTION_FROM_SCRATCH_LANG")
+        assert "'fr'" in err and "Traceback" not in err
+    assert not (tmp_path / "unused-folder").exists()
+    code, out, err = _run(cli.main, ["--lang", "zh"], capsys)
+    assert code == 0 and "所有检查均已通过。" in out
+
+
 def test_argparse_s_words_are_the_ones_it_asks_for_with_their_fields():
     """Each of ARGPARSE_WORDS is a text argparse passes to gettext (else its Chinese would never show), and its
     Chinese keeps the %-fields argparse fills in."""

@@ -70,7 +70,10 @@ def language(lang: str | None = None) -> str:
         return _chosen[0]
     env = os.environ.get(ENV_VAR, "").strip()
     if env:
-        return check_lang(env)
+        if env not in LANGS:
+            raise ValueError(f"the environment variable {ENV_VAR} must be one of {', '.join(map(repr, LANGS))} "
+                             f"(or unset, for English), got {env!r}")
+        return env
     return folder_language() or "en"
 
 
