@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from attention_from_scratch import __main__ as cli
-from attention_from_scratch.course import tour
+from attention_from_scratch.course import command_line, tour
 from attention_from_scratch.course.i18n import ENV_VAR, render
 from attention_from_scratch.infra.backend import gpu_available
 from attention_from_scratch.text import train_cli
@@ -273,7 +273,7 @@ def test_help_speaks_chinese_with_lang_zh_or_the_course_wide_language(argv, env,
     for text in _helps(argv):
         assert "".join(render(text, "zh").split()) in flat
     assert not _english_words(out), _english_words(out)
-    assert max(cli._columns(line) for line in out.splitlines()) <= 78  # a Chinese character is two columns
+    assert max(command_line.columns(line) for line in out.splitlines()) <= 78  # a Chinese character is two columns
 
 
 def test_train_cli_s_own_help_speaks_the_course_wide_language(monkeypatch, capsys):
@@ -311,8 +311,8 @@ def test_python_m_with_lang_zh_still_runs_the_tour_in_chinese(monkeypatch, capsy
 
 def test_a_language_the_environment_gets_wrong_leaves_the_help_in_english(monkeypatch, capsys):
     monkeypatch.setenv(ENV_VAR, "fr")
-    assert cli.command_language([]) == "en" and cli.command_language(["--lang", "zh"]) == "zh"
-    assert cli.command_language(["--lang", "zh", "--lang", "en"]) == "en"  # argparse keeps the last one too
+    assert command_line.command_language([]) == "en" and command_line.command_language(["--lang", "zh"]) == "zh"
+    assert command_line.command_language(["--lang", "zh", "--lang", "en"]) == "en"  # argparse keeps the last one too
     assert _run(cli.main, ["--help"], capsys)[1].startswith("usage: ")
 
 
@@ -334,10 +334,10 @@ def test_argparse_s_words_are_the_ones_it_asks_for_with_their_fields():
     """Each of ARGPARSE_WORDS is a text argparse passes to gettext (else its Chinese would never show), and its
     Chinese keeps the %-fields argparse fills in."""
     source = inspect.getsource(argparse)
-    asked = [text.template for text in cli.ARGPARSE_WORDS if f"_({text.template!r})" in source]
+    asked = [text.template for text in command_line.ARGPARSE_WORDS if f"_({text.template!r})" in source]
     unasked = {"argument %(argument_name)s: %(message)s"} if sys.version_info < (3, 11) else set()
-    assert set(asked) == {text.template for text in cli.ARGPARSE_WORDS} - unasked
-    for text in cli.ARGPARSE_WORDS:
+    assert set(asked) == {text.template for text in command_line.ARGPARSE_WORDS} - unasked
+    for text in command_line.ARGPARSE_WORDS:
         fields = re.findall(r"%(?:\(\w+\))?[sr]", text.template)
         assert sorted(re.findall(r"%(?:\(\w+\))?[sr]", text.render("zh"))) == sorted(fields), text.template
 

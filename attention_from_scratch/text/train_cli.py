@@ -17,6 +17,7 @@ import shlex
 import sys
 import time
 
+from ..course.command_line import argparse_words, command_language, formatter, parse_args, rendered
 from ..course.i18n import msg, render
 from ..infra.allocator import keep_freed_memory
 from .data import baselines, prepare_text
@@ -73,13 +74,11 @@ _DESCRIPTION = msg("``python -m attention_from_scratch train --corpus tang``: tr
 
 def parser(lang: str | None = None) -> argparse.ArgumentParser:
     """The parser of this module's command line, its help in ``lang`` (default: the course-wide language)."""
-    from .. import __main__ as cli  # the command line's language and argparse's words (it imports this module)
-
-    lang = cli.command_language() if lang is None else lang
-    with cli.argparse_words(lang):
+    lang = command_language() if lang is None else lang
+    with argparse_words(lang):
         p = argparse.ArgumentParser(prog="python -m attention_from_scratch train",
-                                    description=render(_DESCRIPTION, lang), formatter_class=cli.formatter(lang))
-        for option, kwargs in cli.rendered(OPTIONS, lang).items():
+                                    description=render(_DESCRIPTION, lang), formatter_class=formatter(lang))
+        for option, kwargs in rendered(OPTIONS, lang).items():
             p.add_argument(option, **kwargs)
     return p
 
@@ -98,13 +97,7 @@ def command_line(args: dict) -> str:
 
 def main(argv=None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    from .. import __main__ as cli
-
-    argv = sys.argv[1:] if argv is None else list(argv)
-    lang = cli.command_language(argv)  # as `python -m attention_from_scratch train` would speak
-    with cli.argparse_words(lang):
-        namespace = parser(lang).parse_args(argv)
-    return run(namespace)
+    return run(parse_args(parser, argv))  # as `python -m attention_from_scratch train` would speak
 
 
 def run(namespace: argparse.Namespace) -> int:
