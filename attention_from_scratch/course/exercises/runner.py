@@ -26,18 +26,10 @@ import numpy as np
 from ..i18n import Message, msg
 from .cases import Case, Exercise
 from .compare import LOWER_PRECISION, close, compare, describe_arg, hint_line, lower_precision, parts, rtol_of
+from .inputs import ALIASED_HINT, IN_PLACE_HINT, aliased_output, changed_input
 from .measure import calls_to, held_at_once, python_steps
 
 __all__ = ["run"]
-
-_IN_PLACE = (msg("work on new arrays: `x = x / s` makes a new one, while `x /= s`, `x[...] = ...`, `x.shape = ...` "
-             "or out= write into the caller's array, which it may still need"))
-
-
-_ALIASED = msg("return new arrays, as the task asks: a result that is one of the inputs changes with it, so a caller "
-               "that updates the result in place (acc += ..., a cache written into) changes the input it may still "
-               "need, and the other way round; copy it if it is already the answer")
-
 
 _OWN_ANSWER = msg("the exercise is to write it yourself, with NumPy and what the notebooks before this one built; "
                   "once yours passes, compare it with the package's on inputs of your own")
@@ -72,55 +64,6 @@ def _warning(text: str):
             "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
-def _changed(before, after, name: str, part_names=()):
-    """How to name (`q`, or `a` (its `l`)) the the first input that differs from its pristine copy, else None."""
-    if isinstance(before, (tuple, list)):
-        if type(after) is not type(before) or len(after) != len(before):
-            return name
-        for i, (b, a) in enumerate(zip(before, after, strict=True)):
-            if _changed(b, a, _part_name(name, part_names, i)) is not None:
-                return _in_part(name, part_names, i)
-        return None
-    if isinstance(before, np.ndarray):
-        same = (isinstance(after, np.ndarray) and after.shape == before.shape and after.dtype == before.dtype
-                and np.array_equal(before, after, equal_nan=before.dtype.kind in "fc"))
-        return None if same else f"`{name}`"
-    return None
-
-
-def _part_name(name: str, part_names, i: int) -> str:
-    """Part i of the tuple argument ``name``: its name in the task (``l_a``), else ``name[i]``."""
-    return part_names[i] if i < len(part_names) else f"{name}[{i}]"
-
-
-def _in_part(name: str, part_names, i: int):
-    """How a report names part i of a tuple argument: `a` (its `l_a`)."""
-    return msg("`{name}` (its `{sub}`)", name=name, sub=_part_name(name, part_names, i))
-
-
-def _named_arrays(value, name: str, part_names=()):
-    """The arrays in an argument, each with its name: `q`, or `a` (its `l_a`) for a part of a tuple."""
-    if isinstance(value, (tuple, list)):
-        return [(a, _in_part(name, part_names, i)) for i, a in enumerate(value) if isinstance(a, np.ndarray)]
-    return [(value, f"`{name}`")] if isinstance(value, np.ndarray) else []
-
-
-def _aliased(ex: Exercise, args, got):
-    """(output, input) naming the first output array that is one of the inputs' arrays (or a view of one), else
-    None: what an exercise whose task asks for new arrays refuses."""
-    outputs = parts(ex, got)
-    if outputs is None:
-        return None
-    inputs = [pair for value, name in zip(args, ex.arg_names, strict=True)
-              for pair in _named_arrays(value, name, ex.part_names.get(name, ()))]
-    for out, out_name in zip(outputs, ex.outputs, strict=True):
-        if isinstance(out, np.ndarray):
-            for array, in_name in inputs:
-                if np.may_share_memory(out, array):
-                    return f"`{out_name}`", in_name
-    return None
-
-
 def _call(ex: Exercise, fn, case: Case, counted: bool = False):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
     output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
@@ -144,10 +87,10 @@ def _call(ex: Exercise, fn, case: Case, counted: bool = False):
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
-        changed = _changed(before, after, name, ex.part_names.get(name, ()))
+        changed = changed_input(before, after, name, ex.part_names.get(name, ()))
         if changed is not None:
             break
-    return got, messages, changed, _aliased(ex, args, got) if ex.new_arrays else None, heavy, steps, answers
+    return got, messages, changed, aliased_output(ex, args, got) if ex.new_arrays else None, heavy, steps, answers
 
 
 def _inputs(ex: Exercise, case: Case) -> Message:
@@ -192,7 +135,7 @@ def run(ex: Exercise, fn):
             return False, lines + ([hint_line(hint)] if hint else [])
         if changed is not None:
             return False, [head, _inputs(ex, case), msg("  your function changed its input {changed} in place",
-                                                        changed=changed), hint_line(_IN_PLACE)]
+                                                        changed=changed), hint_line(IN_PLACE_HINT)]
         problem = _judge(ex, case, _frozen(got), warned)
         if problem is not None:
             return False, [head, _inputs(ex, case), *problem]
@@ -215,7 +158,7 @@ def run(ex: Exercise, fn):
         if aliased is not None and deferred is None:  # right values, but one of them is an input's own array:
             deferred = [head, _inputs(ex, case), msg(  # reported once no case has a wrong value
                 "  your {output} is the input {input} itself (or a view of it), not a new array", output=aliased[0],
-                input=aliased[1]), hint_line(_ALIASED)]
+                input=aliased[1]), hint_line(ALIASED_HINT)]
     if deferred is not None:
         return False, deferred
     return True, [msg("{name}: all {n} cases passed. Well done!", name=ex.name, n=len(cases)),
