@@ -25,7 +25,7 @@ import argparse
 import sys
 from importlib import import_module
 
-from .course.command_line import argparse_words, command_language, formatter, parse_args, rendered
+from .course.command_line import argparse_words, command_language, formatter, parse_args, parser_in, rendered
 from .course.i18n import language, msg, render
 from .text.train_cli import OPTIONS as _TRAIN_OPTIONS
 
@@ -70,14 +70,12 @@ DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accep
 _DESCRIPTION = msg("Attention from scratch: a tour that prints one checked computation per concept, from the dot "
                    "product to multi-head latent attention, plus sub-commands for figures and benchmarks.")
 
+
 def build_parser(lang: str | None = None) -> argparse.ArgumentParser:
     """The parser of the command line, its help in ``lang`` (default: :func:`command_language`)."""
     lang = command_language() if lang is None else lang
-    with argparse_words(lang):
-        parser = argparse.ArgumentParser(prog="python -m attention_from_scratch",
-                                         description=render(_DESCRIPTION, lang), formatter_class=formatter(lang))
-        for option, kwargs in rendered(COMMANDS[DEFAULT_COMMAND][1], lang).items():
-            parser.add_argument(option, **kwargs)
+    parser = parser_in(lang, "python -m attention_from_scratch", _DESCRIPTION, COMMANDS[DEFAULT_COMMAND][1])
+    with argparse_words(lang):  # the sub-commands' parsers ask argparse's words too
         sub = parser.add_subparsers(dest="command")
         for name, (text, options, _) in COMMANDS.items():
             command = sub.add_parser(name, help=render(text, lang), formatter_class=formatter(lang))

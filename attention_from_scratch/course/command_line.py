@@ -18,7 +18,7 @@ import unicodedata
 from .i18n import LANGS, language, msg, render
 
 __all__ = ["ARGPARSE_WORDS", "WideHelpFormatter", "argparse_words", "columns", "command_language", "formatter",
-           "parse_args", "rendered"]
+           "parse_args", "parser_in", "rendered"]
 
 # argparse's own words that these commands can print: its headings, -h's help and its error messages. argparse
 # asks gettext for each of them by this English text (Python's argparse howto, "How to translate the argparse
@@ -111,6 +111,17 @@ def rendered(options: dict, lang: str) -> dict:
     """``options`` (option -> argparse keyword arguments) with each help message rendered in ``lang``."""
     return {option: {**kwargs, "help": render(kwargs["help"], lang)} for option, kwargs in options.items()}
 
+
+
+def parser_in(lang: str, prog: str, description, options: dict) -> argparse.ArgumentParser:
+    """An argparse parser whose help speaks ``lang``: ``description`` (a message) rendered, ``options`` (option ->
+    argparse keyword arguments, each help a message) added, Chinese wrapped by :class:`WideHelpFormatter`."""
+    with argparse_words(lang):
+        parser = argparse.ArgumentParser(prog=prog, description=render(description, lang),
+                                         formatter_class=formatter(lang))
+        for option, kwargs in rendered(options, lang).items():
+            parser.add_argument(option, **kwargs)
+    return parser
 
 
 def parse_args(build, argv=None) -> argparse.Namespace:

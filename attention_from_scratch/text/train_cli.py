@@ -17,8 +17,8 @@ import shlex
 import sys
 import time
 
-from ..course.command_line import argparse_words, command_language, formatter, parse_args, rendered
-from ..course.i18n import msg, render
+from ..course.command_line import command_language, parse_args, parser_in
+from ..course.i18n import msg
 from ..infra.allocator import keep_freed_memory
 from .data import baselines, prepare_text
 from .evaluate import bits
@@ -75,12 +75,7 @@ _DESCRIPTION = msg("``python -m attention_from_scratch train --corpus tang``: tr
 def parser(lang: str | None = None) -> argparse.ArgumentParser:
     """The parser of this module's command line, its help in ``lang`` (default: the course-wide language)."""
     lang = command_language() if lang is None else lang
-    with argparse_words(lang):
-        p = argparse.ArgumentParser(prog="python -m attention_from_scratch train",
-                                    description=render(_DESCRIPTION, lang), formatter_class=formatter(lang))
-        for option, kwargs in rendered(OPTIONS, lang).items():
-            p.add_argument(option, **kwargs)
-    return p
+    return parser_in(lang, "python -m attention_from_scratch train", _DESCRIPTION, OPTIONS)
 
 
 def command_line(args: dict) -> str:
