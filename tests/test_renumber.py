@@ -209,5 +209,5 @@ def test_start_here_opens_without_tooling():
     for word in ("nbval", "blas", "array-api", "array_api", "backend", "cupy"):
         assert word not in opening, word
     text = " ".join("".join(c["source"]) for c in cells)
-    for piece in ("plot_decoder_overview()", "plot_concept_map()", 'track(name)', "Are you ready?"):
+    for piece in ("plot_decoder_overview()", "plot_concept_map()", 'route_text(name', "Are you ready?"):
         assert piece in text, piece

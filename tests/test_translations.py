@@ -286,6 +286,48 @@ def test_the_parts_and_titles_in_chinese_are_complete():
                for zh in [*data["parts"].values(), *data["titles"].values()])
 
 
+# English titles that shorten their notebook's heading ("Real text" for "Attention on real text: ..."): their Chinese
+# titles shorten the Chinese heading likewise; every other title is its heading's opening, in both languages
+_SHORT_TITLES = {"13_training", "14_real_text", "19_windows_and_sinks", "20_serving_at_scale", "22_deepseek_v4",
+                 "23_linear_attention"}
+
+
+def _opens(heading: str, title: str) -> bool:
+    """``title`` is the opening of ``heading`` (the first line, ``# NN · ...``), up to punctuation or its end."""
+    heading = heading.replace(r"$\sqrt{d_k}$", "√d_k")  # the heading's math, as a title writes it
+    return heading.startswith(title) and heading[len(title):][:1] in ("", ":", "：", ",", "，", "?", "？", " ", "（")
+
+
+def test_each_chinese_title_is_its_chinese_notebooks_heading():
+    """The titles notebook 00 prints and the "Next" lines link (parts.json) cannot drift from the notebooks' own
+    headings: each Chinese title opens its Chinese notebook's heading as the English title opens the English one."""
+    from attention_from_scratch.course import parts
+
+    def heading(folder, nb):
+        cells = bt.load(REPO / folder / f"{nb.stem}.ipynb")["cells"]
+        return bt.cell_source(next(c for c in cells if c["cell_type"] == "markdown")).splitlines()[0]
+
+    checked = 0
+    for nb in parts.COURSE:
+        en, zh = heading("notebooks", nb), heading("notebooks/zh", nb)
+        assert _opens(en, f"# {nb.number} · {nb.title}") == (nb.stem not in _SHORT_TITLES), (nb.stem, en)
+        if nb.stem not in _SHORT_TITLES:
+            assert _opens(zh, f"# {nb.number} · {parts.TITLES_ZH[nb.stem]}"), (nb.stem, parts.TITLES_ZH[nb.stem], zh)
+            checked += 1
+    assert checked == len(parts.COURSE) - len(_SHORT_TITLES) >= 20
+
+
+def test_notebook_00_lists_the_routes_in_chinese():
+    from attention_from_scratch.course import parts
+
+    for name in ("beginner", "engineer"):
+        zh, en = (parts.route_text(name, REPO / "notebooks", lang) for lang in ("zh", "en"))
+        assert len(zh.splitlines()) == len(en.splitlines()) == len(parts.track(name)) + 1
+        assert all(f"{parts.TITLES_ZH[nb.stem]}\n" in f"{zh}\n" for nb in parts.track(name))
+        assert not english_sentences(zh) and "min " not in zh and "hours" not in zh, zh
+    assert parts.builds_on_line(["01_dot_product", "12_backpropagation"], "zh") == "工程师路线以这几课为基础：01、12"
+
+
 def _data_texts() -> list:
     """Every text that is data: exercise titles, case labels and hints, quiz texts, answer hints, tour titles, the
     interactive figures' control labels."""

@@ -16,8 +16,8 @@ A catalog covers a notebook completely or it is wrong: the notebook ``notebooks/
 the English notebook with each markdown cell's source replaced by its Chinese text -- code cells, their
 outputs, every cell's id and metadata and the notebook's metadata are copied unchanged, but for the
 outputs of the check cells (:data:`CHECK_CALL`: the exercises' checkers, the short answers, the quiz,
-notebook 13's capstone check), whose replies the learner reads: those are the Chinese notebook's own,
-recorded by running it where its kernel speaks Chinese (``--replies``, below) in
+notebook 13's capstone check, notebook 00's list of the routes), whose replies the learner reads: those are the
+Chinese notebook's own, recorded by running it where its kernel speaks Chinese (``--replies``, below) in
 ``translations/zh/replies/NN_topic.json``, each with the hash of the English cell (source and outputs) it
 answers for. A check cell whose English changed since its
 reply was recorded is reported like a stale translation. A markdown cell
@@ -70,8 +70,10 @@ REPO = Path(__file__).resolve().parents[1]
 LANGS = ("zh",)
 _HEADER = re.compile(r"^<!-- cell (\S+) en:([0-9a-f]{16})(?: (todo|stale))? -->[ \t]*$", re.MULTILINE)
 _LINK = re.compile(r"(\]\(|(?:src|href)=\")([^)\s\"]+)")
-# a code cell whose outputs are a checker's reply to the learner: recorded in the Chinese notebook's own run
-CHECK_CALL = re.compile(r"check_answer\(|exercises\.check\(|quiz\.check\(|check_capstone_exercise\(")
+# a code cell whose outputs are a checker's reply to the learner (or notebook 00's list of the routes, printed in
+# the learner's language): recorded in the Chinese notebook's own run
+CHECK_CALL = re.compile(r"check_answer\(|exercises\.check\(|quiz\.check\(|check_capstone_exercise\("
+                        r"|parts\.route_text\(")
 
 
 # A line break inside a paragraph renders as a space: between two Chinese characters, or beside full-width

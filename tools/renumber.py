@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
-from attention_from_scratch.course.parts import COURSE, PARTS, TITLES_ZH  # noqa: E402
+from attention_from_scratch.course.parts import COURSE, PARTS, title  # noqa: E402
 
 # files never rewritten: the table itself, this tool and its test (they must keep the old names), the built
 # Chinese notebooks (rebuilt from the English ones) and binary or generated data
@@ -317,7 +317,7 @@ def _fix_moved_links(text: str) -> str:
 # ------------------------------------------------------------------------------------------ "Next" lines
 
 def _title(nb, lang: str) -> str:
-    return f"{nb.number} · " + (nb.title if lang == "en" else TITLES_ZH.get(nb.stem, nb.title))
+    return f"{nb.number} · {title(nb, lang)}"
 
 
 def next_line(stem: str, lang: str, present: set[str], rows=COURSE) -> str | None:

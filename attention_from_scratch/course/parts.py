@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .files import course_folder
+from .i18n import language, msg, render
 
-__all__ = ["COURSE", "PARTS", "TITLES_ZH", "Notebook", "by_part", "next_of", "path", "track"]
+__all__ = ["COURSE", "PARTS", "TITLES_ZH", "Notebook", "builds_on_line", "by_part", "next_of", "path", "route_text",
+           "title", "track"]
 
 # the parts' captions in English; each with its Chinese from translations/zh/parts.json (data, as every Chinese
 # text of the course is): ``PARTS[i] = (English caption, Chinese caption)``
@@ -151,6 +153,35 @@ def track(name: str) -> list[Notebook]:
     (efficient inference and the frontier: parts 3 and 4)."""
     parts = {"beginner": (1, 2), "engineer": (3, 4)}[name]
     return [nb for nb in COURSE if nb.part in parts]
+
+
+def title(nb: Notebook, lang: str | None = None) -> str:
+    """``nb``'s title in ``lang`` (default: the course-wide language, see course/i18n.py): :attr:`Notebook.title`,
+    or its Chinese from :data:`TITLES_ZH` (the English one where an install lacks the translations)."""
+    return nb.title if language(lang) == "en" else TITLES_ZH.get(nb.stem, nb.title)
+
+
+def route_text(name: str, notebooks: Path | str = "notebooks", lang: str | None = None) -> str:
+    """Notebook 00's list of the route ``name`` (:func:`track`) in ``lang``: its size and time, then one line per
+    notebook (its file under ``notebooks``, or "(being written)", its minutes and its title)."""
+    route = track(name)  # one template per route: its name is a word of the sentence, in either language
+    head = {"beginner": msg("beginner: {count} notebooks, about {hours:.1f} hours", count=len(route),
+                            hours=sum(nb.minutes for nb in route) / 60),
+            "engineer": msg("engineer: {count} notebooks, about {hours:.1f} hours", count=len(route),
+                            hours=sum(nb.minutes for nb in route) / 60)}[name]
+    lines = [render(head, lang)]
+    for nb in route:
+        found = path(nb, notebooks)
+        stem = found.stem if found else msg("{stem} (being written)", stem=nb.stem)
+        lines.append(render(msg("  {stem:34} {minutes:3d} min  {title}", stem=stem, minutes=nb.minutes,
+                                title=title(nb, lang)), lang))
+    return "\n".join(lines)
+
+
+def builds_on_line(stems: list[str], lang: str | None = None) -> str:
+    """The sentence of notebook 00 that names, by number, the notebooks (``stems``) the engineer's route builds on."""
+    numbers = render(msg(", "), lang).join(stem[:2] for stem in stems)
+    return render(msg("the engineer's route builds on {numbers}", numbers=numbers), lang)
 
 
 def group(stems: list[str]) -> list[tuple[tuple[str, str], list[str]]]:
