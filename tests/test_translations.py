@@ -356,6 +356,8 @@ def test_each_chinese_entry_has_the_fields_of_its_english():
         assert sorted(fields(en)) == sorted(fields(zh)), f"{en!r} -> {zh!r}: other fields"
         words = re.findall(r"\b[a-z]{4,}\b(?!\()", re.sub(r"\{[^}]*\}|`[^`]*`", "", en))  # "float32 (3, 5)": none
         assert re.search(r"[\u4e00-\u9fff]", zh) or not words, f"{en!r} has no Chinese: {zh!r}"
+        for minus, other in (("−", "-"), ("-", "−")):  # the English's minus sign: "ln V - 0.25" in both
+            assert not (f" {minus} " in zh and f" {other} " in en and f" {minus} " not in en), (en, zh)
     for text in _data_texts():  # a plain text is a template without fields: a brace would be read as one
         assert isinstance(text, Message) or ("{" not in text and "}" not in text), text
 
