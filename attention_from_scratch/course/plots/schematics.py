@@ -203,6 +203,12 @@ def plot_mla_paths(config=None):
     o2 = _box(ax, 14.0, 0.9, "out", f"(H, T, {d_v})", w=1.6, h=0.7)
     _arrow(ax, ctx, o2, r"$W_{UV,i}\,\cdot$", offset=0.45)
     _arrow(ax, k_r, s2, "", rad=0.25, ls="--", color="0.5")
+    # k^R into the naive scores too (their q^R · k^R): up between the absorbed title (y ~3.6) and the v box and
+    # its W_UV label (y >= 4.1), then straight up into the scores box, across the v -> out arrow only
+    x_in, y_run = s1[0] - 0.6, 3.9
+    ax.plot([k_r[0] + k_r[2] / 2 + 0.08, 5.6, x_in], [k_r[1] + 0.3, y_run, y_run], ls="--", color="0.5", lw=1.3)
+    ax.annotate("", xy=(x_in, s1[1] - s1[3] / 2 - 0.06), xytext=(x_in, y_run),
+                arrowprops={"arrowstyle": "-|>", "color": "0.5", "lw": 1.3, "linestyle": "--"})
     ax.text(9.0, 0.9, rf"never built: the keys $k^C$ (H, S, {d_nope}) and values $v$ (H, S, {d_v})," "\n"
             f"S × {n_h} heads × ({d_nope} + {d_v}) numbers per layer", ha="center", fontsize=8.5)
     ax.text(0.3, 0.35, r"per head $i$, column vectors as in section 2; $p_s$: the softmax weight on cached token $s$",
