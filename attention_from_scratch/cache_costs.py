@@ -112,7 +112,9 @@ def arithmetic_intensity(config: MLAConfig, kind: str = "mla", *, n_kv_heads: in
 # per 64 values, 448 + 7 + 128 = 583 B (serving code, SGLang's for one, pads the 7 scale bytes to 8: 584 B a row);
 # its indexer keys in MXFP4 (one scale byte per 32), i = 64 + 4 = 68 B.
 # The state S is what DeepSeek's inference code allocates: float32 kv_state and score_state, (c·m, c·d) each
-# (c = 2 for CSA's overlap, 1 for HCA), and the indexer's at d_I. The window counts the W - 1 rows carried.
+# (c = 2 for CSA's overlap, 1 for HCA), and the indexer's at d_I. The window counts the W - 1 rows carried
+# between steps (the next query needs them besides its own); DeepSeek's code allocates W slots
+# (kv_cache[:, start_pos % win]: it writes the new row before attending), one row more per layer.
 STORAGES = ("fp8", "bf16")
 FP8_SCALE_BLOCK, FP4_SCALE_BLOCK = 64, 32  # values per UE8M0 (1-byte) scale: the reference's act_quant, MXFP4
 
