@@ -444,3 +444,19 @@ def test_a_hint_names_the_form_the_question_asks(capsys):
     assert "a factor above 1" in capsys.readouterr().out
     check_answer("08.3", 1 / 4, lang="zh")
     assert "大于 1 的倍数" in capsys.readouterr().out
+
+
+def test_notebook_10_solution_3_quotes_the_closed_form_at_every_t_it_names():
+    """Solution 3 quotes the uncorrected Adam step under a constant gradient, η (1 − β₁ᵗ)/√(1 − β₂ᵗ), at t = 12 (the
+    answer, which the key checks), 100 and 1000: each number, in both languages, is that closed form to 2 decimals."""
+    def step(t, b1=0.9, b2=0.999):  # in units of η
+        return (1 - b1**t) / (1 - b2**t) ** 0.5
+
+    quoted = {12: "6.57", 100: "3.24", 1000: "1.26"}
+    assert {t: f"{step(t):.2f}" for t in quoted} == quoted
+    for folder in (NOTEBOOKS, NOTEBOOKS / "zh"):
+        cells = json.loads((folder / "10_learning_from_data.ipynb").read_text(encoding="utf-8"))["cells"]
+        solution = next("".join(c["source"]) for c in cells
+                        if c["cell_type"] == "markdown" and "6.57" in "".join(c["source"]))
+        for t, value in quoted.items():
+            assert f"{value}\\,\\eta" in solution and f"t = {t}$" in solution, (folder.name, t)
