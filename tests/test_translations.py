@@ -286,8 +286,9 @@ def test_the_parts_and_titles_in_chinese_are_complete():
                for zh in [*data["parts"].values(), *data["titles"].values()])
 
 
-# English titles that shorten their notebook's heading ("Real text" for "Attention on real text: ..."): their Chinese
-# titles shorten the Chinese heading likewise; every other title is its heading's opening, in both languages
+# English titles that shorten or paraphrase their notebook's heading ("Real text" for "Attention on real text: ...",
+# "compressed attention" for "compress, then select"): their Chinese titles, which do the same, are not checked
+# against the Chinese headings (read by eye); every other title is its heading's opening, in both languages
 _SHORT_TITLES = {"13_training", "14_real_text", "19_windows_and_sinks", "20_serving_at_scale", "22_deepseek_v4",
                  "23_linear_attention"}
 
@@ -326,6 +327,30 @@ def test_notebook_00_lists_the_routes_in_chinese():
         assert all(f"{parts.TITLES_ZH[nb.stem]}\n" in f"{zh}\n" for nb in parts.track(name))
         assert not english_sentences(zh) and "min " not in zh and "hours" not in zh, zh
     assert parts.builds_on_line(["01_dot_product", "12_backpropagation"], "zh") == "工程师路线以这几课为基础：01、12"
+
+
+def test_the_routes_list_names_a_missing_notebook_and_refuses_an_unknown_route(tmp_path):
+    """route_text's other branches, which notebook 00 (every notebook present) never takes: a notebook whose file is
+    not under ``notebooks`` is "(being written)" in either language, and an unknown route or language is a
+    ValueError naming the argument and its choices."""
+    import pytest
+
+    from attention_from_scratch.course import parts
+
+    (tmp_path / "15_kv_cache.ipynb").write_text("{}", encoding="utf-8")  # one file of the engineer's route
+    for lang, missing in (("en", "16_rope (being written)"), ("zh", "16_rope（正在编写）")):
+        lines = parts.route_text("engineer", tmp_path, lang).splitlines()
+        assert lines[1].split()[0] == "15_kv_cache" and lines[2].startswith(f"  {missing}"), lines
+        assert sum("(being written)" in line or "（正在编写）" in line for line in lines) == len(lines) - 2
+    assert parts.route_text("beginner", REPO / "notebooks", "en").splitlines()[1] == (
+        f"  {'01_dot_product':34} {30:3d} min  The dot product")
+    assert parts.builds_on_line(["01_dot_product", "12_backpropagation"], "en") == (
+        "the engineer's route builds on 01, 12")
+    for call in (lambda: parts.route_text("expert", REPO / "notebooks", "en"), lambda: parts.track("expert")):
+        with pytest.raises(ValueError, match=r"name must be one of 'beginner', 'engineer', got 'expert'"):
+            call()
+    with pytest.raises(ValueError, match="lang must be one of"):
+        parts.route_text("beginner", REPO / "notebooks", "fr")
 
 
 def _data_texts() -> list:

@@ -148,11 +148,15 @@ def path(nb: Notebook, notebooks: Path | str = "notebooks") -> Path | None:
     return None
 
 
+_ROUTES = {"beginner": (1, 2), "engineer": (3, 4)}  # a route: the parts it reads
+
+
 def track(name: str) -> list[Notebook]:
     """A reading route: ``"beginner"`` (the shortest path to a trained model: parts 1 and 2) or ``"engineer"``
-    (efficient inference and the frontier: parts 3 and 4)."""
-    parts = {"beginner": (1, 2), "engineer": (3, 4)}[name]
-    return [nb for nb in COURSE if nb.part in parts]
+    (efficient inference and the frontier: parts 3 and 4); any other ``name`` is a ValueError naming the two."""
+    if name not in _ROUTES:
+        raise ValueError(f"name must be one of {', '.join(map(repr, _ROUTES))}, got {name!r}")
+    return [nb for nb in COURSE if nb.part in _ROUTES[name]]
 
 
 def title(nb: Notebook, lang: str | None = None) -> str:
