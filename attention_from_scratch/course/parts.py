@@ -168,11 +168,11 @@ def title(nb: Notebook, lang: str | None = None) -> str:
 def route_text(name: str, notebooks: Path | str = "notebooks", lang: str | None = None) -> str:
     """Notebook 00's list of the route ``name`` (:func:`track`) in ``lang``: its size and time, then one line per
     notebook (its file under ``notebooks``, or "(being written)", its minutes and its title)."""
-    route = track(name)  # one template per route: its name is a word of the sentence, in either language
-    head = {"beginner": msg("beginner: {count} notebooks, about {hours:.1f} hours", count=len(route),
-                            hours=sum(nb.minutes for nb in route) / 60),
-            "engineer": msg("engineer: {count} notebooks, about {hours:.1f} hours", count=len(route),
-                            hours=sum(nb.minutes for nb in route) / 60)}[name]
+    route = track(name)
+    size = {"count": len(route), "hours": sum(nb.minutes for nb in route) / 60}
+    # one template per route: its name is a word of the sentence, in either language
+    head = (msg("beginner: {count} notebooks, about {hours:.1f} hours", **size) if name == "beginner"
+            else msg("engineer: {count} notebooks, about {hours:.1f} hours", **size))
     lines = [render(head, lang)]
     for nb in route:
         found = path(nb, notebooks)
