@@ -3,9 +3,9 @@
 Plain attention (``attention.py``) computes ``scores = q kᵀ · scale`` for all T x S pairs, then the
 softmax of each row, then ``weights v``. Its memory grows as T·S: 1 GiB of float32 scores at
 T = S = 16384. FlashAttention gets the *same* output (up to rounding) holding only one (block_q, block_k) tile
-of scores at a time. The trick is the **online softmax** (Milakov & Gimelshein 2018, "Online
-normalizer calculation for softmax"): a row's softmax can be built one block of keys at a time if we
-carry three running quantities per query row, the **state**
+of scores at a time. The trick is the **online softmax** (Milakov & Gimelshein 2018, "Online normalizer
+calculation for softmax": a running max m and sum l; attention adds acc, as Rabe & Staats 2021 do): a row's
+softmax is built one block of keys at a time from three running quantities per query row, the **state**
 
     m    running max of the scores seen so far              (T, 1)
     l    running sum  Σ_j exp(scores_j - m)                 (T, 1)
