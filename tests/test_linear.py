@@ -1,7 +1,7 @@
 """Linear attention and the (gated) delta rule against per-token loops written from the papers.
 
 The references are plain NumPy loops in float64, one batch element, head and token at a time:
-Katharopoulos et al. 2020 eq. 2 with φ = elu + 1 for linear attention; for the delta rule the
+Katharopoulos et al. 2020 eq. 4 with φ = elu + 1 for linear attention; for the delta rule the
 recurrence of Yang et al. 2024/2025 (S ← diag(exp g) S; S ← S + k β (v − Sᵀk)ᵀ; o = Sᵀ q·scale). The
 package's recurrent and chunked forms are both held to them, on every backend and device.
 """
