@@ -54,12 +54,22 @@ def argparse_words(lang: str):
     """Within the block, argparse says its own words (:data:`ARGPARSE_WORDS`) in ``lang``: it looks each up when
     a parser is built (headings, -h), when help is printed (usage) and when it refuses the command line."""
     words = {text.template: text.render(lang) for text in ARGPARSE_WORDS}
-    english = argparse._  # gettext.gettext: argparse's translation hook
+    english, english_str = argparse._, argparse.ArgumentError.__str__  # gettext.gettext: argparse's translation hook
     argparse._ = lambda text: words.get(text, text)
+    if sys.version_info < (3, 11):  # Python 3.10 writes "argument --x: ..." without asking gettext (3.11 asks)
+        argparse.ArgumentError.__str__ = _argument_error
     try:
         yield
     finally:
-        argparse._ = english
+        argparse._, argparse.ArgumentError.__str__ = english, english_str
+
+
+def _argument_error(error: argparse.ArgumentError) -> str:
+    """An argparse refusal that names its argument, worded as Python 3.11's argparse words it (through ``_``)."""
+    if error.argument_name is None:
+        return error.message
+    return argparse._("argument %(argument_name)s: %(message)s") % {"argument_name": error.argument_name,
+                                                                     "message": error.message}
 
 
 _WIDE = "\u2e80-\u9fff\uff00-\uffef"  # CJK characters and punctuation, full-width forms: two columns each
