@@ -460,3 +460,31 @@ def test_notebook_10_solution_3_quotes_the_closed_form_at_every_t_it_names():
                         if c["cell_type"] == "markdown" and "6.57" in "".join(c["source"]))
         for t, value in quoted.items():
             assert f"{value}\\,\\eta" in solution and f"t = {t}$" in solution, (folder.name, t)
+
+
+def test_notebook_24_solutions_quote_the_numbers_they_compute():
+    """Solutions 1 and 3 quote numbers beyond the answers the key checks: document 0's lead over the runner-up with
+    and without IDF (7x, 4x), the RMSE of ranks 1 and 6 on the unseen ratings (0.70, 0.47), rank 6's training loss
+    below rank 3's, its (30 + 20) x 6 = 300 factor parameters and the 185 observed ratings: each is recomputed here
+    and found, in both languages, in the solution cell."""
+    from attention_from_scratch.applications import hashed_bag_of_words, idf_weights, top_k
+    from attention_from_scratch.course.answer_values import _CORPUS
+    from attention_from_scratch.recommender import fit_matrix_factorization, synthetic_ratings
+
+    docs = hashed_bag_of_words(_CORPUS, dim=1024)
+    question = hashed_bag_of_words(["Why do we divide attention scores by the square root of d_k?"], dim=1024)[0]
+    idf = idf_weights(docs)
+    lead = {name: (lambda s: s[0] / s[1])(top_k(q, d, k=2, metric="cosine")[1])
+            for name, q, d in (("idf", question * idf, docs * idf), ("none", question, docs))}
+    ratings, observed, truth = synthetic_ratings(30, 20, rank=3, density=0.3, noise=0.1, seed=0)
+    fits = {r: fit_matrix_factorization(ratings, observed, rank=r, steps=300, lr=0.1, l2=1e-3, seed=0) for r in (1, 3, 6)}
+    rmse = {r: float(np.sqrt(np.mean((m.predict() - truth)[~observed] ** 2))) for r, m in fits.items()}
+    assert (round(lead["idf"]), round(lead["none"])) == (7, 4)
+    assert f"{rmse[1]:.2f}" == "0.70" and f"{rmse[6]:.2f}" == "0.47" and f"{rmse[3]:.2f}" == "0.31"
+    assert fits[6].losses[-1] < fits[3].losses[-1] and rmse[6] > rmse[3]  # overfitting: lower training loss, higher RMSE
+    assert int(observed.sum()) == 185 and (30 + 20) * 6 == ratings.shape[0] * 6 + ratings.shape[1] * 6 == 300
+    for folder in (NOTEBOOKS, NOTEBOOKS / "zh"):
+        cells = json.loads((folder / "24_applications.ipynb").read_text(encoding="utf-8"))["cells"]
+        solution = next("".join(c["source"]) for c in cells if c.get("id") == "x12005")
+        for quoted in ("$7\\times$", "$4\\times$", "$0.31$", "$0.70$", "$0.47$", "= 300$", "185"):
+            assert quoted in solution, (folder.name, quoted)
