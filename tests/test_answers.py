@@ -477,12 +477,13 @@ def test_notebook_24_solutions_quote_the_numbers_they_compute():
     lead = {name: (lambda s: s[0] / s[1])(top_k(q, d, k=2, metric="cosine")[1])
             for name, q, d in (("idf", question * idf, docs * idf), ("none", question, docs))}
     ratings, observed, truth = synthetic_ratings(30, 20, rank=3, density=0.3, noise=0.1, seed=0)
-    fits = {r: fit_matrix_factorization(ratings, observed, rank=r, steps=300, lr=0.1, l2=1e-3, seed=0) for r in (1, 3, 6)}
+    fits = {r: fit_matrix_factorization(ratings, observed, rank=r, steps=300, lr=0.1, l2=1e-3, seed=0)
+            for r in (1, 3, 6)}
     rmse = {r: float(np.sqrt(np.mean((m.predict() - truth)[~observed] ** 2))) for r, m in fits.items()}
     assert (round(lead["idf"]), round(lead["none"])) == (7, 4)
     assert f"{rmse[1]:.2f}" == "0.70" and f"{rmse[6]:.2f}" == "0.47" and f"{rmse[3]:.2f}" == "0.31"
-    assert fits[6].losses[-1] < fits[3].losses[-1] and rmse[6] > rmse[3]  # overfitting: lower training loss, higher RMSE
-    assert int(observed.sum()) == 185 and (30 + 20) * 6 == ratings.shape[0] * 6 + ratings.shape[1] * 6 == 300
+    assert fits[6].losses[-1] < fits[3].losses[-1] and rmse[6] > rmse[3]  # overfitting: lower training loss, worse RMSE
+    assert int(observed.sum()) == 185 and (ratings.shape[0] + ratings.shape[1]) * 6 == 300
     for folder in (NOTEBOOKS, NOTEBOOKS / "zh"):
         cells = json.loads((folder / "24_applications.ipynb").read_text(encoding="utf-8"))["cells"]
         solution = next("".join(c["source"]) for c in cells if c.get("id") == "x12005")
