@@ -5,13 +5,16 @@ t projects values C_t = W_C h_t and gates Z_t = W_Z h_t; window w (tokens w·m .
 per channel with a softmax over its slots, a learned bias B per slot added to the gates:
 
     HCA (m' = 128)   entry_w = Σ_{j<m} softmax_j(Z_{wm+j} + B_j) ⊙ C_{wm+j}
-    CSA (m = 4)      two series a, b per token (C and Z are 2d wide): entry_w pools the 2m slots
-                     [a of window w-1 | b of window w], so windows are 2m wide with stride m
-                     (window -1 does not exist: its slots get gate -inf, weight 0)
+    CSA (m = 4)      two series a, b per token (C and Z are 2d wide: a the first d channels, b the last d):
+                     entry_w pools the 2m slots [a of window w-1 | b of window w], so windows are 2m wide
+                     with stride m (window -1 does not exist: its slots get gate -inf, weight 0). These are
+                     transformers' letters; the report's Eq. (11)-(12) swaps them (its C^b from window w-1).
 
 then RMSNorm and RoPE at the window's first position w·m (``deepseek_v4.py``). Causality: the query at
 position p may read entry w only when every token of its window is at or before p, ``(w+1)·m <= p+1``
-(:func:`visible_entries`): within its own window a query has only the sliding window.
+(:func:`visible_entries`; both reference codes mask ``w >= (p+1) // m``): within its own window a query has
+only the sliding window. The report's Eq. (16), ``s < floor(t/m)`` with its 0-based token indices, would show each
+entry one token later; the code's rule is the one kept here.
 """
 
 from __future__ import annotations
