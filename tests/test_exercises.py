@@ -426,6 +426,59 @@ def test_the_checker_s_own_reference_is_refused_where_it_is_written_out(name):
     assert line.values["function"] == f"{ex.reference.__module__}.{ex.reference.__qualname__}"
 
 
+def _checker_helpers():
+    """Mistake models of the checker whose default arguments give the right answer: a lazy student who reads the
+    checker's source hands them in as their own (fool6: each passed every case)."""
+    from attention_from_scratch.course.exercises import deepseek_v4, linear, serving, text
+
+    return {
+        "top_p": (lambda logits, p: text._kept_sorted(logits, p, keep=lambda c, q, p: c - q < p), "text._kept_sorted"),
+        "delta_step": (lambda *a: linear._step(*a), "linear._step"),
+        "chunk_state": (lambda *a: linear._chunk(*a), "linear._chunk"),
+        "merge_partials": (lambda *a: serving._wrong(*a), "serving._wrong"),
+        "visible_entries": (lambda *a: deepseek_v4._visible_wrong(*a), "deepseek_v4._visible_wrong"),
+        "compress_window": (lambda *a: deepseek_v4._window_wrong(*a), "deepseek_v4._window_wrong"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_checker_helpers()))
+def test_the_checker_s_own_mistake_models_are_refused_where_their_defaults_are_the_answer(name):
+    """The runner watches every call from the student's code into the checker's own modules (not only the
+    reference): right values, refused on case 1, the helper named."""
+    fn, helper = _checker_helpers()[name]
+    verdict = exercises.check(name, fn, quiet=True)
+    assert not verdict.passed and verdict.lines[0].values["n"] == 1, verdict.report
+    (line,) = _own_answer(verdict)
+    assert line.values["function"] == f"attention_from_scratch.course.exercises.{helper}"
+    # the values were right: the same function without the hook's eyes passes every case
+    from attention_from_scratch.course.exercises import runner
+
+    ex = exercises.EXERCISES[name]
+    for case in ex.cases():
+        assert runner._judge(ex, case, runner._frozen(fn(*copy.deepcopy(case.args))), []) is None, case.label
+
+
+def test_the_runner_s_own_calls_into_the_checker_are_not_the_student_s():
+    """The runner's held_at_once and python_steps call the student's function, and contextlib resumes calls_to's
+    generator on leaving the block: neither is a call of the student's into the checker, so right answers measured
+    by either still pass; a call from the student's code into a mistake model is seen."""
+    from attention_from_scratch.course.exercises import deepseek_v4, linear
+    from attention_from_scratch.course.exercises.measure import calls_to
+
+    with calls_to([], checker=True) as seen:
+        pass
+    assert seen == []
+    args = exercises.EXERCISES["delta_step"].cases()[0].args
+    with calls_to([], checker=True) as seen:
+        linear._step(*args)
+    assert seen == ["attention_from_scratch.course.exercises.linear._step"]
+    with calls_to([], checker=True) as seen:  # through NumPy's Python code (np.apply_along_axis calls it)
+        np.apply_along_axis(deepseek_v4._visible_wrong, 0, np.arange(8), 2, 4)
+    assert seen == ["attention_from_scratch.course.exercises.deepseek_v4._visible_wrong"]
+    for name in ("mla_absorbed_scores", "chunk_state"):  # the memory case, the steps case
+        assert exercises.check(name, SOLUTIONS[name], quiet=True).passed
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

@@ -98,22 +98,68 @@ def python_steps(fn, args):
     return got, steps
 
 
+_CHECKER = os.path.join(os.path.realpath(Path(__file__).parent), "")  # the exercises' checker: this folder
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_checker(filename: str) -> bool:
+    """Whether the code in ``filename`` is the checker's own (a module of this folder)."""
+    return not filename.startswith("<") and os.path.realpath(filename).startswith(_CHECKER)
+
+
+def _codes(f) -> list:
+    """The code objects that calling ``f`` runs first: a function's (decorators unwrapped), a method's, or its class's
+    ``__call__``; none for what is not callable or not Python."""
+    if not callable(f):
+        return []
+    found = []
+    for g in (f, getattr(f, "func", None), inspect.getattr_static(type(f), "__call__", None)):  # a partial's too
+        code = getattr(inspect.unwrap(getattr(g, "__func__", g)), "__code__", None) if g is not None else None
+        if code is not None:
+            found.append(code)
+    return found
+
+
+def _called_by_student(frame) -> bool:
+    """Whether the nearest code below ``frame`` that is not a library's (NumPy's ``np.vectorize``, ``contextlib``) is
+    the student's, not the checker's: the runner calls the student's function (held_at_once, python_steps), which is
+    no call of the student's into the checker."""
+    caller = frame.f_back
+    while caller is not None and not _counted(caller.f_code.co_filename):
+        caller = caller.f_back
+    return caller is not None and not _in_checker(caller.f_code.co_filename)
+
+
 @contextlib.contextmanager
-def calls_to(functions):
+def calls_to(functions, *, checker: bool = False, given=()):
     """A list that, on leaving the block, holds each of ``functions`` that code inside it called, directly or
     through other functions, in the order first called. A function is known by its code (decorators unwrapped),
     so it is seen however it was reached: ``afs.softmax``, ``from attention_from_scratch import softmax``, a
-    method through its class. Threads started inside are not watched; a profile hook already set keeps running."""
+    method through its class. With ``checker``, a call into the checker's own code (a module of this folder: its
+    references, and the mistake models, some of which give the right answer with their default arguments) made
+    from the student's code (neither the checker's nor a library's) is listed too, as the name ``module.qualname``;
+    the checker calling itself (the runner calling the student's function) is not, nor is a call of one of the
+    callables ``given`` (the functions a case hands the student: numerical_gradient's f). Threads started inside
+    are not watched; a profile hook already set keeps running."""
     wanted = {inspect.unwrap(f).__code__: f for f in functions}
+    # this generator, resumed by contextlib on leaving the block, is no call of the student's either
+    free = {code for g in given for code in _codes(g)} | {inspect.unwrap(calls_to).__code__}
     seen = []
-    if not wanted:
+    if not wanted and not checker:
         yield seen
         return
     before = sys.getprofile()
 
     def hook(frame, event, arg):
-        if event == "call" and frame.f_code in wanted and wanted[frame.f_code] not in seen:
-            seen.append(wanted[frame.f_code])
+        if event == "call":
+            code = frame.f_code
+            if code in wanted:
+                if wanted[code] not in seen:
+                    seen.append(wanted[code])
+            elif checker and code not in free and _in_checker(code.co_filename) and _called_by_student(frame):
+                name = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
+                if name not in seen:
+                    seen.append(name)
         if callable(before):
             before(frame, event, arg)
 

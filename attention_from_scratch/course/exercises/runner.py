@@ -7,9 +7,10 @@ place", and can never corrupt a later case. A function that raises (``SystemExit
 reported in one line, even when its exception's ``str()`` raises too.
 
 What this guards against is a student's slip, an answer copied from earlier reports (each exercise's
-last case is new at every run), and the package's own answer, or the checker's reference, called in place of
-one's own (seen by its code, however it was imported; another library's, SciPy's softmax say, is not known to it,
-nor is a call made on another thread or a copy of the code changed). It does not
+last case is new at every run), and the package's own answer, or the checker's own code (its reference, a mistake
+model whose default arguments give the right answer), called in place of one's own (seen by its code, however it was
+imported or reached, np.vectorize too; another library's, SciPy's softmax say, is not known to it, nor is a call
+made on another thread or a copy of the code changed). It does not
 sandbox: the student's function runs in this process, so one that walks the interpreter's frames up to
 the checker's own objects, or rewrites the checker's code, can fool it, as it could fool any test run in
 the same process.
@@ -36,8 +37,9 @@ _OWN_ANSWER = msg("the exercise is to write it yourself, with NumPy and what the
 
 
 def _qualified(function) -> str:
-    """``attention_from_scratch.softmax.softmax``: where a package function lives, as a student would import it."""
-    return f"{function.__module__}.{function.__qualname__}"
+    """``attention_from_scratch.softmax.softmax``: where a package function lives, as a student would import it (a
+    name already, for the checker's own code: :func:`.measure.calls_to`)."""
+    return function if isinstance(function, str) else f"{function.__module__}.{function.__qualname__}"
 
 
 def _message(err: BaseException) -> str:
@@ -70,12 +72,15 @@ def _call(ex: Exercise, fn, case: Case, counted: bool = False):
     input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
     held more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``),
     else None, answers the package's own answers to the exercise (``Exercise.answers``, and the checker's reference)
-    that it called, in the order first called."""
+    and the checker's own functions (by name) that it called, in the order first called."""
     args = copy.deepcopy(case.args)
     steps = None
-    # the checker's own reference too: where it is written out (kv_decode_step, numerical_gradient) no package function
-    # names the answer, and ``exercises.EXERCISES[name].reference`` would hand it over
-    with warnings.catch_warnings(record=True) as caught, calls_to((*ex.answers, ex.reference)) as answers:
+    # the checker's own code too: where the reference is written out (kv_decode_step, numerical_gradient) no package
+    # function names the answer, and ``exercises.EXERCISES[name].reference`` would hand it over, as would a mistake
+    # model called with its default arguments (``linear._step``: the right step); not the functions a case hands the
+    # student (numerical_gradient's f)
+    with warnings.catch_warnings(record=True) as caught, calls_to((*ex.answers, ex.reference), checker=True,
+                                                                     given=args) as answers:
         warnings.simplefilter("always")
         if case.most_bytes is not None:
             got, held = held_at_once(fn, args)
