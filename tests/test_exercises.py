@@ -458,6 +458,34 @@ def test_the_checker_s_own_mistake_models_are_refused_where_their_defaults_are_t
         assert runner._judge(ex, case, runner._frozen(fn(*copy.deepcopy(case.args))), []) is None, case.label
 
 
+def _delta_step_by_the_private_loop(state, q, k, v, beta, g):
+    """gated_delta_rule's token loop (linear._delta_rule_recurrent) called directly for one token, the scale by hand."""
+    from attention_from_scratch import linear
+
+    out, new = linear._delta_rule_recurrent((q / np.sqrt(q.shape[-1]))[:, :, None], k[:, :, None], v[:, :, None],
+                                            beta[:, :, None], g[:, :, None, None], state, np)
+    return out[:, :, 0].astype(q.dtype), new.astype(q.dtype)
+
+
+def _chunk_state_by_the_private_form(state, k, v, beta, g):
+    """gated_delta_rule's chunked form (linear._delta_rule_chunked) called directly with one chunk."""
+    from attention_from_scratch import linear
+
+    return linear._delta_rule_chunked(np.zeros_like(k), k, v, beta, g[..., None], state, k.shape[-2], np)[1]
+
+
+@pytest.mark.parametrize(("name", "fn", "private"), [
+    ("delta_step", _delta_step_by_the_private_loop, "_delta_rule_recurrent"),
+    ("chunk_state", _chunk_state_by_the_private_form, "_delta_rule_chunked")])
+def test_the_package_s_private_form_of_the_answer_is_refused(name, fn, private):
+    """gated_delta_rule's private helpers compute a step (T = 1) and a chunk's state when called directly; the first
+    passed every case as the student's own (fool6), the second failed only on its loop. Both are named now."""
+    verdict = exercises.check(name, fn, quiet=True)
+    assert not verdict.passed and verdict.lines[0].values["n"] == 1, verdict.report
+    (line,) = _own_answer(verdict)
+    assert line.values["function"] == f"attention_from_scratch.linear.{private}"
+
+
 def test_the_runner_s_own_calls_into_the_checker_are_not_the_student_s():
     """The runner's held_at_once and python_steps call the student's function, and contextlib resumes calls_to's
     generator on leaving the block: neither is a call of the student's into the checker, so right answers measured

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...linear import gated_delta_rule
+from ...linear import _delta_rule_chunked, _delta_rule_recurrent, gated_delta_rule
 from ..i18n import msg
 from .cases import FRESH, Case, Exercise, draw, fresh_seed
 
@@ -97,7 +97,8 @@ def _step_error(case, err):
 DELTA_STEP = Exercise(
     "delta_step", "23_linear_attention", ("state", "q", "k", "v", "beta", "g"), ("out", "state"), _step_cases,
     _step_reference,
-    answers=(gated_delta_rule,),
+    # and its token loop, which computes one step for T = 1 when called directly (private, but in the source)
+    answers=(gated_delta_rule, _delta_rule_recurrent),
     mistakes=[
         ("forget first, then write: S ← exp(g)·S, and only then the delta rule on the decayed state (decaying after "
          "the write fades the new token's own memory too)", lambda *a: _step(*a, decay_last=True)),
@@ -225,7 +226,7 @@ def _chunk(state, k, v, beta, g, *, decay_start=True, decay_keys=True, subtract_
 CHUNK_STATE = Exercise(
     "chunk_state", "23_linear_attention", ("state", "k", "v", "beta", "g"), ("state",), _chunk_cases,
     _chunk_reference,
-    answers=(gated_delta_rule,),
+    answers=(gated_delta_rule, _delta_rule_chunked),  # and its chunked form, called directly with one chunk
     mistakes=[
         ("the state the chunk starts from decays through the whole chunk: e^(γ_C) S₀",
          lambda *a: _chunk(*a, decay_start=False)),
