@@ -58,9 +58,10 @@ def test_an_unknown_exercise_is_refused(n):
         check_capstone_exercise(n, None)
 
 
-class _MapsModel:
+class _MapsModel(Transformer):
     """A stand-in for a trained model: ``attention_weights`` returns fixed maps, built by ``make(tokens)``
-    (``[(B, H, T, T)]`` per layer); what the check prints must be those maps' numbers."""
+    (``[(B, H, T, T)]`` per layer); what the check prints must be those maps' numbers. A Transformer (the check
+    refuses any other object), built without weights."""
 
     def __init__(self, make, n):
         self.make, self.seen = make, []
@@ -237,3 +238,33 @@ def test_nan_parameters_and_a_fit_tuple_are_refused(untrained, capsys):
     check_capstone_exercise(1, (untrained[1], None), lang="zh")  # model_1 = fit(...) without the [0]
     assert capsys.readouterr().out == ("练习 1：这里要的是一个 Transformer（fit 返回 (model, history)：取 [0]），"
                                        "收到的却是 tuple\n")
+
+
+class _Copier:
+    """Not a model: the exercise's config, no parameters, a ``generate`` that copies by indexing and one ideal
+    previous-token head. Before fool6 it read "exercise 1: generated accuracy 1.000 (learned)" with no training."""
+
+    def __init__(self):
+        self.config, self.params = capstone_check.CONFIGS[1](), {}
+        self.length = RECIPES["copy"]["task"].length
+
+    def generate(self, prompt, n_new):
+        out = np.asarray(prompt)
+        for _ in range(n_new):  # the token at position L copies the one at L - n
+            out = np.concatenate([out, out[:, out.shape[1] - self.length][:, None]], axis=1)
+        return out
+
+    def attention_weights(self, tokens):
+        b, t = tokens.shape
+        w = np.zeros((b, 1, t, t))
+        w[:, 0, 0, 0] = 1.0
+        w[:, 0, np.arange(1, t), np.arange(t - 1)] = 1.0
+        return [w]
+
+
+def test_an_object_that_copies_by_indexing_is_not_a_trained_model(capsys):
+    copier = _Copier()
+    assert evaluate(copier, RECIPES["copy"]["task"], generate=True) == 1.0  # it would read "learned"
+    check_capstone_exercise(1, copier, lang="en")
+    assert capsys.readouterr().out == ("exercise 1: expected a Transformer (fit returns (model, history): take [0]), "
+                                       "got _Copier\n")

@@ -36,6 +36,7 @@ from ..infra.checks import check_positive_int
 from ..model.layers import cross_entropy_forward
 from ..model.tasks import ReversalTask, evaluate, induction_score, previous_token_score
 from ..model.training import RECIPES
+from ..model.transformer import Transformer
 from .i18n import msg, render
 
 __all__ = ["CONFIGS", "EXERCISES", "SECOND_HALF_MARGIN", "check_capstone_exercise", "second_half_loss"]
@@ -118,11 +119,13 @@ def second_half_loss(model, task, per_length: int = 32, seed: int = 7) -> float:
 
 
 def _refusal(n: int, model):
-    """Why ``model`` cannot answer exercise ``n`` (a message), or None: it is not a model with a config, its config
-    is not the exercise's (e.g. the notebook's own RoPE model for exercise 1, two layers for exercise 2), or its
-    parameters hold NaN or inf (training diverged)."""
+    """Why ``model`` cannot answer exercise ``n`` (a message), or None: it is not a Transformer with a config (an
+    object of one's own with the exercise's config and a ``generate`` that copies by indexing scored 1.000
+    "learned", and perfect heads, with no training at all), its config is not the exercise's (e.g. the notebook's
+    own RoPE model for exercise 1, two layers for exercise 2), or its parameters hold NaN or inf (training
+    diverged)."""
     config = getattr(model, "config", None)
-    if not dataclasses.is_dataclass(config):
+    if not isinstance(model, Transformer) or not dataclasses.is_dataclass(config):
         return msg("exercise {n}: expected a Transformer (fit returns (model, history): take [0]), got {kind}", n=n,
                    kind=type(model).__name__)
     want = CONFIGS[n]()
