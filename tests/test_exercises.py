@@ -720,6 +720,38 @@ def test_a_loop_over_the_chunks_tokens_is_refused_only_after_the_values_pass():
     assert "FAILED on case 5 of 10" in report and "Python steps" not in report
 
 
+def test_a_token_loop_that_remembers_its_answers_is_still_a_loop():
+    """The counted call is warmed up first, untimed; when the warm-up ran on the counted case's own inputs, a token
+    loop that memoised its result by its inputs' bytes found it again and ran no loop on the counted call: it passed
+    (fool6). The warm-up runs on the first case's inputs now; a cache of what depends only on C (a mask) is still
+    free, since the warm-up fills it for another C and each counted case fills it once."""
+    import functools
+
+    from exercise_solutions import my_chunk_state
+    from mutants_linear import cs_token_by_token
+
+    memo = {}
+
+    def remembers(state, k, v, beta, g):
+        key = b"".join(np.ascontiguousarray(a).tobytes() for a in (state, k, v, beta, g)) + bytes(str(k.shape), "ascii")
+        if key not in memo:
+            memo[key] = cs_token_by_token(state, k, v, beta, g)
+        return memo[key].copy()
+
+    report = exercises.check("chunk_state", remembers, quiet=True).report
+    assert "FAILED on case 9 of 10" in report and "hint: a Python loop over the chunk's tokens" in report
+
+    @functools.cache
+    def strictly_lower(c):
+        return np.tril(np.ones((c, c), dtype=bool), -1)
+
+    def cached_mask(state, k, v, beta, g):  # the worked solution with its mask built once per C
+        assert strictly_lower(k.shape[-2]).shape == (k.shape[-2],) * 2
+        return my_chunk_state(state, k, v, beta, g)
+
+    assert exercises.check("chunk_state", cached_mask, quiet=True).passed
+
+
 def test_mla_rebuilding_the_keys_is_refused_on_the_long_cache_only_after_the_values_pass():
     from exercise_solutions import my_absorbed_scores
     from mutants_mla import keys_rebuilt as rebuilds  # right values, the naive way

@@ -63,16 +63,18 @@ def _counted(filename: str) -> bool:
     return path.startswith(_OWN) or not path.startswith(_library_folders())
 
 
-def python_steps(fn, args):
+def python_steps(fn, args, warm=None):
     """``(fn(*args), the Python steps it ran)``: the lines of Python code it executed and the Python functions it
     called, in its own code and this package's -- not in Python's library or installed packages (NumPy's wrappers
     are Python too, and how many lines they run depends on their version and on sizes: einsum's path search).
-    ``fn`` runs once untimed on a copy of ``args`` first, so that what a first call does once (a cache filled, an
-    import) is not counted; threads it starts are traced too. A loop that runs once per token runs at least one
+    ``fn`` runs once untimed first, on a copy of ``warm`` (other inputs: the runner gives an exercise's first case)
+    or of ``args``, so that what a first call does once (a cache filled, an import) is not counted, while an answer
+    remembered by its inputs is not found again when the counted call comes (a token loop that memoised its result
+    ran no loop on that call); threads it starts are traced too. A loop that runs once per token runs at least one
     line per token (a comprehension too: each round jumps back to its line, which counts), so on two inputs that
     differ only in their number of tokens a loop over the tokens shows as that many more steps, while code without
     one runs the same steps on both. A loop that C runs (``functools.reduce(np.matmul, ...)``) is not seen."""
-    fn(*copy.deepcopy(args))
+    fn(*copy.deepcopy(args if warm is None else warm))
     steps = 0
 
     def local(frame, event, arg):

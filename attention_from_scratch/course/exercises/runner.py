@@ -66,13 +66,14 @@ def _warning(text: str):
             "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
-def _call(ex: Exercise, fn, case: Case, counted: bool = False):
+def _call(ex: Exercise, fn, case: Case, counted: bool = False, warm=None):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
     output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
     input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
     held more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``),
     else None, answers the package's own answers to the exercise (``Exercise.answers``, and the checker's reference)
-    and the checker's own functions (by name) that it called, in the order first called."""
+    and the checker's own functions (by name) that it called, in the order first called; ``warm``: the inputs a
+    counted call is warmed up on (:func:`.measure.python_steps`)."""
     args = copy.deepcopy(case.args)
     steps = None
     # the checker's own code too: where the reference is written out (kv_decode_step, numerical_gradient) no package
@@ -86,7 +87,7 @@ def _call(ex: Exercise, fn, case: Case, counted: bool = False):
             got, held = held_at_once(fn, args)
             heavy = (held, case.most_bytes, ex.memory_hint(case)) if held > case.most_bytes else None
         elif counted:
-            (got, steps), heavy = python_steps(fn, args), None
+            (got, steps), heavy = python_steps(fn, args, warm), None
         else:
             got, heavy = fn(*args), None
     messages = sorted({str(w.message) for w in caught})
@@ -124,7 +125,8 @@ def run(ex: Exercise, fn):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed, aliased, heavy, steps[n], answers = _call(ex, fn, case, n in compared)
+            got, warned, changed, aliased, heavy, steps[n], answers = _call(ex, fn, case, n in compared,
+                                                                            cases[0].args)  # warm-up: other inputs
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
