@@ -61,6 +61,13 @@ def ds_reads_before_writing(state, q, k, v, beta, g):
     return out, state + k[..., :, None] @ _t(error)
 
 
+def ds_reads_then_updates(state, q, k, v, beta, g):
+    out = (_t(state) @ (q / q.shape[-1] ** 0.5)[..., :, None])[..., 0]  # "read, then update": the state as given
+    state = np.exp(g)[..., None, None] * state
+    error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
+    return out, state + k[..., :, None] @ _t(error)
+
+
 def ds_g_as_a_factor(state, q, k, v, beta, g):
     state = g[..., None, None] * state  # g is a log-decay
     error = beta[..., None, None] * (v[..., :, None] - _t(state) @ k[..., :, None])
@@ -368,6 +375,7 @@ BATTERIES = {
             (ds_transposed_state, "a key reads it as Sᵀk"),
             (ds_predicts_from_the_old_state, "reads the state after its decay"),
             (ds_reads_before_writing, "a token sees itself"),
+            (ds_reads_then_updates, "a token sees itself"),  # fool6: failed with no hint
             (ds_g_as_a_factor, "not by g"),
             (ds_exp_of_minus_g, "not by exp(−g)"),
             (ds_one_plus_g, "not its first-order approximation 1 + g"),

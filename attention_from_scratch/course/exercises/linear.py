@@ -63,7 +63,7 @@ def _step_reference(state, q, k, v, beta, g):
 
 
 def _step(state, q, k, v, beta, g, *, decay_last=False, read_undecayed=False, beta_whole=False, beta_on_v=False,
-          scale=None, transposed=False, read_before_write=False, decay=np.exp):
+          scale=None, transposed=False, read_before_write=False, read_input=False, decay=np.exp):
     """One step with one detail changeable: the mistakes below are this."""
     b, e = beta[..., None, None], decay(g)[..., None, None]  # (B, H, 1, 1)
     kk, vv = k[..., :, None], v[..., None, :]  # (B, H, d_k, 1), (B, H, 1, d_v)
@@ -82,7 +82,7 @@ def _step(state, q, k, v, beta, g, *, decay_last=False, read_undecayed=False, be
     if decay_last:
         new = e * new
     s = q.shape[-1] ** -0.5 if scale is None else scale
-    reader = decayed if read_before_write else new
+    reader = old if read_input else decayed if read_before_write else new  # the state as given, decayed, or new
     out = (reader @ (s * q)[..., :, None])[..., 0] if transposed else ((s * q)[..., None, :] @ reader)[..., 0, :]
     return out.astype(q.dtype), new.astype(q.dtype)
 
@@ -93,6 +93,8 @@ def _step_error(case, err):
                    "is (d_k, 1) times (1, d_v)")
     return None
 
+
+_AFTER_THE_WRITE = "the output reads the state after this token's write (o_t = S_tᵀ q_t: a token sees itself)"
 
 DELTA_STEP = Exercise(
     "delta_step", "23_linear_attention", ("state", "q", "k", "v", "beta", "g"), ("out", "state"), _step_cases,
@@ -113,8 +115,8 @@ DELTA_STEP = Exercise(
         ("the query is scaled by the width of the keys it is compared with, √d_k (q's last axis), not by d_v",
          lambda state, q, k, v, beta, g: _step(state, q, k, v, beta, g, scale=v.shape[-1] ** -0.5)),
         ("the state S is (d_k, d_v): a key reads it as Sᵀk, not S k", lambda *a: _step(*a, transposed=True)),
-        ("the output reads the state after this token's write (o_t = S_tᵀ q_t: a token sees itself)",
-         lambda *a: _step(*a, read_before_write=True)),
+        (_AFTER_THE_WRITE, lambda *a: _step(*a, read_before_write=True)),
+        (_AFTER_THE_WRITE, lambda *a: _step(*a, read_input=True)),  # o = S_{t-1}ᵀ q: "read, then update"
         ("g is a log-decay (g ≤ 0): the state is multiplied by exp(g), not by g",
          lambda *a: _step(*a, decay=lambda x: x)),
         ("g is a log-decay (g ≤ 0): the state is multiplied by exp(g), at most 1, not by exp(−g), which is at least 1 "
