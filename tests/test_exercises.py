@@ -525,6 +525,51 @@ def test_the_runner_s_own_calls_into_the_checker_are_not_the_student_s():
         assert exercises.check(name, SOLUTIONS[name], quiet=True).passed
 
 
+def test_a_function_that_patches_numpy_or_the_checker_is_judged_on_the_real_ones():
+    """Before fool6, one line of monkeypatching made any answer pass: ``np.array_equal = lambda *a, **k: True`` (a
+    boolean answer is compared with it), ``np.max = lambda *a, **k: 0.0`` (the tolerance's scale and the largest
+    difference), the checker's ``compare``, or the exercise's reference swapped for the answer itself; and the patch
+    stayed for every later check. Each is put back once the function returns, and the answer fails on its values."""
+    import attention_from_scratch.course.exercises.compare as compare_module
+    import attention_from_scratch.course.exercises.runner as runner_module
+
+    real = {name: getattr(np, name) for name in ("array_equal", "max")}
+    checker = (compare_module.close, runner_module.close, runner_module.compare)
+    reference = exercises.EXERCISES["top_p"].reference
+
+    def boolean_anything(positions, n_entries, rate):
+        np.array_equal = lambda *a, **k: True
+        return np.zeros((len(positions), n_entries), dtype=bool)
+
+    def float_anything(q, k, w):
+        np.array_equal, np.max = (lambda *a, **k: True), (lambda *a, **k: 0.0)
+        return np.zeros((q.shape[0], q.shape[2], k.shape[1]), dtype=q.dtype)
+
+    def patches_the_checker(logits, p):
+        compare_module.close = runner_module.close = lambda *a, **k: True
+        runner_module.compare = lambda *a, **k: None
+        return logits.copy()
+
+    def swaps_the_reference(logits, p):
+        mine = logits.copy()
+        object.__setattr__(exercises.EXERCISES["top_p"], "reference", lambda *a: mine.copy())
+        return mine
+
+    try:
+        for name, fn in [("visible_entries", boolean_anything), ("index_scores", float_anything),
+                         ("top_p", patches_the_checker), ("top_p", swaps_the_reference)]:
+            verdict = exercises.check(name, fn, quiet=True)
+            assert not verdict.passed and verdict.lines[0].values["n"] == 1, (fn.__name__, verdict.report)
+            assert {n: getattr(np, n) for n in real} == real and exercises.EXERCISES["top_p"].reference is reference
+            assert (compare_module.close, runner_module.close, runner_module.compare) == checker
+        assert exercises.check("visible_entries", SOLUTIONS["visible_entries"], quiet=True).passed
+    finally:  # whatever happens, the session's NumPy and checker are left as they were
+        for n, f in real.items():
+            setattr(np, n, f)
+        compare_module.close, runner_module.close, runner_module.compare = checker
+        object.__setattr__(exercises.EXERCISES["top_p"], "reference", reference)
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

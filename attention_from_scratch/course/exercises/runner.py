@@ -10,16 +10,21 @@ What this guards against is a student's slip, an answer copied from earlier repo
 last case is new at every run), and the package's own answer, or the checker's own code (its reference, a mistake
 model whose default arguments give the right answer), called in place of one's own (seen by its code, however it was
 imported or reached, np.vectorize too; another library's, SciPy's softmax say, is not known to it, nor is a call
-made on another thread or a copy of the code changed). It does not
-sandbox: the student's function runs in this process, so one that walks the interpreter's frames up to
-the checker's own objects, or rewrites the checker's code, can fool it, as it could fool any test run in
-the same process.
+made on another thread or a copy of the code changed). A name the function rebinds in NumPy, Python's builtins, this
+package's modules or the exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back
+before its answer is judged (:class:`_Namespaces`). It does not sandbox: the student's function runs in this
+process, so one that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code
+in place (a function's ``__code__``), can fool it, as it could fool any test run in the same process.
 """
 
 from __future__ import annotations
 
+import builtins
 import copy
+import math
+import operator
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -66,30 +71,67 @@ def _warning(text: str):
             "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
-def _call(ex: Exercise, fn, case: Case, counted: bool = False, warm=None):
+_GUARDED = (np, builtins, copy, math, warnings)  # and every module of this package, and the exercise itself
+
+
+class _Namespaces:
+    """What NumPy, Python's builtins, this package's modules (the checker's own, the references') and the exercise
+    hold, taken once per check; :meth:`restore` puts back whatever a student's function rebound, before its answer is
+    judged. A function that set ``np.array_equal = lambda *a, **k: True`` (or ``np.max``, ``compare.close``, the
+    exercise's reference) made every answer pass, that check and the ones after; its patch now lasts only while it
+    runs. Names it adds are left (an import adds a submodule to its package). It holds only what the modules already
+    hold (no expected answer), in slots: no ``__dict__`` of thousands of entries for a walk of the frames to search."""
+
+    __slots__ = ("before", "spaces")
+
+    def __init__(self, ex: Exercise):
+        package = __name__.split(".", 1)[0]
+        kept = [*_GUARDED, *(m for name, m in list(sys.modules.items()) if m is not None and (
+            name == package or name.startswith(package + ".")))]
+        self.spaces = [vars(m) for m in kept] + [vars(ex)]
+        self.before = [dict(space) for space in self.spaces]
+
+    def restore(self):
+        for space, was in zip(self.spaces, self.before, strict=True):
+            if len(space) == len(was) and all(map(operator.is_, space.values(), was.values())):
+                continue  # untouched (checked in C: a rebinding keeps the names' order)
+            for name, value in was.items():
+                if space.get(name, _GONE) is not value:
+                    space[name] = value
+
+
+_GONE = object()
+
+
+def _call(ex: Exercise, fn, case: Case, counted: bool = False, warm=None, kept: _Namespaces | None = None):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
     output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
     input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
     held more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``),
     else None, answers the package's own answers to the exercise (``Exercise.answers``, and the checker's reference)
     and the checker's own functions (by name) that it called, in the order first called; ``warm``: the inputs a
-    counted call is warmed up on (:func:`.measure.python_steps`)."""
+    counted call is warmed up on (:func:`.measure.python_steps`); ``kept``: the namespaces restored once it returns or
+    raises."""
     args = copy.deepcopy(case.args)
     steps = None
     # the checker's own code too: where the reference is written out (kv_decode_step, numerical_gradient) no package
     # function names the answer, and ``exercises.EXERCISES[name].reference`` would hand it over, as would a mistake
     # model called with its default arguments (``linear._step``: the right step); not the functions a case hands the
     # student (numerical_gradient's f)
-    with warnings.catch_warnings(record=True) as caught, calls_to((*ex.answers, ex.reference), checker=True,
-                                                                     given=args) as answers:
-        warnings.simplefilter("always")
-        if case.most_bytes is not None:
-            got, held = held_at_once(fn, args)
-            heavy = (held, case.most_bytes, ex.memory_hint(case)) if held > case.most_bytes else None
-        elif counted:
-            (got, steps), heavy = python_steps(fn, args, warm), None
-        else:
-            got, heavy = fn(*args), None
+    try:
+        with warnings.catch_warnings(record=True) as caught, calls_to((*ex.answers, ex.reference), checker=True,
+                                                                         given=args) as answers:
+            warnings.simplefilter("always")
+            if case.most_bytes is not None:
+                got, held = held_at_once(fn, args)
+                heavy = (held, case.most_bytes, ex.memory_hint(case)) if held > case.most_bytes else None
+            elif counted:
+                (got, steps), heavy = python_steps(fn, args, warm), None
+            else:
+                got, heavy = fn(*args), None
+    finally:  # before anything of the checker's runs again, raised or not: NumPy and the checker as they were
+        if kept is not None:
+            kept.restore()
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
@@ -121,12 +163,13 @@ def run(ex: Exercise, fn):
     deferred, steps = None, {}  # steps: {case number: the Python steps fn ran on it}, for the cases compared so
     compared = {n for n, c in enumerate(cases, start=1) if c.steps_beyond} | {c.steps_beyond[0] for c in cases
                                                                              if c.steps_beyond}
+    kept = _Namespaces(ex)  # what a function that patches NumPy or the checker changed is put back
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
-            got, warned, changed, aliased, heavy, steps[n], answers = _call(ex, fn, case, n in compared,
-                                                                            cases[0].args)  # warm-up: other inputs
+            got, warned, changed, aliased, heavy, steps[n], answers = _call(
+                ex, fn, case, n in compared, cases[0].args, kept)  # the warm-up on other inputs
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
