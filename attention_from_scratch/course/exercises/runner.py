@@ -79,15 +79,17 @@ class _Namespaces:
     hold, taken once per check; :meth:`restore` puts back whatever a student's function rebound, before its answer is
     judged. A function that set ``np.array_equal = lambda *a, **k: True`` (or ``np.max``, ``compare.close``, the
     exercise's reference) made every answer pass, that check and the ones after; its patch now lasts only while it
-    runs. Names it adds are left (an import adds a submodule to its package). It holds only what the modules already
-    hold (no expected answer), in slots: no ``__dict__`` of thousands of entries for a walk of the frames to search."""
+    runs. Names it adds are left (an import adds a submodule to its package), and so is ``infra``, whose modules
+    rebind their own state at run time (the BLAS thread limit's holders and control thread). It holds only what the
+    modules already hold (no expected answer), in slots: no ``__dict__`` of thousands of entries for a walk of the
+    frames to search."""
 
     __slots__ = ("before", "spaces")
 
     def __init__(self, ex: Exercise):
         package = __name__.split(".", 1)[0]
         kept = [*_GUARDED, *(m for name, m in list(sys.modules.items()) if m is not None and (
-            name == package or name.startswith(package + ".")))]
+            name == package or name.startswith(package + ".")) and not name.startswith(package + ".infra"))]
         self.spaces = [vars(m) for m in kept] + [vars(ex)]
         self.before = [dict(space) for space in self.spaces]
 
