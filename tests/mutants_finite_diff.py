@@ -1,6 +1,8 @@
 """The finite-difference exercise's mutant battery (numerical_gradient, notebook 10): wrong solutions as students
 write them, and other correct ones."""
 
+import copy
+
 import exercise_solutions  # tests/ is on sys.path under pytest
 import numpy as np
 from mutant_helpers import as_lists
@@ -144,6 +146,14 @@ def ng_flat_view(f, x, eps):
     return grad.reshape(x.shape)
 
 
+def ng_shows_and_copies_f(f, x, eps):
+    """Right, and it formats f (its __repr__, as a print would) and deep-copies it: methods of the object the case
+    hands over, not the checker's answer (the runner's watch on the checker's code leaves them free; fool6)."""
+    if not f"differentiating {f!r}":
+        raise ValueError("f has no description")
+    return ng_basis(copy.deepcopy(f), x, eps)
+
+
 nu_as_lists = as_lists(exercise_solutions.my_numerical_gradient, "nu_as_lists")
 
 BATTERIES = {
@@ -162,6 +172,6 @@ BATTERIES = {
             (ng_float32, "float64 in, float64 out"),
             (ng_richardson, "a higher-order formula"),
         ],
-        "right": [ng_basis, ng_save_and_restore, ng_flat_view],
+        "right": [ng_basis, ng_save_and_restore, ng_flat_view, ng_shows_and_copies_f],
     },
 }

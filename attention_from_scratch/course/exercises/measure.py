@@ -109,14 +109,20 @@ def _in_checker(filename: str) -> bool:
     return not filename.startswith("<") and os.path.realpath(filename).startswith(_CHECKER)
 
 
-def _codes(f) -> list:
-    """The code objects that calling ``f`` runs first: a function's (decorators unwrapped), a method's, or its class's
-    ``__call__``; none for what is not callable or not Python."""
-    if not callable(f):
-        return []
-    found = []
-    for g in (f, getattr(f, "func", None), inspect.getattr_static(type(f), "__call__", None)):  # a partial's too
-        code = getattr(inspect.unwrap(getattr(g, "__func__", g)), "__code__", None) if g is not None else None
+def _codes(given) -> list:
+    """The code objects of what a case hands the student, which the student's code may run freely: a function's
+    (decorators unwrapped), a partial's, and, for an object (numerical_gradient's ``f``), every method of its
+    classes (``__call__``, ``__repr__`` when it is printed, ``__deepcopy__`` when it is copied) and the functions it
+    holds (``f.fn``); inside tuples and lists too. Arrays and numbers have none."""
+    if isinstance(given, (tuple, list)):
+        return [code for g in given for code in _codes(g)]
+    found, functions = [], [given, getattr(given, "func", None)]
+    if not inspect.isroutine(given) and hasattr(given, "__dict__") and not inspect.isclass(given):
+        functions += list(vars(given).values())  # an object's own attributes: the function it wraps
+        functions += [f for cls in type(given).__mro__ if cls is not object for f in vars(cls).values()]
+    for f in functions:
+        f = getattr(f, "__func__", f)  # a classmethod or staticmethod's function, a bound method's
+        code = getattr(inspect.unwrap(f), "__code__", None) if inspect.isroutine(f) or inspect.isfunction(f) else None
         if code is not None:
             found.append(code)
     return found
@@ -140,12 +146,12 @@ def calls_to(functions, *, checker: bool = False, given=()):
     method through its class. With ``checker``, a call into the checker's own code (a module of this folder: its
     references, and the mistake models, some of which give the right answer with their default arguments) made
     from the student's code (neither the checker's nor a library's) is listed too, as the name ``module.qualname``;
-    the checker calling itself (the runner calling the student's function) is not, nor is a call of one of the
-    callables ``given`` (the functions a case hands the student: numerical_gradient's f). Threads started inside
+    the checker calling itself (the runner calling the student's function) is not, nor is a call into what a case
+    hands the student (``given``: numerical_gradient's f, its methods included). Threads started inside
     are not watched; a profile hook already set keeps running."""
     wanted = {inspect.unwrap(f).__code__: f for f in functions}
     # this generator, resumed by contextlib on leaving the block, is no call of the student's either
-    free = {code for g in given for code in _codes(g)} | {inspect.unwrap(calls_to).__code__}
+    free = set(_codes(list(given))) | {inspect.unwrap(calls_to).__code__}
     seen = []
     if not wanted and not checker:
         yield seen
