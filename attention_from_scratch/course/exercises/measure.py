@@ -128,6 +128,12 @@ def _codes(given) -> list:
     return found
 
 
+# generators and coroutines: a "call" event is also their resumption, or their closing when the garbage collector
+# finalises one the checker left suspended, from whatever frame runs then (this module's own, on leaving calls_to's
+# block); no answer of the checker's is one
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
 def _called_by_student(frame) -> bool:
     """Whether the nearest code below ``frame`` that is not a library's (NumPy's ``np.vectorize``, ``contextlib``) is
     the student's, not the checker's: the runner calls the student's function (held_at_once, python_steps), which is
@@ -150,8 +156,7 @@ def calls_to(functions, *, checker: bool = False, given=()):
     hands the student (``given``: numerical_gradient's f, its methods included). Threads started inside
     are not watched; a profile hook already set keeps running."""
     wanted = {inspect.unwrap(f).__code__: f for f in functions}
-    # this generator, resumed by contextlib on leaving the block, is no call of the student's either
-    free = set(_codes(list(given))) | {inspect.unwrap(calls_to).__code__}
+    free = set(_codes(list(given)))
     seen = []
     if not wanted and not checker:
         yield seen
@@ -164,7 +169,8 @@ def calls_to(functions, *, checker: bool = False, given=()):
             if code in wanted:
                 if wanted[code] not in seen:
                     seen.append(wanted[code])
-            elif checker and code not in free and _in_checker(code.co_filename) and _called_by_student(frame):
+            elif (checker and not code.co_flags & _RESUMABLE and code not in free and _in_checker(code.co_filename)
+                  and _called_by_student(frame)):
                 name = f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
                 if name not in seen:
                     seen.append(name)
