@@ -258,6 +258,15 @@ def bm_merges_overlaps_too(ids, new_id):
     return np.array(pair), np.array(out + ([] if (ids[-2], ids[-1]) == pair else [int(ids[-1])]))
 
 
+def bm_merges_every_match_at_once(ids, new_id):
+    counts = _pairs(ids)
+    pair = min(counts, key=lambda q: (-counts[q], q))
+    hit = np.flatnonzero((ids[:-1] == pair[0]) & (ids[1:] == pair[1]))  # every match, overlapping ones too
+    out = ids.copy()
+    out[hit] = new_id
+    return np.array(pair), np.delete(out, hit + 1)  # 'aaaa': matches at 0, 1, 2 -> one new token, not two
+
+
 def bm_ties_by_sum(ids, new_id):
     counts = _pairs(ids)
     pair = min(counts, key=lambda q: (-counts[q], q[0] + q[1]))  # "smaller" read as the smaller sum
@@ -422,6 +431,7 @@ BATTERIES = {
             (bm_reversed_pair, "not reversed"),
             (bm_rolled, "np.roll"),
             (bm_merges_overlaps_too, None),
+            (bm_merges_every_match_at_once, "merge left to right"),
             (bm_ties_by_sum, "not by their sum"),
             (bm_ties_by_second_id, "first id first"),
             (bm_merged_as_floats, "keep the result an integer array"),

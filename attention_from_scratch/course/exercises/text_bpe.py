@@ -173,6 +173,19 @@ def _shares_a_packed_number(case, e, g):
     return None
 
 
+_LEFT_TO_RIGHT = "merge left to right: in 'aaa' the first two a become the new token and the last a stays"
+
+
+def _overlaps_merged(case, e, g):
+    """The right pair, and fewer ids than the left-to-right scan leaves: occurrences that overlap a merged one (the
+    middle of 'aaa') were merged too, as a mask of every match (ids[:-1] == a) & (ids[1:] == b) does."""
+    got_pair, got_merged, merged = np.asarray(g[0]), np.asarray(g[1]), np.asarray(e[1])
+    if got_pair.shape == (2,) and np.array_equal(got_pair, e[0]) and got_merged.ndim == 1 and (
+            len(got_merged) < len(merged)):
+        return msg(_LEFT_TO_RIGHT)
+    return None
+
+
 BPE_MERGE_STEP = Exercise(
     "bpe_merge_step", "14_real_text", ("ids", "new_id"), ("pair", "merged"), _bpe_cases, _bpe_reference,
     answers=(pair_counts, merge_pair),
@@ -184,7 +197,7 @@ BPE_MERGE_STEP = Exercise(
         ("ties: pairs compare as tuples, first id first (the second id only breaks a tie of the first), not by "
          "their sum or by one id alone", _by_sum),
         ("ties: the smallest pair (a, b) wins, not the largest", _largest_pair),
-        ("merge left to right: in 'aaa' the first two a become the new token and the last a stays", _right_to_left),
+        (_LEFT_TO_RIGHT, _right_to_left),
         ("return the ids with the pair replaced by new_id, not the input unchanged", _not_merged),
         ("the pair is (ids[i], ids[i + 1]) in reading order, not reversed", _reversed_pair),
         ("adjacent pairs are (ids[i], ids[i + 1]) for i < len(ids) − 1: the last id has no right neighbour "
@@ -194,7 +207,7 @@ BPE_MERGE_STEP = Exercise(
         (_PACKED_LARGE, lambda ids, new_id: _packed(ids, new_id, base=1024)),
         (_PACKED_LARGE, lambda ids, new_id: _packed(ids, new_id, bits=True, base=65536)),
     ],
-    fallbacks=[_shares_a_packed_number],
+    fallbacks=[_shares_a_packed_number, _overlaps_merged],
     error_hint=lambda case, err: _PACKED_LARGE if isinstance(err, OverflowError) else None,  # 70001 in uint16
     title=_TITLE,
     task="""Then `my_bpe_merge_step(ids, new_id)`: one step of BPE training on a 1-D integer array `ids` (bytes, and
