@@ -55,10 +55,13 @@ COMMANDS = {
                              "help": msg("write into OUTDIR even if it already holds files (they may be "
                                          "overwritten)")},
                  "--notebooks": {"default": None,
-                                 "help": msg("course notebooks to copy (default: the repo's notebooks/)")},
-                 "--lang": {**_LANG, "help": msg("en or zh: the Chinese notebooks, notebooks/zh/, and the language "
-                                                 "of their checks and of this command's messages (default: the "
-                                                 "course-wide one)")}},
+                                 "help": msg("the folder of the notebooks to copy, e.g. a few of the course's "
+                                             "(default: the course's notebooks/, or notebooks/zh/ with --lang zh)")},
+                 "--lang": {**_LANG, "help": msg("en or zh: the language of this command's messages and of the "
+                                                 "copies' checks (from --notebooks DIR that holds an "
+                                                 "attention_from_scratch.json: DIR's language); without "
+                                                 "--notebooks, zh also copies the Chinese notebooks, notebooks/zh/ "
+                                                 "(default: the course-wide one)")}},
                 "course.student:main"),
     "train": (msg("train a Transformer on real text (Tang poems, Song poems, The Devil's Dictionary, any UTF-8 "
                   "file), keep the best checkpoint by held-out loss, compare with n-gram baselines"),
@@ -68,7 +71,8 @@ DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accep
 
 
 _DESCRIPTION = msg("Attention from scratch: a tour that prints one checked computation per concept, from the dot "
-                   "product to multi-head latent attention, plus sub-commands for figures and benchmarks.")
+                   "product to multi-head latent attention, plus sub-commands for figures, benchmarks, student copies "
+                   "and training on real text.")
 
 
 def build_parser(lang: str | None = None) -> argparse.ArgumentParser:
