@@ -1,0 +1,74 @@
+"""docs/guide/instructors.md's term plan and grading script say what the course and its checks do."""
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from attention_from_scratch.course import answers, exercises, parts, quiz
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = (ROOT / "docs" / "guide" / "instructors.md").read_text(encoding="utf-8")
+
+
+def _plan():
+    """The plan's sessions in order: (the notebooks' two-digit numbers, the minutes the table gives)."""
+    rows = re.findall(r"^\| (\d) \| ([\d, ]+) \((\d+) min\) \| ([\d, ]+) \((\d+) min\) \|$", GUIDE, re.M)
+    assert [int(row[0]) for row in rows] == list(range(1, 9)), "eight weeks, in order"
+    return [(cell.split(", "), int(minutes)) for row in rows for cell, minutes in (row[1:3], row[3:5])]
+
+
+def test_the_term_plan_takes_every_notebook_once_after_what_it_builds_on():
+    minutes = {nb.stem[:2]: nb.minutes for nb in parts.COURSE}
+    stem = {nb.stem[:2]: nb.stem for nb in parts.COURSE}
+    seen = []
+    for numbers, total in _plan():
+        assert total == sum(minutes[n] for n in numbers), numbers
+        for n in numbers:  # what it builds on came in an earlier session, or earlier in this one
+            assert {s[:2] for s in parts.REQUIRES.get(stem[n], ())} <= set(seen), n
+            seen.append(n)
+    assert sorted(seen) == sorted(minutes), "every notebook exactly once"
+    beginner = sum(nb.minutes for nb in parts.track("beginner"))
+    engineer = sum(nb.minutes for nb in parts.track("engineer"))
+    everything = sum(minutes.values())
+    assert f"sum to {everything:,} minutes ({everything / 60:.2f} hours)" in GUIDE
+    assert f"beginner's route (01–14) {beginner}, the engineer's (15–23) {engineer}" in GUIDE
+    assert [nb.stem[:2] for nb in parts.track("beginner")] == [f"{i:02d}" for i in range(1, 15)]
+    assert [nb.stem[:2] for nb in parts.track("engineer")] == [f"{i:02d}" for i in range(15, 24)]
+    assert f"the other {everything - beginner - engineer}" in GUIDE
+
+
+def _grading_script() -> dict:
+    block = next(b for b in re.findall(r"```python\n(.*?)```", GUIDE, re.S) if "def grade(" in b)
+    namespace = {"__name__": "the guide's script"}
+    exec(block, namespace)
+    return namespace
+
+
+def test_the_grading_script_finds_every_check_of_the_notebooks():
+    checks = _grading_script()["CHECKS"]
+    found = set()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        found |= set(checks.findall(path.read_text(encoding="utf-8").replace('\\"', '"')))
+    assert {key for kind, key, _ in found if kind == "exercises.check"} == set(exercises.names())
+    assert {key for kind, key, _ in found if kind == "check_answer"} == set(answers.keys())
+    assert {key for kind, key, _ in found if kind == "quiz.check"} == set(quiz.question_ids("articles")) | {
+        "flash_avoids", "mla_cache"}
+
+
+def test_the_grading_script_asks_the_checks_for_their_verdicts():
+    def my_causal_mask(n_q, n_k):
+        return np.tril(np.ones((n_q, n_k), dtype=bool))  # top-left aligned: wrong
+
+    student = {"CHECKS": [("check_answer", "07.1", "answer_1"), ("check_answer", "07.2", "answer_2"),
+                          ("exercises.check", "causal_mask", "my_causal_mask"),
+                          ("quiz.check", "q4_formula", "answer_q4")],
+               "answer_1": 15, "answer_2": None, "my_causal_mask": my_causal_mask, "answer_q4": "A"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_grading_script()["GRADE"], student)
+    assert json.loads(out.getvalue().split("GRADE ", 1)[1]) == {
+        "07.1": True, "07.2": False, "causal_mask": False, "q4_formula": True}
