@@ -45,7 +45,9 @@ def _options() -> dict:
     """Option -> argparse keyword arguments, in the order of ``--help``: the data options, then one per
     field of :class:`TrainOptions`. ``None`` everywhere means "the corpus's preset" (:data:`PRESETS`)."""
     options = {
-        "--corpus": {"default": "tang", "help": msg("tang, song, devil, or the path of any UTF-8 text file")},
+        "--corpus": {"default": "tang", "help": msg("tang, song, devil, or the path of any UTF-8 text file; tang and "
+                                                     "devil have a preset, the settings that trained their "
+                                                     "committed checkpoints (an option given replaces its value)")},
         "--out": {"default": None, "help": msg("output folder (default: runs/CORPUS)")},
         "--resume": {"action": "store_true", "default": False, "help": msg("continue the run saved in --out")},
         "--extra": {"action": "append", "default": None,
@@ -60,7 +62,8 @@ def _options() -> dict:
     for f in dataclasses.fields(TrainOptions):
         kind = {"int": int, "float": float, "str": str}.get(str(f.type).split(" ")[0], float)
         options["--" + f.name.replace("_", "-")] = {"type": kind, "default": None,
-                                                    "help": msg("preset, else {default}", default=f.default)}
+                                                    "help": msg("the corpus's preset, else {default}",
+                                                                default=f.default)}
     return options
 
 
