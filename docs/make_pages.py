@@ -391,8 +391,9 @@ def index_page_zh(repo: Path) -> str:
                   f"{m.group(1)}</a>", text)
     text = _to_english_page(text.replace("](notebooks/zh/", "](notebooks/"), "../", translated)
     # the reference pages are English only: links to docs/guide/X.md go to the English site's page
-    text = re.sub(r"\[([^\]]*)\]\((?:" + GUIDE + r"/)?([a-z_]+|CHANGELOG)\.md\)",
-                  lambda m: f'<a href="../reference/{m.group(2).lower()}.html">{m.group(1)}</a>', text)
+    text = re.sub(r"\[([^\]]*)\]\((?:" + GUIDE + r"/)?([a-z_]+|CHANGELOG)\.md(#[^)\s]*)?\)",
+                  lambda m: f'<a href="../reference/{m.group(2).lower()}.html{m.group(3) or ""}">{m.group(1)}</a>',
+                  text)
     text = _LINK.sub(lambda m: f"](../../{m.group(1)})" if _is_relative(m.group(1)) and not
                      m.group(1).startswith("notebooks/") else m.group(0), text)
     return text + (

@@ -358,3 +358,9 @@ def test_reference_pages_link_into_the_site():
                       "[`softmax.py`](../api/softmax.rst)")
     assert out[2:] == text.splitlines()[2:]  # code is left alone
     assert pages.rewrite_readme("[errata](docs/guide/errata.md)", REPO, []).strip() == "[errata](reference/errata.md)"
+
+
+def test_the_chinese_front_page_links_a_guide_section_on_the_english_site():
+    text = _make_pages().index_page_zh(REPO)  # README.zh.md links a section of docs/guide/instructors.md
+    assert '<a href="../reference/instructors.html#notebook-14-without-the-debian-corpora">' in text
+    assert "](docs/guide/" not in text and "](../../docs/guide/" not in text  # no link left to the repository's file
