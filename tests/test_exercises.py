@@ -570,6 +570,24 @@ def test_a_function_that_patches_numpy_or_the_checker_is_judged_on_the_real_ones
         object.__setattr__(exercises.EXERCISES["top_p"], "reference", reference)
 
 
+def test_a_patch_of_numpy_s_submodules_that_the_checker_calls_is_put_back_too():
+    """np.linalg.solve (chunk_state's reference), np.linalg.norm (info_nce's cases) and np.random.default_rng (the next
+    check's new case) are called through NumPy's submodules: a patch of theirs lasted for every later check (the new
+    case then whatever the patch returned), until np.linalg, np.random and np.ma were guarded as NumPy's own names."""
+    real = (np.linalg.solve, np.linalg.norm, np.random.default_rng, np.ma.isMaskedArray)
+
+    def patches_submodules(x):
+        np.linalg.solve = np.linalg.norm = np.ma.isMaskedArray = lambda *a, **k: None
+        np.random.default_rng = lambda *a, **k: np.random.Generator(np.random.PCG64(0))  # the same "new" case
+        return SOLUTIONS["softmax"](x)
+
+    try:
+        assert exercises.check("softmax", patches_submodules, quiet=True).passed  # a right answer stays right
+        assert (np.linalg.solve, np.linalg.norm, np.random.default_rng, np.ma.isMaskedArray) == real
+    finally:
+        np.linalg.solve, np.linalg.norm, np.random.default_rng, np.ma.isMaskedArray = real
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

@@ -10,9 +10,10 @@ What this guards against is a student's slip, an answer copied from earlier repo
 last case is new at every run), and the package's own answer, or the checker's own code (its reference, a mistake
 model whose default arguments give the right answer), called in place of one's own (seen by its code, however it was
 imported or reached, np.vectorize too; another library's, SciPy's softmax say, is not known to it, nor is a call
-made on another thread or a copy of the code changed). A name the function rebinds in NumPy, Python's builtins, this
-package's modules or the exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back
-before its answer is judged (:class:`_Namespaces`). It does not sandbox: the student's function runs in this
+made on another thread or a copy of the code changed). A name the function rebinds in NumPy (its own namespace and
+``np.linalg``, ``np.random``, ``np.ma``; not its other submodules), Python's builtins, this package's modules or the
+exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back before its answer is
+judged (:class:`_Namespaces`). It does not sandbox: the student's function runs in this
 process, so one that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code
 in place (a function's ``__code__``), can fool it, as it could fool any test run in the same process.
 """
@@ -71,18 +72,20 @@ def _warning(text: str):
             "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
-_GUARDED = (np, builtins, copy, math, warnings)  # and every module of this package, and the exercise itself
+# and every module of this package, and the exercise itself; NumPy's submodules that the checker and its references
+# call through (np.linalg.solve, np.linalg.norm, np.random.default_rng for the next check's new case, np.ma)
+_GUARDED = (np, np.linalg, np.random, np.ma, builtins, copy, math, warnings)
 
 
 class _Namespaces:
-    """What NumPy, Python's builtins, this package's modules (the checker's own, the references') and the exercise
-    hold, taken once per check; :meth:`restore` puts back whatever a student's function rebound, before its answer is
-    judged. A function that set ``np.array_equal = lambda *a, **k: True`` (or ``np.max``, ``compare.close``, the
-    exercise's reference) made every answer pass, that check and the ones after; its patch now lasts only while it
-    runs. Names it adds are left (an import adds a submodule to its package), and so is ``infra``, whose modules
-    rebind their own state at run time (the BLAS thread limit's holders and control thread). It holds only what the
-    modules already hold (no expected answer), in slots: no ``__dict__`` of thousands of entries for a walk of the
-    frames to search."""
+    """What NumPy (with np.linalg, np.random, np.ma), Python's builtins, this package's modules (the checker's own, the
+    references') and the exercise hold, taken once per check; :meth:`restore` puts back whatever a student's function
+    rebound, before its answer is judged. A function that set ``np.array_equal = lambda *a, **k: True`` (or
+    ``np.max``, ``compare.close``, the exercise's reference) made every answer pass, that check and the ones after;
+    its patch now lasts only while it runs. Names it adds are left (an import adds a submodule to its package), and
+    so is ``infra``, whose modules rebind their own state at run time (the BLAS thread limit's holders and control
+    thread). It holds only what the modules already hold (no expected answer), in slots: no ``__dict__`` of thousands
+    of entries for a walk of the frames to search."""
 
     __slots__ = ("before", "spaces")
 
