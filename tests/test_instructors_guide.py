@@ -41,6 +41,12 @@ def test_the_term_plan_takes_every_notebook_once_after_what_it_builds_on():
     assert [nb.stem[:2] for nb in parts.track("beginner")] == [f"{i:02d}" for i in range(1, 15)]
     assert [nb.stem[:2] for nb in parts.track("engineer")] == [f"{i:02d}" for i in range(15, 24)]
     assert f"the other {everything - beginner - engineer}" in GUIDE
+    # the plan's note on stopping after the beginner's route: 14 ends it, in the session that also holds 24, which
+    # is in neither route and needs only 06 and 12
+    routes = {nb.stem[:2] for nb in parts.track("beginner") + parts.track("engineer")}
+    assert ["14", "24"] in [numbers for numbers, _ in _plan()] and "24" not in routes
+    assert {s[:2] for s in parts.REQUIRES["24_applications"]} == {"06", "12"}
+    assert "24 beside it, the applications, is in neither route and builds on 06 and 12 only" in " ".join(GUIDE.split())
 
 
 def _grading_script() -> dict:
