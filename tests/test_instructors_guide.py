@@ -84,3 +84,23 @@ def test_the_grading_script_asks_the_checks_for_their_verdicts():
         exec(_grading_script()["GRADE"], student)
     assert json.loads(out.getvalue().split("GRADE ", 1)[1]) == {
         "07.1": True, "07.2": False, "causal_mask": False, "q4_formula": True}
+
+
+def test_the_guide_names_the_readme_link_of_notebook_00_in_both_editions(tmp_path):
+    """Handing out: a student copy of notebook 00 links to README one folder up, the Chinese one to README.zh.md two
+    folders up (a copy is not rewritten: notebooks/zh/ needs ../../), so the guide places each copy's folder."""
+    import shutil
+
+    for folder, lang, target in (("notebooks", "en", "../README.md"), ("notebooks/zh", "zh", "../../README.zh.md")):
+        source = tmp_path / lang / "source"
+        source.mkdir(parents=True)
+        shutil.copy(ROOT / folder / "00_start_here.ipynb", source)
+        (copy,) = write_student_notebooks(tmp_path / lang / "handout", source, lang=lang)
+        cells = json.loads(copy.read_text(encoding="utf-8"))["cells"]
+        links = set(re.findall(r"\]\(((?:\.\./)+README[^)#]*)", "".join("".join(c["source"]) for c in cells)))
+        assert links == {target}, (folder, links)
+    guide = " ".join(GUIDE.split())
+    assert "one folder up (`../README.md`)" in guide and "two folders up (`../../README.zh.md`" in guide
+    assert "(`student handout/` run there)" in guide
+    assert "(`student handout/zh --lang zh`, as README writes it)" in guide
+    assert "student handout/zh --lang zh" in (ROOT / "README.md").read_text(encoding="utf-8")
