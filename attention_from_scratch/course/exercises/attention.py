@@ -238,7 +238,8 @@ with any leading batch dimensions (heads, from notebook 08, are one more: `(B, H
 `(..., T, d_v)` and `weights` `(..., T, S)`. `mask` (boolean, `True` = may attend) broadcasts against the
 scores: `(T, S)`, or `(B, 1, 1, S)` for a padding mask (notebook 07) over `(B, H, T, S)` scores; a blocked key
 gets weight exactly 0, however large its score. A query that may attend to **no** key gets weights 0 and output 0, never
-`nan`: that is this package's convention (PyTorch's `softmax` gives `nan` there). Return the inputs' dtype:
+`nan`: that is this package's convention (a plain softmax gives `nan` there, PyTorch's `torch.softmax` included;
+notebook 07 says what PyTorch's attention returns). Return the inputs' dtype:
 float32 in, float32 out; `np.sqrt(d_k)` of a Python int is a NumPy float64 and turns float32 scores into
 float64 (the cells above use it on float64 inputs only), while `d_k ** 0.5` is a Python float and does not.
 The checker tries T ≠ S, batch and head dimensions, float32, a causal mask, a padding mask, a blocked key
