@@ -36,6 +36,10 @@ RETIRED = [  # (notebooks: a stem, or None for every one; the retired form; what
      "a split of the keys is the set J of their indices (o_J, lse_J): a is notebook 18's output sum"),
     ("04_softmax", TEMPERATURE_AS_T, "the temperature is τ (softmax(x/τ)): T is the number of queries"),
     ("14_real_text", TEMPERATURE_AS_T, "sampling's temperature is τ (softmax(z/τ)): T is the number of queries"),
+    ("18_flash_attention", r"\\varepsilon(?!_\\text\{mach\})",
+     "the machine epsilon is ε_mach: ε alone is a finite difference's step (notebooks 10, 12)"),
+    ("03_scaling_by_sqrt_dk", r"[Dd]ividing by a constant \$c\$|除以常数 \$c\$|[+-]c\}",
+     "notebook 03's c is the scale that multiplies the scores; a constant added to them is a"),
 ]
 
 
@@ -62,3 +66,15 @@ def test_kl_is_explained_where_first_named():
     for path in _notebooks("21_sparse_attention"):
         first = next(text for text in _markdown(path) if re.search(r"\bKL\b", text))
         assert "Kullback" in first, f"{path.relative_to(NOTEBOOKS)}: KL named before it is explained"
+
+
+def _tables(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("|")]
+
+
+def test_the_notation_notebook_is_the_page():
+    """Notebook 26 (English) has the same tables as docs/guide/notation.md, row for row, in the same order."""
+    page = _tables((NOTEBOOKS.parent / "docs" / "guide" / "notation.md").read_text(encoding="utf-8"))
+    notebook = _tables("\n".join(_markdown(NOTEBOOKS / "26_notation_and_glossary.ipynb")))
+    assert len(page) > 100, "the page's tables were not found"
+    assert notebook == page, [row[:80] for row in set(page) ^ set(notebook)] or "the rows are in another order"
