@@ -67,14 +67,3 @@ def test_kl_is_explained_where_first_named():
         first = next(text for text in _markdown(path) if re.search(r"\bKL\b", text))
         assert "Kullback" in first, f"{path.relative_to(NOTEBOOKS)}: KL named before it is explained"
 
-
-def _tables(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("|")]
-
-
-def test_the_notation_notebook_is_the_page():
-    """Notebook 26 (English) has the same tables as docs/guide/notation.md, row for row, in the same order."""
-    page = _tables((NOTEBOOKS.parent / "docs" / "guide" / "notation.md").read_text(encoding="utf-8"))
-    notebook = _tables("\n".join(_markdown(NOTEBOOKS / "26_notation_and_glossary.ipynb")))
-    assert len(page) > 100, "the page's tables were not found"
-    assert notebook == page, [row[:80] for row in set(page) ^ set(notebook)] or "the rows are in another order"
