@@ -488,8 +488,10 @@ def _delta_step_by_the_private_loop(state, q, k, v, beta, g):
 def _chunk_state_by_the_private_form(state, k, v, beta, g):
     """gated_delta_rule's chunked form (linear._delta_rule_chunked) called directly with one chunk."""
     from attention_from_scratch import linear
+    from attention_from_scratch.infra.backend import get_namespace
 
-    return linear._delta_rule_chunked(np.zeros_like(k), k, v, beta, g[..., None], state, k.shape[-2], np)[1]
+    xp = get_namespace(k)  # as gated_delta_rule passes it: the array API's NumPy (NumPy 2.0 has no cumulative_sum)
+    return linear._delta_rule_chunked(xp.zeros_like(k), k, v, beta, g[..., None], state, k.shape[-2], xp)[1]
 
 
 @pytest.mark.parametrize(("name", "fn", "private"), [
