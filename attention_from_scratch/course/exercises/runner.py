@@ -13,19 +13,15 @@ imported or reached, np.vectorize too; another library's, SciPy's softmax say, i
 made on another thread or a copy of the code changed). A name the function rebinds in NumPy (its own namespace and
 ``np.linalg``, ``np.random``, ``np.ma``; not its other submodules), Python's builtins, this package's modules or the
 exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back before its answer is
-judged (:class:`_Namespaces`). It does not sandbox: the student's function runs in this
+judged (:class:`.namespaces.Namespaces`). It does not sandbox: the student's function runs in this
 process, so one that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code
 in place (a function's ``__code__``), can fool it, as it could fool any test run in the same process.
 """
 
 from __future__ import annotations
 
-import builtins
 import copy
-import math
-import operator
 import re
-import sys
 import warnings
 
 import numpy as np
@@ -35,6 +31,7 @@ from .cases import Case, Exercise
 from .compare import LOWER_PRECISION, close, compare, describe_arg, hint_line, lower_precision, parts, rtol_of
 from .inputs import ALIASED_HINT, IN_PLACE_HINT, aliased_output, changed_input
 from .measure import calls_to, held_at_once, python_steps
+from .namespaces import Namespaces
 
 __all__ = ["run"]
 
@@ -72,43 +69,7 @@ def _warning(text: str):
             "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
-# and every module of this package, and the exercise itself; NumPy's submodules that the checker and its references
-# call through (np.linalg.solve, np.linalg.norm, np.random.default_rng for the next check's new case, np.ma)
-_GUARDED = (np, np.linalg, np.random, np.ma, builtins, copy, math, warnings)
-
-
-class _Namespaces:
-    """What NumPy (with np.linalg, np.random, np.ma), Python's builtins, this package's modules (the checker's own, the
-    references') and the exercise hold, taken once per check; :meth:`restore` puts back whatever a student's function
-    rebound, before its answer is judged. A function that set ``np.array_equal = lambda *a, **k: True`` (or
-    ``np.max``, ``compare.close``, the exercise's reference) made every answer pass, that check and the ones after;
-    its patch now lasts only while it runs. Names it adds are left (an import adds a submodule to its package), and
-    so is ``infra``, whose modules rebind their own state at run time (the BLAS thread limit's holders and control
-    thread). It holds only what the modules already hold (no expected answer), in slots: no ``__dict__`` of thousands
-    of entries for a walk of the frames to search."""
-
-    __slots__ = ("before", "spaces")
-
-    def __init__(self, ex: Exercise):
-        package = __name__.split(".", 1)[0]
-        kept = [*_GUARDED, *(m for name, m in list(sys.modules.items()) if m is not None and (
-            name == package or name.startswith(package + ".")) and not name.startswith(package + ".infra"))]
-        self.spaces = [vars(m) for m in kept] + [vars(ex)]
-        self.before = [dict(space) for space in self.spaces]
-
-    def restore(self):
-        for space, was in zip(self.spaces, self.before, strict=True):
-            if len(space) == len(was) and all(map(operator.is_, space.values(), was.values())):
-                continue  # untouched (checked in C: a rebinding keeps the names' order)
-            for name, value in was.items():
-                if space.get(name, _GONE) is not value:
-                    space[name] = value
-
-
-_GONE = object()
-
-
-def _call(ex: Exercise, fn, case: Case, counted: bool = False, warm=None, kept: _Namespaces | None = None):
+def _call(ex: Exercise, fn, case: Case, counted: bool, warm, kept: Namespaces):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
     output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
     input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
@@ -135,8 +96,7 @@ def _call(ex: Exercise, fn, case: Case, counted: bool = False, warm=None, kept: 
             else:
                 got, heavy = fn(*args), None
     finally:  # before anything of the checker's runs again, raised or not: NumPy and the checker as they were
-        if kept is not None:
-            kept.restore()
+        kept.restore()
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
@@ -168,7 +128,7 @@ def run(ex: Exercise, fn):
     deferred, steps = None, {}  # steps: {case number: the Python steps fn ran on it}, for the cases compared so
     compared = {n for n, c in enumerate(cases, start=1) if c.steps_beyond} | {c.steps_beyond[0] for c in cases
                                                                              if c.steps_beyond}
-    kept = _Namespaces(ex)  # what a function that patches NumPy or the checker changed is put back
+    kept = Namespaces(ex)  # what a function that patches NumPy or the checker changed is put back
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
