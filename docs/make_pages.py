@@ -11,7 +11,7 @@ incremental build re-reads only what changed.
                     reference's
     notebooks/*.ipynb  copies of the stored, executed notebooks (never re-executed: nb_execution_mode "off")
     quiz.md         every quiz question, with its computed answer and explanation in a collapsed block
-    api/*.rst       one autodoc page per module
+    api/*.rst       one autodoc page per module (a plain module's page documents what the module defines)
     reference/*.md  the reference pages written in docs/guide/ (README links to them there, and they read
                     as Markdown in the repository), their links made relative to the site
 
@@ -25,6 +25,8 @@ and, for the Chinese site (``generate_zh``, called by docs/zh/conf.py), under do
 from __future__ import annotations
 
 import html
+import importlib
+import inspect
 import json
 import pkgutil
 import re
@@ -339,11 +341,39 @@ def api_pages(module_names: list[str]) -> dict[str, str]:
     pages = {"index.rst": "".join(index)}
     for name in module_names:
         title = f"``{name}``"
-        pages[f"{name}.rst"] = (
-            f"{title}\n{'=' * len(title)}\n\n.. automodule:: attention_from_scratch.{name}\n"
-            "   :members:\n   :show-inheritance:\n"
-        )
+        page = f"{title}\n{'=' * len(title)}\n\n.. automodule:: attention_from_scratch.{name}\n"
+        page += "   :members:\n   :show-inheritance:\n"
+        borrowed = reexports(name)
+        if borrowed:
+            page += f"   :exclude-members: {', '.join(n for n, _ in borrowed)}\n"
+            links = ", ".join(f":py:obj:`~{where}.{n}`" for n, where in borrowed)
+            page += f"\nAlso importable from this module, and documented where it is defined: {links}.\n"
+        pages[f"{name}.rst"] = page
     return pages
+
+
+def reexports(name: str, package: str = "attention_from_scratch") -> list[tuple[str, str]]:
+    """``(name, defining module)`` for each class or function that module ``name`` exports (``__all__``) but
+    another module defines.
+
+    A package's page is its front door and documents what it exports; a plain module's page documents only
+    what the module defines, and names the rest. Otherwise a class exported by two modules (``model`` and
+    ``model.transformer`` both export ``TransformerConfig``) is described twice under its one canonical name,
+    and a parallel Sphinx build warns "duplicate object description" whenever the two pages, and not the
+    defining one, are read by the same process: a warning that comes and goes with how the pages are shared out.
+    """
+    module = importlib.import_module(f"{package}.{name}")
+    if hasattr(module, "__path__"):  # a package
+        return []
+    found = []
+    for attr in getattr(module, "__all__", ()):
+        value = getattr(module, attr)
+        if not (inspect.isclass(value) or inspect.isroutine(value)):
+            continue  # a value's __module__ is its class's, not where the value was made
+        where = value.__module__
+        if where != module.__name__ and where.startswith(package + "."):
+            found.append((attr, where))
+    return found
 
 
 def generate(docs: Path) -> None:
