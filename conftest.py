@@ -15,9 +15,10 @@ nbval's own collection, options and values.
 README's command, ``pytest -n auto``, runs the suite on every core (pytest-xdist), a file at a time
 (``--dist loadfile`` in pyproject.toml: a notebook's cells run in order in one kernel). A core that finishes a
 file takes the next, so the longest files go first and the short ones fill in around them: the browser tests of
-the website (tens of seconds each), then the notebooks (seconds each), then the unit tests' files (the longest two
-first: ``LONG_UNIT_FILES``), each kind in its own order (``--no-loadscope-reorder`` keeps this order; xdist's own
-puts the files with most tests first).
+the website (tens of seconds each; in a run of their own, ``-m website``, after the site's build: README, "Read
+more"), then the notebooks (seconds each), then the unit tests' files (the longest two first:
+``LONG_UNIT_FILES``), each kind in its own order (``--no-loadscope-reorder`` keeps this order; xdist's own puts
+the files with most tests first).
 The browser files whose tests share nothing but the browser (``APART``) are handed out a test at a time instead:
 the layout check of every page, in the site's parts, would otherwise hold one core for a minute while the other
 ran out of work.
@@ -125,7 +126,13 @@ def _missing_corpora(names) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """The browser tests first, then the notebooks, then the rest (see the docstring above); stable within each.
-    A notebook of ``NEEDS_CORPORA`` is skipped where its corpora are not installed (and REQUIRE_CORPORA is not 1)."""
+    A notebook of ``NEEDS_CORPORA`` is skipped where its corpora are not installed (and REQUIRE_CORPORA is not 1).
+    A test that reads the built website (the ``site`` fixture) or drives Chromium (``browser``) is marked
+    ``website``, which README's test command leaves out (pyproject.toml) and ``-m website`` runs (README, "Read
+    more"); it runs before pytest's ``-m`` selects (tryfirst)."""
+    for item in items:
+        if {"site", "browser"} & set(getattr(item, "fixturenames", ())):  # a notebook's cells have none
+            item.add_marker(pytest.mark.website)
     if os.environ.get("REQUIRE_CORPORA") != "1":
         missing = {name: _missing_corpora(names) for name, names in NEEDS_CORPORA.items()
                    if any(item.path.name == name for item in items)}

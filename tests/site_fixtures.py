@@ -1,8 +1,7 @@
 """The built site, its server and the headless browser, shared by the ``test_site*.py`` files.
 
-``conftest.py`` registers the fixtures, so that the site is built ONCE per test run (it is the slowest step
-of the suite) and every module tests the same build -- under ``pytest -n auto`` too, where the workers share
-one build through a file lock; each module gets its own browser.
+``conftest.py`` registers the fixtures. The site is the one built by README's command and named by ``$SITE_DIR``
+(every module tests that build); each module gets its own browser.
 """
 
 from __future__ import annotations
@@ -10,8 +9,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import subprocess
-import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,7 +34,6 @@ const wait = () => (window.MathJax && MathJax.startup && MathJax.startup.promise
 if (document.querySelector('.math') && !window.MathJax) { setTimeout(wait, 2000); } else { wait(); }
 """
 # README, "Read it as a website" (the output folder differs: a temporary one)
-BUILD = [sys.executable, "-m", "sphinx", "-j", "auto", "-W", "--keep-going", "-b", "html", "docs"]
 
 
 def skip_or_fail(reason: str) -> None:
@@ -64,31 +60,16 @@ def need_a_browser() -> None:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The built site's folder: ``$SITE_DIR`` when set (already built), else README's command builds it
-    into a temporary folder, once per session."""
+def site():
+    """The built site's folder, ``$SITE_DIR``: the site as README's "Read more" builds it, tested after that build
+    as CI does (its own step), not built again here. Without ``SITE_DIR`` the tests that read the site skip,
+    so README's test command (the suite) does not pay a build and the browser (a minute and more of its time)."""
     need_docs()
-    if os.environ.get("SITE_DIR"):
-        out = Path(os.environ["SITE_DIR"]).resolve()
-        assert (out / "index.html").is_file(), f"SITE_DIR={out} holds no built site (no index.html)"
-        return out
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return _build(tmp_path_factory.mktemp("site") / "html")
-    # pytest -n auto: the workers of one run share the parent of their temporary folders; the first to take the
-    # lock builds there, the others wait for it and read the same build
-    from filelock import FileLock
-
-    shared = tmp_path_factory.getbasetemp().parent
-    with FileLock(shared / "site.lock"):
-        out = shared / "site" / "html"
-        return out if (shared / "site" / "built").is_file() else _build(out, done_marker=shared / "site" / "built")
-
-
-def _build(out: Path, done_marker: Path | None = None) -> Path:
-    done = subprocess.run([*BUILD, str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"the site did not build:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    if done_marker is not None:
-        done_marker.touch()
+    if not os.environ.get("SITE_DIR"):
+        skip_or_fail("the website's tests read a built site: build it (README, 'Read more'), then "
+                     "SITE_DIR=docs/_build/html pytest -n auto -m website tests")
+    out = Path(os.environ["SITE_DIR"]).resolve()
+    assert (out / "index.html").is_file(), f"SITE_DIR={out} holds no built site (no index.html)"
     return out
 
 

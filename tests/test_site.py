@@ -1,11 +1,10 @@
 """The course's website, built as README says, read as files and over HTTP (its pages in Chromium: the other
 ``test_site_*.py`` files).
 
-The site is built once per session (the ``site`` fixture of ``site_fixtures.py``, which
-the browser tests share) into a temporary folder with the documented command (warnings are
-errors) -- or, when ``$SITE_DIR`` is set, the site already built there is tested (CI builds it with
-README's command just before, and this test does not build it a second time). It is served on 127.0.0.1
-by a thread, and then:
+The site is the one README's command built (warnings are errors), named by ``$SITE_DIR`` (the ``site``
+fixture of ``site_fixtures.py``, which the browser tests share): the tests that read it are marked ``website``
+and run with ``SITE_DIR=docs/_build/html pytest -n auto -m website tests``, after the build, as CI does; README's
+test command leaves them out. It is served on 127.0.0.1 by a thread, and then:
 
 * every page is crawled over HTTP: each internal link, image, script and stylesheet answers 200, and
   each ``#anchor`` exists on its page; every notebook of ``notebooks/`` is reached from the index;

@@ -1,6 +1,6 @@
 """Every page of the course's website, English and Chinese, in headless Chromium at 1280 px.
 
-Each page of both sites (the build of ``site_fixtures.py``: ``$SITE_DIR`` or README's command), opened with every
+Each page of both sites (README's build, ``$SITE_DIR``: run with ``-m website``, test_site.py), opened with every
 folded block open and its formulas typeset, has nothing cut off: no element past the article's right edge or
 clipped by an ancestor, unless it sits in something that scrolls. Its tab title holds no TeX, and each figure has
 alt text that says what it shows and links to the full-size image. And what a reader sees is whole: the console
