@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Debian's chromium-headless-shell (Chromium's own browser for automation: the same Blink, without the desktop
 # browser around it) where it is installed, else Debian's chromium in its headless mode; $CHROMIUM overrides. The
 # shell lays out the same pages for about a quarter less CPU (the browser tests: 175 against 135 CPU-seconds,
-# measured on the 2-core machine), and the browser tests are half of the suite's time
+# measured on the 2-core machine), and the browser's work is almost all of the website tests' time
 CHROMIUM = os.environ.get("CHROMIUM") or next(
     (path for path in ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium") if os.access(path, os.X_OK)),
     "/usr/bin/chromium")
