@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from attention_from_scratch.__main__ import main
-from attention_from_scratch.course.student import strip_solution_blocks, student_notebook, write_student_notebooks
+from attention_from_scratch.course.i18n import write_folder_language
+from attention_from_scratch.course.student import (
+    notebooks_language,
+    strip_solution_blocks,
+    student_notebook,
+    write_student_notebooks,
+)
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 FAST_NOTEBOOK = "07_masking.ipynb"  # a notebook with a coding exercise that executes in a few seconds
@@ -178,6 +184,44 @@ def test_cli_speaks_the_language_of_its_copies(tmp_path, capsys, monkeypatch):
     assert main(["student", "", "--notebooks", str(src)]) == 2
     assert "必须是一个文件夹" in capsys.readouterr().err
 
+
+
+def _notebook_saying(folder, text):
+    """A folder holding one notebook whose one markdown cell is ``text``."""
+    folder.mkdir()
+    cell = {"cell_type": "markdown", "id": "m", "metadata": {}, "source": [text]}
+    (folder / "01_x.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4}), encoding="utf-8")
+    return folder
+
+
+def test_the_notebooks_language_is_read_from_their_text():
+    assert notebooks_language(sorted(NOTEBOOKS.glob("*.ipynb"))) == "en"
+    assert notebooks_language(sorted((NOTEBOOKS / "zh").glob("*.ipynb"))) == "zh"
+    for path in sorted((NOTEBOOKS / "zh").glob("*.ipynb")):  # each notebook alone too
+        assert notebooks_language([path]) == "zh" and notebooks_language([NOTEBOOKS / path.name]) == "en", path.name
+
+
+def test_cli_notes_when_the_replies_and_the_notebooks_differ_in_language(tmp_path, capsys, monkeypatch):
+    """--lang sets the replies' language, not the notebooks': English notebooks copied with --lang zh (or
+    Chinese ones with --lang en) get a note, in the command's language; so does a --lang that the source folder's
+    attention_from_scratch.json overrides. A copy whose two languages agree gets none."""
+    monkeypatch.delenv("ATTENTION_FROM_SCRATCH_LANG", raising=False)
+    english = _notebook_saying(tmp_path / "en_src", "The dot product of two vectors, and why it scores similarity.")
+    chinese = _notebook_saying(tmp_path / "zh_src", "两个向量的点积，以及它为什么能衡量相似度。")
+    assert main(["student", str(tmp_path / "a"), "--notebooks", str(english), "--lang", "zh"]) == 0
+    assert "注意：这些 notebook 是用英文写的，而其中的检查用中文回复" in capsys.readouterr().out
+    assert main(["student", str(tmp_path / "b"), "--notebooks", str(chinese), "--lang", "en"]) == 0
+    assert "note: these notebooks are written in Chinese, and their checks reply in English" in capsys.readouterr().out
+    for out, src, lang in (("c", english, "en"), ("d", chinese, "zh")):
+        assert main(["student", str(tmp_path / out), "--notebooks", str(src), "--lang", lang]) == 0
+        out = capsys.readouterr().out
+        assert not re.search(r"^(note|注意)：?:?", out, re.M), out
+    write_folder_language(chinese, "zh")  # the source folder names its language: --lang en does not change it
+    assert main(["student", str(tmp_path / "e"), "--notebooks", str(chinese), "--lang", "en"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: {chinese} names its language in its attention_from_scratch.json (Chinese), which --lang en" in out
+    assert "these notebooks are written in" not in out  # Chinese notebooks, Chinese replies
+    assert json.loads((tmp_path / "e" / "attention_from_scratch.json").read_text())["lang"] == "zh"
 
 def test_cli_prints_paths_an_ascii_terminal_cannot_show(tmp_path):
     src = _one_notebook(tmp_path / "course")

@@ -27,7 +27,8 @@ from . import output_folder, say
 from .files import course_folder
 from .i18n import FOLDER_FILE, check_lang, folder_language, language, msg, render, using_language, write_folder_language
 
-__all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "strip_solution_blocks", "student_notebook", "write_student_notebooks"]
+__all__ = ["ANSWER_KEY_TAG", "SOLUTION_TAG", "notebooks_language", "strip_solution_blocks", "student_notebook",
+           "write_student_notebooks"]
 
 SOLUTION_TAG = "solution"
 ANSWER_KEY_TAG = "answer-key"
@@ -72,6 +73,24 @@ def student_notebook(nb: dict) -> dict:
         cells.append(cell)
     out["cells"] = cells
     return out
+
+
+_HAN = re.compile(r"[\u4e00-\u9fff]")  # a Chinese character (CJK Unified Ideographs)
+_LETTER = re.compile(r"[A-Za-z\u4e00-\u9fff]")
+
+
+def notebooks_language(paths) -> str | None:
+    """The language the notebooks at ``paths`` are written in, read from their markdown cells: "zh" where Chinese
+    characters are over a fifth of the letters, else "en" (the Chinese edition's prose keeps English names, symbols
+    and code words: Chinese characters are 39-71% of the letters of each of its notebooks, at most 1% of each
+    English one); None where the markdown holds no letter."""
+    letters = han = 0
+    for path in paths:
+        for cell in _read_notebook(Path(path)).get("cells", []):
+            if cell.get("cell_type") == "markdown":
+                text = "".join(cell.get("source", []))
+                letters, han = letters + len(_LETTER.findall(text)), han + len(_HAN.findall(text))
+    return None if letters == 0 else "zh" if han > letters / 5 else "en"
 
 
 def _course_notebooks(lang: str = "en") -> Path:
@@ -160,5 +179,18 @@ def main(args) -> int:
                                "key removed, outputs cleared)", n=len(paths), out=args.outdir)))
         copies = folder_language(Path(args.outdir))
         say(render(msg("Their checks reply in {language}: {file} beside them says so.",
-                       language=msg("Chinese") if copies == "zh" else msg("English"), file=FOLDER_FILE)))
+                       language=_language_name(copies), file=FOLDER_FILE)))
+        given, src = getattr(args, "lang", None), getattr(args, "notebooks", None)
+        if given is not None and src is not None and given != copies:  # the source folder named its own
+            say(render(msg("note: {src} names its language in its {file} ({language}), which --lang {given} does not "
+                           "change", src=src, file=FOLDER_FILE, language=_language_name(copies), given=given)))
+        written_in = notebooks_language(paths)
+        if written_in not in (None, copies):
+            say(render(msg("note: these notebooks are written in {written}, and their checks reply in {language} "
+                           "(--lang sets the language of the replies, not of the notebooks)",
+                           written=_language_name(written_in), language=_language_name(copies))))
     return 0
+
+
+def _language_name(lang):
+    return msg("Chinese") if lang == "zh" else msg("English")
