@@ -158,6 +158,9 @@ def test_cupy_without_a_gpu_gives_a_clear_message(argv, capsys):
     captured = capsys.readouterr()
     assert "needs CuPy and a usable CUDA GPU" in captured.err
     assert "All checks passed." not in captured.out
+    assert cli.main([*argv, "--lang", "zh"]) == 2  # in the learner's language, as README.zh promises
+    captured = capsys.readouterr()
+    assert "错误：后端 'cupy' 需要 CuPy 和一块可用的 CUDA GPU" in captured.err and "needs CuPy" not in captured.err
 
 
 def test_tour_as_a_subprocess_exits_zero_quickly(tour_run):

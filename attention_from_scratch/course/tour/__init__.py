@@ -33,8 +33,10 @@ def run_tour(backend: str = "numpy", lang: str = "en") -> int:
     check_lang(lang)
     try:
         xp = namespace_for(backend)
-    except RuntimeError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except RuntimeError:  # the package's own refusal is in English (a library's); the course's command says it in lang
+        print(render(msg("error: backend '{backend}' needs CuPy and a usable CUDA GPU; none was found. Install the GPU "
+                         "extra that matches your CUDA (pip install -e '.[cuda12]' or '.[cuda13]') on a machine with "
+                         "a GPU, or use backend 'numpy'.", backend=backend), lang), file=sys.stderr)
         return 2
     if hasattr(sys.stdout, "reconfigure"):  # a terminal without UTF-8 shows '?' for θ, ², CJK, not a crash
         sys.stdout.reconfigure(errors="replace")
