@@ -1,6 +1,7 @@
 """KV-cache accounting: DeepSeek-V3's numbers by hand, the articles' simplifications, and real caches."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -270,3 +271,31 @@ def test_the_costs_that_moved_to_cache_costs_still_import_from_kv_cache():
     assert old_path is decode_flops
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         kv_cache.no_such_name  # noqa: B018
+
+
+def test_the_numbers_page_quotes_the_kv_cache_figures():
+    """docs/guide/numbers.md's KV-cache paragraphs: each number as this module computes it (DeepSeek-V3 671B, BF16)."""
+    page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "guide" / "numbers.md").read_text("utf-8").split())
+    v3, v32, cfg = deepseek_v3_numbers(), kv_cache.deepseek_v32_numbers(), MLAConfig()
+    mla, mha = v3["mla_values_per_token_layer"], v3["mha_values_per_token_layer"]
+    gqa8 = gqa_values_per_token(8, cfg.qk_head_dim, cfg.v_head_dim)
+    mqa = mqa_values_per_token(cfg.qk_head_dim, cfg.v_head_dim)
+    assert f"{mla} values per token per layer, {v3['mla_bytes_per_token']:,} bytes per token" in page
+    assert f"128 × (192 + 128) = {mha:,} values" in page and mha == 128 * (cfg.qk_head_dim + cfg.v_head_dim)
+    assert f"{v3['mha_bytes_per_token'] / 2**20:.2f} MiB per token, {v3['mha_over_mla']:.0f}× more" in page
+    assert f"{v3['mha_over_article']:.2f}× larger" in page
+    assert f"576/40,960 = {v3['true_mla_fraction']:.2%} = 1/{1 / v3['true_mla_fraction']:.0f}" in page
+    # GQA-8 and MQA with the same heads, and DeepSeek-V2's Table 1 (keys of d_h = 128, no RoPE part)
+    assert f"8 × (192 + 128) = {gqa8:,} values per token and layer, {gqa8 / mla:.1f}× MLA's {mla}" in page
+    assert f"192 + 128 = {mqa}, fewer than MLA" in page and mqa < mla
+    n_g = mla / (2 * cfg.qk_nope_head_dim)
+    assert f"512 + 64 = {mla / cfg.qk_nope_head_dim} d_h equals GQA with {n_g} groups" in page
+    # DeepSeek-V3.2: the FP8 indexer key beside the same latents
+    per_layer = v32["mla_bytes_per_token_layer"] + v32["indexer_bytes_per_token_layer"]
+    assert f"{v32['indexer_bytes_per_token_layer']} bytes. That is {per_layer:,} bytes per token and layer" in page
+    assert f"{v32['v32_bytes_per_token']:,} over 61 layers: {v32['v32_over_v3'] - 1:.1%} more than V3" in page
+    read_dense = v32["mla_bytes_read_128k_dense"]
+    read_sparse = v32["mla_bytes_read_128k_sparse"] + v32["indexer_bytes_read_128k"]
+    flops = {kind: decode_flops(MLAConfig.deepseek_v32(), kind, 131072) for kind in ("mla", "dsa")}
+    assert f"{read_dense / read_sparse:.2f}× fewer bytes read and {flops['mla'] / flops['dsa']:.1f}× fewer" in page
+    assert f"≈ {cfg.softmax_scale:.6f}" in page and cfg.max_seq_len == 16384
