@@ -104,3 +104,30 @@ def test_the_guide_names_the_readme_link_of_notebook_00_in_both_editions(tmp_pat
     assert "(`student handout/` run there)" in guide
     assert "(`student handout/zh --lang zh`, as README writes it)" in guide
     assert "student handout/zh --lang zh" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_guide_counts_the_coding_exercises_and_their_batteries():
+    """'Notebooks 04–24 each have a Write it yourself section before their recap (except 05, 09 and 19), 27
+    exercises in all', each checked with a battery of at least eight wrong solutions and two right ones."""
+    import importlib
+
+    guide = " ".join(GUIDE.split())
+    with_section = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        heads = [line for cell in cells if cell["cell_type"] == "markdown"
+                 for line in "".join(cell["source"]).splitlines() if line.startswith("## ")]
+        own = [i for i, h in enumerate(heads) if h.startswith("## Write it yourself")]
+        if own:
+            recap = next(i for i, h in enumerate(heads) if h.startswith("## Recap"))
+            assert max(own) < recap, path.name
+            with_section.append(path.name[:2])
+    assert with_section == [f"{n:02d}" for n in range(4, 25) if n not in (5, 9, 19)]
+    assert ("Notebooks 04–24 each have a **Write it yourself** section before their recap (except 05, 09 and 19), "
+            f"{len(exercises.names())} exercises in all") in guide
+    batteries = {name: battery for path in sorted((ROOT / "tests").glob("mutants_*.py"))  # tests/ is on sys.path
+                 for name, battery in importlib.import_module(path.stem).BATTERIES.items()}
+    assert set(batteries) == set(exercises.names())
+    assert min(len(b["wrong"]) for b in batteries.values()) >= 8
+    assert min(len(b["right"]) for b in batteries.values()) >= 2
+    assert "at least eight wrong solutions written as a student would" in guide and "at least two correct ones" in guide
