@@ -77,8 +77,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, causal=False, scale=None
     q, k, v, mask, scale, sink, dtype = check_attention(xp, q, k, v, mask, causal=causal, scale=scale,
                                                         sink_logits=sink_logits)
     scores = (q * scale) @ k.mT  # 1) (..., T, d_k) @ (..., d_k, S) -> (..., T, S); scaling q: T·d_k numbers, not T·S
-    scores = masked_scores(scores, mask)  # 2) blocked keys -> -inf, never 0
-    weights = softmax(scores) if sink is None else softmax_with_sink(scores, sink)[0]  # 3) a fully masked row -> 0
+    scores = masked_scores(scores, mask, overwrite=True)  # 2) blocked keys -> -inf, never 0
+    # 3) a fully masked row -> 0; overwrite: steps 2 and 3 reuse the scores' own buffer, no other (..., T, S) array
+    weights = softmax(scores, overwrite=True) if sink is None else softmax_with_sink(scores, sink)[0]
     out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
     return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 
@@ -215,8 +216,8 @@ def attention_backward(q, k, v, d_out, mask=None, *, causal=False, scale=None, s
     q, k, v, d_out, mask, scale, sink, dtype = check_attention(xp, q, k, v, mask, causal=causal, scale=scale,
                                                                sink_logits=sink_logits, d_out=d_out)
     # the forward again (scaled_dot_product_attention's steps), keeping P and the sink's share p_sink
-    scores = masked_scores((q * scale) @ k.mT, mask)  # (..., T, S)
-    weights, share = (softmax(scores), None) if sink is None else softmax_with_sink(scores, sink)
+    scores = masked_scores((q * scale) @ k.mT, mask, overwrite=True)  # (..., T, S), in the product's own buffer
+    weights, share = (softmax(scores, overwrite=True), None) if sink is None else softmax_with_sink(scores, sink)
     out = weights @ v  # (..., T, d_v)
     grads = tuple(narrow(g, dtype, xp) for g in attention_grads(q, k, v, out, weights, d_out, scale))
     if sink is None:
@@ -235,8 +236,8 @@ def additive_attention(q, k, v, w_q, w_k, v_a, mask=None, *, causal=False):
     xp = get_namespace(q, k, v, w_q, w_k, v_a, mask)
     q, k, v, w_q, w_k, v_a, mask, dtype = _check_additive(xp, q, k, v, w_q, w_k, v_a, mask, causal)
     scores = pairwise_additive(q, k, w_q, w_k, v_a)  # 1) (..., T, S): v_aᵀ tanh(q_i W_q + k_j W_k)
-    scores = masked_scores(scores, mask)  # 2) blocked keys -> -inf
-    weights = softmax(scores)  # 3)
+    scores = masked_scores(scores, mask, overwrite=True)  # 2) blocked keys -> -inf (in the scores' own buffer)
+    weights = softmax(scores, overwrite=True)  # 3)
     out = weights @ v  # 4) (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
     return narrow(out, dtype, xp), narrow(weights, dtype, xp)
 

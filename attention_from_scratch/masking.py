@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .infra.attention_checks import check_mask
-from .infra.backend import as_float, check_namespace, device_of, get_namespace, to_device
+from .infra.backend import as_float, backend_name, check_namespace, device_of, get_namespace, to_device
 from .infra.checks import broadcast_shapes, check_positive_int
 
 __all__ = ["apply_mask", "causal_mask", "combine_masks", "intersect_masks", "masked_scores", "padding_mask"]
@@ -104,22 +106,35 @@ def intersect_masks(mask, keep):
     return xp.where(keep, mask, xp.asarray(-math.inf, dtype=mask.dtype, device=device_of(mask)))
 
 
-def masked_scores(scores, mask):
+def masked_scores(scores, mask, *, overwrite: bool = False):
     """``scores`` with every blocked entry replaced by ``-inf``: the one mask application, unchecked.
 
     ``mask`` (checked at the caller's boundary: ``infra/attention_checks.check_mask``) is boolean, True = may
     attend: ``where(mask, scores, -inf)``; or an additive float mask: ``-inf`` where it is ``-inf``, the
     score plus the mask elsewhere; or None (nothing blocked). A blocked score becomes ``-inf`` whatever
-    it was, NaN and inf included. A new array; ``scores`` is not modified.
+    it was, NaN and inf included. A new array; ``scores`` is not modified -- unless ``overwrite=True``
+    (scores a caller's own scratch array, as attention's fresh ``q kᵀ``): then NumPy writes the result into
+    ``scores`` where the mask broadcasts to its shape (no second ``(..., T, S)`` array; the same numbers).
     """
     if mask is None:
         return scores
     xp = get_namespace(scores, mask)
+    if overwrite and backend_name(xp) == "numpy" and broadcast_shapes(scores.shape, mask.shape) == scores.shape:
+        return _masked_in_place(scores, mask)
     minus_inf = xp.asarray(-math.inf, dtype=scores.dtype, device=device_of(scores))
     if mask.dtype == xp.bool:
         return xp.where(mask, scores, minus_inf)
     blocked = mask == -math.inf  # never computing inf + -inf: the blocked entries add 0, then become -inf
     return xp.where(blocked, minus_inf, scores + xp.astype(xp.where(blocked, xp.zeros_like(mask), mask), scores.dtype))
+
+
+def _masked_in_place(scores, mask):
+    """:func:`masked_scores` written into the NumPy array ``scores`` (mask broadcasting to its shape)."""
+    blocked = ~mask if mask.dtype == np.bool_ else mask == -math.inf  # the mask's shape, e.g. (T, S): small
+    if mask.dtype != np.bool_:
+        scores += np.where(blocked, 0, mask).astype(scores.dtype)  # the allowed entries' additions, as above
+    np.copyto(scores, -math.inf, where=blocked)  # blocked -> -inf, whatever the score was
+    return scores
 
 
 def apply_mask(scores, mask):

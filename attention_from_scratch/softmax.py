@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .infra.attention_checks import check_scores
-from .infra.backend import as_common_float, get_namespace, narrow, widen
+from .infra.backend import as_common_float, backend_name, get_namespace, narrow, widen
 from .infra.checks import check_flag
 
 __all__ = ["log_softmax", "logsumexp", "naive_softmax", "safe_shift", "softmax", "softmax_backward"]
@@ -68,23 +70,39 @@ def _divide(shifted, t, xp):
     return xp.where(shifted < bound, xp.full_like(shifted, -math.inf), quotient)
 
 
-def softmax(x, axis: int = -1, *, temperature: float = 1.0):
+def softmax(x, axis: int = -1, *, temperature: float = 1.0, overwrite: bool = False):
     """Numerically stable softmax along ``axis``: ``exp((x - m) / τ) / Σ exp((x - m) / τ)``, m the row max.
 
     ``x`` any shape; returns the same shape and floating dtype; rows sum to 1. ``-inf`` entries get
     weight 0 and a row of only ``-inf`` gives all zeros (not NaN): it is shifted by 0 and divided by 1.
     ``temperature`` τ computes ``softmax(x / τ)``. ``+inf`` or NaN in a row is not supported: that row
     comes out NaN (as in SciPy), with NumPy's invalid-value warning -- scores are finite unless
-    something upstream overflowed.
+    something upstream overflowed. ``x`` is left as it was, unless ``overwrite=True``: then the result may
+    be computed in x's own buffer (a caller's scratch array, such as attention's fresh scores), the same
+    numbers without a second array of x's size; use the returned array.
     """
     xp = get_namespace(x)
     x, axis, t = check_scores(x, axis, xp, temperature=temperature)
     wide = widen(x, xp)  # half precision: float32 sums
     m = safe_shift(xp.max(wide, axis=axis, keepdims=True), xp)  # (..., 1, ...): 0 for a row of only -inf
-    e = xp.exp(_divide(wide - m, t, xp))  # every exponent <= 0: nothing overflows, the largest term is 1
+    if overwrite or wide is not x:  # a buffer this call may write into: given up by the caller, or the widened copy
+        wide -= m
+        shifted = wide
+    else:
+        shifted = wide - m  # a new array
+    e = _exp_in_place(_divide(shifted, t, xp), xp)  # every exponent <= 0: nothing overflows, the largest term is 1
     total = xp.sum(e, axis=axis, keepdims=True)  # >= 1, or 0 for a row of only -inf
     total = xp.where(total == 0, xp.ones_like(total), total)  # that row: 0 / 1 = 0, never 0 / 0
-    return narrow(e / total, x.dtype, xp)
+    e /= total  # e is this call's own array: divided in place
+    return narrow(e, x.dtype, xp)
+
+
+def _exp_in_place(z, xp):
+    """``exp(z)`` for an array ``z`` that this module made (or may overwrite): in z's buffer on NumPy, whose ufuncs
+    take ``out=`` (the Array API has no such argument: elsewhere a new array). The same numbers either way."""
+    if backend_name(xp) == "numpy" and isinstance(z, np.ndarray):  # not a NumPy scalar (0-d arithmetic gives one)
+        return xp.exp(z, out=z)
+    return xp.exp(z)
 
 
 def logsumexp(x, axis: int = -1, *, keepdims: bool = False):

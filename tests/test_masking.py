@@ -173,6 +173,27 @@ def test_masked_scores_replaces_blocked_entries_and_leaves_its_input_alone(xp):
     assert masked_scores(dirty, None) is dirty  # no mask: nothing to do
 
 
+
+def test_masked_scores_overwrite_gives_the_same_numbers_in_the_given_buffer(xp):
+    """overwrite=True: the same result to the bit (boolean and additive masks, NaN and inf where blocked), written
+    into the scores on NumPy when the mask broadcasts to their shape; a mask that would enlarge them gives a new
+    array and leaves the scores alone."""
+    keep = np.random.default_rng(3).random((4, 5)) < 0.5
+    dirty = np.random.default_rng(4).standard_normal((2, 4, 5))
+    dirty[:, ~keep] = np.where(np.arange(int((~keep).sum())) % 2, np.nan, np.inf)
+    dirty = xp.np(xp.asarray(dirty))
+    additive = np.where(keep, np.random.default_rng(5).standard_normal((4, 5)), -np.inf)  # finite where allowed
+    for m in (xp.asarray(keep), xp.asarray(additive)):
+        expected = xp.np(masked_scores(xp.asarray(dirty), m))
+        given = xp.asarray(dirty)
+        out = masked_scores(given, m, overwrite=True)
+        np.testing.assert_array_equal(xp.np(out), expected)
+        assert (out is given) == (xp.name == "numpy")
+    given = xp.asarray(dirty)
+    big = masked_scores(given, xp.asarray(np.ones((3, 2, 4, 5), dtype=bool)), overwrite=True)
+    assert tuple(big.shape) == (3, 2, 4, 5) and big is not given
+    np.testing.assert_array_equal(xp.np(given), dirty)
+
 def test_float_01_mask_is_refused_but_additive_mask_is_not(xp):
     """A float 0/1 mask would be added to the scores and block nothing (review finding 2)."""
     scores = xp.randn(2, 3)

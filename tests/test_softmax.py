@@ -84,6 +84,25 @@ def test_softmax_does_not_modify_its_input(xp):
     np.testing.assert_array_equal(xp.np(x), before)
 
 
+
+def test_overwrite_gives_the_same_numbers_in_the_given_buffer(xp):
+    """softmax(x, overwrite=True) equals softmax(x) to the bit (masked entries, a fully masked row, a temperature
+    included) and, on NumPy, is computed in x's own buffer (what attention does with its fresh scores); float16
+    is computed in a float32 copy and x is left alone."""
+    x = xp.np(xp.randn(3, 5, seed=4))
+    x[1, 2], x[2, :] = -np.inf, -np.inf  # a blocked entry, a row with nothing to attend to
+    for t in (1.0, 0.5, 3.0):
+        expected = xp.np(softmax(xp.asarray(x), temperature=t))
+        given = xp.asarray(x)
+        out = softmax(given, temperature=t, overwrite=True)
+        np.testing.assert_array_equal(xp.np(out), expected)
+        if xp.name == "numpy" and t == 1.0:
+            assert out is given  # no second array of x's size
+    half = np.random.default_rng(5).standard_normal((2, 4)).astype(np.float16)
+    before = half.copy()
+    np.testing.assert_array_equal(softmax(half, overwrite=True), softmax(before))
+    np.testing.assert_array_equal(half, before)  # widened: the float32 copy was overwritten, not x
+
 def test_lists_are_accepted_as_float64():
     out = softmax([1, 2, 3])
     assert out.dtype == np.float64

@@ -66,8 +66,8 @@ def attention_in_chunks(q, k, v, causal, scale):
         keys = slice(0, stop)
         q_t, k_t, v_t = q[rows, ..., queries, :], k[rows, ..., keys, :], v[rows, ..., keys, :]
         tile = tile_mask(None, causal, queries.start, queries.stop, 0, stop, offset, xp, on)  # (bq, stop) or None
-        scores = masked_scores((q_t * scale) @ k_t.mT, tile)  # (rows, ..., bq, d_k) @ (rows, ..., d_k, stop)
-        weights = softmax(scores)  # (rows, ..., bq, stop)
+        scores = masked_scores((q_t * scale) @ k_t.mT, tile, overwrite=True)  # (rows, ..., bq, d_k) @ (.., d_k, stop)
+        weights = softmax(scores, overwrite=True)  # (rows, ..., bq, stop), in the scores' own buffer
         out[rows, ..., queries, :] = weights @ v_t  # (rows, ..., bq, stop) @ (rows, ..., stop, d_v)
         tiles.append(((rows, queries, stop), weights))
     return out, tiles
