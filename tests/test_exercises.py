@@ -629,6 +629,22 @@ def _causal_from_the_window_mask(n_q, n_k):
     return afs.sliding_window_mask(n_q, n_k, max(n_k, 1))
 
 
+def _softmax_from_the_cross_entropy_cache(x):
+    """The capstone's cross-entropy layer keeps exp(x − m) and its row sums: their ratio is the softmax."""
+    from attention_from_scratch.model.layers import cross_entropy_forward
+
+    _, (e, total, *_) = cross_entropy_forward(x, np.zeros(x.shape[:-1], dtype=int), np)
+    return (e / total).astype(x.dtype)
+
+
+def _causal_from_flash_s_tile_mask(n_q, n_k):
+    """FlashAttention's mask of one tile that covers every query and key, with decoding's offset (None: one query)."""
+    from attention_from_scratch.flash import tile_mask
+
+    mask = tile_mask(None, True, 0, n_q, 0, n_k, n_k - n_q, np, None)
+    return np.ones((n_q, n_k), dtype=bool) if mask is None else mask
+
+
 def _bigram_from_the_layers(e, inputs, targets):
     """bigram_loss_and_grad's own three lines, copied: the capstone's layers that notebook 10 names."""
     from attention_from_scratch.model import layers
@@ -674,6 +690,8 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
     ("attention", lambda q, k, v, mask=None: __import__("attention_from_scratch").attention_loop(q, k, v, mask),
      "attention_from_scratch.attention.attention_loop"),
     ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),
+    ("softmax", _softmax_from_the_cross_entropy_cache, "attention_from_scratch.model.layers.cross_entropy_forward"),
+    ("causal_mask", _causal_from_flash_s_tile_mask, "attention_from_scratch.flash.tile_mask"),
     ("bigram_grad", _bigram_from_the_layers, "attention_from_scratch.model.layers.cross_entropy_forward"),
     ("rope", _rope_from_the_rotate_half_layout, "attention_from_scratch.rope.rotate_half_rope"),
     ("rope", _rope_from_the_indexer, "attention_from_scratch.rope.rotate_half_rope"),
@@ -683,7 +701,8 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
 def test_another_package_function_that_computes_the_whole_answer_is_refused_too(name, fn, function):
     """The package holds other functions that compute an exercise's whole answer, shown in the notebooks before the
     exercise (attention_loop in 06, logsumexp in 04, flash_attention_backward in 12, rotate_half_rope in 16, the
-    capstone's cross-entropy layers in 10) or exported beside it (sliding_window_mask): each is one of its answers."""
+    capstone's cross-entropy layers in 10, whose cache holds the softmax) or exported beside it (sliding_window_mask,
+    FlashAttention's tile_mask): each is one of its answers."""
     verdict = exercises.check(name, fn, quiet=True)
     assert not verdict.passed, f"{name}: a lazy answer through {function} passed"
     (line,) = _own_answer(verdict)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...flash import tile_mask
 from ...masking import causal_mask
 from ...windows import sliding_window_mask
 from ..i18n import msg
@@ -56,7 +57,9 @@ def _positions_wrapped(case, e, g):
 CAUSAL_MASK = Exercise(
     "causal_mask", "07_masking", ("n_q", "n_k"), ("mask",), _mask_cases,
     lambda n_q, n_k: np.asarray(causal_mask(n_q, n_k)),
-    answers=(causal_mask, sliding_window_mask),  # a window as wide as the keys is causal
+    # a window as wide as the keys is causal; FlashAttention's mask of one tile that covers every query and key,
+    # with decoding's offset, is the causal mask (None where nothing is blocked: one query)
+    answers=(causal_mask, sliding_window_mask, tile_mask),
     mistakes=[
         ("the mask is top-left aligned: the new queries are the LAST T of the S positions, so query i sits at "
          "position S − T + i and sees every key up to that position", _top_left),

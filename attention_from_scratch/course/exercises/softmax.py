@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model.layers import cross_entropy_forward
 from ...softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
 from ..i18n import msg
 from .cases import (
@@ -79,7 +80,9 @@ def _whole_sum_softmax(x):
 
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
-    answers=(softmax, log_softmax, logsumexp),  # exp(x − lse(x)) is the softmax
+    # exp(x − lse(x)) is the softmax; the capstone's cross-entropy layer keeps exp(x − m) and its row sums, whose
+    # ratio is the softmax (notebooks 10-11 name that layer)
+    answers=(softmax, log_softmax, logsumexp, cross_entropy_forward),
     mistakes=[
         (NEGATIVE_ROW, _shift_when_positive),  # before OVERFLOW: on such a row no shift at all gives the same nan
         (OVERFLOW, naive_softmax),
