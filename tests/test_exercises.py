@@ -590,6 +590,35 @@ def test_a_patch_of_numpy_s_submodules_that_the_checker_calls_is_put_back_too():
         np.linalg.solve, np.linalg.norm, np.random.default_rng, np.ma.isMaskedArray = real
 
 
+def test_a_patch_of_a_name_inside_numpy_is_put_back_too():
+    """np.max, np.any and np.sum are functions of numpy._core.fromnumeric that call its ``_wrapreduction`` by name. A
+    function that rebound that one name, to answer 0 to the reductions of the checker's tolerance test
+    (checking.within) and leave the reference's alone, made zeros a right softmax, and every later answer right too,
+    until every NumPy module was guarded, not only np, np.linalg, np.random and np.ma."""
+    import sys
+
+    from numpy._core import fromnumeric
+
+    real = fromnumeric._wrapreduction
+
+    def in_the_tolerance_test():
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_name != "within":
+            frame = frame.f_back
+        return frame is not None
+
+    def zeros_that_patch(x):
+        fromnumeric._wrapreduction = lambda *a, **k: 0.0 if in_the_tolerance_test() else real(*a, **k)
+        return np.zeros_like(x)
+
+    try:
+        assert not exercises.check("softmax", zeros_that_patch, quiet=True).passed
+        assert fromnumeric._wrapreduction is real
+        assert not exercises.check("softmax", lambda x: np.zeros_like(x), quiet=True).passed
+    finally:
+        fromnumeric._wrapreduction = real
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

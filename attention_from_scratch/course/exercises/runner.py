@@ -10,8 +10,8 @@ What this guards against is a student's slip, an answer copied from earlier repo
 last case is new at every run), and the package's own answer, or the checker's own code (its reference, a mistake
 model whose default arguments give the right answer), called in place of one's own (seen by its code, however it was
 imported or reached, np.vectorize too; another library's, SciPy's softmax say, is not known to it, nor is a call
-made on another thread or a copy of the code changed). A name the function rebinds in NumPy (its own namespace and
-``np.linalg``, ``np.random``, ``np.ma``; not its other submodules), Python's builtins, this package's modules or the
+made on another thread or a copy of the code changed). A name the function rebinds in NumPy (any of its modules: a name
+inside ``numpy._core.fromnumeric`` that ``np.max`` calls too), Python's builtins, this package's modules or the
 exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back before its answer is
 judged (:class:`.namespaces.Namespaces`). It does not sandbox: the student's function runs in this
 process, so one that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code
