@@ -674,6 +674,41 @@ def _causal_from_flash_s_tile_mask(n_q, n_k):
     return np.ones((n_q, n_k), dtype=bool) if mask is None else mask
 
 
+def _softmax_from_flash_attention(x):
+    """FlashAttention with scores x (q = x, k = I, scale 1) and values I outputs softmax(x); −∞ scores as a mask."""
+    import attention_from_scratch as afs
+
+    x2, eye = np.atleast_2d(x), np.eye(x.shape[-1], dtype=x.dtype)
+    finite = np.isfinite(x2)
+    return afs.flash_attention(np.where(finite, x2, 0), eye, eye, finite, scale=1.0).reshape(x.shape)
+
+
+def _softmax_from_the_online_state(x):
+    """Notebook 18's online-softmax state of all the scores at once, values I, finished: (softmax(x), lse)."""
+    from attention_from_scratch import flash
+
+    x2 = np.atleast_2d(x)
+    return flash.finish_state(flash.softmax_state(x2, np.eye(x.shape[-1], dtype=x.dtype)))[0].reshape(x.shape)
+
+
+def _softmax_backward_from_attention_s(y, dy):
+    """attention_backward with scores log y (so P = y; the mask y > 0 where y = 0), keys and values I, scale 1: its dQ
+    is dS = y ⊙ (dy − ⟨dy, y⟩)."""
+    import attention_from_scratch as afs
+
+    y2, eye = np.atleast_2d(y), np.eye(y.shape[-1], dtype=y.dtype)
+    scores = np.log(np.where(y2 > 0, y2, 1))
+    return afs.attention_backward(scores, eye, eye, np.atleast_2d(dy), y2 > 0, scale=1.0)[0].reshape(y.shape)
+
+
+def _softmax_backward_from_attention_grads(y, dy):
+    """attention_grads with P = y as the weights, the identity for keys and values, scale 1: dQ = dS."""
+    from attention_from_scratch.attention import attention_grads
+
+    y2, eye = np.atleast_2d(y), np.eye(y.shape[-1], dtype=y.dtype)
+    return attention_grads(y2, eye, eye, y2, y2, np.atleast_2d(dy).copy(), 1.0)[0].reshape(y.shape)
+
+
 def _bigram_from_the_layers(e, inputs, targets):
     """bigram_loss_and_grad's own three lines, copied: the capstone's layers that notebook 10 names."""
     from attention_from_scratch.model import layers
@@ -721,6 +756,10 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
     ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),
     ("softmax", _softmax_from_the_cross_entropy_cache, "attention_from_scratch.model.layers.cross_entropy_forward"),
     ("causal_mask", _causal_from_flash_s_tile_mask, "attention_from_scratch.flash.tile_mask"),
+    ("softmax", _softmax_from_flash_attention, "attention_from_scratch.flash.flash_attention"),
+    ("softmax", _softmax_from_the_online_state, "attention_from_scratch.flash.online_softmax_update"),
+    ("softmax_backward", _softmax_backward_from_attention_s, "attention_from_scratch.attention.attention_backward"),
+    ("softmax_backward", _softmax_backward_from_attention_grads, "attention_from_scratch.attention.attention_grads"),
     ("bigram_grad", _bigram_from_the_layers, "attention_from_scratch.model.layers.cross_entropy_forward"),
     ("rope", _rope_from_the_rotate_half_layout, "attention_from_scratch.rope.rotate_half_rope"),
     ("rope", _rope_from_the_indexer, "attention_from_scratch.rope.rotate_half_rope"),
@@ -731,7 +770,9 @@ def test_another_package_function_that_computes_the_whole_answer_is_refused_too(
     """The package holds other functions that compute an exercise's whole answer, shown in the notebooks before the
     exercise (attention_loop in 06, logsumexp in 04, flash_attention_backward in 12, rotate_half_rope in 16, the
     capstone's cross-entropy layers in 10, whose cache holds the softmax) or exported beside it (sliding_window_mask,
-    FlashAttention's tile_mask): each is one of its answers."""
+    FlashAttention's tile_mask); attention with the identity for values is a softmax (FlashAttention's online
+    softmax too), and attention's backward with the identity for keys and values is softmax's backward: each is one
+    of its answers."""
     verdict = exercises.check(name, fn, quiet=True)
     assert not verdict.passed, f"{name}: a lazy answer through {function} passed"
     (line,) = _own_answer(verdict)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...attention import attention_backward, attention_grads
+from ...flash import flash_attention, online_softmax_merge, online_softmax_update
+from ...flash_backward import flash_attention_backward
 from ...model.layers import cross_entropy_forward
 from ...softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
 from ..i18n import msg
@@ -81,8 +84,11 @@ def _whole_sum_softmax(x):
 SOFTMAX = Exercise(
     "softmax", "04_softmax", ("x",), ("weights",), _softmax_cases, softmax,
     # exp(x − lse(x)) is the softmax; the capstone's cross-entropy layer keeps exp(x − m) and its row sums, whose
-    # ratio is the softmax (notebooks 10-11 name that layer)
-    answers=(softmax, log_softmax, logsumexp, cross_entropy_forward),
+    # ratio is the softmax (notebooks 10-11 name that layer); attention with scores x and the identity for values
+    # outputs softmax(x), and FlashAttention (split-KV decoding, the paged cache) folds its exps in with the online
+    # softmax's update and merge, not with softmax()
+    answers=(softmax, log_softmax, logsumexp, cross_entropy_forward, flash_attention, online_softmax_update,
+             online_softmax_merge),
     mistakes=[
         (NEGATIVE_ROW, _shift_when_positive),  # before OVERFLOW: on such a row no shift at all gives the same nan
         (OVERFLOW, naive_softmax),
@@ -150,7 +156,9 @@ def _sum(a, **kw):
 
 SOFTMAX_BACKWARD = Exercise(
     "softmax_backward", "12_backpropagation", ("y", "dy"), ("dx",), _softmax_backward_cases, softmax_backward,
-    answers=(softmax_backward,),
+    # attention's backward computes dS = P ⊙ (dP − rowsum(dP ⊙ P)), softmax's backward, itself: with scores log y
+    # (P = y), the identity for keys and values and scale 1, its dQ is this exercise's dx
+    answers=(softmax_backward, attention_backward, attention_grads, flash_attention_backward),
     mistakes=[
         ("the row correction is missing: y ⊙ g alone is only the diagonal part diag(y) g of the softmax Jacobian; "
          "its off-diagonal part − y yᵀ g couples the entries of a row (one inner product per row)",
