@@ -709,6 +709,22 @@ def _softmax_backward_from_attention_grads(y, dy):
     return attention_grads(y2, eye, eye, y2, y2, np.atleast_2d(dy).copy(), 1.0)[0].reshape(y.shape)
 
 
+def _attention_from_flash(q, k, v, mask=None):
+    """FlashAttention's output, and the weights as its output with the identity for values (P I = P)."""
+    import attention_from_scratch as afs
+
+    eye = np.broadcast_to(np.eye(k.shape[-2], dtype=v.dtype), (*v.shape[:-2], k.shape[-2], k.shape[-2]))
+    return afs.flash_attention(q, k, v, mask), afs.flash_attention(q, k, eye, mask)
+
+
+def _attention_from_split_kv_decoding(q, k, v, mask=None):
+    """Notebook 20's split-KV decoding, one split, and its output with the identity for values."""
+    from attention_from_scratch.serving import flash_decode
+
+    eye = np.broadcast_to(np.eye(k.shape[-2], dtype=v.dtype), (*v.shape[:-2], k.shape[-2], k.shape[-2]))
+    return flash_decode(q, k, v, n_splits=1, mask=mask), flash_decode(q, k, eye, n_splits=1, mask=mask)
+
+
 def _bigram_from_the_layers(e, inputs, targets):
     """bigram_loss_and_grad's own three lines, copied: the capstone's layers that notebook 10 names."""
     from attention_from_scratch.model import layers
@@ -753,6 +769,8 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
     ("softmax", _softmax_from_logsumexp, "attention_from_scratch.softmax.logsumexp"),
     ("attention", lambda q, k, v, mask=None: __import__("attention_from_scratch").attention_loop(q, k, v, mask),
      "attention_from_scratch.attention.attention_loop"),
+    ("attention", _attention_from_flash, "attention_from_scratch.flash.flash_attention"),
+    ("attention", _attention_from_split_kv_decoding, "attention_from_scratch.serving.flash_decode"),
     ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),
     ("softmax", _softmax_from_the_cross_entropy_cache, "attention_from_scratch.model.layers.cross_entropy_forward"),
     ("causal_mask", _causal_from_flash_s_tile_mask, "attention_from_scratch.flash.tile_mask"),

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...attention import attention_loop, scaled_dot_product_attention
+from ...flash import flash_attention
 from ...masking import padding_mask
+from ...serving import flash_decode
 from ...softmax import naive_softmax, softmax
 from ..i18n import msg
 from .cases import (
@@ -191,7 +193,9 @@ def _mask_error(case, err):
 ATTENTION = Exercise(
     "attention", "06_scaled_dot_product_attention", ("q", "k", "v", "mask"), ("out", "weights"),
     _attention_cases, _sdpa,
-    answers=(scaled_dot_product_attention, attention_loop),  # the loop form the notebook shows beside it
+    # the loop form the notebook shows beside it; FlashAttention and split-KV decoding compute the same output, and
+    # their output with the identity for values is the weights (P I = P)
+    answers=(scaled_dot_product_attention, attention_loop, flash_attention, flash_decode),
     mistakes=[
         ("scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k the last axis of q",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1.0)),
