@@ -725,6 +725,15 @@ def _attention_from_split_kv_decoding(q, k, v, mask=None):
     return flash_decode(q, k, v, n_splits=1, mask=mask), flash_decode(q, k, eye, n_splits=1, mask=mask)
 
 
+def _rms_norm_from_layer_norm(x, g, eps):
+    """[x, −x] has mean 0 and variance mean(x²): the first half of its LayerNorm, gain [g, g], is RMSNorm."""
+    import attention_from_scratch as afs
+
+    gain = np.concatenate([g, g])
+    both = np.concatenate([x, -x], axis=-1)
+    return afs.layer_norm(both, gain, np.zeros_like(gain), eps)[..., : x.shape[-1]].astype(x.dtype)
+
+
 def _bigram_from_the_layers(e, inputs, targets):
     """bigram_loss_and_grad's own three lines, copied: the capstone's layers that notebook 10 names."""
     from attention_from_scratch.model import layers
@@ -771,6 +780,7 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
      "attention_from_scratch.attention.attention_loop"),
     ("attention", _attention_from_flash, "attention_from_scratch.flash.flash_attention"),
     ("attention", _attention_from_split_kv_decoding, "attention_from_scratch.serving.flash_decode"),
+    ("rms_norm", _rms_norm_from_layer_norm, "attention_from_scratch.norms.layer_norm"),
     ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),
     ("softmax", _softmax_from_the_cross_entropy_cache, "attention_from_scratch.model.layers.cross_entropy_forward"),
     ("causal_mask", _causal_from_flash_s_tile_mask, "attention_from_scratch.flash.tile_mask"),

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
-from ...norms import rms_normalize
+from ...norms import layer_norm, rms_normalize
 from ..i18n import msg
 from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, far_below_the_max, fresh_case, fresh_dims
 
@@ -93,7 +93,8 @@ def _other_eps(case, e, g):
 
 RMS_NORM = Exercise(
     "rms_norm", "11_transformer_block", ("x", "g", "eps"), ("y",), _rms_cases, _rms_reference,
-    answers=(rms_norm, rms_normalize),
+    # LayerNorm of [x, −x] (mean 0, variance mean(x²)) with the gain [g, g] is RMSNorm in its first half
+    answers=(rms_norm, rms_normalize, layer_norm),
     mistakes=[
         ("RMSNorm does not subtract the mean (that is LayerNorm): divide x itself by the root of the mean of x²",
          lambda x, g, eps: _norm(x, g, eps, centre=True)),
