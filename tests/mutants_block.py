@@ -115,6 +115,11 @@ def ce_mean_of_all_entries(logits, targets):
     return (_softmax(logits) - np.eye(logits.shape[-1], dtype=logits.dtype)[targets]) / logits.size  # N·V
 
 
+def ce_first_two_axes(logits, targets):  # N for the (N, V) and (B, T, V) logits the task names, not for (B, H, T, V)
+    n = logits.shape[0] * (logits.shape[1] if logits.ndim == 3 else 1)
+    return (_softmax(logits) - np.eye(logits.shape[-1], dtype=logits.dtype)[targets]) / n
+
+
 def ce_vocab_size(logits, targets):
     return (_softmax(logits) - np.eye(logits.shape[-1])[targets]) / logits.shape[-1]
 
@@ -231,6 +236,7 @@ BATTERIES = {
             (ce_batch_size, "batch size B alone"),
             (ce_sequence_length, "length T of one sequence"),
             (ce_mean_of_all_entries, "nor by N·V"),
+            (ce_first_two_axes, "not only along those of (N, V) and (B, T, V) logits"),
             (ce_vocab_size, "not by the vocabulary size"),
             (ce_sign, "p − onehot(y)"),
             (ce_softmax_only, "subtract the one-hot"),

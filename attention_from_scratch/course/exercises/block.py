@@ -152,7 +152,8 @@ def _ce(logits, targets, *, divide="n", sign=1.0, subtract=True, shift=True, axi
     p = np.exp(z) / np.sum(np.exp(z), axis=axis, keepdims=True)
     y = np.eye(v, dtype=logits.dtype)[targets]
     d = -y if onehot_only else sign * (p - y if subtract else p)
-    n = {"n": targets.size, "v": v, "b": logits.shape[0], "t": targets.shape[-1], "one": 1}[divide]
+    n = {"n": targets.size, "v": v, "b": logits.shape[0], "t": targets.shape[-1], "one": 1,
+         "named": logits.shape[0] * (logits.shape[1] if logits.ndim == 3 else 1)}[divide]  # (N, V) and (B, T, V) only
     return d / n
 
 
@@ -192,6 +193,8 @@ def _ce_cases():
              (np.array([[-1000.0, 0.0, 1000.0]]), np.array([0]))),
         Case("(B, T, V) = (2, 2, 5), one position's logits about 800 above the others': each row its own max",
              _rows_far_apart()),
+        Case("(B, H, T, V) = (2, 2, 3, 4), targets (B, H, T): N counts every leading axis, B·H·T = 12",
+             (draw(47, (2, 2, 3, 4)), np.array([[[0, 3, 1], [2, 2, 0]], [[1, 1, 3], [0, 2, 3]]]))),
         fresh_case(_fresh_ce),
     ]
 
@@ -225,6 +228,9 @@ CROSS_ENTROPY_GRAD = Exercise(
     mistakes=[
         ("the loss is a mean over the N positions, so its gradient is divided by N (all positions of all sequences: "
          "N = B·T for (B, T, V) logits)", lambda z, y: _ce(z, y, divide="one")),
+        ("N counts the positions along every leading axis of the logits (..., V), not only along those of (N, V) "
+         "and (B, T, V) logits: N = targets.size (B·H·T for (B, H, T, V) logits)",
+         lambda z, y: _ce(z, y, divide="named")),  # before B alone: the same number on these logits, B
         ("N counts every position of every sequence, B·T: dividing by the batch size B alone leaves the gradient T "
          "times too large", lambda z, y: _ce(z, y, divide="b")),
         ("N counts every position of every sequence, B·T: dividing by the length T of one sequence leaves the "
