@@ -619,6 +619,43 @@ def test_a_patch_of_a_name_inside_numpy_is_put_back_too():
         fromnumeric._wrapreduction = real
 
 
+def test_a_function_cannot_switch_off_the_restore_itself():
+    """The restore compared each namespace with its snapshot through ``all(map(operator.is_, ...))``, looked up when it
+    ran, and was a method of a class: a function that set ``operator.is_ = lambda a, b: True`` made every namespace
+    look untouched, and ``Namespaces.restore = lambda self: None`` made it do nothing; either, with fool6's
+    np.array_equal and np.max patch, made zeros a right softmax and left every patch in place. The restore is now a
+    closure made once per check (namespaces.guard), its tools bound when it is made."""
+    import builtins
+    import operator
+
+    from attention_from_scratch.course.exercises import namespaces, runner
+
+    real = (builtins.all, operator.is_, np.array_equal, np.max, namespaces.guard, runner.guard)
+
+    def patch_numpy():
+        np.array_equal = lambda *a, **k: True
+        np.max = lambda *a, **k: 0.0
+
+    def blinds_the_comparison(x):
+        operator.is_ = lambda a, b: True
+        builtins.all = lambda iterable: True
+        patch_numpy()
+        return np.zeros_like(x)
+
+    def replaces_the_guard(x):
+        namespaces.guard = runner.guard = lambda ex: (lambda: None)
+        patch_numpy()
+        return np.zeros_like(x)
+
+    try:
+        for fn in (blinds_the_comparison, replaces_the_guard):
+            assert not exercises.check("softmax", fn, quiet=True).passed, fn.__name__
+            assert (builtins.all, operator.is_, np.array_equal, np.max, namespaces.guard, runner.guard) == real
+            assert not exercises.check("softmax", lambda x: np.zeros_like(x), quiet=True).passed
+    finally:
+        builtins.all, operator.is_, np.array_equal, np.max, namespaces.guard, runner.guard = real
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

@@ -2,8 +2,15 @@
 
 A function that sets ``np.array_equal = lambda *a, **k: True`` (or ``np.max``, a name inside NumPy that ``np.max``
 calls, the checker's ``compare.close``, the exercise's reference) would make every answer pass, that check and the
-ones after: :class:`Namespaces` takes NumPy's, Python's builtins', this package's and the exercise's names once per
-check and the runner (:mod:`.runner`) restores them after each call of the student's function.
+ones after: :func:`guard` takes NumPy's, Python's builtins', this package's and the exercise's names once per check,
+and the function it returns, which the runner (:mod:`.runner`) calls after each call of the student's function,
+puts them back.
+
+That function holds its own tools: the builtins and ``operator.is_`` it compares with are bound when it is made, and
+it is no method of a class. A restore that looked them up when it ran could be switched off by the function it
+guards against: ``operator.is_ = lambda a, b: True`` made every namespace look untouched, and
+``Namespaces.restore = lambda self: None`` (on the class this module had) made it do nothing, so that a wrong answer
+passed and the patches stayed for the checks after.
 """
 
 from __future__ import annotations
@@ -17,13 +24,15 @@ import warnings
 
 from .cases import Exercise
 
-__all__ = ["Namespaces"]
+__all__ = ["guard"]
 
 # guarded besides every module of NumPy and of this package and the exercise itself: Python's builtins and the
 # standard modules the runner uses. Every NumPy module, not only np, np.linalg, np.random and np.ma: np.max, np.any,
 # np.sum are functions of numpy._core.fromnumeric that call its ``_wrapreduction`` by name, so a patch of that one
 # name (0 for the checker's own reductions) made every answer "close", that check and the ones after
-_GUARDED = (builtins, copy, math, warnings)
+_GUARDED = (builtins, copy, math, operator, warnings)
+_PACKAGE = __name__.split(".", 1)[0]
+_GONE = object()
 
 
 def _numpy_and_package(name: str, package: str) -> bool:
@@ -33,33 +42,29 @@ def _numpy_and_package(name: str, package: str) -> bool:
     return (name == package or name.startswith(package + ".")) and not name.startswith(package + ".infra")
 
 
-class Namespaces:
+def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE, _all=all, _map=map,
+          _is=operator.is_, _len=len, _zip=zip):
     """What NumPy's modules (np, np.linalg, np.random, np.ma and those they are made of, numpy._core.fromnumeric
-    among them), Python's builtins, this package's modules (the checker's own, the references') and the exercise
-    hold, taken once per check; :meth:`restore` puts back whatever a student's function rebound, before its answer is
-    judged. A function that set ``np.array_equal = lambda *a, **k: True`` (or ``np.max``, ``compare.close``, the
-    exercise's reference) made every answer pass, that check and the ones after; its patch now lasts only while it
-    runs. Names it adds are left (an import adds a submodule to its package), and so is ``infra``, whose modules
-    rebind their own state at run time (the BLAS thread limit's holders and control thread). It holds only what the
-    modules already hold (no expected answer), in slots: no ``__dict__`` of thousands of entries for a walk of the
-    frames to search."""
+    among them), Python's builtins, this package's modules (the checker's own, the references') and the exercise hold
+    now, and a function that puts back whatever was rebound since: the runner calls it after each call of a student's
+    function (returned or raised), before its answer is judged. A function that set ``np.array_equal = lambda *a, **k:
+    True`` (or ``np.max``, ``compare.close``, the exercise's reference) made every answer pass, that check and the
+    ones after; its patch now lasts only while it runs. Names it adds are left (an import adds a submodule to its
+    package), and so is ``infra``, whose modules rebind their own state at run time (the BLAS thread limit's holders
+    and control thread). What it takes lives in the returned function's closure, not in an object's attributes: no
+    ``__dict__`` of thousands of entries for a walk of the frames to search, and nothing a class attribute could
+    replace."""
+    kept = [*_GUARDED, *(m for name, m in list(_modules.items())
+                         if m is not None and _numpy_and_package(name, _package))]
+    spaces = [vars(m) for m in kept] + [vars(ex)]
+    before = [dict(space) for space in spaces]
 
-    __slots__ = ("before", "spaces")
-
-    def __init__(self, ex: Exercise):
-        package = __name__.split(".", 1)[0]
-        kept = [*_GUARDED, *(m for name, m in list(sys.modules.items())
-                             if m is not None and _numpy_and_package(name, package))]
-        self.spaces = [vars(m) for m in kept] + [vars(ex)]
-        self.before = [dict(space) for space in self.spaces]
-
-    def restore(self):
-        for space, was in zip(self.spaces, self.before, strict=True):
-            if len(space) == len(was) and all(map(operator.is_, space.values(), was.values())):
+    def put_back():
+        for space, was in _zip(spaces, before):
+            if _len(space) == _len(was) and _all(_map(_is, space.values(), was.values())):
                 continue  # untouched (checked in C: a rebinding keeps the names' order)
             for name, value in was.items():
-                if space.get(name, _GONE) is not value:
+                if space.get(name, _gone) is not value:
                     space[name] = value
 
-
-_GONE = object()
+    return put_back

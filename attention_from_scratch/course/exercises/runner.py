@@ -13,7 +13,7 @@ imported or reached, np.vectorize too; another library's, SciPy's softmax say, i
 made on another thread or a copy of the code changed). A name the function rebinds in NumPy (any of its modules: a name
 inside ``numpy._core.fromnumeric`` that ``np.max`` calls too), Python's builtins, this package's modules or the
 exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back before its answer is
-judged (:class:`.namespaces.Namespaces`). It does not sandbox: the student's function runs in this
+judged (:func:`.namespaces.guard`). It does not sandbox: the student's function runs in this
 process, so one that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code
 in place (a function's ``__code__``), can fool it, as it could fool any test run in the same process.
 """
@@ -31,7 +31,7 @@ from .cases import Case, Exercise
 from .compare import LOWER_PRECISION, close, compare, describe_arg, hint_line, lower_precision, parts, rtol_of
 from .inputs import ALIASED_HINT, IN_PLACE_HINT, aliased_output, changed_input
 from .measure import calls_to, held_at_once, python_steps
-from .namespaces import Namespaces
+from .namespaces import guard
 
 __all__ = ["run"]
 
@@ -69,15 +69,16 @@ def _warning(text: str):
             "divide by zero": msg("divide by zero encountered in {op}", op=op)}[kind]
 
 
-def _call(ex: Exercise, fn, case: Case, counted: bool, warm, kept: Namespaces):
+def _call(ex: Exercise, fn, case: Case, counted: bool, warm, put_back):
     """``fn`` on private copies of the inputs, NumPy's warnings recorded: (answer, warnings, changed input, aliased
     output, heavy, steps, answers), aliased the (output, input) where the task asks for new arrays and an output is an
     input, heavy the (bytes held, bytes allowed, hint) where the case limits what the function may hold at once and it
     held more, steps the Python steps it ran where ``counted`` (a case compared by its steps: ``Case.steps_beyond``),
     else None, answers the package's own answers to the exercise (``Exercise.answers``, and the checker's reference)
     and the checker's own functions (by name) that it called, in the order first called; ``warm``: the inputs a
-    counted call is warmed up on (:func:`.measure.python_steps`); ``kept``: the namespaces restored once it returns or
-    raises."""
+    counted call is warmed up on (:func:`.measure.python_steps`); ``put_back``: what restores the namespaces once it
+    returns or raises (:func:`.namespaces.guard`), a local of the caller's: no name the student's function can
+    rebind."""
     args = copy.deepcopy(case.args)
     steps = None
     # the checker's own code too: where the reference is written out (kv_decode_step, numerical_gradient) no package
@@ -96,7 +97,7 @@ def _call(ex: Exercise, fn, case: Case, counted: bool, warm, kept: Namespaces):
             else:
                 got, heavy = fn(*args), None
     finally:  # before anything of the checker's runs again, raised or not: NumPy and the checker as they were
-        kept.restore()
+        put_back()
     messages = sorted({str(w.message) for w in caught})
     changed = None
     for before, after, name in zip(case.args, args, ex.arg_names, strict=True):
@@ -128,13 +129,13 @@ def run(ex: Exercise, fn):
     deferred, steps = None, {}  # steps: {case number: the Python steps fn ran on it}, for the cases compared so
     compared = {n for n, c in enumerate(cases, start=1) if c.steps_beyond} | {c.steps_beyond[0] for c in cases
                                                                              if c.steps_beyond}
-    kept = Namespaces(ex)  # what a function that patches NumPy or the checker changed is put back
+    put_back = guard(ex)  # what a function that patches NumPy or the checker changed is put back
     for n, case in enumerate(cases, start=1):
         head = msg("{name}: FAILED on case {n} of {total} ({label})", name=ex.name, n=n, total=len(cases),
                    label=msg(case.label))
         try:
             got, warned, changed, aliased, heavy, steps[n], answers = _call(
-                ex, fn, case, n in compared, cases[0].args, kept)  # the warm-up on other inputs
+                ex, fn, case, n in compared, cases[0].args, put_back)  # the warm-up on other inputs
         except NotImplementedError as err:
             if n == 1:  # the stub itself
                 return False, [msg("{name}: not implemented yet: write `{fn}` above, then run this cell",
