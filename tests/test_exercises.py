@@ -656,6 +656,36 @@ def test_a_function_cannot_switch_off_the_restore_itself():
         builtins.all, operator.is_, np.array_equal, np.max, namespaces.guard, runner.guard = real
 
 
+def test_a_class_attribute_of_the_checker_is_put_back_too():
+    """A data descriptor set on a class wins over an instance's own attribute: a property ``Exercise.reference`` (or
+    ``canonical``, which maps an answer onto the reference's free choices) made zeros a right softmax, and every
+    later check's reference zeros too. The classes of the package's modules are guarded: a name rebound is put back,
+    a name added removed."""
+    from attention_from_scratch.course.exercises.cases import Exercise
+
+    was = dict(vars(Exercise))
+
+    def with_a_reference_of_zeros(x):
+        Exercise.reference = property(lambda self: (lambda *a: np.zeros_like(a[0])))
+        return np.zeros_like(x)
+
+    def made_canonical(x):
+        Exercise.canonical = property(lambda self: (lambda case, e, g: e))
+        return np.zeros_like(x)
+
+    try:
+        for fn in (with_a_reference_of_zeros, made_canonical):
+            assert not exercises.check("softmax", fn, quiet=True).passed, fn.__name__
+            assert dict(vars(Exercise)) == was
+            assert not exercises.check("softmax", lambda x: np.zeros_like(x), quiet=True).passed
+    finally:
+        for name in [n for n in vars(Exercise) if n not in was]:
+            delattr(Exercise, name)
+        for name, value in was.items():
+            if vars(Exercise).get(name) is not value:
+                setattr(Exercise, name, value)
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

@@ -42,8 +42,16 @@ def _numpy_and_package(name: str, package: str) -> bool:
     return (name == package or name.startswith(package + ".")) and not name.startswith(package + ".infra")
 
 
+def _own_classes(modules) -> list:
+    """The classes defined in ``modules`` (those of this package): their attributes are read when an answer is judged
+    (``Exercise.reference``, ``Exercise.canonical``, ``Case.dtype``), and one set on the class wins over an instance's
+    own (a property on ``Exercise`` named ``reference`` replaced every exercise's reference)."""
+    return [value for m in modules for value in list(vars(m).values())
+            if isinstance(value, type) and getattr(value, "__module__", None) == m.__name__]
+
+
 def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE, _all=all, _map=map,
-          _is=operator.is_, _len=len, _zip=zip):
+          _is=operator.is_, _len=len, _zip=zip, _vars=vars, _setattr=type.__setattr__, _delattr=type.__delattr__):
     """What NumPy's modules (np, np.linalg, np.random, np.ma and those they are made of, numpy._core.fromnumeric
     among them), Python's builtins, this package's modules (the checker's own, the references') and the exercise hold
     now, and a function that puts back whatever was rebound since: the runner calls it after each call of a student's
@@ -51,13 +59,18 @@ def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE,
     True`` (or ``np.max``, ``compare.close``, the exercise's reference) made every answer pass, that check and the
     ones after; its patch now lasts only while it runs. Names it adds are left (an import adds a submodule to its
     package), and so is ``infra``, whose modules rebind their own state at run time (the BLAS thread limit's holders
-    and control thread). What it takes lives in the returned function's closure, not in an object's attributes: no
+    and control thread). The classes of this package's modules are guarded too, names added to them included: a
+    class attribute is no module's name, and one set on ``Exercise`` (a property ``reference`` or ``canonical``) made
+    every answer right. What it takes lives in the returned function's closure, not in an object's attributes: no
     ``__dict__`` of thousands of entries for a walk of the frames to search, and nothing a class attribute could
     replace."""
     kept = [*_GUARDED, *(m for name, m in list(_modules.items())
                          if m is not None and _numpy_and_package(name, _package))]
     spaces = [vars(m) for m in kept] + [vars(ex)]
     before = [dict(space) for space in spaces]
+    classes = _own_classes([m for name, m in list(_modules.items()) if m is not None and (
+        name == _package or name.startswith(_package + ".")) and not name.startswith(_package + ".infra")])
+    class_before = [(cls, dict(vars(cls))) for cls in classes]
 
     def put_back():
         for space, was in _zip(spaces, before):
@@ -66,5 +79,14 @@ def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE,
             for name, value in was.items():
                 if space.get(name, _gone) is not value:
                     space[name] = value
+        for cls, was in class_before:
+            now = _vars(cls)
+            if _len(now) == _len(was) and _all(_map(_is, now.values(), was.values())):
+                continue
+            for name in [name for name in now if name not in was]:  # added: a property wins over the instance's own
+                _delattr(cls, name)
+            for name, value in was.items():
+                if now.get(name, _gone) is not value:
+                    _setattr(cls, name, value)
 
     return put_back
