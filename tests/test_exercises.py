@@ -686,6 +686,33 @@ def test_a_class_attribute_of_the_checker_is_put_back_too():
                 setattr(Exercise, name, value)
 
 
+def test_the_checker_s_registry_is_put_back_too():
+    """exercises.EXERCISES is a dict, mutated, not rebound: a softmax that replaced the attention exercise there by one
+    whose reference is zeros made zeros a right attention at its next check. The checker's own dicts and lists are
+    guarded: their entries are put back after each call."""
+    import dataclasses
+
+    real = dict(exercises.EXERCISES)
+
+    def zeros(q, k, v):
+        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return (np.zeros((*lead, q.shape[-2], v.shape[-1]), dtype=q.dtype),
+                np.zeros((*lead, q.shape[-2], k.shape[-2]), dtype=q.dtype))
+
+    def softmax_that_rigs_attention(x):
+        exercises.EXERCISES["attention"] = dataclasses.replace(
+            real["attention"], reference=lambda q, k, v, mask=None: zeros(q, k, v), exact_zeros=None)
+        return SOLUTIONS["softmax"](x)
+
+    try:
+        assert exercises.check("softmax", softmax_that_rigs_attention, quiet=True).passed  # right, and rigs nothing
+        assert exercises.EXERCISES == real
+        assert not exercises.check("attention", lambda q, k, v, mask=None: zeros(q, k, v), quiet=True).passed
+    finally:
+        exercises.EXERCISES.clear()
+        exercises.EXERCISES.update(real)
+
+
 def test_the_package_s_answer_is_seen_however_it_is_reached():
     import attention_from_scratch as afs
     from attention_from_scratch.mla import MultiHeadLatentAttention

@@ -61,9 +61,10 @@ def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE,
     package), and so is ``infra``, whose modules rebind their own state at run time (the BLAS thread limit's holders
     and control thread). The classes of this package's modules are guarded too, names added to them included: a
     class attribute is no module's name, and one set on ``Exercise`` (a property ``reference`` or ``canonical``) made
-    every answer right. What it takes lives in the returned function's closure, not in an object's attributes: no
-    ``__dict__`` of thousands of entries for a walk of the frames to search, and nothing a class attribute could
-    replace."""
+    every answer right. So are the entries of the checker's own dicts and lists (``exercises.EXERCISES``: an exercise
+    replaced there took any answer at its next check). What it takes lives in the returned function's closure, not
+    in an object's attributes: no ``__dict__`` of thousands of entries for a walk of the frames to search, and
+    nothing a class attribute could replace."""
     kept = [*_GUARDED, *(m for name, m in list(_modules.items())
                          if m is not None and _numpy_and_package(name, _package))]
     spaces = [vars(m) for m in kept] + [vars(ex)]
@@ -71,6 +72,10 @@ def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE,
     classes = _own_classes([m for name, m in list(_modules.items()) if m is not None and (
         name == _package or name.startswith(_package + ".")) and not name.startswith(_package + ".infra")])
     class_before = [(cls, dict(vars(cls))) for cls in classes]
+    checker = _package + ".course.exercises"  # its registry (EXERCISES) is a dict: mutated, not rebound
+    held = {id(v): v for name, m in list(_modules.items()) if m is not None and (name == checker or name.startswith(
+        checker + ".")) for key, v in list(vars(m).items()) if type(v) in (dict, list) and key != "__builtins__"}
+    held_before = [(v, v.copy()) for v in held.values()]
 
     def put_back():
         for space, was in _zip(spaces, before):
@@ -88,5 +93,11 @@ def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE,
             for name, value in was.items():
                 if now.get(name, _gone) is not value:
                     _setattr(cls, name, value)
+        for now, was in held_before:  # the checker's own dicts and lists: their entries as they were
+            same = _len(now) == _len(was) and _all(_map(_is, now, was))  # a dict's keys, a list's items
+            if same and (type(now) is list or _all(_map(_is, now.values(), was.values()))):
+                continue
+            now.clear()
+            now.extend(was) if type(now) is list else now.update(was)
 
     return put_back
