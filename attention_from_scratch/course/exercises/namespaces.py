@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import functools
 import math
 import operator
 import sys
@@ -50,8 +51,23 @@ def _own_classes(modules) -> list:
             if isinstance(value, type) and getattr(value, "__module__", None) == m.__name__]
 
 
-def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE, _all=all, _map=map,
-          _is=operator.is_, _len=len, _zip=zip, _vars=vars, _setattr=type.__setattr__, _delattr=type.__delattr__):
+@functools.lru_cache(maxsize=1)
+def _guarded(n_modules: int, package: str = _PACKAGE) -> tuple:
+    """(the modules whose names are guarded, the classes whose attributes are, the checker's own dicts and lists whose
+    entries are), found in ``sys.modules`` once for each number of loaded modules (``n_modules``, the cache's key:
+    a module imported since is found at the next check)."""
+    loaded = [(name, m) for name, m in list(sys.modules.items()) if m is not None]
+    own = [m for name, m in loaded if (name == package or name.startswith(package + "."))
+           and not name.startswith(package + ".infra")]
+    checker = package + ".course.exercises"  # its registry (EXERCISES) is a dict: mutated, not rebound
+    held = {id(v): v for name, m in loaded if name == checker or name.startswith(checker + ".")
+            for key, v in list(vars(m).items()) if type(v) in (dict, list) and key != "__builtins__"}
+    return ((*_GUARDED, *(m for name, m in loaded if _numpy_and_package(name, package))), tuple(_own_classes(own)),
+            tuple(held.values()))
+
+
+def guard(ex: Exercise, *, _modules=sys.modules, _found=_guarded, _gone=_GONE, _all=all, _map=map, _is=operator.is_,
+          _len=len, _zip=zip, _vars=vars, _setattr=type.__setattr__, _delattr=type.__delattr__):
     """What NumPy's modules (np, np.linalg, np.random, np.ma and those they are made of, numpy._core.fromnumeric
     among them), Python's builtins, this package's modules (the checker's own, the references') and the exercise hold
     now, and a function that puts back whatever was rebound since: the runner calls it after each call of a student's
@@ -65,17 +81,11 @@ def guard(ex: Exercise, *, _modules=sys.modules, _package=_PACKAGE, _gone=_GONE,
     replaced there took any answer at its next check). What it takes lives in the returned function's closure, not
     in an object's attributes: no ``__dict__`` of thousands of entries for a walk of the frames to search, and
     nothing a class attribute could replace."""
-    kept = [*_GUARDED, *(m for name, m in list(_modules.items())
-                         if m is not None and _numpy_and_package(name, _package))]
+    kept, classes, held = _found(_len(_modules))
     spaces = [vars(m) for m in kept] + [vars(ex)]
     before = [dict(space) for space in spaces]
-    classes = _own_classes([m for name, m in list(_modules.items()) if m is not None and (
-        name == _package or name.startswith(_package + ".")) and not name.startswith(_package + ".infra")])
     class_before = [(cls, dict(vars(cls))) for cls in classes]
-    checker = _package + ".course.exercises"  # its registry (EXERCISES) is a dict: mutated, not rebound
-    held = {id(v): v for name, m in list(_modules.items()) if m is not None and (name == checker or name.startswith(
-        checker + ".")) for key, v in list(vars(m).items()) if type(v) in (dict, list) and key != "__builtins__"}
-    held_before = [(v, v.copy()) for v in held.values()]
+    held_before = [(v, v.copy()) for v in held]
 
     def put_back():
         for space, was in _zip(spaces, before):
