@@ -828,6 +828,24 @@ def _rms_norm_from_layer_norm(x, g, eps):
     return afs.layer_norm(both, gain, np.zeros_like(gain), eps)[..., : x.shape[-1]].astype(x.dtype)
 
 
+def _attention_from_the_one_sequence_loop(q, k, v, mask=None):
+    """attention_loop's private one-sequence loop (its docstring: read it first), at every batch position, the mask made
+    additive: attention_loop itself is never called."""
+    import itertools
+
+    from attention_from_scratch.attention import _attention_loop_2d
+
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
+    t, s = q.shape[-2], k.shape[-2]
+    q, k, v = (np.broadcast_to(a, (*lead, *a.shape[-2:])) for a in (q, k, v))
+    add = None if mask is None else np.broadcast_to(np.where(mask, 0.0, -np.inf), (*lead, t, s))
+    out, w = np.empty((*lead, t, v.shape[-1]), dtype=q.dtype), np.empty((*lead, t, s), dtype=q.dtype)
+    for idx in itertools.product(*(range(n) for n in lead)):
+        out[idx], w[idx] = _attention_loop_2d(q[idx], k[idx], v[idx], None if add is None else add[idx],
+                                              q.shape[-1] ** -0.5, np)
+    return out, w
+
+
 def _bigram_from_the_layers(e, inputs, targets):
     """bigram_loss_and_grad's own three lines, copied: the capstone's layers that notebook 10 names."""
     from attention_from_scratch.model import layers
@@ -873,6 +891,7 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
     ("attention", lambda q, k, v, mask=None: __import__("attention_from_scratch").attention_loop(q, k, v, mask),
      "attention_from_scratch.attention.attention_loop"),
     ("attention", _attention_from_flash, "attention_from_scratch.flash.flash_attention"),
+    ("attention", _attention_from_the_one_sequence_loop, "attention_from_scratch.attention._attention_loop_2d"),
     ("attention", _attention_from_split_kv_decoding, "attention_from_scratch.serving.flash_decode"),
     ("rms_norm", _rms_norm_from_layer_norm, "attention_from_scratch.norms.layer_norm"),
     ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...attention import attention_loop, scaled_dot_product_attention
+from ...attention import _attention_loop_2d, attention_loop, scaled_dot_product_attention
 from ...flash import flash_attention
 from ...masking import padding_mask
 from ...serving import flash_decode
@@ -193,9 +193,10 @@ def _mask_error(case, err):
 ATTENTION = Exercise(
     "attention", "06_scaled_dot_product_attention", ("q", "k", "v", "mask"), ("out", "weights"),
     _attention_cases, _sdpa,
-    # the loop form the notebook shows beside it; FlashAttention and split-KV decoding compute the same output, and
-    # their output with the identity for values is the weights (P I = P)
-    answers=(scaled_dot_product_attention, attention_loop, flash_attention, flash_decode),
+    # the loop form the notebook shows beside it, and its one-sequence loop (its docstring says to read that first),
+    # which a loop over the batch positions can call; FlashAttention and split-KV decoding compute the same output,
+    # and their output with the identity for values is the weights (P I = P)
+    answers=(scaled_dot_product_attention, attention_loop, _attention_loop_2d, flash_attention, flash_decode),
     mistakes=[
         ("scores not divided by √d_k: scores = q kᵀ / √d_k, with d_k the last axis of q",
          lambda q, k, v, m=None: scaled_dot_product_attention(q, k, v, m, scale=1.0)),
