@@ -10,12 +10,14 @@ What this guards against is a student's slip, an answer copied from earlier repo
 last case is new at every run), and the package's own answer, or the checker's own code (its reference, a mistake
 model whose default arguments give the right answer), called in place of one's own (seen by its code, however it was
 imported or reached, np.vectorize too; another library's, SciPy's softmax say, is not known to it, nor is a call
-made on another thread or a copy of the code changed). A name the function rebinds in NumPy (any of its modules: a name
-inside ``numpy._core.fromnumeric`` that ``np.max`` calls too), Python's builtins, this package's modules or the
-exercise (``np.array_equal = ...``, the checker's ``compare``, the reference) is put back before its answer is
-judged (:func:`.namespaces.guard`). It does not sandbox: the student's function runs in this
-process, so one that walks the interpreter's frames up to the checker's own objects, or rewrites the checker's code
-in place (a function's ``__code__``), can fool it, as it could fool any test run in the same process.
+made on another thread or a copy of the code changed). A name the function rebinds in NumPy (any of its modules: a
+name inside ``numpy._core.fromnumeric`` that ``np.max`` calls too), Python's builtins, this package's modules or
+classes, or the exercise (``np.array_equal = ...``, the checker's ``compare``, a property ``Exercise.reference``, the
+reference), and an entry it changes in the checker's own dicts and lists (``EXERCISES``), is put back before its
+answer is judged, by a function made before it runs (:func:`.namespaces.guard`). It does not sandbox: the student's
+function runs in this process, so one that walks the interpreter's frames up to the checker's own objects, or
+rewrites the checker's code in place (a function's ``__code__`` or ``__defaults__``), can fool it, as it could fool
+any test run in the same process.
 """
 
 from __future__ import annotations
