@@ -1071,7 +1071,7 @@ def test_mla_rebuilding_the_keys_is_refused_on_the_long_cache_only_after_the_val
 
     report = exercises.check("mla_absorbed_scores", rebuilds, quiet=True).report
     assert "FAILED on case 6 of 7 (a long cache" in report
-    assert re.search(r"held 6\d\.\d MB at once on this case, where the task's way needs at most 4\.0 MB", report)
+    assert re.search(r"held 6\d\.\d MiB at once on this case, where the task's way needs at most 4\.0 MiB", report)
     assert "hint: the rebuilt keys W_UK·c" in report
     assert exercises.check("mla_absorbed_scores", my_absorbed_scores, quiet=True).passed
 

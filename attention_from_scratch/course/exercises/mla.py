@@ -44,7 +44,7 @@ def _mla_cases():
         _mla_case("as many sequences as heads: (B, H) = (2, 2), T = 3, S = 4", 54, 2, 2, 3, 4),
         _mla_case("one head, d_c = 8 > d_h = 3", 53, 1, 1, 2, 3, d_h=3, d_c=8),
         # at most half of one head's rebuilt keys held at once (8 MiB; the absorbed form holds a few (B, H, T, S)
-        # score arrays, under 1 MB)
+        # score arrays, under 1 MiB)
         _mla_case(LONG_CACHE, 55, 1, 8, 1, 4096, d_h=256, d_c=8, most_bytes=1 * 4096 * 256 * 8 // 2),
         _fresh_mla(fresh_seed()),
     ]
@@ -53,8 +53,8 @@ def _mla_cases():
 def _keys_hint(case):
     """What a solution that held too much at once did: it built the keys the task folds away."""
     head = _head_keys_bytes(case)
-    return msg("the rebuilt keys W_UK·c, one per head and latent, are B·H·S·d_h numbers ({keys} MB here, {head} MB "
-               "for one head): fold W_UK into the query instead (q_nope @ w_uk is (B, H, T, d_c)) and score that "
+    return msg("the rebuilt keys W_UK·c, one per head and latent, are B·H·S·d_h numbers ({keys} MiB here, {head} "
+               "MiB for one head): fold W_UK into the query instead (q_nope @ w_uk is (B, H, T, d_c)) and score that "
                "against c_kv; no (B, H, S, d_h) array is needed, not even one head's",
                keys=head * case.args[0].shape[1] // 2**20, head=head // 2**20)
 

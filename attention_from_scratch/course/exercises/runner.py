@@ -164,7 +164,7 @@ def run(ex: Exercise, fn):
                 function=_qualified(named)), hint_line(_OWN_ANSWER)]
         if heavy is not None and deferred is None:  # right values, built the way the task forbids: reported
             deferred = [head, _inputs(ex, case), msg(  # once no case has a wrong value, as an aliased output is
-                "  your function held {held} MB at once on this case, where the task's way needs at most {most} MB",
+                "  your function held {held} MiB at once on this case, where the task's way needs at most {most} MiB",
                 held=f"{heavy[0] / 2**20:.1f}", most=f"{heavy[1] / 2**20:.1f}"), hint_line(heavy[2])]
         if case.steps_beyond is not None and deferred is None:  # right values, and a loop the task rules out?
             m, added = case.steps_beyond
