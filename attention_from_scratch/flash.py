@@ -62,7 +62,7 @@ __all__ = [
 #   (~20 array calls per tile), so large tiles win while a tile of scores still fits in cache (512 x 512
 #   float32 = 1 MiB). Measured with benchmarks/bench_flash.py at (B, H, T, d) = (1, 8, 2048, 64), float32,
 #   workers=2, 2 cores: 128 takes ~2x the time of 512, 1024 is within noise of 512, 2048 is slower; with
-#   512, flash takes 0.2-0.5x plain attention's time (README's block-size table).
+#   512, flash takes 0.2-0.5x plain attention's time (docs/guide/benchmarks.md, the block-size table).
 # - GPU (CuPy; PyTorch CUDA too, not measured): 2048. CuPy runs each array operation as its own kernel(s),
 #   nothing fused, so a tile costs about 0.3-0.5 ms of Python and launches whatever its size, and the time is
 #   about that cost times the number of tiles: measured with bench_backends.py on an NVIDIA H200 (CuPy 14.2,
