@@ -435,6 +435,23 @@ def test_a_wrongly_rounded_answer_hears_about_the_precision_asked(capsys):
     assert answers.ANSWERS["01.2"].why in reply and "precision" not in reply
 
 
+
+def test_a_percentage_for_a_fraction_is_told_so(capsys):
+    """00.2 asks a weight (0.3988): 39.88, the same number as a percentage, is refused with a hint that says so, in
+    both languages; a wrong number of that size, and a percentage where the answer is not a fraction, get the usual
+    hint."""
+    right = float(answers.ANSWERS["00.2"].compute())
+    assert 0 < right < 1
+    check_answer("00.2", round(100 * right, 2))
+    reply = capsys.readouterr().out
+    assert "not right yet" in reply and "not a percentage" in reply and answers.ANSWERS["00.2"].why not in reply
+    check_answer("00.2", round(100 * right, 2), lang="zh")
+    assert "不是百分数" in capsys.readouterr().out
+    check_answer("00.2", 45.0)  # not 100 times the answer: the usual hint
+    assert "percentage" not in capsys.readouterr().out
+    check_answer("01.2", 100 * 45.0)  # 01.2's answer, 45 (degrees), is no fraction
+    assert "percentage" not in capsys.readouterr().out
+
 def test_a_hint_names_the_form_the_question_asks(capsys):
     """03.3 asks the positive c: −1/16 also makes c² Var = 1, so its hint must say which one is asked; 08.3 asks by
     what factor the cache is smaller: 1/4 (GQA's over MHA's) is told the factor is MHA's over GQA's, above 1."""

@@ -98,6 +98,9 @@ def _problem(item: ShortAnswer, answer):
     if step > item.atol + item.rtol * abs(value):
         return msg("a {kind} keeps too few digits for the precision asked: near your answer its values are {step:g} "
                    "apart. Compute in float64 and give that number.", kind=narrow.name, step=step)
+    if 0 < want < 1 and within(value / 100, float(want), rtol=item.rtol, atol=item.atol):  # 39.88 for 0.3988
+        return msg("a weight or a probability is a fraction of 1, not a percentage: give {answer} / 100.",
+                   answer=repr(answer))
     if item.rtol == 0 and item.atol > 0:  # the question asks a precision: the method may be right, the rounding not
         return msg("{hint} (If your method is right: the question asks for a set precision; round to it, do not "
                    "truncate, or give more digits.)", hint=msg(item.why))
