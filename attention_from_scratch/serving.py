@@ -165,8 +165,9 @@ def ring_attention(q, k, v, *, n_devices, causal=False, scale=None, zigzag=False
                     scores = q[..., i0:i1, :] @ k_b.mT  # (..., T_r, d_k) @ (..., d_k, S_b) -> (..., T_r, S_b)
                     scores = masked_scores(scores, tile_mask(None, causal, i0, i1, j0, j1, offset, xp, on))
                     states[(i0, i1)] = online_softmax_update(states[(i0, i1)], scores, v_b)
-        if step < n_devices - 1:  # every device sends what it holds to the next one
-            bytes_sent += (math.prod(k.shape) + math.prod(v.shape)) * xp.finfo(dtype).bits // 8  # in k's own dtype
+        if step < n_devices - 1:  # every device sends the blocks it holds to the next one: their bytes, counted
+            bytes_sent += sum(math.prod(k_b.shape) + math.prod(v_b.shape) for blocks in held for _, k_b, v_b in blocks
+                              ) * xp.finfo(dtype).bits // 8  # in k's own dtype
             held = [held[(r - 1) % n_devices] for r in range(n_devices)]
     ordered = sorted(states)  # the query spans in position order
     return narrow(xp.concat([finish_state(states[span])[0] for span in ordered], axis=-2), dtype, xp), bytes_sent
