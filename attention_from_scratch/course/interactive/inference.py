@@ -64,8 +64,9 @@ def rope_dials() -> InteractiveFigure:
         caption = (f"The query sits at position m = {m}, the key at n = {n}: pair r of each is turned by "
                    f"its position times θ_r = 100^(−2r/d) (base 100 here, so that every pair turns visibly; "
                    "models use 10,000).",
-                   f"Their angle in pair r is (m − n)·θ_r, so q·k = {scores[m, n]:.3f} depends on m − n = {delta} "
-                   "only: move the shift and both arrows turn together while the score stays put.")
+                   f"The angle between them in pair r is their unturned angle plus (m − n)·θ_r, so q·k = "
+                   f"{scores[m, n]:.3f} depends on m − n = {delta} only: move the shift and both arrows turn "
+                   "together while the score stays put.")
         return Frame(parts, caption)
 
     static = [*(Circle(cx, cy, 52, "none", "#bbb") for cx, cy in centres),
