@@ -13,7 +13,9 @@ from attention_from_scratch.rope import (
     apply_rope,
     pairs_to_halves,
     rope_frequencies,
+    rope_tables,
     rotate_half_rope,
+    rotate_pairs,
     sinusoidal_positions,
     yarn_correction_range,
     yarn_mscale,
@@ -41,6 +43,33 @@ def test_apply_rope_equals_complex_multiplication(xp):
     got = apply_rope(x, xp.asarray(np.array(positions)), freqs=xp.asarray(freqs, dtype=np.float64))
     assert got.dtype == xp.dtype
     xp.assert_close(got, complex_rope(xp.np(x).astype(np.float64), positions, freqs))
+
+
+def test_rotate_pairs_as_complex_numbers_and_as_four_real_products_agree(xp):
+    """NumPy and CuPy read contiguous pairs as complex numbers; a strided layout (and every other backend) takes
+    the four real products: both against the complex reference, and against each other to the last bits."""
+    from attention_from_scratch.rope import _pairs_as_complex
+
+    positions, freqs = [3, 0, 5, 9, 1000], rope_frequencies(8)
+    cos, sin = rope_tables(xp.asarray(np.array(positions), dtype=np.float64), xp.asarray(freqs, dtype=np.float64),
+                           xp.dtype, xp.ns)
+    token_major = xp.randn(2, 5, 3, 8, seed=4)  # (B, T, heads, d): the model's projection layout
+    head_major = xp.ns.permute_dims(xp.randn(2, 3, 5, 8, seed=4), (0, 2, 1, 3))  # the same shape, strided
+    expected = [complex_rope(np.moveaxis(xp.np(x).astype(np.float64), 1, -2), positions, freqs) for x in
+                (token_major, head_major)]
+    got = [rotate_pairs(x, cos[:, None, :], sin[:, None, :], xp.ns) for x in (token_major, head_major)]
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == xp.dtype and g.shape == (2, 5, 3, 8)
+        xp.assert_close(np.moveaxis(xp.np(g), 1, -2), e)
+    on_numpy_or_cupy = xp.name in ("numpy", "cupy")
+    assert _pairs_as_complex(token_major, xp.ns) == on_numpy_or_cupy  # the complex product
+    assert _pairs_as_complex(head_major, xp.ns) == on_numpy_or_cupy  # pairs stay whole in memory: complex too
+    odd = xp.randn(2, 5, 3, 9, seed=4)[..., 1:]  # each pair starts at an odd offset: strides of 9 floats
+    assert not _pairs_as_complex(odd, xp.ns)  # the four real products
+    both = rotate_pairs(odd, cos[:, None, :], sin[:, None, :], xp.ns), rotate_pairs(
+        xp.asarray(xp.np(odd).copy()), cos[:, None, :], sin[:, None, :], xp.ns)  # real path, complex path (NumPy)
+    eps = np.finfo(xp.dtype_name).eps  # a·c - b·s rounded once or twice: within a few eps of |a·c| + |b·s|
+    np.testing.assert_allclose(xp.np(both[0]), xp.np(both[1]), rtol=0, atol=4 * eps * np.abs(xp.np(odd)).max())
 
 
 def test_position_zero_is_identity_and_norm_is_kept(xp):
