@@ -36,7 +36,7 @@ from .infra.attention_checks import check_scores
 from .infra.backend import as_common_float, backend_name, get_namespace, narrow, widen
 from .infra.checks import check_flag
 
-__all__ = ["log_softmax", "logsumexp", "naive_softmax", "safe_shift", "softmax", "softmax_backward"]
+__all__ = ["exp_in_place", "log_softmax", "logsumexp", "naive_softmax", "safe_shift", "softmax", "softmax_backward"]
 
 
 def naive_softmax(x, axis: int = -1):
@@ -90,16 +90,17 @@ def softmax(x, axis: int = -1, *, temperature: float = 1.0, overwrite: bool = Fa
         shifted = wide
     else:
         shifted = wide - m  # a new array
-    e = _exp_in_place(_divide(shifted, t, xp), xp)  # every exponent <= 0: nothing overflows, the largest term is 1
+    e = exp_in_place(_divide(shifted, t, xp), xp)  # every exponent <= 0: nothing overflows, the largest term is 1
     total = xp.sum(e, axis=axis, keepdims=True)  # >= 1, or 0 for a row of only -inf
     total = xp.where(total == 0, xp.ones_like(total), total)  # that row: 0 / 1 = 0, never 0 / 0
     e /= total  # e is this call's own array: divided in place
     return narrow(e, x.dtype, xp)
 
 
-def _exp_in_place(z, xp):
-    """``exp(z)`` for an array ``z`` that this module made (or may overwrite): in z's buffer on NumPy, whose ufuncs
-    take ``out=`` (the Array API has no such argument: elsewhere a new array). The same numbers either way."""
+def exp_in_place(z, xp):
+    """``exp(z)`` for an array ``z`` that the caller made and may overwrite (softmax's shifted scores, the
+    cross-entropy's shifted logits): in z's buffer on NumPy, whose ufuncs take ``out=`` (the Array API has no such
+    argument: elsewhere a new array). The same numbers either way; use the returned array."""
     if backend_name(xp) == "numpy" and isinstance(z, np.ndarray):  # not a NumPy scalar (0-d arithmetic gives one)
         return xp.exp(z, out=z)
     return xp.exp(z)

@@ -753,12 +753,15 @@ def _causal_from_the_window_mask(n_q, n_k):
 
 
 def _softmax_from_the_cross_entropy_cache(x):
-    """The capstone's cross-entropy layer keeps exp(x − m) and its row sums: their ratio is the softmax."""
+    """The capstone's cross-entropy layer keeps its gradient (softmax(x) − onehot(y)) / N: N · it + onehot(y) is the
+    softmax."""
     from attention_from_scratch.model.layers import cross_entropy_forward
 
     rows = np.reshape(x, (-1, x.shape[-1]))  # (N, V): a 1-D x's targets would be a 0-d array (NumPy 2.0 refuses)
-    _, (e, total, *_) = cross_entropy_forward(rows, np.zeros(rows.shape[0], dtype=int), np)
-    return np.reshape(e / total, x.shape).astype(x.dtype)
+    _, grad = cross_entropy_forward(rows, np.zeros(rows.shape[0], dtype=int), np)  # every target is token 0
+    p = grad * rows.shape[0]
+    p[:, 0] += 1
+    return np.reshape(p, x.shape).astype(x.dtype)
 
 
 def _causal_from_flash_s_tile_mask(n_q, n_k):

@@ -232,8 +232,8 @@ def test_rope_tables_are_built_once_and_rebuilt_for_a_new_max_len():
 @pytest.mark.parametrize("ignored", [0, 3])
 def test_cross_entropy_against_its_closed_form(dtype, ignored):
     """Loss and gradient against ``-log softmax(z)[y]`` and ``(softmax(z) - onehot(y)) / N`` written here in
-    float64 (the layer keeps the forward's exponentials for its backward and gathers z[y]); ignored targets
-    (-1) add nothing and get a zero gradient."""
+    float64 (the layer computes the gradient in its forward and gathers z[y]); ignored targets (-1) add nothing
+    and get a zero gradient."""
     rng = np.random.default_rng(9)
     logits, targets = (rng.standard_normal((2, 5, 6)) * 3).astype(dtype), rng.integers(0, 6, (2, 5))
     targets[0, :ignored] = -1
@@ -279,6 +279,23 @@ def test_cross_entropy_gradient_is_the_same_on_every_backend(xp):
     expected /= np.sum(targets >= 0)
     cache = layers.cross_entropy_forward(xp.asarray(logits), xp.asarray(targets), xp.ns)[1]
     xp.assert_close(layers.cross_entropy_backward(cache, xp.ns), expected)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 64])
+def test_cross_entropy_in_blocks_of_rows_is_the_whole_arrays(xp, rows, monkeypatch):
+    """The forward walks the (B·T, V) logits CE_ROWS rows at a time: blocks of 1, 3 (a short last block), 4 (an
+    ignored row at a block's edge) and 64 (one block) give the loss and the gradient of the closed form."""
+    monkeypatch.setattr(layers, "CE_ROWS", rows)
+    rng = np.random.default_rng(rows)
+    logits, targets = rng.standard_normal((3, 4, 7)) * 4, rng.integers(0, 7, (3, 4))
+    targets[0, 3] = targets[2, 0] = -1  # rows 3 and 8 of 12: not counted
+    z = logits - logits.max(-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    counted, n = targets >= 0, np.sum(targets >= 0)
+    onehot = np.eye(7)[np.maximum(targets, 0)]
+    loss, cache = layers.cross_entropy_forward(xp.asarray(logits), xp.asarray(targets), xp.ns)
+    assert loss == pytest.approx(-np.sum(np.log(np.sum(p * onehot, -1)) * counted) / n, rel=xp.rtol)
+    xp.assert_close(layers.cross_entropy_backward(cache, xp.ns), (p - onehot) * counted[..., None] / n)
 
 
 def test_embedding_gradient_is_a_scatter_add():
