@@ -22,6 +22,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from ..infra.backend import get_namespace
 from ..infra.blas import blas_thread_limit, one_blas_thread
 from ..infra.checks import check_adam, check_positive_int
 from .tasks import CopyTask
@@ -78,13 +79,15 @@ class Adam:
             m, v = self.m[name], self.v[name]  # the optimizer's own buffers: updated in place
             m *= self.beta1
             m += (1.0 - self.beta1) * g  # m = β1 m + (1 - β1) g
-            g_sq = (1.0 - self.beta2) * g
-            g_sq *= g
+            g_sq = g * g
+            g_sq *= 1.0 - self.beta2
             v *= self.beta2
             v += g_sq  # v = β2 v + (1 - β2) g²
-            step = m / c1  # m̂
-            step *= self.lr
-            step /= (v / c2) ** 0.5 + self.eps  # lr · m̂ / (sqrt(v̂) + eps)
+            denominator = get_namespace(v).sqrt(v)  # sqrt(v̂) + eps = sqrt(v) / sqrt(c2) + eps
+            denominator *= 1.0 / math.sqrt(c2)
+            denominator += self.eps
+            step = m * (self.lr / c1)  # lr · m̂
+            step /= denominator  # lr · m̂ / (sqrt(v̂) + eps)
             self.params[name] = self.params[name] - step  # a new array: the caller's parameters are not written
 
 
