@@ -20,7 +20,8 @@ this process, the others on threads; against the same floor and the same PyTorch
   floor = FLOPs / rate: no NumPy step can be faster.
   Everything above 1.0 is the elementwise work (norms, GELU, softmax, RoPE, Adam) and Python.
 * **step / PyTorch**: the same model written for PyTorch's autograd (same weights, same batch; its
-  loss is checked against ours first), only when PyTorch happens to be installed. PyTorch is not a
+  loss is checked against ours first; RoPE as complex products, as ``rope.rotate_pairs`` computes it on NumPy),
+  only when PyTorch happens to be installed. PyTorch is not a
   dependency of this project; without it the column says so.
 
 The real-text rows are the configurations of the committed checkpoints (``text/checkpoints/{tang,devil}.json``:
@@ -172,9 +173,10 @@ def torch_step(model, tokens, targets, threads):
     angles = torch.arange(t, dtype=torch.float64)[:, None] * torch.as_tensor(np.asarray(model._freqs))[None, :]
     cos, sin = torch.cos(angles).float(), torch.sin(angles).float()  # (T, d_k/2)
 
-    def rope(x):  # rotate consecutive pairs, as apply_rope
-        x_even, x_odd = x[..., 0::2], x[..., 1::2]
-        return torch.stack([x_even * cos - x_odd * sin, x_even * sin + x_odd * cos], dim=-1).flatten(-2)
+    turn = torch.complex(cos, sin)  # (T, d_k/2): e^(i·m·θ_r)
+
+    def rope(x):  # consecutive pairs as complex numbers times e^(i·m·θ_r), as rotate_pairs (and Llama, DeepSeek)
+        return torch.view_as_real(torch.view_as_complex(x.unflatten(-1, (-1, 2))) * turn).flatten(-2)
 
     def rms(x, g):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g
