@@ -8,11 +8,12 @@
     python -m attention_from_scratch student OUTDIR  # notebooks without worked solutions, to hand out
                                                       # (OUTDIR new or empty, or --force)
     python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
+    python -m attention_from_scratch grade HANDOUT SUBMISSION...   # each submission's checks: passed or not
     python -m attention_from_scratch train --corpus tang   # train on real text (tang, song, devil, any file)
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
 machinery (``course/tour/``, one module of sections per part of the course, ``course/plots/``,
-``course/bench.py``, ``course/student.py``), imported only when that command runs.
+``course/bench.py``, ``course/student.py``, ``course/grading.py``), imported only when that command runs.
 
 ``--help`` and argparse's refusals speak the command's language (``course/command_line.py``: ``--lang zh``
 anywhere on the command line, else the course-wide language): every help is a message of course/i18n.py,
@@ -63,6 +64,18 @@ COMMANDS = {
                                                  "--notebooks, zh also copies the Chinese notebooks, notebooks/zh/ "
                                                  "(default: the course-wide one)")}},
                 "course.student:main"),
+    "grade": (msg("grade submitted notebooks: run each one, then ask the course's checks for their verdicts (needs "
+                  "Jupyter's nbclient)"),
+              {"handout": {"help": msg("your student copy of the notebook (from `student`): its check cells name "
+                                       "what is graded")},
+               "submissions": {"nargs": "+", "help": msg("the submitted copies of that notebook")},
+               "--csv": {"default": None, "help": msg("also write the verdicts to this CSV file: one row per "
+                                                      "submission, one column per check (1 = passed)")},
+               "--timeout": {"type": int, "default": 600,
+                             "help": msg("seconds one cell may run before its submission is given up (default: 600)")},
+               "--lang": {**_LANG, "help": msg("en or zh: the language of this command's lines (default: the "
+                                               "course-wide one); the verdicts are the same in both")}},
+              "course.grading:main"),
     "train": (msg("train a Transformer on real text (Tang poems, Song poems, The Devil's Dictionary, any UTF-8 "
                   "file), keep the best checkpoint by held-out loss, compare with n-gram baselines"),
               _TRAIN_OPTIONS, "text.train_cli:run"),
@@ -71,8 +84,8 @@ DEFAULT_COMMAND = "tour"  # what runs with no sub-command; its options are accep
 
 
 _DESCRIPTION = msg("Attention from scratch: a tour that prints one checked computation per concept, from the dot "
-                   "product to multi-head latent attention, plus sub-commands for figures, benchmarks, student copies "
-                   "and training on real text.")
+                   "product to multi-head latent attention, plus sub-commands for figures, benchmarks, student copies, "
+                   "grading and training on real text.")
 
 
 def build_parser(lang: str | None = None) -> argparse.ArgumentParser:
@@ -80,7 +93,7 @@ def build_parser(lang: str | None = None) -> argparse.ArgumentParser:
     lang = command_language() if lang is None else lang
     parser = parser_in(lang, "python -m attention_from_scratch", _DESCRIPTION, COMMANDS[DEFAULT_COMMAND][1])
     with argparse_words(lang):  # the sub-commands' parsers ask argparse's words too
-        sub = parser.add_subparsers(dest="command")
+        sub = parser.add_subparsers(dest="command", metavar="COMMAND")  # the commands are listed below it
         for name, (text, options, _) in COMMANDS.items():
             command = sub.add_parser(name, help=render(text, lang), formatter_class=formatter(lang))
             for option, kwargs in rendered(options, lang).items():

@@ -182,6 +182,7 @@ def test_every_command_is_dispatched_to_its_module(monkeypatch):
         assert cli.main([name, *(f"value-of-{option}" for option in positional)]) == 7
         for option, kwargs in options.items():
             expected = kwargs["default"] if option.startswith("-") else f"value-of-{option}"
+            expected = [expected] if kwargs.get("nargs") == "+" else expected  # e.g. grade's SUBMISSION...
             assert getattr(seen[name], option.lstrip("-").replace("-", "_")) == expected
     assert set(seen) == set(cli.COMMANDS)
     seen.clear()
@@ -206,8 +207,9 @@ def test_language_choice_reaches_the_tour(monkeypatch):
 # --- --help and argparse's refusals speak the command's language ------------------------------------------------
 
 # words a Chinese help may keep: sub-command names, option values, names (code is taken out by _english_words)
-_NAMES = {"python", "tour", "figures", "bench", "student", "train", "outdir", "en", "zh", "numpy", "cupy", "tang",
-          "song", "devil", "char", "bpe", "notebook", "Transformer", "n-gram", "None", "int", "processes",
+_NAMES = {"python", "tour", "figures", "bench", "student", "grade", "train", "outdir", "en", "zh", "numpy", "cupy",
+          "tang", "song", "devil", "char", "bpe", "notebook", "Transformer", "n-gram", "None", "int", "processes",
+          "Jupyter", "nbclient",
           "command"}  # the last: the name argparse gives the sub-command in a refusal ("参数 command：")
 
 
@@ -291,7 +293,7 @@ def test_train_cli_s_own_help_speaks_the_course_wide_language(monkeypatch, capsy
 
 @pytest.mark.parametrize("argv, env, refusal", [
     (["--lang", "zh", "--backend", "tpu"], None, "无效的选择：'tpu'（可选：'numpy', 'cupy'）"),
-    (["nosuch"], "zh", "无效的选择：'nosuch'（可选：'tour', 'figures', 'bench', 'student', 'train'）"),
+    (["nosuch"], "zh", "无效的选择：'nosuch'（可选：'tour', 'figures', 'bench', 'student', 'grade', 'train'）"),
     (["student", "--lang", "zh"], None, "缺少必需的参数：outdir"),
     (["train", "--steps", "x"], "zh", "无效的 int 值：'x'"),
     (["--lang", "zh", "figures", "--bogus"], None, "无法识别的参数：--bogus")])
