@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .infra.backend import as_float, backend_name, device_of, get_namespace
+from .infra.backend import as_float, backend_name, device_of, get_namespace, narrow
 from .infra.checks import check_betas, check_positive_int, check_real
 
 __all__ = [
@@ -211,14 +211,15 @@ def rope_last(x, r: int, positions, freqs):
 
 
 def rotate_pairs(x, cos, sin, xp):
-    """The rotation of :func:`apply_rope` from ready tables: x ``(..., T, d)``, cos and sin ``(T, d/2)``.
+    """The rotation of :func:`apply_rope` from ready tables: x ``(..., T, d)``, cos and sin ``(T, d/2)``; the
+    result has x's dtype whatever the tables' dtype.
 
     On NumPy and CuPy, when x's pairs lie side by side in memory (float32 or float64, the last axis
-    contiguous), the pairs are read as complex numbers ``x_2r + i·x_2r+1`` and multiplied by ``e^(i·m·θ_r)``, as
-    DeepSeek-V3 and Meta's Llama code do: one complex product, about 5x faster than the four real products below
-    on the Devil model's queries (measured). Otherwise (any other backend or layout) the rotation matrix's four
-    products. Both are the same formula; they may differ in the last bit (a complex product can round once
-    where the real one rounds twice).
+    contiguous, the first pair at an address aligned for a complex number), the pairs are read as complex
+    numbers ``x_2r + i·x_2r+1`` and multiplied by ``e^(i·m·θ_r)``, as DeepSeek-V3 and Meta's Llama code do: one
+    complex product, about 5x faster than the four real products below on the Devil model's queries (measured).
+    Otherwise (any other backend or layout) the rotation matrix's four products. Both are the same formula; they
+    may differ in the last bit (a complex product can round once where the real one rounds twice).
     """
     if _pairs_as_complex(x, xp):
         z = x.view(_COMPLEX[x.dtype.name])  # (..., T, d) -> (..., T, d/2): x_2r + i·x_2r+1, no copy
@@ -230,7 +231,8 @@ def rotate_pairs(x, cos, sin, xp):
     y_even -= x_odd * sin  # x_even cos - x_odd sin, in the first product's buffer
     y_odd = x_even * sin
     y_odd += x_odd * cos
-    return xp.reshape(xp.stack([y_even, y_odd], axis=-1), x.shape)  # (..., T, d/2, 2) -> (..., T, d)
+    y = xp.reshape(xp.stack([y_even, y_odd], axis=-1), x.shape)  # (..., T, d/2, 2) -> (..., T, d)
+    return narrow(y, x.dtype, xp)  # tables wider than x (float64 with float32 x): x's dtype, as the complex path
 
 
 _COMPLEX = {"float32": "complex64", "float64": "complex128"}  # the complex dtype whose halves are x's dtype
@@ -238,11 +240,16 @@ _COMPLEX = {"float32": "complex64", "float64": "complex128"}  # the complex dtyp
 
 def _pairs_as_complex(x, xp) -> bool:
     """Whether :func:`rotate_pairs` may read x's pairs as complex numbers: a NumPy or CuPy float32/float64 array
-    whose last axis is contiguous and whose other strides keep each pair whole (a view, not a copy)."""
-    if backend_name(xp) not in ("numpy", "cupy") or str(x.dtype) not in _COMPLEX or x.ndim == 0:
+    whose last axis is contiguous, whose other strides keep each pair whole (a view, not a copy), and whose first
+    pair starts at a multiple of the complex number's size: CuPy's complex64 and complex128 are aligned to 8 and
+    16 bytes, and a kernel reading one elsewhere fails (x[..., 1:9] of a (..., 10) array starts mid-number)."""
+    backend = backend_name(xp)
+    if backend not in ("numpy", "cupy") or str(x.dtype) not in _COMPLEX or x.ndim == 0:
         return False
     size = x.dtype.itemsize
-    return x.strides[-1] == size and all(s % (2 * size) == 0 for s in x.strides[:-1])
+    address = x.data.ptr if backend == "cupy" else x.ctypes.data  # x's first number, on the GPU for CuPy
+    return (x.strides[-1] == size and all(s % (2 * size) == 0 for s in x.strides[:-1])
+            and address % (2 * size) == 0)
 
 
 def pairs_to_halves(x):

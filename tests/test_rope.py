@@ -72,6 +72,43 @@ def test_rotate_pairs_as_complex_numbers_and_as_four_real_products_agree(xp):
     np.testing.assert_allclose(xp.np(both[0]), xp.np(both[1]), rtol=0, atol=4 * eps * np.abs(xp.np(odd)).max())
 
 
+def test_rotate_pairs_returns_x_dtype_whatever_the_tables_dtype_and_the_path(xp):
+    """Tables of another dtype than x (float64 cos and sin with float32 x, float32 ones with float64 x): the rotation
+    comes back in x's dtype whichever path takes it, the complex product (a contiguous x on NumPy and CuPy) or the
+    four real products (pairs at an odd offset, every other backend), and is the complex reference's."""
+    from attention_from_scratch.rope import _pairs_as_complex
+
+    positions, freqs = [3, 0, 5, 9, 1000], rope_frequencies(8)
+    contiguous, odd = xp.randn(2, 5, 8, seed=6), xp.randn(2, 5, 9, seed=6)[..., 1:]  # (B, T, d): pairs whole, odd
+    assert not _pairs_as_complex(odd, xp.ns)  # the four real products on every backend
+    for table_dtype in ("float32", "float64"):
+        cos, sin = rope_tables(xp.asarray(np.array(positions), dtype=np.float64), xp.asarray(freqs, dtype=np.float64),
+                               getattr(xp.ns, table_dtype), xp.ns)
+        for x in (contiguous, odd):
+            got = rotate_pairs(x, cos, sin, xp.ns)
+            assert got.dtype == xp.dtype, (table_dtype, got.dtype)
+            xp.assert_close(got, complex_rope(xp.np(x).astype(np.float64), positions, freqs),
+                            rtol=1e-4 if "float32" in (table_dtype, xp.dtype_name) else None)
+
+
+def test_rotate_pairs_reads_complex_numbers_only_at_aligned_addresses(xp):
+    """x[..., 1:9] of a (..., 10) array: its strides (10 numbers) keep every pair whole, but its first pair starts one
+    number (4 or 8 bytes) past the array's aligned start. CuPy's complex64 and complex128 are aligned to their size
+    (8 and 16 bytes) and a kernel reading one at another address fails (CUDA's misaligned address), so such an x
+    takes the four real products on NumPy too (one rule on both); the rotation is the complex reference's."""
+    from attention_from_scratch.rope import _pairs_as_complex
+
+    positions, freqs = [3, 0, 5, 9, 1000], rope_frequencies(8)
+    x = xp.randn(2, 5, 10, seed=7)[..., 1:9]  # (B, T, d = 8), strides (50, 10, 1) numbers
+    if xp.name == "numpy":  # the premise: a whole-pair stride, a start between two complex numbers
+        size = x.dtype.itemsize
+        assert x.strides[-2] % (2 * size) == 0 and x.ctypes.data % (2 * size) == size
+    assert not _pairs_as_complex(x, xp.ns)
+    cos, sin = rope_tables(xp.asarray(np.array(positions), dtype=np.float64), xp.asarray(freqs, dtype=np.float64),
+                           xp.dtype, xp.ns)
+    xp.assert_close(rotate_pairs(x, cos, sin, xp.ns), complex_rope(xp.np(x).astype(np.float64), positions, freqs))
+
+
 def test_position_zero_is_identity_and_norm_is_kept(xp):
     x = xp.randn(4, 6, seed=2)
     xp.assert_close(apply_rope(x, [0, 0, 0, 0]), x)
