@@ -37,6 +37,39 @@ def test_adam_matches_two_steps_by_hand():
     np.testing.assert_allclose(params["w"], after_one - 0.1 * m_hat / (np.sqrt(v_hat) + 1e-8), rtol=1e-14)
 
 
+def test_adam_in_float32_is_the_float64_formula_to_float32_rounding_step_after_step():
+    """300 float32 steps, each against lr · m̂ / (sqrt(v̂) + eps) computed in float64 from the same moments and
+    gradient, within a few float32 roundings of its terms' sizes. Gradients of about 1e-8 (as small as eps) make
+    eps's place matter: sqrt(v̂ + eps) or (sqrt(v) + eps) / sqrt(1 - β2^t) would be off by far more."""
+    rng = np.random.default_rng(3)
+    lr, (b1, b2), eps = 1e-3, (0.9, 0.999), 1e-8
+    adam = Adam({"w": np.zeros(64, np.float32)}, lr=lr, betas=(b1, b2), eps=eps)
+    for t in range(1, 301):
+        g = (rng.standard_normal(64) * (1e-8 if t % 2 else 1.0)).astype(np.float32)
+        m0, v0 = adam.m["w"].astype(np.float64), adam.v["w"].astype(np.float64)
+        adam.params["w"] = np.zeros(64, np.float32)  # from 0 the new parameter is minus the step, exactly
+        adam.step({"w": g})
+        m, v = b1 * m0 + (1 - b1) * g, b2 * v0 + (1 - b2) * g.astype(np.float64) ** 2
+        denominator = np.sqrt(v / (1 - b2**t)) + eps
+        exact = lr * m / (1 - b1**t) / denominator
+        size = lr * (b1 * np.abs(m0) + (1 - b1) * np.abs(g)) / (1 - b1**t) / denominator
+        assert adam.params["w"].dtype == np.float32
+        np.testing.assert_array_less(np.abs(-adam.params["w"] - exact), 6 * np.finfo(np.float32).eps * size + 1e-45)
+
+
+def test_adam_takes_a_gradient_whose_square_overflows_float32():
+    """Step 1 moves a parameter by lr · g / (|g| + eps) = lr (m̂ = g, v̂ = g²). For a float32 g of 1e20, g² = 1e40
+    overflows float32 (largest 3.4e38) but v = (1 − β2) · g² = 1e37 does not, and neither does sqrt(v) / sqrt(1 − β2):
+    v stays finite (an infinite v would hold the parameter still at every later step) and the step is lr."""
+    params = {"w": np.zeros(2, np.float32)}
+    adam = Adam(params, lr=0.1)
+    adam.step({"w": np.array([1e20, -1e20], np.float32)})
+    assert np.isfinite(adam.v["w"]).all()
+    np.testing.assert_allclose(params["w"], [-0.1, 0.1], rtol=1e-6)
+    adam.step({"w": np.array([1.0, 1.0], np.float32)})  # later steps move it too
+    assert np.all(params["w"] != [-0.1, 0.1])
+
+
 def test_adam_writes_only_its_own_moments():
     """The moments are updated in place; the caller's parameter and gradient arrays are never written."""
     w, g = np.array([1.0, -2.0, 0.5]), np.array([0.5, -1.0, 0.25])

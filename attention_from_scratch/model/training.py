@@ -79,8 +79,8 @@ class Adam:
             m, v = self.m[name], self.v[name]  # the optimizer's own buffers: updated in place
             m *= self.beta1
             m += (1.0 - self.beta1) * g  # m = β1 m + (1 - β1) g
-            g_sq = g * g
-            g_sq *= 1.0 - self.beta2
+            g_sq = (1.0 - self.beta2) * g
+            g_sq *= g  # (1 - β2)·g first, as PyTorch's addcmul: g² alone overflows float32 from |g| > 1.8e19
             v *= self.beta2
             v += g_sq  # v = β2 v + (1 - β2) g²
             denominator = get_namespace(v).sqrt(v)  # sqrt(v̂) + eps = sqrt(v) / sqrt(c2) + eps
