@@ -251,6 +251,16 @@ def test_cross_entropy_against_its_closed_form(dtype, ignored):
     np.testing.assert_allclose(grad, expected_grad, rtol=tol, atol=tol / n)
 
 
+def test_float16_loss_is_summed_in_float32():
+    """float16 logits of 48,000 positions whose losses are ln 4 = 1.386 each: their sum, 66,542, lies past float16's
+    largest number (65,504), so a float16 sum is inf; it is summed in float32, as the layer's other half-precision
+    sums are, and the mean loss is ln 4 to float16's rounding."""
+    logits = np.zeros((2, 24_000, 4), dtype=np.float16)  # every row uniform over V = 4: each loss is ln 4
+    loss, grad = layers.cross_entropy_forward(logits, np.zeros((2, 24_000), dtype=np.int64), np)
+    assert loss == pytest.approx(math.log(4), rel=1e-3)
+    assert grad.dtype == np.float16
+
+
 @pytest.mark.parametrize("n, n_rows", [(7, 40), (2098, 64), (5, 0)])
 def test_scatter_add_rows_sums_each_index_rows_as_a_loop_does(xp, n, n_rows):
     """NumPy's sorted runs and the other backends' one-hot product, against a loop (repeated, absent, no rows)."""

@@ -244,7 +244,7 @@ def cross_entropy_forward(logits, targets, xp):
     lse = xp.reshape(narrow(xp.concat(log_totals, axis=0), logits.dtype, xp), counted.shape)  # (B, T)
     nll = lse - xp.take_along_axis(logits, picked, axis=-1)[..., 0]
     nll = xp.where(counted, nll, xp.zeros_like(nll))  # (B, T)
-    return float(xp.sum(nll)) / n, xp.reshape(grad, logits.shape)
+    return float(xp.sum(widen(nll, xp))) / n, xp.reshape(grad, logits.shape)  # half precision: a float32 sum
 
 
 def cross_entropy_backward(cache, xp):
