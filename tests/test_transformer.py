@@ -251,6 +251,26 @@ def test_cross_entropy_against_its_closed_form(dtype, ignored):
     np.testing.assert_allclose(grad, expected_grad, rtol=tol, atol=tol / n)
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_an_ignored_position_gets_a_zero_gradient_whatever_its_logits(xp, bad):
+    """A position whose target is -1 (padding) contributes 0 to the gradient even when its logits are inf or nan
+    (a float16 model's logits overflow past 65,504): its row of exp(z - m) is nan, and nan times a zero factor is
+    nan, so the zero is chosen, not multiplied; the counted rows keep the closed form."""
+    rng = np.random.default_rng(5)
+    logits, targets = rng.standard_normal((2, 3, 5)), np.array([[1, 4, -1], [0, -1, 2]])
+    expected_rows = logits.copy()
+    logits[0, 2, 1] = logits[1, 1, :] = bad
+    z = expected_rows - expected_rows.max(-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    counted = targets >= 0
+    expected = (p - np.eye(5)[np.maximum(targets, 0)]) * counted[..., None] / counted.sum()
+    with np.errstate(invalid="ignore"):  # inf - inf in the ignored rows' shift: nan there, by design
+        loss, cache = layers.cross_entropy_forward(xp.asarray(logits), xp.asarray(targets), xp.ns)
+    grad = xp.np(layers.cross_entropy_backward(cache, xp.ns))
+    assert np.isfinite(loss) and np.all(grad[~counted] == 0)
+    xp.assert_close(grad, expected)
+
+
 def test_float16_loss_is_summed_in_float32():
     """float16 logits of 48,000 positions whose losses are ln 4 = 1.386 each: their sum, 66,542, lies past float16's
     largest number (65,504), so a float16 sum is inf; it is summed in float32, as the layer's other half-precision

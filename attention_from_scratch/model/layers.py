@@ -239,6 +239,11 @@ def cross_entropy_forward(logits, targets, xp):
         log_totals.append(m + xp.log(total))
         e *= xp.where(kept[rows, :], 1.0 / (total * n), xp.zeros_like(total))  # softmax(z) / N; 0 where not counted
         grad[rows, :] = narrow(e, logits.dtype, xp)
+    if n < z.shape[0]:  # rows not counted set to 0 whatever their logits: inf or nan ones gave nan · 0 = nan above
+        if backend_name(xp) == "numpy":
+            grad[np.nonzero(~kept[:, 0])[0], :] = 0  # those rows alone
+        else:
+            grad = xp.where(kept, grad, xp.zeros_like(grad))
     subtract_one_hot(grad, xp.reshape(targets, (-1,)), xp, 1.0 / n)  # (softmax(z) - onehot(y)) / N
     picked = xp.where(counted, targets, xp.zeros_like(targets))[..., None]  # (B, T, 1); 0 where not counted
     lse = xp.reshape(narrow(xp.concat(log_totals, axis=0), logits.dtype, xp), counted.shape)  # (B, T)
