@@ -70,6 +70,23 @@ def test_adam_takes_a_gradient_whose_square_overflows_float32():
     assert np.all(params["w"] != [-0.1, 0.1])
 
 
+def test_adam_on_half_precision_parameters_steps_in_float32():
+    """float16: eps = 1e-8 is 0 there and (1 - β2)·g² underflows for small |g|, so a float16 step was m / 0 (-inf,
+    nan); the moments and the step are float32, the parameter stored back in float16: the float64 formula rounded."""
+    g = np.array([1e-3, 1e-5, 1.0, -4e-2], dtype=np.float16)
+    params = {"w": np.array([1.0, 1.0, 1.0, -2.0], dtype=np.float16)}
+    opt = Adam(params, lr=1e-2)
+    expected = params["w"].astype(np.float64)
+    m = v = np.zeros(4)
+    for t in (1, 2, 3):
+        opt.step({"w": g})
+        m, v = 0.9 * m + 0.1 * g.astype(np.float64), 0.999 * v + 0.001 * g.astype(np.float64) ** 2
+        expected = (expected - 1e-2 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)).astype(np.float16)
+        expected = expected.astype(np.float64)
+        assert params["w"].dtype == np.float16 and opt.m["w"].dtype == opt.v["w"].dtype == np.float32
+        np.testing.assert_array_equal(params["w"], expected.astype(np.float16))
+
+
 def test_adam_writes_only_its_own_moments():
     """The moments are updated in place; the caller's parameter and gradient arrays are never written."""
     w, g = np.array([1.0, -2.0, 0.5]), np.array([0.5, -1.0, 0.25])

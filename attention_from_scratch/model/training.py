@@ -22,7 +22,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from ..infra.backend import get_namespace
+from ..infra.backend import get_namespace, narrow, widen
 from ..infra.blas import blas_thread_limit, one_blas_thread
 from ..infra.checks import check_adam, check_positive_int
 from .tasks import CopyTask
@@ -58,7 +58,10 @@ class Adam:
     """Adam with bias correction over a dict of parameters, updated in place of the dict's entries.
 
     Each step replaces a parameter with a new array (the caller's arrays are never written) and updates
-    the moments ``m`` and ``v``, the optimizer's own buffers, in place.
+    the moments ``m`` and ``v``, the optimizer's own buffers, in place. Half-precision parameters keep their
+    moments and compute their step in float32, as the layers compute in float32 (``backend.widen``): in float16
+    eps = 1e-8 rounds to 0 and (1 - β2)·g² underflows for |g| below about 8e-3, so the step would be m / 0; the
+    parameter is then stored back in its own dtype (an update below its rounding step is lost there).
 
     ``lr > 0`` (a negative one would climb the loss), ``0 <= beta1, beta2 < 1`` (β = 1 makes the bias
     correction 1 - β^t zero) and ``eps > 0`` are checked here, before any step.
@@ -67,8 +70,8 @@ class Adam:
     def __init__(self, params: dict, *, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
         lr, betas, eps = check_adam(lr, betas, eps)
         self.params, self.lr, (self.beta1, self.beta2), self.eps = params, lr, betas, eps
-        self.m = {name: p * 0.0 for name, p in params.items()}  # first moment, on each parameter's device
-        self.v = {name: p * 0.0 for name, p in params.items()}  # second moment
+        self.m = {name: widen(p, get_namespace(p)) * 0.0 for name, p in params.items()}  # first moment, on p's device
+        self.v = {name: widen(p, get_namespace(p)) * 0.0 for name, p in params.items()}  # second moment
         self.t = 0
 
     def step(self, grads: dict):
@@ -76,19 +79,21 @@ class Adam:
         self.t += 1
         c1, c2 = 1.0 - self.beta1**self.t, 1.0 - self.beta2**self.t  # bias corrections
         for name, g in grads.items():
-            m, v = self.m[name], self.v[name]  # the optimizer's own buffers: updated in place
+            xp = get_namespace(g)
+            g, m, v = widen(g, xp), self.m[name], self.v[name]  # the optimizer's own buffers: updated in place
             m *= self.beta1
             m += (1.0 - self.beta1) * g  # m = β1 m + (1 - β1) g
             g_sq = (1.0 - self.beta2) * g
             g_sq *= g  # (1 - β2)·g first, as PyTorch's addcmul: g² alone overflows float32 from |g| > 1.8e19
             v *= self.beta2
             v += g_sq  # v = β2 v + (1 - β2) g²
-            denominator = get_namespace(v).sqrt(v)  # sqrt(v̂) + eps = sqrt(v) / sqrt(c2) + eps
+            denominator = xp.sqrt(v)  # sqrt(v̂) + eps = sqrt(v) / sqrt(c2) + eps
             denominator *= 1.0 / math.sqrt(c2)
             denominator += self.eps
             step = m * (self.lr / c1)  # lr · m̂
             step /= denominator  # lr · m̂ / (sqrt(v̂) + eps)
-            self.params[name] = self.params[name] - step  # a new array: the caller's parameters are not written
+            p = self.params[name]
+            self.params[name] = narrow(widen(p, xp) - step, p.dtype, xp)  # a new array: the caller's are not written
 
 
 @dataclass
