@@ -9,6 +9,7 @@
                                                       # (OUTDIR new or empty, or --force)
     python -m attention_from_scratch student OUTDIR --lang zh   # the same, from the Chinese notebooks
     python -m attention_from_scratch grade HANDOUT SUBMISSION...   # each submission's checks: passed or not
+    python -m attention_from_scratch corpora         # the corpora's Debian packages, where apt-get is missing
     python -m attention_from_scratch train --corpus tang   # train on real text (tang, song, devil, any file)
 
 Each sub-command is one row of :data:`COMMANDS`; its code lives in its own module of the course
@@ -76,6 +77,11 @@ COMMANDS = {
                "--lang": {**_LANG, "help": msg("en or zh: the language of this command's lines (default: the "
                                                "course-wide one); the verdicts are the same in both")}},
               "course.grading:main"),
+    "corpora": (msg("download the Debian packages of the Tang and Song poems and The Devil's Dictionary where apt-get "
+                    "cannot install them (macOS, Windows), then say where each corpus is read from"),
+                {"--lang": {**_LANG, "help": msg("en or zh: the language of this command's lines (default: the "
+                                                 "course-wide one)")}},
+                "text.debian:main"),
     "train": (msg("train a Transformer on real text (Tang poems, Song poems, The Devil's Dictionary, any UTF-8 "
                   "file), keep the best checkpoint by held-out loss, compare with n-gram baselines"),
               _TRAIN_OPTIONS, "text.train_cli:run"),

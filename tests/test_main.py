@@ -209,8 +209,7 @@ def test_language_choice_reaches_the_tour(monkeypatch):
 # words a Chinese help may keep: sub-command names, option values, names (code is taken out by _english_words)
 _NAMES = {"python", "tour", "figures", "bench", "student", "grade", "train", "outdir", "en", "zh", "numpy", "cupy",
           "tang", "song", "devil", "char", "bpe", "notebook", "Transformer", "n-gram", "None", "int", "processes",
-          "Jupyter", "nbclient",
-          "command"}  # the last: the name argparse gives the sub-command in a refusal ("参数 command：")
+          "Jupyter", "nbclient", "corpora", "Debian", "apt-get", "macOS", "Windows"}
 
 
 def _english_words(text: str) -> list[str]:
@@ -293,7 +292,8 @@ def test_train_cli_s_own_help_speaks_the_course_wide_language(monkeypatch, capsy
 
 @pytest.mark.parametrize("argv, env, refusal", [
     (["--lang", "zh", "--backend", "tpu"], None, "无效的选择：'tpu'（可选：'numpy', 'cupy'）"),
-    (["nosuch"], "zh", "无效的选择：'nosuch'（可选：'tour', 'figures', 'bench', 'student', 'grade', 'train'）"),
+    (["nosuch"], "zh",
+     "无效的选择：'nosuch'（可选：'tour', 'figures', 'bench', 'student', 'grade', 'corpora', 'train'）"),
     (["student", "--lang", "zh"], None, "缺少必需的参数：outdir"),
     (["train", "--steps", "x"], "zh", "无效的 int 值：'x'"),
     (["--lang", "zh", "figures", "--bogus"], None, "无法识别的参数：--bogus")])

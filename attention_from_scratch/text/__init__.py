@@ -1,6 +1,7 @@
 """Real text: corpora, tokenizers, n-gram baselines, training with held-out evaluation, sampling, checkpoints.
 
 - :mod:`.corpora`: ``load_corpus("tang" | "song" | "devil" | path)``, cleaned, split by document.
+- :mod:`.debian`: ``fetch_corpora()``, the corpora's Debian packages downloaded where apt-get cannot install them.
 - :mod:`.tokenizers`, :mod:`.bpe`: byte-level ``CharTokenizer`` and ``BPETokenizer`` (exact round trips).
 - :mod:`.ngrams`: add-k and interpolated Kneser-Ney n-gram models, the baselines.
 - :mod:`.evaluate`: held-out loss per character (nats, bits), the one comparison of every model.
@@ -16,6 +17,7 @@ from .bpe import BPETokenizer
 from .checkpoints import load_checkpoint, save_checkpoint
 from .corpora import CORPORA, Corpus, CorpusNotFoundError, load_corpus
 from .data import TextData, baselines, prepare_text
+from .debian import fetch_corpora
 from .decoding import Decoder
 from .evaluate import HeldOut, bits, held_out_stream, model_log_probs
 from .form import definition_form, poem_form
@@ -47,6 +49,7 @@ __all__ = [
     "baselines",
     "bits",
     "definition_form",
+    "fetch_corpora",
     "generate_ids",
     "generate_text",
     "head_scores",

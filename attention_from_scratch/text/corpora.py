@@ -26,7 +26,10 @@ Held-out split. :meth:`Corpus.split` holds out whole documents (poems, dictionar
 paragraphs), drawn with ``numpy.random.default_rng(seed)``, so no poem has lines on both sides.
 Identical documents are merged before the split (none occur in these three texts).
 
-Texts are read from the machine, never stored in the repository.
+Texts are read from the machine, never stored in the repository. Where ``apt-get`` is not available (macOS,
+Windows), ``python -m attention_from_scratch corpora`` downloads the two Debian packages and unpacks the corpus files
+into a cache folder (:func:`corpus_cache`), where a named corpus is looked for after Debian's paths
+(:mod:`.debian`).
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ import gzip
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CORPORA", "Corpus", "CorpusNotFoundError", "NamedCorpus", "load_corpus"]
+__all__ = ["CORPORA", "Corpus", "CorpusNotFoundError", "NamedCorpus", "corpus_cache", "load_corpus"]
 
 ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")  # "ESC[32m" (green) ... "ESC[m" (reset)
 DICTD_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # dictd's base 64
@@ -101,9 +105,22 @@ class NamedCorpus:
     package: str
     reader: str  # "fortunes" or "dictd"
 
-    def installed(self) -> str | None:
-        """The first of :attr:`paths` that is a file (where the package put it), or None."""
-        return next((p for p in self.paths if os.path.isfile(p)), None)
+    def installed(self, cache: str | os.PathLike | None = None) -> str | None:
+        """The first of :attr:`paths` that is a file (where the package put it), else the first of their copies in
+        ``cache`` (default :func:`corpus_cache`: where ``python -m attention_from_scratch corpora`` puts them), or
+        None."""
+        cache = corpus_cache() if cache is None else Path(cache)
+        copies = (os.fspath(cache / p.lstrip("/")) for p in self.paths)
+        return next((p for p in (*self.paths, *copies) if os.path.isfile(p)), None)
+
+
+def corpus_cache() -> Path:
+    """Where :func:`~attention_from_scratch.text.debian.fetch_corpora` unpacks the corpora's Debian files (under the
+    paths the packages install them at): ``$ATTENTION_FROM_SCRATCH_CACHE/debian``, else
+    ``~/.cache/attention_from_scratch/debian`` (``$XDG_CACHE_HOME`` in place of ``~/.cache`` where it is set)."""
+    root = os.environ.get("ATTENTION_FROM_SCRATCH_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "attention_from_scratch")
+    return Path(root) / "debian"
 
 
 CORPORA = {
@@ -134,8 +151,9 @@ def load_corpus(name_or_path: str | os.PathLike, *, path: str | os.PathLike | No
     if found is None:
         raise CorpusNotFoundError(
             f"corpus {key!r} ({spec.description}) is not installed: no file at {', '.join(candidates)}. "
-            f"Install it with `sudo apt-get install {spec.package}` (Debian, Ubuntu), or pass the path "
-            f"of any UTF-8 text file instead of a name, e.g. load_corpus('my_text.txt')"
+            f"Install it with `sudo apt-get install {spec.package}` (Debian, Ubuntu); on any system, "
+            f"`python -m attention_from_scratch corpora` downloads Debian's package into {corpus_cache()}; or pass the "
+            f"path of any UTF-8 text file instead of a name, e.g. load_corpus('my_text.txt')"
         )
     documents = read_dictd(found) if spec.reader == "dictd" else read_fortunes(found, titles=titles)
     return Corpus(key, _documents(documents, found, spec.reader), found)
