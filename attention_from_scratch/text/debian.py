@@ -40,9 +40,13 @@ class DebianPackage:
     files: tuple[str, ...]  # the files to unpack, as the package installs them
 
     def urls(self) -> tuple[str, ...]:
-        """Debian's archive first, then its snapshot service (every version ever published stays there)."""
+        """Debian's archive, then its snapshot service (every version ever published stays there), then the archive
+        over plain http, as apt-get itself fetches (a Python whose certificates are not set up, such as python.org's
+        on macOS before its "Install Certificates" step, refuses https): the pinned SHA-256 is what makes any of them
+        safe to use."""
         return (f"https://deb.debian.org/debian/{self.filename}",
-                f"https://snapshot.debian.org/archive/debian/20240101T000000Z/{self.filename}")
+                f"https://snapshot.debian.org/archive/debian/20240101T000000Z/{self.filename}",
+                f"http://deb.debian.org/debian/{self.filename}")
 
 
 PACKAGES = {
