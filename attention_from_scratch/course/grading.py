@@ -1,7 +1,7 @@
 """Instructor mode: grade submitted notebooks by asking the course's checks for their verdicts.
 
-    python -m attention_from_scratch grade handout/07_masking.ipynb submissions/*_07.ipynb
-    python -m attention_from_scratch grade handout/07_masking.ipynb submissions/*_07.ipynb --csv grades_07.csv
+    python -m attention_from_scratch grade handout/07_masking.ipynb alice_07.ipynb bob_07.ipynb
+    python -m attention_from_scratch grade handout/07_masking.ipynb alice_07.ipynb bob_07.ipynb --csv grades.csv
 
 ``HANDOUT`` is the instructor's own student copy of one notebook (``student OUTDIR``). Its check cells name the
 checks and the student's variables they read: ``check_answer("07.1", answer_1)``, ``quiz.check("q4_formula",
