@@ -112,3 +112,16 @@ def test_the_command_says_where_each_corpus_is_read_from(archive, tmp_path, monk
     assert cli(["corpora"]) == 1
     err = capsys.readouterr().err
     assert "down" in err and "train --corpus PATH" in err
+
+
+@pytest.mark.skipif(os.environ.get("ATTENTION_FROM_SCRATCH_NETWORK_TESTS") != "1",
+                    reason="downloads 0.7 MB from deb.debian.org: set ATTENTION_FROM_SCRATCH_NETWORK_TESTS=1 to run it")
+def test_debians_archive_still_serves_the_pinned_packages(tmp_path):
+    """The real download (opt-in: the suite runs offline): each pinned package, its digest checked, its corpus files
+    unpacked; where apt-get installed them too, byte for byte the same."""
+    for package in debian.PACKAGES.values():
+        for written, installed in zip(debian._unpack(package, debian._download(package, None), tmp_path),
+                                      package.files, strict=True):
+            assert written.stat().st_size > 10_000
+            if os.path.isfile(installed):
+                assert written.read_bytes() == open(installed, "rb").read()

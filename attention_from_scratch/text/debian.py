@@ -74,8 +74,10 @@ def deb_members(deb: bytes) -> dict[str, bytes]:
     return members
 
 
-def _download(package: DebianPackage, urlopen) -> bytes:
-    """The package's bytes, from the first of its URLs that gives the pinned size and SHA-256."""
+def _download(package: DebianPackage, urlopen=None) -> bytes:
+    """The package's bytes, from the first of its URLs that gives the pinned size and SHA-256 (``urlopen``: default
+    urllib's)."""
+    urlopen = urllib.request.urlopen if urlopen is None else urlopen
     problems = []
     for url in package.urls():
         try:
@@ -121,7 +123,6 @@ def fetch_corpora(names=None, *, cache=None, urlopen=None) -> dict[str, str]:
     if unknown:
         raise ValueError(f"unknown corpora {unknown}: the named corpora are {', '.join(sorted(CORPORA))}")
     cache = corpus_cache() if cache is None else Path(cache)
-    urlopen = urllib.request.urlopen if urlopen is None else urlopen  # another opener: a proxy's, or a test's
     for package_name in sorted({CORPORA[n].package for n in names if CORPORA[n].installed(cache) is None}):
         package = PACKAGES[package_name]
         _unpack(package, _download(package, urlopen), cache)
