@@ -227,7 +227,7 @@ def cross_entropy_forward(logits, targets, xp):
     n = count_targets(targets, xp)
     if n == 0:
         raise ValueError("targets must have at least one position >= 0 (negative targets are ignored)")
-    z, kept = xp.reshape(logits, (-1, logits.shape[-1])), xp.reshape(counted, (-1, 1))  # (N_rows, V), (N_rows, 1)
+    z = xp.reshape(logits, (-1, logits.shape[-1]))  # (N_rows, V)
     grad = xp.empty(z.shape, dtype=logits.dtype, device=device_of(logits))  # dL/dz, filled block by block
     log_totals = []  # m + log Σ exp(z - m) of each block's rows, (rows, 1)
     for i in range(0, z.shape[0], CE_ROWS):
@@ -237,13 +237,10 @@ def cross_entropy_forward(logits, targets, xp):
         e = exp_in_place(wide - m, xp)  # (rows, V), every exponent <= 0
         total = xp.sum(e, axis=-1, keepdims=True)  # (rows, 1) >= 1
         log_totals.append(m + xp.log(total))
-        e *= xp.where(kept[rows, :], 1.0 / (total * n), xp.zeros_like(total))  # softmax(z) / N; 0 where not counted
+        e *= 1.0 / (total * n)  # softmax(z) / N
         grad[rows, :] = narrow(e, logits.dtype, xp)
-    if n < z.shape[0]:  # rows not counted set to 0 whatever their logits: inf or nan ones gave nan · 0 = nan above
-        if backend_name(xp) == "numpy":
-            grad[np.nonzero(~kept[:, 0])[0], :] = 0  # those rows alone
-        else:
-            grad = xp.where(kept, grad, xp.zeros_like(grad))
+    if n < z.shape[0]:  # rows not counted: 0 whatever their logits (a product by 0 would keep an inf's or NaN's NaN)
+        grad = xp.where(xp.reshape(counted, (-1, 1)), grad, xp.zeros_like(grad))
     subtract_one_hot(grad, xp.reshape(targets, (-1,)), xp, 1.0 / n)  # (softmax(z) - onehot(y)) / N
     picked = xp.where(counted, targets, xp.zeros_like(targets))[..., None]  # (B, T, 1); 0 where not counted
     lse = xp.reshape(narrow(xp.concat(log_totals, axis=0), logits.dtype, xp), counted.shape)  # (B, T)
