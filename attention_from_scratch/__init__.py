@@ -7,12 +7,13 @@ from .attention import additive_attention, attention_backward, attention_loop, s
 from .batching import batch_schedule, schedule_stats
 from .cache_costs import hybrid_cache_bytes
 from .deepseek_v4 import DeepSeekV4Attention, DeepSeekV4Cache, DeepSeekV4Config
+from .delta_rule import gated_delta_rule, l2_normalize
 from .flash import flash_attention
 from .flash_backward import flash_attention_backward
 from .gated_deltanet import GatedDeltaNet, GatedDeltaNetCache, GatedDeltaNetConfig
 from .infra.backend import get_namespace, gpu_available, to_numpy
 from .kv_cache import KVCache, bytes_per_token, deepseek_v3_numbers, deepseek_v32_numbers
-from .linear import elu_feature_map, gated_delta_rule, l2_normalize, linear_attention, linear_attention_recurrent
+from .linear import elu_feature_map, linear_attention, linear_attention_recurrent
 from .masking import apply_mask, causal_mask, combine_masks, padding_mask
 from .mla import MLAConfig, MultiHeadLatentAttention
 from .mla_cache import LatentCache

@@ -11,7 +11,7 @@ new tokens x ``(B, T, hidden)`` the layer computes, in transformers' ``Qwen3Next
 3) the gates: β = sigmoid(b) (how strongly to write), g = −exp(A_log)·softplus(a + dt_bias) ≤ 0 (the
    log-decay, one per value head and token -- Mamba-2's discretisation);
 4) q and k repeated to the n_v value heads, L2-normalised per head (eps 1e-6), and the gated delta
-   rule (``linear.gated_delta_rule``: chunked over a prompt, token by token when T = 1);
+   rule (``delta_rule.gated_delta_rule``: chunked over a prompt, token by token when T = 1);
 5) a gated RMSNorm per value head, ``norm.weight ⊙ o / √(mean o² + eps) ⊙ SiLU(z)``, and ``out_proj``.
 
 The cache holds the last K − 1 inputs of the convolution ``(B, K − 1, conv_dim)`` and the delta rule's
@@ -35,9 +35,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from .delta_rule import gated_delta_rule, l2_normalize
 from .infra.backend import as_float, device_of, get_namespace, random_normal, to_device, widen
 from .infra.checks import check_float_dtype, check_param, check_positive_int, check_real
-from .linear import gated_delta_rule, l2_normalize
 from .norms import rms_norm
 
 __all__ = ["GatedDeltaNet", "GatedDeltaNetCache", "GatedDeltaNetConfig", "causal_conv1d", "sigmoid", "silu", "softplus"]

@@ -33,9 +33,10 @@ standard normal (unit-normalised keys for ``sum`` and ``delta``, as Qwen3-Next L
 from __future__ import annotations
 
 from .attention import scaled_dot_product_attention
+from .delta_rule import gated_delta_rule, l2_normalize
 from .infra.backend import device_of, get_namespace, random_normal, to_numpy
 from .infra.checks import check_positive_int
-from .linear import gated_delta_rule, l2_normalize, linear_attention
+from .linear import linear_attention
 
 __all__ = ["associative_recall", "memory_answers", "overwrite_recall"]
 

@@ -477,21 +477,22 @@ def test_the_checker_s_own_mistake_models_are_refused_where_their_defaults_are_t
 
 
 def _delta_step_by_the_private_loop(state, q, k, v, beta, g):
-    """gated_delta_rule's token loop (linear._delta_rule_recurrent) called directly for one token, the scale by hand."""
-    from attention_from_scratch import linear
+    """gated_delta_rule's token loop (delta_rule._delta_rule_recurrent) called directly for one token, the scale by
+    hand."""
+    from attention_from_scratch import delta_rule
 
-    out, new = linear._delta_rule_recurrent((q / np.sqrt(q.shape[-1]))[:, :, None], k[:, :, None], v[:, :, None],
-                                            beta[:, :, None], g[:, :, None, None], state, np)
+    out, new = delta_rule._delta_rule_recurrent((q / np.sqrt(q.shape[-1]))[:, :, None], k[:, :, None],
+                                                v[:, :, None], beta[:, :, None], g[:, :, None, None], state, np)
     return out[:, :, 0].astype(q.dtype), new.astype(q.dtype)
 
 
 def _chunk_state_by_the_private_form(state, k, v, beta, g):
-    """gated_delta_rule's chunked form (linear._delta_rule_chunked) called directly with one chunk."""
-    from attention_from_scratch import linear
+    """gated_delta_rule's chunked form (delta_rule._delta_rule_chunked) called directly with one chunk."""
+    from attention_from_scratch import delta_rule
     from attention_from_scratch.infra.backend import get_namespace
 
     xp = get_namespace(k)  # as gated_delta_rule passes it: the array API's NumPy (NumPy 2.0 has no cumulative_sum)
-    return linear._delta_rule_chunked(xp.zeros_like(k), k, v, beta, g[..., None], state, k.shape[-2], xp)[1]
+    return delta_rule._delta_rule_chunked(xp.zeros_like(k), k, v, beta, g[..., None], state, k.shape[-2], xp)[1]
 
 
 @pytest.mark.parametrize(("name", "fn", "private"), [
@@ -503,7 +504,7 @@ def test_the_package_s_private_form_of_the_answer_is_refused(name, fn, private):
     verdict = exercises.check(name, fn, quiet=True)
     assert not verdict.passed and verdict.lines[0].values["n"] == 1, verdict.report
     (line,) = _own_answer(verdict)
-    assert line.values["function"] == f"attention_from_scratch.linear.{private}"
+    assert line.values["function"] == f"attention_from_scratch.delta_rule.{private}"
 
 
 def test_the_runner_s_own_calls_into_the_checker_are_not_the_student_s():

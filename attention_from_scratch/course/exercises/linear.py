@@ -2,7 +2,7 @@
 a whole chunk hands on, computed in the chunked (WY/UT) form.
 
 Their cases, references and the classic mistakes with their hints. Both references are the package's
-:func:`attention_from_scratch.linear.gated_delta_rule` (token by token for the step; ``chunk_size`` = the
+:func:`attention_from_scratch.delta_rule.gated_delta_rule` (token by token for the step; ``chunk_size`` = the
 chunk's length for the chunk), which ``tests/test_linear.py`` holds to loops written from the papers.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...linear import _delta_rule_chunked, _delta_rule_recurrent, gated_delta_rule
+from ...delta_rule import _delta_rule_chunked, _delta_rule_recurrent, gated_delta_rule
 from ..i18n import msg
 from .cases import FRESH, Case, Exercise, draw, fresh_seed
 

@@ -174,7 +174,8 @@ def _tour_serving(xp):
 
 @section("Linear attention and the delta rule: a fixed-size state instead of a growing cache", notebooks=("23",))
 def _tour_linear(xp):
-    from ...linear import gated_delta_rule, l2_normalize, linear_attention, linear_attention_recurrent
+    from ...delta_rule import gated_delta_rule, l2_normalize
+    from ...linear import linear_attention, linear_attention_recurrent
     from ...recall import overwrite_recall
 
     q, k, v = (random_normal((1, 2, 24, 8), seed=s, xp=xp) for s in (20, 21, 22))  # (B, H, T, d): 2 heads, 24 tokens
