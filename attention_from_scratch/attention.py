@@ -170,7 +170,7 @@ def attention_grads(q, k, v, out, weights, d_out, scale):
     xp = get_namespace(q, k, v, out, weights, d_out)
     dv = weights.mT @ d_out  # (..., S, T) @ (..., T, d_v) -> (..., S, d_v)
     d_weights = d_out @ v.mT  # dP: (..., T, d_v) @ (..., d_v, S) -> (..., T, S)
-    row = xp.sum(d_out * out, axis=-1, keepdims=True)  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O): (..., T, 1)
+    row = xp.vecdot(d_out, out)[..., None]  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O): (..., T) -> (..., T, 1)
     d_scores = d_weights  # dS = P ⊙ (dP - rowsum(dP ⊙ P)), softmax's backward, in dP's own buffer:
     d_scores -= row  # no (..., T, S) temporary: these are the backward's largest arrays
     d_scores *= weights

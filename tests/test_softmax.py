@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
-from attention_from_scratch.softmax import log_softmax, logsumexp, naive_softmax, softmax, softmax_backward
+from attention_from_scratch.softmax import log_softmax, logsumexp, naive_softmax, row_max, softmax, softmax_backward
 
 
 def _rows(max_abs=50.0):
@@ -74,6 +74,31 @@ def test_minus_inf_gets_weight_zero_and_all_minus_inf_row_gives_zeros_without_wa
     assert float(xp.np(lse)[0]) == pytest.approx(math.log(z), rel=xp.rtol)
     assert np.all(xp.np(ls)[1] == -np.inf)
     assert xp.np(ls)[0, 1] == -np.inf
+
+
+def test_row_max_is_the_max_along_an_axis_with_kept_dims(xp):
+    x = xp.asarray([[[1.0, -7.0, 3.0], [-math.inf, -math.inf, -math.inf]], [[2.0, 2.0, -1.0], [0.5, -math.inf, 9.0]]])
+    cases = [(-1, [[[3.0], [-math.inf]], [[2.0], [9.0]]]), (0, [[[2.0, 2.0, 3.0], [0.5, -math.inf, 9.0]]]),
+             (1, [[[1.0, -7.0, 3.0]], [[2.0, 2.0, 9.0]]])]
+    for axis, expected in cases:
+        m = row_max(x, axis, xp.ns)
+        assert tuple(m.shape) == np.asarray(expected).shape
+        xp.assert_close(m, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_row_holding_nan_or_inf_comes_out_all_nan_and_the_other_rows_are_untouched(xp, bad):
+    """row_max skips NaN on NumPy (fmax), max returns it: the rows' results must not depend on that."""
+    rows = np.array([[1.0, bad, 3.0, -2.0], [1.0, 2.0, 3.0, -2.0]])
+    x = xp.asarray(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's invalid-value warning for inf - inf
+        results = [softmax(x), log_softmax(x), logsumexp(x, keepdims=True)]
+    for result, reference in zip(results, [scipy.special.softmax(rows[1]), scipy.special.log_softmax(rows[1]),
+                                           [scipy.special.logsumexp(rows[1])]], strict=True):
+        got = xp.np(result)
+        assert np.isnan(got[0]).all()
+        np.testing.assert_allclose(got[1], reference, rtol=xp.rtol)
 
 
 def test_softmax_does_not_modify_its_input(xp):

@@ -34,7 +34,7 @@ import numpy as np
 from ..infra.backend import backend_name, device_of, narrow, widen
 from ..norms import rms_normalize
 from ..rope import rope_tables
-from ..softmax import exp_in_place, safe_shift
+from ..softmax import exp_in_place, row_max, safe_shift
 
 __all__ = [
     "count_targets",
@@ -233,7 +233,7 @@ def cross_entropy_forward(logits, targets, xp):
     for i in range(0, z.shape[0], CE_ROWS):
         rows = slice(i, min(i + CE_ROWS, z.shape[0]))
         wide = widen(z[rows, :], xp)  # half precision: float32 sums
-        m = safe_shift(xp.max(wide, axis=-1, keepdims=True), xp)  # (rows, 1) row max (0 for a row of only -inf)
+        m = safe_shift(row_max(wide, -1, xp), xp)  # (rows, 1) row max (0 for a row of only -inf)
         e = exp_in_place(wide - m, xp)  # (rows, V), every exponent <= 0
         total = xp.sum(e, axis=-1, keepdims=True)  # (rows, 1) >= 1
         log_totals.append(m + xp.log(total))
