@@ -31,10 +31,11 @@ last column is the peak memory one NumPy step allocates (``tracemalloc``, which 
 parts row, in this process only (its part and the combined gradients): each worker process holds its own part's.
 
 Every number is a median over the steps of one run, the variants interleaved round by round (a burst
-of load on a shared machine hits all of them alike). In each round a variant runs BURST + 1 steps in a row
-and the first is not timed: after a two-thread row, OpenBLAS's threads spin for up to about 0.1 s, and
-the next row's first step shares the cores with them (a PyTorch step timed right after a two-thread
-NumPy step took 1.5x its time in a row of its own). The timed steps run back to back, as training's do.
+of load on a shared machine hits all of them alike). In each round a variant waits SETTLE seconds, then runs
+BURST + 1 steps in a row, and the first is not timed: after a two-thread row, OpenBLAS's threads spin for up to
+about 0.1 s, and the next row's steps share the cores with them (a PyTorch step timed right after a two-thread
+NumPy step took 1.5x its time in a row of its own; the Tang model's step in two parts, 1.3-1.5x in the five steps
+after two-thread matmuls: one untimed step was not enough). The timed steps run back to back, as training's do.
 ``train()`` picks its BLAS thread count by the step's size alone (``training.blas_threads_for``; ``threads=``
 overrides it): a column says what it picks.
 """
@@ -81,6 +82,7 @@ TEXT_CONFIGS = {f"text: {corpus} checkpoint (d {c.d_model}, {c.n_layers} layers,
 # the batch in parts, one BLAS thread each (model/data_parallel.BatchParts): where the parts beyond the first run
 PARTS = {"processes": "parts in processes", "threads": "parts in threads"}
 BURST = 4  # timed steps in a row per variant and round, after one untimed (see the module docstring)
+SETTLE = 0.2  # seconds slept before each variant's turn: the previous one's BLAS or OpenMP threads stop spinning
 TORCH_TARGET = 1.0  # issue 32: the NumPy step at most PyTorch's, at 1 and 2 threads, on the real-text configurations
 # name -> the most step / floor may be on one BLAS thread: the large step is bound by its matmuls and elementwise
 # passes (1.34-1.36 measured on a quiet machine); the small one by Python's per-operation cost (2.8-3.0 quiet,
@@ -242,7 +244,7 @@ def run(configs, threads=(1, 2), repeat=25):
                 fns[("torch", n, "BLAS")] = twin
             notes.add(note)
         blas = {name: 1 if name[2] in PARTS else name[1] for name in fns}  # parts: one BLAS thread each
-        med = median_times(fns, rounds(repeat), warmup=3, threads=blas, burst=BURST)
+        med = median_times(fns, rounds(repeat), warmup=3, threads=blas, burst=BURST, settle=SETTLE)
         for n, way in ways:
             s, f = med[("step", n, way)], med[("floor", n, "BLAS")]
             torch_time = med.get(("torch", n, "BLAS"))
@@ -280,7 +282,7 @@ def main(quick: bool = False, threads=None, repeat=None, only=None, text: bool =
     repeat = repeat or (20 if quick else 25)
     timed = rounds(repeat) * BURST
     print(f"{_load()}; {'quick run: ' if quick else ''}medians over {timed} steps per variant, in interleaved rounds "
-          f"of {BURST} after one untimed")
+          f"of {BURST} after one untimed, each turn after {SETTLE} s of sleep")
     allocator = {name: value for name, value in os.environ.items() if name.startswith("MALLOC_")}
     kept = "freed memory kept for reuse (keep_freed_memory, as the train command does)" if kept_memory else None
     print(f"glibc allocator settings: {kept or allocator or 'the defaults'} (docs/guide/benchmarks.md, "

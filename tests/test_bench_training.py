@@ -19,6 +19,14 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 pytestmark = pytest.mark.skipif(not BENCH_DIR.is_dir(), reason="benchmarks/ not in this checkout")
 
 
+@pytest.fixture(autouse=True)
+def no_settle(monkeypatch):
+    """The tiny runs here time nothing worth settling for: no 0.2 s sleep before each turn (tests/test_timing.py
+    tests the sleep itself)."""
+    if BENCH_DIR.is_dir():
+        monkeypatch.setattr(importlib.import_module("bench_training"), "SETTLE", 0.0)
+
+
 @pytest.mark.parametrize(("n_kv_heads", "causal", "query_block"), [(None, True, 64), (2, True, 64), (None, True, 3),
                                                                   (2, False, 3)])
 def test_matmul_flops_equal_six_per_weight_per_token_plus_attention(monkeypatch, n_kv_heads, causal, query_block):

@@ -52,6 +52,29 @@ def test_median_times_takes_the_median_of_the_timed_calls_only(no_gc):
     assert log == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]  # warm-ups, then rotating rounds
 
 
+def test_settle_sleeps_before_each_turn_outside_the_timed_calls(no_gc, monkeypatch):
+    clock, log, slept = FakeClock(), [], []
+
+    def sleep(seconds):  # the fake clock moves while sleeping: a sleep inside the timed interval would show
+        slept.append(seconds)
+        log.append("sleep")
+        clock.now += 1000.0
+    monkeypatch.setattr(timing.time, "sleep", sleep)
+    fns = {"a": clock.takes([9.0, 5.0, 1.0, 3.0, 2.0, 4.0, 6.0, 7.0], log, "a"),
+           "b": clock.takes([9.0, 1.0, 2.0, 8.0, 3.0, 4.0, 5.0, 6.0], log, "b")}
+    med = median_times(fns, repeat=2, burst=2, settle=0.2, clock=clock)
+    assert med == {"a": 3.5, "b": 4.5}  # a: (untimed 5) [1, 3], (untimed 2) [4, 6]; b: (1) [2, 8], (3) [4, 5]
+    assert slept == [0.2] * 4  # once per turn, never during warm-up
+    assert log == ["a", "b", "sleep", "a", "a", "a", "sleep", "b", "b", "b", "sleep", "b", "b", "b", "sleep",
+                   "a", "a", "a"]
+
+
+@pytest.mark.parametrize("settle", [-0.1, float("nan"), "0.2"])
+def test_settle_must_be_a_non_negative_number(settle):
+    with pytest.raises((ValueError, TypeError), match="settle"):
+        median_times({"a": lambda: None}, repeat=1, settle=settle)
+
+
 def test_median_times_of_an_even_count_averages_the_middle_two(no_gc):
     clock, log = FakeClock(), []
     med = median_times({"x": clock.takes([1.0, 2.0, 4.0], log, "x")}, repeat=2, warmup=0, clock=clock)

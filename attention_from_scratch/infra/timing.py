@@ -14,13 +14,13 @@ import time
 import tracemalloc
 
 from .blas import blas_thread_limit
-from .checks import check_positive_int
+from .checks import check_positive_int, check_real
 
 __all__ = ["median_times", "peak_memory"]
 
 
 def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None = None, *, burst: int = 1,
-                 clock=time.perf_counter) -> dict:
+                 settle: float = 0.0, clock=time.perf_counter) -> dict:
     """Median seconds per call of each zero-argument function in ``fns``, rounds interleaved.
 
     ``warmup`` calls each first; then in each of ``repeat`` rounds every function takes a turn, and the order
@@ -31,11 +31,15 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
     their last call, taking a core from the next function's threads), and the timed ones run back to back, as a
     training loop's steps do. ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets a function's thread
     count around its turn, outside the timed interval, with the package's ``blas.blas_thread_limit`` (so that tiled
-    code inside can still hold BLAS to one thread). ``clock``: a function returning seconds (a fake one in tests).
-    The counts are checked before any call.
+    code inside can still hold BLAS to one thread). ``settle`` seconds are slept before each turn, untimed: enough
+    (0.2 s) for the previous function's BLAS or OpenMP threads to stop spinning, which one untimed call of a short
+    step does not cover (the Tang model's step in two parts, about 15 ms, took 1.3-1.5x its time in the five steps
+    after two-thread matmuls, measured). ``clock``: a function returning seconds (a fake one in tests). The counts are
+    checked before any call.
     """
     repeat, warmup = check_positive_int(repeat, "repeat (rounds)"), check_positive_int(warmup, "warmup", minimum=0)
     burst = check_positive_int(burst, "burst (timed calls per turn)")
+    settle = check_real(settle, "settle (seconds slept before each turn)", at_least=0.0)
     threads = threads or {}
     for name, fn in fns.items():
         with blas_thread_limit(threads.get(name)):
@@ -47,6 +51,8 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
         for name in names[r % len(names) :] + names[: r % len(names)]:
             with blas_thread_limit(threads.get(name)):
                 gc.collect()
+                if settle:
+                    time.sleep(settle)
                 if burst > 1:
                     fns[name]()  # the switch's call, not timed
                 for _ in range(burst):
