@@ -32,9 +32,9 @@ parts row, in this process only (its part and the combined gradients): each work
 
 Every number is a median over the steps of one run, the variants interleaved round by round (a burst
 of load on a shared machine hits all of them alike). In each round a variant waits SETTLE seconds, then runs
-BURST + 1 steps in a row, and the first is not timed: after a two-thread row, OpenBLAS's threads spin for up to
-about 0.1 s, and the next row's steps share the cores with them (a PyTorch step timed right after a two-thread
-NumPy step took 1.5x its time in a row of its own; the Tang model's step in two parts, 1.3-1.5x in the five steps
+BURST + 1 steps in a row, and the first is not timed: after a two-thread row, OpenBLAS's threads spin for
+0.1-0.2 s, and the next row's steps share the cores with them (a PyTorch step timed right after a two-thread
+NumPy step took 1.5x its time in a row of its own; the Tang model's step in two parts, 1.4-1.6x in the five steps
 after two-thread matmuls: one untimed step was not enough). The timed steps run back to back, as training's do.
 ``train()`` picks its BLAS thread count by the step's size alone (``training.blas_threads_for``; ``threads=``
 overrides it): a column says what it picks.

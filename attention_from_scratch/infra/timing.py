@@ -27,13 +27,13 @@ def median_times(fns: dict, repeat: int, warmup: int = 1, threads: dict | None =
     rotates from round to round, so that no function always runs first (a rotation does not change which function
     follows which: that is what ``burst`` is for). A turn is one timed call, or with ``burst=k > 1`` one untimed
     call and then k timed ones in a row (both at once: a burst starts with the switch's call): the untimed call pays
-    for the switch from the previous function (OpenBLAS's threads, measured here, spin for up to about 0.1 s after
+    for the switch from the previous function (OpenBLAS's threads, measured here, spin for 0.1-0.2 s after
     their last call, taking a core from the next function's threads), and the timed ones run back to back, as a
     training loop's steps do. ``threads`` (name -> BLAS threads, None: BLAS's own choice) sets a function's thread
     count around its turn, outside the timed interval, with the package's ``blas.blas_thread_limit`` (so that tiled
     code inside can still hold BLAS to one thread). ``settle`` seconds are slept before each turn, untimed: enough
     (0.2 s) for the previous function's BLAS or OpenMP threads to stop spinning, which one untimed call of a short
-    step does not cover (the Tang model's step in two parts, about 15 ms, took 1.3-1.5x its time in the five steps
+    step does not cover (the Tang model's step in two parts, 17-20 ms, took 1.4-1.6x its time in the five steps
     after two-thread matmuls, measured). ``clock``: a function returning seconds (a fake one in tests). The counts are
     checked before any call.
     """
