@@ -87,6 +87,19 @@ def test_adam_on_half_precision_parameters_steps_in_float32():
         np.testing.assert_array_equal(params["w"], expected.astype(np.float16))
 
 
+def test_adam_starts_its_moments_at_zero_whatever_the_parameters_hold(xp):
+    """Moments made as ``p * 0.0`` were NaN where p held inf or NaN, and that entry's step NaN for good; they are
+    zeros on p's device, so a finite gradient gives every entry the same first step, lr · sign(g)."""
+    params = {"w": xp.asarray([math.inf, math.nan, 1.0, -2.0])}
+    adam = Adam(params, lr=0.1)
+    for moment in (adam.m["w"], adam.v["w"]):
+        assert moment.dtype == params["w"].dtype and moment.device == params["w"].device
+        np.testing.assert_array_equal(xp.np(moment), np.zeros(4))
+    adam.step({"w": xp.asarray([0.5, -0.5, 0.25, -1.0])})
+    xp.assert_close(adam.m["w"], [0.05, -0.05, 0.025, -0.1])  # (1 - β1) g: finite everywhere
+    xp.assert_close(params["w"][2:], [1.0 - 0.1, -2.0 + 0.1], rtol=1e-6)  # m̂ / sqrt(v̂) = sign(g) at step 1
+
+
 def test_adam_writes_only_its_own_moments():
     """The moments are updated in place; the caller's parameter and gradient arrays are never written."""
     w, g = np.array([1.0, -2.0, 0.5]), np.array([0.5, -1.0, 0.25])

@@ -70,8 +70,9 @@ class Adam:
     def __init__(self, params: dict, *, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
         lr, betas, eps = check_adam(lr, betas, eps)
         self.params, self.lr, (self.beta1, self.beta2), self.eps = params, lr, betas, eps
-        self.m = {name: widen(p, get_namespace(p)) * 0.0 for name, p in params.items()}  # first moment, on p's device
-        self.v = {name: widen(p, get_namespace(p)) * 0.0 for name, p in params.items()}  # second moment
+        zeros = {name: get_namespace(p).zeros_like(widen(p, get_namespace(p))) for name, p in params.items()}
+        self.m = zeros  # first moment: exact zeros in p's (widened) dtype on p's device, whatever p holds (inf, NaN)
+        self.v = {name: get_namespace(z).zeros_like(z) for name, z in zeros.items()}  # second moment
         self.t = 0
 
     def step(self, grads: dict):
