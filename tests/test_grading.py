@@ -65,9 +65,10 @@ def _run(*argv) -> tuple[int, list[str]]:
     return status, out.getvalue().splitlines()
 
 
-def test_grading_two_submissions_prints_the_guides_lines_and_table(tmp_path, monkeypatch):
+def test_grading_two_submissions_prints_the_guides_lines_and_table(tmp_path, monkeypatch, capfd):
     """The guide's example run: alice gets the exercise and 07.1 right, bob the mask top-left aligned and 25; a third
-    file is not a notebook (one line, the others graded, exit status 1); the CSV has their rows."""
+    file is not a notebook (one line, the others graded, exit status 1); the CSV has their rows. The kernels print
+    nothing of their own (ipykernel 7.4 warned on each start over unencrypted TCP: grading.py's _kernel_config)."""
     source = tmp_path / "course"
     source.mkdir()
     shutil.copy(ROOT / "notebooks" / "07_masking.ipynb", source)
@@ -90,6 +91,7 @@ def test_grading_two_submissions_prints_the_guides_lines_and_table(tmp_path, mon
                     ["submissions/alice_07.ipynb", "1", "1", "0", "0", "2", "4"],
                     ["submissions/bob_07.ipynb", "0", "0", "0", "0", "0", "4"],
                     ["submissions/carol_07.ipynb", "", "", "", "", "", ""]]
+    assert "without encryption" not in capfd.readouterr().err
 
 
 def test_what_cannot_be_graded_is_refused_in_one_line(tmp_path, monkeypatch, capsys):

@@ -73,6 +73,19 @@ def verdict_cell(checks) -> str:
     return f"CHECKS = {list(checks)!r}\n{_VERDICTS}"
 
 
+def _kernel_config():
+    """The grading kernel's traitlets config: its messages encrypted with CurveZMQ where jupyter_client (8.10 and
+    later, ``transport_encryption``), pyzmq and the kernel support it ("auto"); ipykernel 7.4 otherwise warns on
+    every start that the submission's code and outputs cross localhost in plain text. Elsewhere, the defaults."""
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+        return Config({"KernelManager": {"transport_encryption": "auto"}})
+    return Config()
+
+
 def grade(checks, submission, *, timeout: int = 600) -> dict:
     """``{key: passed}`` of one submitted notebook: run top to bottom in a fresh kernel, in its own folder (errors
     allowed), then asked for each check's verdict. Raises ImportError without nbclient, and what nbclient raises when
@@ -83,7 +96,7 @@ def grade(checks, submission, *, timeout: int = 600) -> dict:
     submission = Path(submission)
     nb = nbformat.read(submission, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(verdict_cell(checks)))
-    NotebookClient(nb, timeout=timeout, allow_errors=True,
+    NotebookClient(nb, timeout=timeout, allow_errors=True, config=_kernel_config(),
                    resources={"metadata": {"path": str(submission.resolve().parent)}}).execute()
     out = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("output_type") == "stream")
     if "GRADE " not in out:  # the verdicts' own cell failed: report what it printed
