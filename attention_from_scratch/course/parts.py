@@ -8,7 +8,8 @@ Each row of :data:`COURSE` is ``(source, stem, part, title, minutes)``:
     stem     its file name in teaching order (``15_kv_cache``): the two-digit prefix is its place
     part     the index into :data:`PARTS`
     title    its title in English (the Chinese one is in :data:`TITLES_ZH`, read from translations/zh/parts.json)
-    minutes  a beginner's time for it, reading and running every cell and doing the exercises
+    minutes  our estimate of a beginner's time for it, reading and running every cell and doing the exercises
+             (not yet measured with students)
 
 :func:`path` finds a notebook under either name, so what reads this table is right before and after
 ``tools/renumber.py --apply`` has moved the files.
