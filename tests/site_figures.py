@@ -95,8 +95,8 @@ def value(fig, c) -> int:
 def exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full") -> list[str]:
     """Move the controls of one figure; what went wrong, in words (empty: all well).
 
-    ``depth``: "full" (every control, the step buttons, the defaults' picture), "controls"
-    (every slider and choice), "first" (the first control: the figure is alive).
+    ``depth``: "full" (every control, the step buttons, the defaults' picture) or "controls"
+    (every slider and choice).
     """
     from selenium.webdriver.common.keys import Keys
 
@@ -111,7 +111,7 @@ def exercise(driver, fig, expected, folder: Path, tag: str, depth: str = "full")
     start = [len(ctl.values) // 2 if ctl.kind == "steps" else ctl.default for ctl in expected.controls]
     driver.execute_script(RESET, fig, start)
     before = picture(fig)
-    for c, el in enumerate(controls[:1] if depth == "first" else controls):
+    for c, el in enumerate(controls):
         old = value(fig, c)
         if el.tag_name == "select":
             el.send_keys(Keys.ARROW_UP if old == len(expected.controls[c].values) - 1 else Keys.ARROW_DOWN)
