@@ -56,9 +56,10 @@ def naive_softmax(x, axis: int = -1):
 def row_max(x, axis, xp):
     """``max(x, axis=axis, keepdims=True)``, the shift of every softmax and log-sum-exp here.
 
-    On NumPy it is ``fmax.reduce``, which skips NaN where ``max`` returns it: 1.7x faster on rows of 128 scores
-    (attention's, measured; ``max`` checks every element for NaN). A row holding NaN still comes out NaN wherever
-    this shift is used, since the NaN itself is shifted, exponentiated and summed: only the shift differs.
+    On NumPy it is ``fmax.reduce``, which skips NaN where ``max`` returns it: 1.7x faster than ``max`` on rows of
+    128 scores (attention's, measured; 1.15-2x on every row length from 16 to 2,098). A row holding NaN still comes
+    out NaN wherever this shift is used, since the NaN itself is shifted, exponentiated and summed: only the shift
+    differs.
     """
     if backend_name(xp) == "numpy":
         return np.fmax.reduce(x, axis=axis, keepdims=True)
