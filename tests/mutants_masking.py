@@ -68,6 +68,11 @@ def int8_positions(n_q, n_k):
     return np.arange(n_k).astype(np.int8)[None, :] <= query_pos
 
 
+def int16_positions(n_q, n_k):  # right up to 32,767 keys: only the 40,000-key case shows it
+    query_pos = np.arange(n_k - n_q, n_k).astype(np.int16)[:, None]
+    return np.arange(n_k).astype(np.int16)[None, :] <= query_pos
+
+
 # --- correct, in other styles ---
 
 
@@ -117,6 +122,7 @@ BATTERIES = {
             (list_of_lists, "expected a NumPy array, got a value of type list"),
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (int8_positions, "must not wrap around"),
+            (int16_positions, "must not wrap around"),
             (float16_positions, "float16 holds whole numbers exactly only up to 2048"),
             (one_future_key, "one key too many"),
         ],

@@ -168,7 +168,7 @@ def test_an_exception_is_one_line_not_a_traceback():
 def test_report_shows_expected_and_got_in_plain_words():
     top_left = lambda n_q, n_k: np.tril(np.ones((n_q, n_k), dtype=bool))  # noqa: E731
     report = exercises.check("causal_mask", top_left, quiet=True).report
-    assert "case 2 of 9 (one new token against S = 6 keys (decoding))" in report
+    assert "case 2 of 10 (one new token against S = 6 keys (decoding))" in report
     assert "inputs: n_q=1, n_k=6" in report
     assert "expected [[1 1 1 1 1 1]]" in report and "got      [[1 0 0 0 0 0]]" in report
 
