@@ -111,6 +111,34 @@ def d_v_scale(q, k_new, v_new, k_cache, v_cache):
     return _attend(q, k, v, scale=1 / v.shape[-1] ** 0.5), k, v  # the values' width
 
 
+def shift_past_float64_range(q, k_new, v_new, k_cache, v_cache):  # a float64 habit: "exp overflows past 709"
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
+    m = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.abs(m) > 700, m, 0).astype(scores.dtype))  # float32 overflows past 88.7
+    return e / e.sum(axis=-1, keepdims=True) @ v, k, v
+
+
+def last_16_tokens(q, k_new, v_new, k_cache, v_cache):  # "a cache of a fixed size": the oldest tokens dropped
+    k = np.concatenate([k_cache, k_new], axis=-2)[..., -16:, :]
+    v = np.concatenate([v_cache, v_new], axis=-2)[..., -16:, :]
+    return _attend(q, k, v), k, v
+
+
+def buffer_of_4096_slots(q, k_new, v_new, k_cache, v_cache):  # a static cache sized for a 4096-token context
+    b, h, s, _ = k_cache.shape
+    k = np.zeros((b, h, 4096, k_cache.shape[-1]), dtype=k_cache.dtype)
+    v = np.zeros((b, h, 4096, v_cache.shape[-1]), dtype=v_cache.dtype)
+    k[:, :, :s], v[:, :, :s] = k_cache, v_cache
+    k[:, :, s:s + 1], v[:, :, s:s + 1] = k_new, v_new
+    return _attend(q, k[:, :, :s + 1], v[:, :, :s + 1]), k[:, :, :s + 1], v[:, :, :s + 1]
+
+
+def attends_to_the_last_16(q, k_new, v_new, k_cache, v_cache):  # the caches grown right, a window attended
+    k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
+    return _attend(q, k[..., -16:, :], v[..., -16:, :]), k, v
+
+
 # --- correct, in other styles ---
 
 
@@ -171,6 +199,10 @@ BATTERIES = {
             (one_max_per_head_over_the_batch, "each row needs its own max"),
             (empty_cache_hands_back_the_inputs, "v_new"),
             (causal_mask_top_left, "aligned top-left"),
+            (shift_past_float64_range, "exp of a huge score is inf"),
+            (last_16_tokens, "keep every cached token"),
+            (buffer_of_4096_slots, "keep every cached token"),
+            (attends_to_the_last_16, "keep every cached token"),
         ],
         "right": [axis_2_and_einsum, preallocated],
     },

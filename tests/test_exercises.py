@@ -417,7 +417,7 @@ def test_the_package_s_own_answer_passed_as_the_solution_is_refused(name):
 @pytest.mark.parametrize("name", sorted(WRITTEN_OUT))
 def test_the_checker_s_own_reference_is_refused_where_it_is_written_out(name):
     """kv_decode_step's and numerical_gradient's references are written out in the checker (concatenate, then notebook
-    06's attention; central differences), so no package function names them; a lazy student's
+    06's attention; central differences), so no package function is the reference itself; a lazy student's
     ``return exercises.EXERCISES[name].reference(*args)`` is the checker's own answer, and is refused."""
     ex = exercises.EXERCISES[name]
     verdict = exercises.check(name, lambda *args: ex.reference(*args), quiet=True)
@@ -874,6 +874,41 @@ def _rope_from_the_rotate_half_layout(x, positions):
     return _halves_to_pairs(afs.rotate_half_rope(pairs_to_halves(x), positions))
 
 
+def _decode_step_through(cache_kind):
+    """kv_decode_step with the cache grown by one of the package's caches and attended with notebook 06's attention
+    (a building block, the reference's own): no line of the student's does the exercise's work."""
+    import attention_from_scratch as afs
+    from attention_from_scratch.kv_cache import KVCache, TokenBuffer
+    from attention_from_scratch.paged import PagedKVCache, paged_attention
+    from attention_from_scratch.windows import RollingKVCache
+
+    def step(q, k_new, v_new, k_cache, v_cache):
+        if cache_kind == "KVCache":
+            cache = KVCache()
+            cache.append(k_cache, v_cache)
+            k, v = (a.copy() for a in cache.append(k_new, v_new))
+        elif cache_kind == "TokenBuffer":
+            keys, values = TokenBuffer(), TokenBuffer()
+            keys.append(k_cache), values.append(v_cache)
+            k, v = keys.append(k_new).copy(), values.append(v_new).copy()
+        elif cache_kind == "RollingKVCache":  # a window longer than any cache: nothing is dropped
+            cache = RollingKVCache(window=10**6)
+            cache.update(k_cache, v_cache)
+            k, v, _ = cache.update(k_new, v_new)
+        else:  # a paged cache, a sequence per batch entry, and its paged attention
+            (b, h, s, d_k), d_v = k_cache.shape, v_cache.shape[-1]
+            cache = PagedKVCache(b * (s // 4 + 2), 4, h, d_k, d_v, dtype=q.dtype)
+            seqs = [cache.allocate() for _ in range(b)]
+            for i, seq in enumerate(seqs):
+                cache.append(seq, k_cache[i], v_cache[i])
+                cache.append(seq, k_new[i], v_new[i])
+            k, v = (np.stack(a) for a in zip(*(cache.gather(seq) for seq in seqs), strict=True))
+            return paged_attention(q, cache, seqs), k, v
+        return afs.scaled_dot_product_attention(q, k, v)[0], k, v
+
+    return step
+
+
 def _rope_from_the_indexer(x, positions):
     import attention_from_scratch as afs
     from attention_from_scratch.rope import pairs_to_halves
@@ -898,6 +933,10 @@ def _attention_backward_from_flash(q, k, v, d_out, mask=None):
     ("attention", _attention_from_flash, "attention_from_scratch.flash.flash_attention"),
     ("attention", _attention_from_the_one_sequence_loop, "attention_from_scratch.attention._attention_loop_2d"),
     ("attention", _attention_from_split_kv_decoding, "attention_from_scratch.serving.flash_decode"),
+    ("kv_decode_step", _decode_step_through("KVCache"), "attention_from_scratch.kv_cache.KVCache.append"),
+    ("kv_decode_step", _decode_step_through("TokenBuffer"), "attention_from_scratch.kv_cache.TokenBuffer.append"),
+    ("kv_decode_step", _decode_step_through("RollingKVCache"), "attention_from_scratch.windows.RollingKVCache.update"),
+    ("kv_decode_step", _decode_step_through("PagedKVCache"), "attention_from_scratch.paged.PagedKVCache.append"),
     ("rms_norm", _rms_norm_from_layer_norm, "attention_from_scratch.norms.layer_norm"),
     ("causal_mask", _causal_from_the_window_mask, "attention_from_scratch.windows.sliding_window_mask"),
     ("softmax", _softmax_from_the_cross_entropy_cache, "attention_from_scratch.model.layers.cross_entropy_forward"),

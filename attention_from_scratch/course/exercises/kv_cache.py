@@ -8,9 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...attention import scaled_dot_product_attention
+from ...kv_cache import KVCache, TokenBuffer
+from ...paged import PagedKVCache
 from ...softmax import naive_softmax, softmax
+from ...windows import RollingKVCache
 from ..i18n import msg
 from .cases import (
+    FLOAT32_100,
     FRESH,
     GLOBAL_MAX,
     NEGATIVE_ROW,
@@ -20,9 +24,11 @@ from .cases import (
     Case,
     Exercise,
     draw,
+    float32_scores_about_100,
     fresh_dims,
     fresh_seed,
 )
+from .compare import close, rtol_of
 
 __all__ = ["KV_DECODE_STEP"]
 
@@ -55,6 +61,14 @@ def _scores_far_below_zero():
     return q, k_new, np.array([0.5, 3.0]).reshape(1, 1, 1, 2), k_cache, v_cache
 
 
+def _float32_about_100():
+    """float32: the new query scores 100 with the one cached key and 0 with its own (q·k/√d_k, d_k = 4): exp(100) is
+    inf in float32, while a float64 habit (shift only past about 700, where exp overflows float64) shifts nothing."""
+    q, k, v = float32_scores_about_100()  # (1, 4), (2, 4), (2, 2): key 0 cached, key 1 the new token's
+    one = lambda a: a.reshape(1, 1, *a.shape)  # noqa: E731  (n, d) -> (B, H, n, d) = (1, 1, n, d)
+    return one(q), one(k[1:]), one(v[1:]), one(k[:1]), one(v[:1])
+
+
 def _fresh_decode(seed):
     """One decoding step with B, H, S (0 too), d_k, d_v and the scores' size drawn at random."""
     rng = np.random.default_rng(seed)
@@ -73,6 +87,10 @@ def _decode_cases():
         Case("sequences of a batch far apart: sequence 0's scores about 1000 above sequence 1's",
              _far_apart(36, 2, 1)),
         Case("scores all far below 0 (about −1000)", _scores_far_below_zero()),
+        Case(FLOAT32_100, _float32_about_100(), np.float32),
+        # every other case holds at most 8 cached tokens: a cache cut to a fixed size (the last 16 tokens, a buffer of
+        # 4096 slots) passed them all
+        _decode_case(LONG_CACHE, 37, 1, 2, 5000, 4, 3),
         _fresh_decode(fresh_seed()),
     ]
 
@@ -125,6 +143,33 @@ def _decode_axis(q, k_new, v_new, k_cache, v_cache):
     return softmax(q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5, axis=-2) @ v, k, v
 
 
+LONG_CACHE = "a long cache: S = 5000 cached tokens"
+FIXED_SIZE = msg("keep every cached token, however long the cache grows: the new token's query attends over all S + 1 "
+                 "of them, and the caches come back with all S + 1; a cache of a fixed size (the last W tokens, or a "
+                 "buffer of W slots) drops the oldest tokens once S + 1 passes W")
+
+
+def _fixed_size(case, e, g):
+    """:data:`FIXED_SIZE` for caches cut to their last W < S + 1 tokens, or for right caches and an output that is the
+    attention over their last W tokens only (W a power of 2, or 10, 100, 1000)."""
+    q, (out_e, k_e, v_e), (out_g, k_g, v_g) = case.args[0], e, g
+    n = np.shape(k_e)[-2]
+    try:
+        k_g, v_g, out_g = np.asarray(k_g), np.asarray(v_g), np.asarray(out_g)
+        w = k_g.shape[-2]
+        if (k_g.shape[:-2] == k_e.shape[:-2] and 0 < w < n and np.array_equal(k_g, k_e[..., n - w:, :])
+                and v_g.shape[-2] == w and np.array_equal(v_g, v_e[..., n - w:, :])):
+            return FIXED_SIZE
+        if k_g.shape == k_e.shape and np.array_equal(k_g, k_e) and out_g.shape == out_e.shape:
+            for w in sorted({2**i for i in range(1, 13)} | {10, 100, 1000}):
+                if w < n and close(scaled_dot_product_attention(q, k_e[..., n - w:, :], v_e[..., n - w:, :])[0],
+                                   out_g, rtol_of(case)):
+                    return FIXED_SIZE
+    except Exception:  # an answer too odd to compare says nothing here
+        return None
+    return None
+
+
 def _cache_axis(case, e, g):
     old = [np.shape(a) for a in case.args[3:]]
     if [np.shape(gg) for gg in g[1:]] == old:
@@ -137,6 +182,8 @@ def _cache_axis(case, e, g):
 
 def _decode_error(case, err):
     text = str(err)
+    if np.shape(case.args[3])[-2] >= 1000 and ("could not broadcast" in text or "out of bounds" in text):
+        return FIXED_SIZE  # only the long cache overflows a buffer of fixed size (every earlier case passed)
     if "concatenation axis" in text or "core dimension" in text:
         return msg("the cache grows along the sequence axis (the second-to-last, of size S), and only the last two "
                 "axes of k are transposed for the scores")
@@ -146,6 +193,8 @@ def _decode_error(case, err):
 KV_DECODE_STEP = Exercise(
     "kv_decode_step", "15_kv_cache", ("q", "k_new", "v_new", "k_cache", "v_cache"),
     ("out", "k_cache", "v_cache"), _decode_cases, _decode_reference,
+    # the package's caches grow the cache for the student (notebook 06's attention stays free: the reference's own)
+    answers=(KVCache.append, TokenBuffer.append, RollingKVCache.update, PagedKVCache.append),
     mistakes=[
         ("the new token was left out: append k_new and v_new to the cache first, then attend over all S + 1 keys "
          "(a token attends to itself)", lambda *a: _decode_wrong(*a, attend="old")),
@@ -167,7 +216,7 @@ KV_DECODE_STEP = Exercise(
         ("softmax over the wrong axis: the new query's weights run over the S + 1 keys (the last axis of the "
          "scores) and sum to 1", lambda *a: _decode_axis(*a)),
     ],
-    fallbacks=[_cache_axis],
+    fallbacks=[_fixed_size, _cache_axis],
     error_hint=_decode_error,
     new_arrays=True,  # an empty cache's step that hands back k_new and v_new themselves is refused
     title="one decoding step with a KV cache",
@@ -175,10 +224,11 @@ KV_DECODE_STEP = Exercise(
 its key and value to the cache, then let its query attend (scaled dot-product, no mask) over **all** cached tokens.
 Shapes: `q`, `k_new` `(B, H, 1, d_k)`, `v_new` `(B, H, 1, d_v)`, `k_cache` `(B, H, S, d_k)`, `v_cache`
 `(B, H, S, d_v)`. Return `(out, k_cache, v_cache)`, `out` `(B, H, 1, d_v)` and the caches grown to $S+1$
-tokens, the new token last. The checker also starts from an empty cache ($S = 0$), tries large scores, heads
-and sequences of a batch far apart and scores all far below zero (about −1000), and has a float32 case:
-return the inputs' dtype (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a NumPy float64 and turns float32 scores
-float64). It checks the three results' shapes, dtypes and values, and that your function leaves its inputs
+tokens, the new token last. The checker also starts from an empty cache ($S = 0$), tries a long cache
+($S = 5000$: keep every token), large scores, heads and sequences of a batch far apart, scores all far below
+zero (about −1000), and float32 cases, one with scores of 100 (exp overflows float32 above 88.7): return the
+inputs' dtype (divide by `d_k ** 0.5`; `np.sqrt(d_k)` is a NumPy float64 and turns float32 scores float64).
+It checks the three results' shapes, dtypes and values, and that your function leaves its inputs
 unchanged (grow new arrays, from the empty cache too, where `k_new` and `v_new` themselves are not the grown
 caches; do not write into the caches you are given).""",
     stub='''def my_decode_step(q, k_new, v_new, k_cache, v_cache):
