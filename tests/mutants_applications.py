@@ -119,6 +119,13 @@ def mean_of_every_logit(q, k, t):
     return np.mean(m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))) - np.mean(logits)  # not the diagonal
 
 
+def shift_past_float64_range(q, k, t):  # a float64 habit: "exp overflows past 709", so shift only there
+    logits = q @ k.T / t
+    m = np.max(logits, axis=-1, keepdims=True)
+    m = np.where(np.abs(m) > 700, m, 0).astype(logits.dtype)  # float32 overflows past 88.7
+    return np.mean(m[:, 0] + np.log(np.sum(np.exp(logits - m), axis=-1)) - np.diagonal(logits))
+
+
 # --- correct, in other styles ---
 
 
@@ -181,6 +188,7 @@ BATTERIES = {
             (shift_by_positive_logit, "by its positive's logit"),
             (shift_when_positive, "every logit of a row far below 0 (about −1000)"),
             (scaled_by_root_d, "InfoNCE has no 1/√d"),
+            (shift_past_float64_range, "overflow: exp(q·k / τ) is inf"),
         ],
         "right": [log_softmax_trace, cross_entropy_with_labels, logaddexp_reduce],
     },

@@ -42,6 +42,13 @@ def _logits_far_below_zero():
     return np.array([[-1.0, 0.0], [-1.0, 0.0]]), np.array([[1.0, 0.0], [0.999, 0.0]]), 0.001
 
 
+def _float32_logits_100():
+    """float32, τ = 0.5, logits 100 and 0 (row 0: its positive 100 and a negative 0; row 1: both 0): exp(100) is inf
+    in float32, while a float64 habit (shift only past about 700, where exp overflows float64) shifts nothing."""
+    q = np.array([[5.0, 0.0], [0.0, 5.0]], dtype=np.float32)
+    return q, np.array([[10.0, 0.0], [0.0, 0.0]], dtype=np.float32), 0.5
+
+
 def _fresh_pairs(rng):
     """N pairs of width d and a temperature, drawn at random."""
     n, d = int(rng.integers(1, 9)), int(rng.integers(1, 9))
@@ -59,6 +66,9 @@ def _info_nce_cases():
         Case("logits all far below 0 (about −1000, τ = 0.001)", _logits_far_below_zero()),
         Case("one pair (N = 1)", (*draw(74, (1, 4), (1, 4)), 0.1)),
         Case("rows far apart: τ = 0.01, query 0's logits about 2000, the others' at most 100", _rows_far_apart(75)),
+        # the only other float32 case has logits below 10: a float64 habit passed it
+        Case("float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7", _float32_logits_100(),
+             np.float32),
         fresh_case(_fresh_pairs),
     ]
 
@@ -79,7 +89,7 @@ def _info_nce_naive(q, k, tau, *, shift=None):
     """No max shift (exp(q·k / τ) overflows for a small τ), or one shift for the whole array (``shift="global"``),
     each row's max only where it is positive (``"positive"``), or each row's positive logit (``"positive_logit"``)."""
     logits = (q @ k.T) / tau  # (N, N)
-    top = {None: np.zeros(len(q)), "global": np.full(len(q), np.max(logits)),
+    top = {None: np.zeros(len(q), dtype=logits.dtype), "global": np.full(len(q), np.max(logits)),
            "positive": np.maximum(np.max(logits, axis=-1), 0.0), "positive_logit": np.diagonal(logits)}[shift]  # (N,)
     with np.errstate(divide="ignore"):
         return np.mean(top + np.log(np.sum(np.exp(logits - top[:, None]), axis=-1)) - np.diagonal(logits))
@@ -152,8 +162,8 @@ result (a NumPy scalar or 0-d array) in the inputs' dtype: float32 in, float32 o
 leave `q` and `k` unchanged (normalise into new arrays if you normalise at all: the loss here uses `q` and
 `k` as given). The checker compares with `info_nce` on several sizes and temperatures, float32, logits (here
 the scores $q_i\\cdot k_j/\\tau$ that go into the softmax) all about 800, a negative scoring 720 above its
-positive, unit vectors with τ = 0.001, logits all far below zero (about −1000), a single pair and rows far
-apart, checking the shape, dtype and value.""",
+positive, unit vectors with τ = 0.001, logits all far below zero (about −1000), a single pair, rows far
+apart and float32 logits of 100 (exp overflows float32 above 88.7), checking the shape, dtype and value.""",
     stub='''def my_info_nce(q, k, temperature):
     """Mean over i of logsumexp_j(q_i·k_j / τ) − q_i·k_i / τ, for q, k (N, d)."""
     raise NotImplementedError  # delete this line and write your code''',
