@@ -119,7 +119,7 @@ def mean_of_every_logit(q, k, t):
     return np.mean(m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))) - np.mean(logits)  # not the diagonal
 
 
-def shift_past_float64_range(q, k, t):  # a float64 habit: "exp overflows past 709", so shift only there
+def shift_when_float64_would_overflow(q, k, t):  # a float64 habit: "exp overflows past 709", so shift only there
     logits = q @ k.T / t
     m = np.max(logits, axis=-1, keepdims=True)
     m = np.where(np.abs(m) > 700, m, 0).astype(logits.dtype)  # float32 overflows past 88.7
@@ -188,7 +188,7 @@ BATTERIES = {
             (shift_by_positive_logit, "by its positive's logit"),
             (shift_when_positive, "every logit of a row far below 0 (about −1000)"),
             (scaled_by_root_d, "InfoNCE has no 1/√d"),
-            (shift_past_float64_range, "overflow: exp(q·k / τ) is inf"),
+            (shift_when_float64_would_overflow, "overflow: exp(q·k / τ) is inf"),
         ],
         "right": [log_softmax_trace, cross_entropy_with_labels, logaddexp_reduce],
     },

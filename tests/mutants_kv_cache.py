@@ -111,7 +111,7 @@ def d_v_scale(q, k_new, v_new, k_cache, v_cache):
     return _attend(q, k, v, scale=1 / v.shape[-1] ** 0.5), k, v  # the values' width
 
 
-def shift_past_float64_range(q, k_new, v_new, k_cache, v_cache):  # a float64 habit: "exp overflows past 709"
+def shift_when_float64_would_overflow(q, k_new, v_new, k_cache, v_cache):  # a float64 habit: "exp overflows past 709"
     k, v = np.concatenate([k_cache, k_new], axis=-2), np.concatenate([v_cache, v_new], axis=-2)
     scores = q @ np.swapaxes(k, -1, -2) / q.shape[-1] ** 0.5
     m = np.max(scores, axis=-1, keepdims=True)
@@ -199,7 +199,7 @@ BATTERIES = {
             (one_max_per_head_over_the_batch, "each row needs its own max"),
             (empty_cache_hands_back_the_inputs, "v_new"),
             (causal_mask_top_left, "aligned top-left"),
-            (shift_past_float64_range, "exp of a huge score is inf"),
+            (shift_when_float64_would_overflow, "exp of a huge score is inf"),
             (last_16_tokens, "keep every cached token"),
             (buffer_of_4096_slots, "keep every cached token"),
             (attends_to_the_last_16, "keep every cached token"),
