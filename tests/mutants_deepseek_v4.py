@@ -183,6 +183,17 @@ def shift_gates_and_bias_apart(kv, gate, bias):  # exp(Z − max Z) · exp(B −
     return np.sum(e * kv, axis=-2) / np.sum(e, axis=-2)
 
 
+def _float64_habit_shift(z, axis=-1):  # "exp overflows past about 709.78": shift only there (float32: past 88.7)
+    m = np.max(z, axis=axis, keepdims=True)
+    return np.where(np.isfinite(m) & (np.abs(m) > 700), m, 0).astype(z.dtype)
+
+
+def cw_shift_when_float64_would_overflow(kv, gate, bias):
+    z = gate + bias
+    e = np.exp(z - _float64_habit_shift(z, axis=-2))
+    return np.sum(e / np.sum(e, axis=-2, keepdims=True) * kv, axis=-2)
+
+
 BATTERIES = {
     "compress_window": {
         "wrong": [
@@ -201,6 +212,7 @@ BATTERIES = {
             (as_a_list, "expected a NumPy array, got a value of type list"),
             (plain_mean, None),
             (bias_transposed, "bias.T puts channel c's biases on slot c"),
+            (cw_shift_when_float64_would_overflow, "overflow: exp of a huge score is inf"),
         ],
         "right": [channel_loop, logsumexp_form],
     },

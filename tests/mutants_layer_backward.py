@@ -203,6 +203,32 @@ def mb_head_by_head(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
 li_as_lists = as_lists(exercise_solutions.my_linear_backward, "li_as_lists")
 mh_as_lists = as_lists(exercise_solutions.my_mha_backward, "mh_as_lists")
 
+
+def _float64_habit_shift(z, axis=-1):  # "exp overflows past about 709.78": shift only there (float32: past 88.7)
+    m = np.max(z, axis=axis, keepdims=True)
+    return np.where(np.isfinite(m) & (np.abs(m) > 700), m, 0).astype(z.dtype)
+
+
+def mb_shift_when_float64_would_overflow(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
+    b, t, _ = x.shape
+    split = lambda m: m.reshape(b, t, n_heads, -1).transpose(0, 2, 1, 3)  # noqa: E731
+    merge = lambda m: m.transpose(0, 2, 1, 3).reshape(b, t, -1)  # noqa: E731
+    rows = lambda m: m.reshape(b * t, -1)  # noqa: E731
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+    scale = 1 / q.shape[-1] ** 0.5
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, -np.inf)
+    p = np.exp(s - _float64_habit_shift(s))
+    p = p / np.sum(p, axis=-1, keepdims=True)
+    da = split(d_out @ w_o.T)
+    dp = da @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
+    dq, dk, dv = merge(ds @ k * scale), merge(np.swapaxes(ds, -1, -2) @ q * scale), merge(np.swapaxes(p, -1, -2) @ da)
+    return (dq @ w_q.T + dk @ w_k.T + dv @ w_v.T, rows(x).T @ rows(dq), rows(x).T @ rows(dk), rows(x).T @ rows(dv),
+            rows(merge(p @ v)).T @ rows(d_out))
+
+
 BATTERIES = {
     "linear_backward": {
         "wrong": [
@@ -232,6 +258,7 @@ BATTERIES = {
             (mb_in_place, "changed its input `d_out` in place"),
             (mb_float64, "float32 in, float32 out"),
             (mb_d_k_from_d_model, "H·d_k ≠ d_model"),
+            (mb_shift_when_float64_would_overflow, "look for inf - inf, 0/0 or exp overflow"),
         ],
         "right": [mb_with_package_attention, mb_head_by_head],
     },

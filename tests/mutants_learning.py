@@ -157,6 +157,23 @@ def bg_loop(e, inputs, targets):
 
 bi_as_lists = as_lists(exercise_solutions.my_bigram_grad, "bi_as_lists")
 
+
+def _float64_habit_shift(z, axis=-1):  # "exp overflows past about 709.78": shift only there (float32: past 88.7)
+    m = np.max(z, axis=axis, keepdims=True)
+    return np.where(np.isfinite(m) & (np.abs(m) > 700), m, 0).astype(z.dtype)
+
+
+def bg_shift_when_float64_would_overflow(e, inputs, targets):
+    n, v = len(inputs), e.shape[0]
+    z = e[inputs]
+    z = z - _float64_habit_shift(z)
+    log_p = z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
+    d_z = (np.exp(log_p) - np.eye(v, dtype=e.dtype)[targets]) / n
+    d_e = np.zeros_like(e)
+    np.add.at(d_e, inputs, d_z)
+    return -np.mean(log_p[np.arange(n), targets]), d_e
+
+
 BATTERIES = {
     "bigram_grad": {
         "wrong": [
@@ -177,6 +194,7 @@ BATTERIES = {
             (bg_in_place, "changed its input `e` in place"),
             (bg_float64_always, "float32 in, float32 out"),
             (bg_log_with_smallest_epsilon, "caps −log p at −log ε"),
+            (bg_shift_when_float64_would_overflow, "overflow: exp of a huge score is inf"),
         ],
         "right": [bg_one_hot_product, bg_loop],
     },

@@ -195,6 +195,9 @@ def _ce_cases():
              _rows_far_apart()),
         Case("(B, H, T, V) = (2, 2, 3, 4), targets (B, H, T): N counts every leading axis, B·H·T = 12",
              (draw(47, (2, 2, 3, 4)), np.array([[[0, 3, 1], [2, 2, 0]], [[1, 1, 3], [0, 2, 3]]]))),
+        # the other float32 case has logits below 3: a softmax shifted only where float64's exp overflows passed
+        Case("float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7",
+             (np.array([[100.0, 0.0, 0.0], [0.0, 0.0, 100.0]], dtype=np.float32), np.array([0, 1])), np.float32),
         fresh_case(_fresh_ce),
     ]
 
@@ -209,7 +212,8 @@ def _ce_index_error(case, err):
 def _ce_overflow(case, e, g):
     """nan in a row whose largest logit overflows exp (a row far below 0 underflows instead)."""
     logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
-    if got.shape == logits.shape and np.any(np.isnan(got).any(axis=-1) & (logits.max(axis=-1) > 700)):
+    overflows = 88.0 if case.dtype == np.float32 else 700.0  # exp overflows float32 above 88.7, float64 above 709.8
+    if got.shape == logits.shape and np.any(np.isnan(got).any(axis=-1) & (logits.max(axis=-1) > overflows)):
         return OVERFLOW
     return None
 
@@ -258,8 +262,8 @@ cross-entropy $L = -\\frac1N\\sum \\log \\mathrm{softmax}(z)[y]$ with respect to
 `logits`' shape and dtype; subtract each row's max before `exp`. The checker tries one position, an `(N, V)`
 matrix, `(B, T, V)` logits (N = B·T), float32, logits about 1000, a target that already has probability near 1,
 every target the same, logits all far below zero (about −1000) and a target whose logit is far below its row's
-max ([−1000, 0, 1000]) and positions whose logits lie about 800 apart, against the capstone's
-`cross_entropy_backward`.""",
+max ([−1000, 0, 1000]), positions whose logits lie about 800 apart and float32 logits of 100 (exp overflows float32
+above 88.7), against the capstone's `cross_entropy_backward`.""",
     stub='''def my_cross_entropy_grad(logits, targets):
     """dL/dlogits of the mean softmax cross-entropy: (softmax(logits) - onehot(targets)) / N."""
     raise NotImplementedError  # delete this line and write your code''',

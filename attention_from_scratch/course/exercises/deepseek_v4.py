@@ -57,6 +57,14 @@ def _gates_far_below_zero(seed):
     return kv, gate - 1000.0, bias
 
 
+def _float32_gates_100():
+    """float32, m = 2 slots, d = 2 channels, bias 0: channel 0's gates 100 and 0, channel 1's 0 and 0. exp(100) is inf
+    in float32, while a float64 habit (shift only past about 700) shifts nothing; the other float32 case's gates are
+    below 4."""
+    kv = draw(80, (2, 2), dtype=np.float32)
+    return kv, np.array([[100.0, 0.0], [0.0, 0.0]], dtype=np.float32), np.zeros((2, 2), dtype=np.float32)
+
+
 def _window_cases():
     return [
         _window_case("one window of m = 4 slots, d = 3 channels", 70, (), 4, 3),
@@ -71,6 +79,8 @@ def _window_cases():
              _bias_far_apart(79)),
         _window_case("one slot (m = 1): the entry is that token's kv", 76, (2,), 1, 3),
         _window_case("a square window, m = d = 4: slots and channels have the same length", 77, (2,), 4, 4),
+        Case("float32 gates of 100 and 0 (bias 0), nothing larger: exp overflows float32 above 88.7",
+             _float32_gates_100()),
         _fresh_window(fresh_seed()),
     ]
 
@@ -166,8 +176,8 @@ $\\text{entry} = \\sum_{j<m} \\operatorname{softmax}_j(Z_j + B_j) \\odot C_j$, w
 computed independently -- and `bias` ($B$) `(m, d)`; return `(..., d)`, in the inputs' dtype. The checker tries
 one window, leading axes, float32, CSA's first entry (the slots of the missing window $-1$ gated $-\\infty$:
 weight 0), large gates, channels whose gates are 1000 apart, gates all far below zero (about −1000), a bias of
-about 800, a single slot and a square window ($m = d$); it checks shape, dtype and value, and that your function
-leaves its inputs unchanged.""",
+about 800, a single slot, a square window ($m = d$) and float32 gates of 100 (exp overflows float32 above 88.7);
+it checks shape, dtype and value, and that your function leaves its inputs unchanged.""",
     stub='''def my_compress_window(kv, gate, bias):
     """Σ_slots softmax over the slots (axis -2) of (gate + bias), times kv: (..., m, d) -> (..., d)."""
     raise NotImplementedError  # delete this line and write your code''',

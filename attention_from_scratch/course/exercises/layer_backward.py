@@ -15,7 +15,7 @@ from ...attention import attention_backward, scaled_dot_product_attention
 from ...model.layers import linear_backward
 from ..i18n import msg
 from ..learning_demos import attention_layer_backward
-from .cases import FRESH, Case, Exercise, draw, fresh_case, fresh_dims, fresh_seed
+from .cases import FLOAT32_100, FRESH, Case, Exercise, draw, fresh_case, fresh_dims, fresh_seed
 
 __all__ = ["LINEAR_BACKWARD", "MHA_BACKWARD"]
 
@@ -148,6 +148,19 @@ def _fresh_layer(seed):
     return Case(FRESH, _layer_case(seed + 1, b, t, h * d_k, h, bool(rng.integers(2)), scale=float(rng.uniform(0.5, 3))))
 
 
+def _float32_scores_100():
+    """float32, one head of d_k = 4, no mask: token 0's query scores 100 with its own key and 0 with token 1's, token 1
+    scores 0 with both (W_K = 2 W_Q, x_0 = 10 e_0, x_1 = 0): exp(100) is inf in float32, while a float64 habit (shift
+    only past about 700, where exp overflows float64) shifts nothing. The other float32 case's scores are below 3."""
+    x = np.zeros((1, 2, 4), dtype=np.float32)
+    x[0, 0, 0] = 10.0
+    w_v, w_o, d_out = draw(68, (4, 4), (4, 4), (1, 2, 4), dtype=np.float32)
+    w_q = np.eye(4, dtype=np.float32)
+    # d_out small: the saturated softmax's backward (1 − p_0 is e^(−100)) is rounding alone, which x and k (10 and
+    # 20) magnify; with d_out about 0.01 any order of float32 sums agrees to well within the tolerance
+    return x, w_q, 2 * w_q, w_v, w_o, 1, np.float32(0.01) * d_out, False
+
+
 def _mha_cases():
     return [
         Case("(B, T, d_model) = (1, 3, 4), one head, no mask", _layer_case(61, 1, 3, 4, 1, False)),
@@ -159,6 +172,7 @@ def _mha_cases():
                                                                                           scale=3.0)),
         Case("two heads of d_k = 3 with d_model = 4: H·d_k = 6 ≠ d_model, causal",
              _layer_case(67, 1, 3, 4, 2, True, d_inner=6)),
+        Case(FLOAT32_100, _float32_scores_100(), np.float32),
         _fresh_layer(fresh_seed()),
     ]
 
@@ -202,7 +216,8 @@ MHA_BACKWARD = Exercise(
 W_O, the merge (its backward is a split), attention (you may call `attention_backward`, imported at the top, for this
 step, or your own from the exercise above), the split (its backward is a merge) and the three projections; every
 gradient has its input's shape and dtype. The checker tries one head, two and four heads, causal and not,
-float32, one token, larger weights and H·d_k ≠ d_model, against section 6's backward pass (itself checked
+float32, float32 scores of 100 (exp overflows float32 above 88.7), one token, larger weights and H·d_k ≠ d_model,
+against section 6's backward pass (itself checked
 against finite differences of `MultiHeadAttention`).""",
     stub='''def my_mha_backward(x, w_q, w_k, w_v, w_o, n_heads, d_out, causal):
     """(dx, dw_q, dw_k, dw_v, dw_o) of a multi-head attention layer (no biases), given d_out = dL/dy."""

@@ -95,14 +95,19 @@ def _bigram_cases():
         Case("a target logit 800 below its row's max: p[y] is 0 in floating point, −log p[y] about 800",
              _target_far_below()),
         Case("one pair", (draw(26, (3, 3)), np.array([2]), np.array([0]))),
+        # the other float32 case has logits below 3: a softmax shifted only where float64's exp overflows passed
+        Case("float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7",
+             ((100.0 * np.eye(3)).astype(np.float32), np.array([0, 1, 2]), np.array([0, 2, 1])), np.float32),
         fresh_case(_fresh_bigram),
     ]
 
 
 def _bigram_overflow(case, e, g):
-    """nan with logits large enough to overflow exp; tried after the mistakes (one max for every pair underflows
-    instead, and has its own)."""
-    if np.abs(case.args[0]).max() > 700 and any(np.isnan(np.asarray(x, dtype=np.float64)).any() for x in g):
+    """nan or inf (a loss of log inf) with logits large enough to overflow exp; tried after the mistakes (one max for
+    every pair underflows instead, and has its own)."""
+    overflows = 88.0 if case.dtype == np.float32 else 700.0  # exp overflows float32 above 88.7, float64 above 709.8
+    if np.abs(case.args[0]).max() > overflows and any(
+            not np.isfinite(np.asarray(x, dtype=np.float64)).all() for x in g):
         return OVERFLOW
     return None
 
@@ -172,8 +177,8 @@ NumPy scalar in `e`'s dtype) and `de` its gradient, $A^\\top(\\mathrm{softmax}(Z
 ($m_i$ the row's max), not as the log of the softmax: a probability that underflows to 0 has $\\log 0 = -\\infty$.
 Leave the inputs unchanged. The checker tries
 E = 0, a token that occurs several times as an input, a token that never does, the rhyme of the notebook,
-float32, logits about 1000, a target logit 800 below its row's max and one pair, against the capstone's embedding
-and cross-entropy layers.""",
+float32, logits about 1000, a target logit 800 below its row's max, one pair and float32 logits of 100 (exp
+overflows float32 above 88.7), against the capstone's embedding and cross-entropy layers.""",
     stub='''def my_bigram_grad(e, inputs, targets):
     """(loss, de): the mean cross-entropy of the bigram table e (V, V) on the pairs, and its gradient."""
     raise NotImplementedError  # delete this line and write your code''',
