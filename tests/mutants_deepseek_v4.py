@@ -146,6 +146,10 @@ def int16_positions_and_entries(positions, n_entries, rate):
     return (np.arange(n_entries, dtype=np.int16)[None] + 1) * np.int16(rate) <= p + 1
 
 
+def uint16_positions(positions, n_entries, rate):  # "positions are never negative": right up to 65,535
+    return (np.arange(n_entries) + 1) * rate <= np.asarray(positions).astype(np.uint16)[:, None] + 1
+
+
 def entries_of_the_own_window(positions, n_entries, rate):
     return np.arange(n_entries)[None, :] <= np.asarray(positions)[:, None] // rate  # its own, unfinished window too
 
@@ -231,6 +235,7 @@ BATTERIES = {
             (last_position_for_every_row, "compare each row with its own position"),
             (int8_positions, "must not wrap around"),  # its output matched positions_from_zero's: a wrong hint
             (uint8_positions, "must not wrap around"),
+            (uint16_positions, "uint16 up to 65535"),
             (int8_everything, "must not wrap around"),  # raises OverflowError
             (int16_positions_and_entries, "int16 up to 32767"),
         ],

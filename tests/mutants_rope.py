@@ -167,6 +167,10 @@ def int8_positions(x, positions):  # 5003 wraps around to −117
     return _rope(x, np.asarray(positions).astype(np.int8))
 
 
+def uint16_positions(x, positions):  # "positions are never negative": 131071 wraps around to 65535
+    return _rope(x, np.asarray(positions).astype(np.uint16))
+
+
 def float32_frequencies(x, positions):  # θ_r rounded to float32 before the float64 angles
     d = x.shape[-1]
     theta = (10000.0 ** (-2.0 * np.arange(d // 2) / d)).astype(np.float32).astype(np.float64)
@@ -199,6 +203,7 @@ BATTERIES = {
             (frequencies_tiled, "both features of pair r"),
             (int16_positions, "int16 up to 32767"),
             (int8_positions, "must not wrap around"),
+            (uint16_positions, "uint16 up to 65535"),
             (float32_frequencies, "build the angles m·θ_r in float64"),
         ],
         "right": [complex_numbers, rotation_matrices],

@@ -198,11 +198,11 @@ SCALE_FROM_D_V = msg("the scale is 1/√d_k, with d_k the width of the queries a
 
 
 def wrapped_positions_hint(last: int):
-    """What a position held in int8, uint8 or int16 does past 127, 255 or 32767: it wraps around (``np.int8(127) + 1``
-    is −128), or cannot be stored (an OverflowError)."""
+    """What a position held in int8, uint8, int16 or uint16 does past 127, 255, 32767 or 65535: it wraps around
+    (``np.int8(127) + 1`` is −128), or cannot be stored (an OverflowError)."""
     return msg("positions up to {last} must not wrap around: int8 holds whole numbers up to 127 (so 127 + 1 becomes "
-               "−128), uint8 up to 255 and int16 up to 32767, so keep positions in NumPy's default integer type",
-               last=int(last))
+               "−128), uint8 up to 255, int16 up to 32767 and uint16 up to 65535, so keep positions in NumPy's "
+               "default integer type", last=int(last))
 
 
 ZERO_SCORES = ("scores of exactly 0 (notebook 00's library: one-hot keys, a query orthogonal to a key, and a query "

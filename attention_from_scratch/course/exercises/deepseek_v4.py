@@ -197,8 +197,8 @@ def _visible_cases():
         ("HCA's m' = 128 at long positions 126..129 and 1000, E = 8", [126, 127, 128, 129, 1000], 8, 128),
         ("two requests packed in one batch: positions 9, 10, then 2, 3 (not in order), E = 3, m = 4",
          [9, 10, 2, 3], 3, 4),
-        ("positions 32766, 32767, 32768 and 40000 (past 2¹⁵ − 1 = 32767), E = 10, m = 4096",
-         [32766, 32767, 32768, 40000], 10, 4096),
+        ("positions 32766, 32767, 32768, 40000 and 70000 (past 2¹⁵ − 1 = 32767 and 2¹⁶ − 1 = 65535), E = 10, m = 4096",
+         [32766, 32767, 32768, 40000, 70000], 10, 4096),
     ]] + [_fresh_visible(fresh_seed())]
 
 
@@ -220,15 +220,16 @@ def _visible_wrong(positions, n_entries, rate, *, shift=0, start=False):
 
 
 def _positions_wrapped(case, e, g):
-    """Right wherever p + 1 (and maybe (w + 1)·m) fits a small integer type (127, 255, 32767), wrong only where it does
-    not: positions (or entry bounds) held in int8, uint8 or int16 wrap around. Tried first: a wrapped answer can equal a
-    mistake model's by chance (all False, as if from 0). Without a right entry that fits there is no evidence."""
+    """Right wherever p + 1 (and maybe (w + 1)·m) fits a small integer type (127, 255, 32767, 65535), wrong only where
+    it does not: positions (or entry bounds) held in int8, uint8, int16 or uint16 wrap around. Tried first: a wrapped
+    answer can equal a mistake model's by chance (all False, as if from 0). Without a right entry that fits there is no
+    evidence."""
     (positions, n_entries, rate), expected, got = case.args, np.asarray(e[0]), np.asarray(g[0])
     if got.shape != expected.shape:
         return None
     wrong = got != expected  # (T, E)
     bounds = (np.arange(n_entries) + 1) * rate  # (E,): the last token of each window, plus one
-    for limit in (127, 255, 32767):  # the positions alone in the small type, or the bounds too
+    for limit in (127, 255, 32767, 65535):  # the positions alone in the small type, or the bounds too
         rows = np.asarray(positions)[:, None] + 1 <= limit  # (T, 1)
         for fits in (np.broadcast_to(rows, wrong.shape), rows & (bounds[None, :] <= limit)):  # (T, E)
             if fits.any() and wrong.any() and not wrong[fits].any():
@@ -274,8 +275,8 @@ the query at `positions[t]` may read entry `w`. Entry $w$ pools the window of to
 $(w+1)\\,m \\le p + 1$. `positions` is an integer array `(T,)` (a prompt, a chunk or one decoding step, not
 necessarily starting at 0). The checker tries a prompt, a decoding step, a chunk, $m = 1$, more entries than
 complete windows, HCA's $m' = 128$ at long positions, two requests packed in one batch (positions not in order)
-and positions past 32767; it checks the shape, the dtype (`bool`) and every entry, and that `positions` is left
-unchanged.""",
+and positions past 32767 and 65535; it checks the shape, the dtype (`bool`) and every entry, and that `positions`
+is left unchanged.""",
     stub='''def my_visible_entries(positions, n_entries, rate):
     """Boolean (T, E): entry w visible to the query at positions[t] iff (w + 1) * rate <= positions[t] + 1."""
     raise NotImplementedError  # delete this line and write your code''',

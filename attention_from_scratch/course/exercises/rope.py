@@ -68,9 +68,9 @@ ANGLES_IN_FLOAT64 = msg("build the angles m·θ_r in float64 (positions and freq
 
 
 def _narrow_positions(case, e, g):
-    """The answer of positions held in int8, uint8 or int16, which wrap around (5003 in int8 is −117)."""
+    """The answer of positions held in int8, uint8, int16 or uint16, which wrap around (5003 in int8 is −117)."""
     x, positions = case.args
-    for narrow in (np.int8, np.uint8, np.int16):
+    for narrow in (np.int8, np.uint8, np.int16, np.uint16):
         wrapped = np.asarray(positions).astype(narrow)
         if np.array_equal(wrapped, positions):
             continue
