@@ -68,13 +68,9 @@ def int8_positions(n_q, n_k):
     return np.arange(n_k).astype(np.int8)[None, :] <= query_pos
 
 
-def int16_positions(n_q, n_k):  # right up to 32,767 keys: only the 70,000-key case shows it
+def int16_positions(n_q, n_k):  # right up to 32,767 keys: only the 33,000-key case shows it
     query_pos = np.arange(n_k - n_q, n_k).astype(np.int16)[:, None]
     return np.arange(n_k).astype(np.int16)[None, :] <= query_pos
-
-
-def uint16_key_positions(n_q, n_k):  # "positions are never negative": right up to 65,535 keys (the queries' stay int64)
-    return np.arange(n_k, dtype=np.uint16)[None, :] <= np.arange(n_k - n_q, n_k)[:, None]
 
 
 # --- correct, in other styles ---
@@ -127,7 +123,6 @@ BATTERIES = {
             (list_of_rows, "expected a NumPy array, got a value of type list"),
             (int8_positions, "must not wrap around"),
             (int16_positions, "must not wrap around"),
-            (uint16_key_positions, "uint16 up to 65535"),
             (float16_positions, "float16 holds whole numbers exactly only up to 2048"),
             (one_future_key, "one key too many"),
         ],

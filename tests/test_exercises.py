@@ -891,8 +891,8 @@ def _decode_step_through(cache_kind):
             keys, values = TokenBuffer(), TokenBuffer()
             keys.append(k_cache), values.append(v_cache)
             k, v = keys.append(k_new).copy(), values.append(v_new).copy()
-        elif cache_kind == "RollingKVCache":  # a window longer than any cache: nothing is dropped
-            cache = RollingKVCache(window=10**6)
+        elif cache_kind == "RollingKVCache":  # a window longer than the cache: nothing is dropped
+            cache = RollingKVCache(window=k_cache.shape[-2] + 1)
             cache.update(k_cache, v_cache)
             k, v, _ = cache.update(k_new, v_new)
         else:  # a paged cache, a sequence per batch entry, and its paged attention

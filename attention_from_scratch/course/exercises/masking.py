@@ -28,8 +28,10 @@ def _mask_cases():
         ("a long cache: T = 3 new tokens against S = 300 keys", (3, 300)),
         ("a very long cache: T = 4 new tokens against S = 5000 keys (float16 holds whole numbers only up to 2048)",
          (4, 5000)),
-        ("a cache longer than int16 and uint16 count: T = 2 new tokens against S = 70000 keys (int16 holds whole "
-         "numbers only up to 32767, uint16 up to 65535)", (2, 70000)),
+        # past int16's 32767, and no further: a right answer that cuts its mask from an (S, S) square allocates S² bytes
+        # (1.1 GB here, 4.9 GB at 70,000 keys); uint16 key positions (right up to 65,535 keys) are left unrefused
+        ("a cache longer than int16 counts: T = 2 new tokens against S = 33000 keys (int16 holds whole numbers only "
+         "up to 32767)", (2, 33000)),
     ]] + [fresh_case(lambda rng: fresh_dims(rng, 2, 1, 40))]  # T and S drawn anew (T > S too)
 
 
@@ -88,7 +90,7 @@ CAUSAL_MASK = Exercise(
 `True` = may attend, for `n_q` new queries that are the **last** `n_q` of the `n_k` positions (decoding against a
 cache): query $i$ sits at position $n_k - n_q + i$ and may see every key up to and including that position. When
 `n_q > n_k`, the first `n_q - n_k` queries come before every key and see nothing (rows all `False`). The
-checker tries square masks, one and two new tokens against a long cache (up to 70,000 keys), and more queries
+checker tries square masks, one and two new tokens against a long cache (up to 33,000 keys), and more queries
 than keys; it checks the shape, the dtype (`bool`, not 0/1 numbers) and every entry.""",
     stub='''def my_causal_mask(n_q, n_k):
     """Boolean (n_q, n_k): True where key j is not in the future of query i (bottom-right aligned)."""
