@@ -150,7 +150,8 @@ ANSWERS = {
                         "raises (count from 1).", kind="count"),
     "15.3": ShortAnswer(lambda: 2**30 / _kv().bytes_per_token(_afs().MLAConfig(), "mla"),
                         "divide the bytes available by the bytes one token takes in the MLA cache, all layers.",
-                        rtol=0.0, atol=0.5),  # the nearest token, 15280 (15279.796...): int()'s 15279 fails
+                        rtol=0.0, atol=0.5),  # the nearest token, 15280 (15279.796...): int()'s 15279 fails, so
+    # the question says "divide, and round" (it said "fill", whose reading "how many fit" is 15279)
     "16.1": ShortAnswer(lambda: 2 * math.pi / float(_afs().rope_frequencies(64)[31]),
                         "a pair comes back to its start after a full turn, 2π radians, at θ_r radians per token.",
                         rtol=0.0, atol=0.5),  # the nearest token, 47117 (47117.243...): 47116 and 47118 fail
