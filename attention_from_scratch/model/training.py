@@ -70,9 +70,8 @@ class Adam:
     def __init__(self, params: dict, *, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
         lr, betas, eps = check_adam(lr, betas, eps)
         self.params, self.lr, (self.beta1, self.beta2), self.eps = params, lr, betas, eps
-        zeros = {name: get_namespace(p).zeros_like(widen(p, get_namespace(p))) for name, p in params.items()}
-        self.m = zeros  # first moment: exact zeros in p's (widened) dtype on p's device, whatever p holds (inf, NaN)
-        self.v = {name: get_namespace(z).zeros_like(z) for name, z in zeros.items()}  # second moment
+        self.m = {name: _zero_moment(p) for name, p in params.items()}  # first moment
+        self.v = {name: _zero_moment(p) for name, p in params.items()}  # second moment
         self.t = 0
 
     def step(self, grads: dict):
@@ -95,6 +94,12 @@ class Adam:
             step /= denominator  # lr · m̂ / (sqrt(v̂) + eps)
             p = self.params[name]
             self.params[name] = narrow(widen(p, xp) - step, p.dtype, xp)  # a new array: the caller's are not written
+
+
+def _zero_moment(p):
+    """Exact zeros in p's (widened) dtype on p's device, whatever p holds (inf, NaN): an Adam moment before step 1."""
+    xp = get_namespace(p)
+    return xp.zeros_like(widen(p, xp))
 
 
 @dataclass

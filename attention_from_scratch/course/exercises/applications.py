@@ -9,7 +9,7 @@ import numpy as np
 
 from ...applications import info_nce
 from ...softmax import softmax
-from .cases import GLOBAL_MAX, Case, Exercise, draw, fresh_case
+from .cases import FLOAT32_LOGITS_100, GLOBAL_MAX, Case, Exercise, draw, fresh_case
 
 __all__ = ["INFO_NCE"]
 
@@ -67,8 +67,7 @@ def _info_nce_cases():
         Case("one pair (N = 1)", (*draw(74, (1, 4), (1, 4)), 0.1)),
         Case("rows far apart: τ = 0.01, query 0's logits about 2000, the others' at most 100", _rows_far_apart(75)),
         # the only other float32 case has logits below 10: a float64 habit passed it
-        Case("float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7", _float32_logits_100(),
-             np.float32),
+        Case(FLOAT32_LOGITS_100, _float32_logits_100(), np.float32),
         fresh_case(_fresh_pairs),
     ]
 

@@ -12,7 +12,19 @@ from ...mla import rms_norm
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ...norms import layer_norm, rms_normalize
 from ..i18n import msg
-from .cases import GLOBAL_MAX, NEGATIVE_ROW, OVERFLOW, Case, Exercise, draw, far_below_the_max, fresh_case, fresh_dims
+from .cases import (
+    FLOAT32_LOGITS_100,
+    GLOBAL_MAX,
+    NEGATIVE_ROW,
+    OVERFLOW,
+    Case,
+    Exercise,
+    draw,
+    exp_overflows_above,
+    far_below_the_max,
+    fresh_case,
+    fresh_dims,
+)
 
 __all__ = ["CROSS_ENTROPY_GRAD", "RMS_NORM"]
 
@@ -196,7 +208,7 @@ def _ce_cases():
         Case("(B, H, T, V) = (2, 2, 3, 4), targets (B, H, T): N counts every leading axis, B·H·T = 12",
              (draw(47, (2, 2, 3, 4)), np.array([[[0, 3, 1], [2, 2, 0]], [[1, 1, 3], [0, 2, 3]]]))),
         # the other float32 case has logits below 3: a softmax shifted only where float64's exp overflows passed
-        Case("float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7",
+        Case(FLOAT32_LOGITS_100,
              (np.array([[100.0, 0.0, 0.0], [0.0, 0.0, 100.0]], dtype=np.float32), np.array([0, 1])), np.float32),
         fresh_case(_fresh_ce),
     ]
@@ -212,7 +224,7 @@ def _ce_index_error(case, err):
 def _ce_overflow(case, e, g):
     """nan in a row whose largest logit overflows exp (a row far below 0 underflows instead)."""
     logits, got = case.args[0], np.asarray(g[0], dtype=np.float64)
-    overflows = 88.0 if case.dtype == np.float32 else 700.0  # exp overflows float32 above 88.7, float64 above 709.8
+    overflows = exp_overflows_above(case.dtype)
     if got.shape == logits.shape and np.any(np.isnan(got).any(axis=-1) & (logits.max(axis=-1) > overflows)):
         return OVERFLOW
     return None

@@ -208,6 +208,13 @@ def wrapped_positions_hint(last: int):
 ZERO_SCORES = ("scores of exactly 0 (notebook 00's library: one-hot keys, a query orthogonal to a key, and a query "
                "of zeros): 0 is an ordinary score")
 FLOAT32_100 = "float32 scores of 100 and 0, nothing larger: exp overflows float32 above 88.7"
+FLOAT32_LOGITS_100 = "float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7"
+
+
+def exp_overflows_above(dtype) -> float:
+    """A bound past which exp overflows ``dtype``: 88 in float32 (exp overflows above 88.7), 700 otherwise (float64,
+    above 709.8); an overflow hint asks for an input larger than it."""
+    return 88.0 if dtype == np.float32 else 700.0
 
 
 def library_with_zero_scores():

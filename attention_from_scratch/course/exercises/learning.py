@@ -13,7 +13,17 @@ import numpy as np
 from ...model.layers import cross_entropy_backward, cross_entropy_forward
 from ..i18n import msg
 from ..learning_demos import bigram_loss_and_grad, bigram_pairs
-from .cases import GLOBAL_MAX, OVERFLOW, Case, Exercise, draw, far_below_the_max, fresh_case
+from .cases import (
+    FLOAT32_LOGITS_100,
+    GLOBAL_MAX,
+    OVERFLOW,
+    Case,
+    Exercise,
+    draw,
+    exp_overflows_above,
+    far_below_the_max,
+    fresh_case,
+)
 
 __all__ = ["BIGRAM_GRAD"]
 
@@ -96,7 +106,7 @@ def _bigram_cases():
              _target_far_below()),
         Case("one pair", (draw(26, (3, 3)), np.array([2]), np.array([0]))),
         # the other float32 case has logits below 3: a softmax shifted only where float64's exp overflows passed
-        Case("float32 logits of 100 and 0, nothing larger: exp overflows float32 above 88.7",
+        Case(FLOAT32_LOGITS_100,
              ((100.0 * np.eye(3)).astype(np.float32), np.array([0, 1, 2]), np.array([0, 2, 1])), np.float32),
         fresh_case(_fresh_bigram),
     ]
@@ -105,8 +115,7 @@ def _bigram_cases():
 def _bigram_overflow(case, e, g):
     """nan or inf (a loss of log inf) with logits large enough to overflow exp; tried after the mistakes (one max for
     every pair underflows instead, and has its own)."""
-    overflows = 88.0 if case.dtype == np.float32 else 700.0  # exp overflows float32 above 88.7, float64 above 709.8
-    if np.abs(case.args[0]).max() > overflows and any(
+    if np.abs(case.args[0]).max() > exp_overflows_above(case.dtype) and any(
             not np.isfinite(np.asarray(x, dtype=np.float64)).all() for x in g):
         return OVERFLOW
     return None
