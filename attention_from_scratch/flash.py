@@ -41,38 +41,19 @@ from __future__ import annotations
 import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
-from .infra.attention_checks import check_attention, check_window
-from .infra.backend import backend_name, device_of, get_namespace, narrow, widen
+from .flash_tiling import check_flash, matrix_at
+from .infra.backend import device_of, get_namespace, narrow, widen
 from .infra.blas import limit_worker_thread, one_blas_thread
-from .infra.checks import broadcast_shapes, check_flag, check_positive_int
+from .infra.checks import check_flag
 from .masking import intersect_masks, masked_scores
 from .softmax import safe_shift
 from .windows import window_band
 
 __all__ = [
-    "CPU_BLOCK_SIZE", "GPU_BLOCK_SIZE", "Tiling", "check_flash", "default_block_size", "empty_state", "finish_state",
-    "flash_attention", "key_spans", "matrix_at", "online_softmax_merge", "online_softmax_update", "softmax_state",
-    "tile_mask",
+    "empty_state", "finish_state", "flash_attention", "key_spans", "online_softmax_merge", "online_softmax_update",
+    "softmax_state", "tile_mask",
 ]
-
-# block_size=None picks a measured tile for the inputs' backend (default_block_size):
-# - CPU (NumPy, array-api-strict, anything not on a GPU): 512. NumPy pays Python's per-tile overhead
-#   (~20 array calls per tile), so large tiles win while a tile of scores still fits in cache (512 x 512
-#   float32 = 1 MiB). Measured with benchmarks/bench_flash.py at (B, H, T, d) = (1, 8, 2048, 64), float32,
-#   workers=2, 2 cores: 128 takes ~2x the time of 512, 1024 is within noise of 512, 2048 is slower; with
-#   512, flash takes 0.2-0.5x plain attention's time (docs/guide/benchmarks.md, the block-size table).
-# - GPU (CuPy; PyTorch CUDA too, not measured): 2048. CuPy runs each array operation as its own kernel(s),
-#   nothing fused, so a tile costs about 0.3-0.5 ms of Python and launches whatever its size, and the time is
-#   about that cost times the number of tiles: measured with bench_backends.py on an NVIDIA H200 (CuPy 14.2,
-#   (1, 8, 4096, 64), float32, four runs in two sessions), block 128 took 142-202x the time of 2048, 512 9.9-12x,
-#   1024 2.8-3.3x. Larger tiles were faster still (4096: a third of 2048's time at n = 8192), but 2048 keeps one tile
-#   of float32 scores at 16 MiB per head. (FlashAttention's own 128-wide tiles are sized for on-chip
-#   memory, inside ONE fused kernel; this array code fuses nothing, so on a GPU its tiles save memory, not
-#   time.)
-CPU_BLOCK_SIZE = 512
-GPU_BLOCK_SIZE = 2048
 
 
 # --- the engine: the online-softmax state, and which tiles a block of queries visits -------------------
@@ -188,57 +169,6 @@ def tile_mask(mask, causal, i0, i1, j0, j1, offset, xp, device, window=None, n_s
 # --- flash attention ----------------------------------------------------------------------------------
 
 
-def default_block_size(x) -> int:
-    """The tile side ``block_size=None`` means for array ``x``: GPU_BLOCK_SIZE on a GPU, else CPU_BLOCK_SIZE."""
-    on_gpu = backend_name(get_namespace(x)) == "cupy" or "cuda" in str(device_of(x)).lower()
-    return GPU_BLOCK_SIZE if on_gpu else CPU_BLOCK_SIZE
-
-
-@dataclass(frozen=True)
-class Tiling:
-    """How flash attention (and its backward) cut the work: the broadcast leading shape ``lead``, the tile
-    ``(block_q, block_k)``, the causal flag, the window and its kept sinks, the worker threads."""
-
-    lead: tuple
-    block_q: int
-    block_k: int
-    causal: bool = False
-    window: int | None = None
-    n_sinks: int = 0
-    workers: int | None = None
-
-
-def check_flash(xp, q, k, v, mask, *, causal, scale, block_size, window, n_sinks, sink_logits, workers=None):
-    """Flash attention's boundary: :func:`~attention_from_scratch.infra.attention_checks.check_attention` (the causal
-    mask left to the tiles) plus the tiling -> ``(q, k, v, mask, scale, sink, dtype, tiling)``.
-
-    ``block_size`` None (:func:`default_block_size`), an int for both sides, or a pair (block_q, block_k);
-    ``workers`` None or a number of threads; ``window`` None or >= 1 with ``n_sinks`` >= 0 kept sinks.
-    """
-    q, k, v, mask, scale, sink, dtype = check_attention(xp, q, k, v, mask, scale=scale, sink_logits=sink_logits)
-    block_size = default_block_size(q) if block_size is None else block_size
-    pair = tuple(block_size) if isinstance(block_size, (tuple, list)) else (block_size, block_size)
-    what = "block_size (an int or a pair (block_q, block_k))"
-    if len(pair) != 2:
-        raise ValueError(f"{what} must be a positive integer or a pair of them, got {block_size!r}")
-    block_q, block_k = (check_positive_int(b, what) for b in pair)
-    causal = check_flag(causal, "causal")
-    window, n_sinks = check_window(window, n_sinks)
-    workers = None if workers is None else check_positive_int(workers, "workers (None or a number of threads)")
-    lead = broadcast_shapes(*(x.shape[:-2] for x in (q, k, v, mask) if x is not None),
-                            names=("q batch dims", "k batch dims", "v batch dims", "mask dims"))
-    return q, k, v, mask, scale, sink, dtype, Tiling(lead, block_q, block_k, causal, window, n_sinks, workers)
-
-
-def matrix_at(x, idx):
-    """The (rows, cols) matrix of ``x`` at index ``idx`` of the broadcast leading shape (None stays None)."""
-    if x is None:
-        return None
-    lead = x.shape[:-2]
-    idx = idx[len(idx) - len(lead) :]  # x may have fewer leading axes (broadcasting aligns on the right)
-    return x[(*(i if n > 1 else 0 for i, n in zip(idx, lead, strict=True)), ...)]
-
-
 def _query_block(q, k, v, mask, sink, i0, i1, scale, tiling):
     """FlashAttention-2's Algorithm 1 for queries i0:i1 of one (batch, head): -> ``(out, lse)``.
 
@@ -269,11 +199,11 @@ def flash_attention(
     broadcast. ``mask`` (boolean, True = may attend, or additive float) broadcasts to ``(..., T, S)``
     and is sliced per tile; ``causal=True`` is bottom-right aligned and skips future key blocks.
     ``block_size`` is an int or ``(block_q, block_k)``; any size works, including ones that do not
-    divide T or S. None (the default) is a measured size for the inputs' backend,
-    :func:`default_block_size`: 512 on a CPU, 2048 on a GPU. Only ``(block_q, block_k)`` scores exist
-    at a time, never ``(T, S)``. A row with nothing to attend to gives 0. ``workers=N`` runs the
-    (batch·head, query block) tiles on N threads; with or without workers, BLAS is held to one thread
-    while tiles run (if ``threadpoolctl`` is installed; see ``infra/blas.py``). ``return_lse=True`` also
+    divide T or S. None (the default) is a measured size for the inputs' backend
+    (:func:`~attention_from_scratch.flash_tiling.default_block_size`): 512 on a CPU, 2048 on a GPU. Only
+    ``(block_q, block_k)`` scores exist at a time, never ``(T, S)``. A row with nothing to attend to gives 0.
+    ``workers=N`` runs the (batch·head, query block) tiles on N threads; with or without workers, BLAS is held
+    to one thread while tiles run (if ``threadpoolctl`` is installed; see ``infra/blas.py``). ``return_lse=True`` also
     returns ``lse (..., T)``, the log-sum-exp of each row of scaled, masked scores (-inf for a fully
     masked row), which ``flash_attention_backward`` (``flash_backward.py``) needs. ``window=W`` equals
     sdpa with ``sliding_window_mask(T, S, W, n_sinks=n_sinks)`` (a window implies causal) and skips

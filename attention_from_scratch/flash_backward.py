@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 
 from .attention import sink_logits_grad, sum_to_shape
-from .flash import check_flash, key_spans, matrix_at, tile_mask
+from .flash import key_spans, tile_mask
+from .flash_tiling import check_flash, matrix_at
 from .infra.backend import as_float, device_of, get_namespace, narrow
 from .infra.blas import one_blas_thread
 from .masking import masked_scores
@@ -102,7 +103,7 @@ def flash_attention_backward(
 
 
 def _check_backward(xp, q, k, v, out, d_out, lse, mask, **forward):
-    """The backward's boundary: flash's own (``flash.check_flash``, with the forward's arguments) plus the
+    """The backward's boundary: flash's own (``flash_tiling.check_flash``, with the forward's arguments) plus the
     forward's ``out`` and ``lse`` and the gradient ``d_out``, as float arrays of q's (widened) dtype on q's
     device with the shapes flash_attention gave (out and d_out ``(*lead, T, d_v)``, lse ``(*lead, T)``); with
     sink logits, an lse of a forward that had them (``lse_i >= s`` in every row)."""

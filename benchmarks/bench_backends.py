@@ -7,7 +7,7 @@ Question: what does moving the *unchanged* code to a GPU buy? Every concept modu
 says so and measures only the NumPy column.
 
 On a GPU the script also sweeps flash attention's block size on CuPy at (B, H, n, d) = (1, 8, 4096, 64): the
-measurement behind ``flash.GPU_BLOCK_SIZE``, the tile that ``block_size=None`` means there.
+measurement behind ``flash_tiling.GPU_BLOCK_SIZE``, the tile that ``block_size=None`` means there.
 
 MLA decoding (``attention_from_scratch.mla``, DeepSeek-V3's multi-head latent attention) is timed
 per generated token against a latent cache; it is skipped with a note if the module is absent.
@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import add_figure_option, not_measured, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
-from attention_from_scratch.flash import GPU_BLOCK_SIZE, flash_attention
+from attention_from_scratch.flash import flash_attention
+from attention_from_scratch.flash_tiling import GPU_BLOCK_SIZE
 from attention_from_scratch.infra.backend import gpu_available, namespace_for, to_device
 from attention_from_scratch.infra.timing import median_times
 

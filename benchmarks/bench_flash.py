@@ -13,7 +13,7 @@ at H = 8, n = 16384 would need 2 x 8 GiB of scores.
 
 flash_attention runs with its defaults (block_size=None: the measured best for the backend, 512 on a
 CPU), so what is timed is what a caller gets. The block-size sweep at (B, H, n, d) = (1, 8, 2048, 64)
-is the measurement behind that default (flash.py's CPU_BLOCK_SIZE).
+is the measurement behind that default (flash_tiling.py's CPU_BLOCK_SIZE).
 
     python benchmarks/bench_flash.py [--quick]       # full run: a few minutes at most
 """
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import add_figure_option, not_measured, print_table, verdict, write_figure
 
 from attention_from_scratch.attention import scaled_dot_product_attention
-from attention_from_scratch.flash import CPU_BLOCK_SIZE, flash_attention
+from attention_from_scratch.flash import flash_attention
+from attention_from_scratch.flash_tiling import CPU_BLOCK_SIZE
 from attention_from_scratch.infra.timing import median_times, peak_memory
 
 D_K = 64

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp as scipy_logsumexp
 from scipy.special import softmax as scipy_softmax
 
-from attention_from_scratch import flash, flash_backward
+from attention_from_scratch import flash, flash_backward, flash_tiling
 from attention_from_scratch.attention import attention_backward, scaled_dot_product_attention
 from attention_from_scratch.flash import flash_attention, online_softmax_merge, softmax_state
 from attention_from_scratch.flash_backward import flash_attention_backward
@@ -509,22 +509,23 @@ def test_flash_in_a_forked_child_does_not_hang():
 def test_default_block_size_is_the_backends_measured_best(xp, monkeypatch):
     q = xp.randn(3, 2)
     on_gpu = xp.name == "cupy"  # NumPy and array-api-strict (its second device too) are CPU backends
-    assert flash.default_block_size(q) == (flash.GPU_BLOCK_SIZE if on_gpu else flash.CPU_BLOCK_SIZE)
-    assert (flash.CPU_BLOCK_SIZE, flash.GPU_BLOCK_SIZE) == (512, 2048)
-    monkeypatch.setattr(flash, "backend_name", lambda ns: "cupy")
-    assert flash.default_block_size(q) == flash.GPU_BLOCK_SIZE
+    expected = flash_tiling.GPU_BLOCK_SIZE if on_gpu else flash_tiling.CPU_BLOCK_SIZE
+    assert flash_tiling.default_block_size(q) == expected
+    assert (flash_tiling.CPU_BLOCK_SIZE, flash_tiling.GPU_BLOCK_SIZE) == (512, 2048)
+    monkeypatch.setattr(flash_tiling, "backend_name", lambda ns: "cupy")
+    assert flash_tiling.default_block_size(q) == flash_tiling.GPU_BLOCK_SIZE
 
 
 def test_no_block_size_tiles_with_the_default_and_equals_plain_attention(monkeypatch):
     rng = np.random.default_rng(7)
-    n = flash.CPU_BLOCK_SIZE + 77  # two query blocks and two key blocks, the second partial
+    n = flash_tiling.CPU_BLOCK_SIZE + 77  # two query blocks and two key blocks, the second partial
     q, k, v = rng.standard_normal((n, 8)), rng.standard_normal((n, 8)), rng.standard_normal((n, 5))
     tiles = []
     _counting_updates(monkeypatch, tiles)
     out = flash_attention(q, k, v, causal=True)
     np.testing.assert_allclose(out, _plain(q, k, v, causal=True), rtol=1e-12, atol=1e-12)
     assert sorted(tiles) == sorted([(512, 512), (77, 512), (77, 77)])  # causal: the future tile is skipped
-    assert np.array_equal(out, flash_attention(q, k, v, causal=True, block_size=flash.CPU_BLOCK_SIZE))
+    assert np.array_equal(out, flash_attention(q, k, v, causal=True, block_size=flash_tiling.CPU_BLOCK_SIZE))
     out, lse = flash_attention(q, k, v, causal=True, return_lse=True)
     grads = flash_attention_backward(q, k, v, out, np.ones_like(out), lse, causal=True)
     expected = attention_backward(q, k, v, np.ones_like(out), causal=True)
